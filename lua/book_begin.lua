@@ -1,0 +1,1 @@
+-- book_begin.lua: not written yet

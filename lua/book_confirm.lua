@@ -1,0 +1,1 @@
+-- book_confirm.lua: not written yet

@@ -1,0 +1,1 @@
+-- book_fail.lua: not written yet

@@ -1,0 +1,1 @@
+-- cancel.lua: not written yet

@@ -1,0 +1,1 @@
+-- create_show.lua: not written yet

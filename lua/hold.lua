@@ -1,0 +1,1 @@
+-- hold.lua: not written yet

@@ -1,0 +1,1 @@
+-- read.lua: not written yet

@@ -1,0 +1,1 @@
+-- reap.lua: not written yet

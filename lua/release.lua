@@ -1,0 +1,1 @@
+-- release.lua: not written yet

@@ -1,0 +1,1 @@
+/* auth.c - not written yet. */

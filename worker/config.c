@@ -1,0 +1,1 @@
+/* config.c - not written yet. */

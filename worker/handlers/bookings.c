@@ -1,0 +1,1 @@
+/* handlers/bookings.c - not written yet. */

@@ -1,0 +1,1 @@
+/* handlers/health.c - not written yet. */

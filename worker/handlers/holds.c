@@ -1,0 +1,1 @@
+/* handlers/holds.c - not written yet. */

@@ -1,0 +1,1 @@
+/* handlers/shows.c - not written yet. */

@@ -1,0 +1,1 @@
+/* http_request.c - not written yet. */

@@ -1,0 +1,1 @@
+/* http_server.c - not written yet. */

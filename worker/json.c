@@ -1,0 +1,1 @@
+/* json.c - not written yet. */

@@ -1,0 +1,1 @@
+/* keys.c - not written yet. */

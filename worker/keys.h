@@ -1,0 +1,64 @@
+/*
+ * keys.h - the Redis key schema and the grammar of every id that reaches a key name.
+ *
+ * Every key of a show carries the hash tag {s:<showId>}, so a show's keys share one slot:
+ *
+ *   {s:42}:meta              hash    title, startsAt, holdTtlMs, priceTiers, seatCount, createdAt
+ *   {s:42}:layout            string  the frozen layout JSON document
+ *   {s:42}:idx               hash    seat id -> bit index (frozen at creation)
+ *   {s:42}:seat:<seatId>     string  the hold id holding the seat; PX TTL = the hold deadline
+ *   {s:42}:held              bitmap  bit i set <=> seat i has a live seat key
+ *   {s:42}:booked            bitmap  bit i set <=> seat i is in a CONFIRMED booking
+ *   {s:42}:ver               integer projection version, bumped on every seat change (ETag)
+ *   {s:42}:expiry            zset    hold id -> deadline (epoch ms), for reaping
+ *   {s:42}:hold:<holdId>     hash    owner, seats, status, expiresAt, bookingId, idemKey
+ *   {s:42}:user:<sub>        hash    live hold id -> seat count, and "booked" -> seats booked
+ *   {s:42}:idem:<sub>:<key>  string  hold id + request fingerprint, 24 h TTL
+ *   {s:42}:booking:<id>      hash    owner, holdId, seats, amount, status, paymentRef, …
+ *   {s:42}:bookings          stream  booking events (the outbox), appended by the scripts
+ *   {s:42}:ch                channel seat deltas {"v":version,"c":[[seat,status],…]}
+ *   seatd:shows              zset    catalogue: show id by startsAt
+ *   seatd:show_seq           integer show id sequence
+ *
+ * The scripts receive {s:<id>}:meta as KEYS[1] (it routes the call to the show's slot) and
+ * derive the other keys of the same show from its hash tag.
+ *
+ * Pure: no I/O.
+ */
+#ifndef SEATD_KEYS_H
+#define SEATD_KEYS_H
+
+#include <stddef.h>
+
+#include "errors.h"
+
+#define SEATD_KEY_MAX 256      /* longest key we build, NUL included */
+#define SEATD_ID_MAX 48        /* longest show/hold/booking id, NUL included */
+
+/* Show ids: 1-18 decimal digits, no leading zero. */
+int seatd_keys_valid_show_id(const char *s);
+/* Seat ids: ^[A-Za-z0-9_-]{1,16}$. */
+int seatd_keys_valid_seat_id(const char *s);
+/* User ids (JWT sub): ^[A-Za-z0-9_.@:|-]{1,64}$ (no braces, no spaces). */
+int seatd_keys_valid_sub(const char *s);
+/* Idempotency keys: ^[A-Za-z0-9_.:-]{1,128}$. */
+int seatd_keys_valid_idem_key(const char *s);
+
+/*
+ * Hold and booking ids name their show so any worker finds the keys from the id alone:
+ * "<showId>-h<20 hex>" and "<showId>-b<20 hex>". 'kind' is 'h' or 'b'.
+ * seatd_keys_new_id() writes a fresh random id (OpenSSL RAND_bytes) into 'out'
+ * (SEATD_ID_MAX bytes). seatd_keys_parse_id() checks 'id' and copies its show id into
+ * 'show_out' (SEATD_ID_MAX bytes); returns 0 or SEATD_EBADID.
+ */
+SEATD_MUSTCHECK int seatd_keys_new_id(char *out, const char *show_id, char kind);
+SEATD_MUSTCHECK int seatd_keys_parse_id(const char *id, char kind, char *show_out);
+
+/* Writes "{s:<showId>}:<suffix>" into 'out' (SEATD_KEY_MAX bytes). Returns 0 or SEATD_EBADID
+ * if the show id is invalid or the key would not fit. */
+SEATD_MUSTCHECK int seatd_keys_show(char *out, const char *show_id, const char *suffix);
+
+#define SEATD_KEY_CATALOGUE "seatd:shows"
+#define SEATD_KEY_SHOW_SEQ "seatd:show_seq"
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * layout.h - a show's seat layout: parsing, validating and looking seats up.
+ *
+ * A layout is frozen when the show is created: seat i of the "seats" array has bit index i
+ * in the held/booked bitmaps. seatd_layout_parse() validates a client's POST /v1/shows
+ * "seats" array (ids, rows, numbers, tiers known to the price tiers, finite x/y, at most
+ * SEATD_LAYOUT_MAX_SEATS) and builds an index for id lookup. Workers cache parsed layouts per
+ * show (they never change), see seatd_layout_cache_*.
+ *
+ * Pure: no I/O. Not thread-safe (one loop per process).
+ */
+#ifndef SEATD_LAYOUT_H
+#define SEATD_LAYOUT_H
+
+#include <stddef.h>
+
+#include "errors.h"
+
+#define SEATD_LAYOUT_MAX_SEATS 20000
+
+typedef struct seatd_layout_seat_s {
+    char id[17];  /* seat id, ^[A-Za-z0-9_-]{1,16}$ */
+    char row[17]; /* row label */
+    int number;   /* seat number within the row */
+    char tier[33]; /* price tier name */
+    double x, y;  /* position on the plan */
+} seatd_layout_seat_t;
+
+typedef struct seatd_layout_s seatd_layout_t;
+
+/*
+ * Parses a JSON array of seats ('seats_json' borrowed, a cJSON item: struct cJSON *) .
+ * 'tiers' (a cJSON object of tier -> price, may be NULL to skip) must contain every tier.
+ * Returns 0 and an owned layout in '*out' (seatd_layout_free), or SEATD_EINVAL /
+ * SEATD_EBADSEAT / SEATD_EDUPSEAT / SEATD_EEMPTY / SEATD_ETOOMANY with a message in 'why'
+ * ('why_len' bytes).
+ */
+SEATD_MUSTCHECK int seatd_layout_from_json(const void *seats_json, const void *tiers,
+                                           seatd_layout_t **out, char *why, size_t why_len);
+void seatd_layout_free(seatd_layout_t *l);
+
+size_t seatd_layout_count(const seatd_layout_t *l);
+/* Seat 'i' (borrowed until seatd_layout_free). */
+const seatd_layout_seat_t *seatd_layout_seat(const seatd_layout_t *l, size_t i);
+/* Index of 'id' or -1. */
+long seatd_layout_find(const seatd_layout_t *l, const char *id);
+
+/* The canonical layout document {"showId":…,"seats":[…]}: returns owned text (free()). */
+char *seatd_layout_to_json(const seatd_layout_t *l, const char *show_id);
+
+/* Process-wide cache of parsed layouts by show id, bounded to 'max' entries (LRU-ish).
+ * seatd_layout_cache_put takes 'l'. seatd_layout_cache_get returns borrowed (valid until the
+ * next put). */
+void seatd_layout_cache_put(const char *show_id, seatd_layout_t *l);
+const seatd_layout_t *seatd_layout_cache_get(const char *show_id);
+void seatd_layout_cache_clear(void);
+
+#endif

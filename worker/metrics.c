@@ -1,0 +1,1 @@
+/* metrics.c - not written yet. */

@@ -1,0 +1,1 @@
+/* payment.c - not written yet. */

@@ -1,0 +1,1 @@
+/* rds.c - not written yet. */

@@ -1,0 +1,97 @@
+/*
+ * rds.h - the one Redis client module: a small pool of async hiredis connections on a libuv
+ * loop.
+ *
+ * Lifecycle: seatd_rds_new() starts connecting every pooled connection at once and returns;
+ * commands may be queued before any connection is up (they wait in a bounded queue and are
+ * sent when one connects, or fail with SEATD_ETIMEOUT when their deadline passes).
+ * seatd_rds_close() begins an asynchronous teardown: every pending callback fires with
+ * SEATD_ESHUTDOWN, handles are closed, and the object frees itself in its last close callback,
+ * so uv_run() returns and uv_loop_close() succeeds afterwards.
+ *
+ * Connection states: CLOSED -> CONNECTING -> CONNECTED; on an I/O error, a protocol error or a
+ * command timeout the connection is dropped (every command sent on it fails with
+ * SEATD_EUNAVAILABLE or SEATD_ETIMEOUT) and reconnected with exponential backoff
+ * (100 ms doubling to 5 s, with jitter). hiredis 0.14 has no command timeouts: this module
+ * owns them with one uv_timer per connection that checks the oldest in-flight command.
+ *
+ * Every successful (re)connection calls the ready hook (if set) before queued commands flow,
+ * which is how scripts.c makes sure the function library is loaded.
+ *
+ * Loop and threads: one loop, one thread. Never share a seatd_rds_t across fork().
+ */
+#ifndef SEATD_RDS_H
+#define SEATD_RDS_H
+
+#include <stddef.h>
+
+#include "errors.h"
+
+struct uv_loop_s;
+struct redisReply;
+
+typedef struct seatd_rds_s seatd_rds_t;
+
+typedef struct seatd_rds_opts_s {
+    const char *host;     /* borrowed; "127.0.0.1" when NULL and no 'unix_path' */
+    int port;             /* TCP port; 6379 when 0 */
+    const char *unix_path; /* borrowed; a unix socket path, used instead of host/port if set */
+    int pool_size;        /* connections in the pool; 2 when 0 */
+    int timeout_ms;       /* per-command deadline from the moment it is queued; 2000 when 0 */
+    int max_pending;      /* commands queued or in flight across the pool; 10000 when 0 */
+} seatd_rds_opts_t;
+
+/*
+ * Called with the reply, borrowed for the duration of the callback (NULL when 'err' != 0).
+ * 'err' is 0, or SEATD_EUNAVAILABLE (no connection / connection lost), SEATD_ETIMEOUT,
+ * SEATD_EOVERLOAD (never: that is returned synchronously) or SEATD_ESHUTDOWN.
+ * A Redis error reply (REDIS_REPLY_ERROR) arrives with 'err' == 0: the caller decodes it.
+ */
+typedef void (*seatd_rds_reply_cb)(const struct redisReply *reply, int err, void *data);
+
+/*
+ * Called after each connection of the pool is established (including reconnects), before
+ * commands queued for it are sent. The hook may issue commands with seatd_rds_call_on_ready()
+ * on that same connection; they run ahead of the queue. 'conn' identifies the connection.
+ */
+typedef void (*seatd_rds_ready_cb)(seatd_rds_t *rds, void *conn, void *data);
+
+/* Returns an owned client (freed by seatd_rds_close()). 'opts' is borrowed (copied). */
+seatd_rds_t *seatd_rds_new(struct uv_loop_s *loop, const seatd_rds_opts_t *opts);
+
+/* Sets the hook run on every (re)connect. Call before the loop runs. */
+void seatd_rds_set_ready_hook(seatd_rds_t *rds, seatd_rds_ready_cb cb, void *data);
+
+/*
+ * Queues one command given as 'argc' binary-safe arguments ('argv'/'argvlen' borrowed for the
+ * call only: they are copied). Returns 0 and 'cb' runs exactly once later; or returns
+ * SEATD_EOVERLOAD (queue full) or SEATD_ESHUTDOWN, and 'cb' never runs.
+ * 'argvlen' may be NULL for NUL-terminated arguments.
+ */
+SEATD_MUSTCHECK int seatd_rds_callv(seatd_rds_t *rds, int argc, const char **argv,
+                                    const size_t *argvlen, seatd_rds_reply_cb cb, void *data);
+
+/* Like seatd_rds_callv() but sent on 'conn' (from the ready hook), ahead of queued commands. */
+SEATD_MUSTCHECK int seatd_rds_call_on_ready(seatd_rds_t *rds, void *conn, int argc,
+                                            const char **argv, const size_t *argvlen,
+                                            seatd_rds_reply_cb cb, void *data);
+
+/* 1 if at least one connection is CONNECTED and has passed its ready hook. */
+int seatd_rds_is_ready(const seatd_rds_t *rds);
+
+/* Stats for /metrics and tests. */
+typedef struct seatd_rds_stats_s {
+    unsigned long long commands;    /* commands completed with a reply */
+    unsigned long long errors;      /* commands failed (unavailable, timeout, shutdown) */
+    unsigned long long timeouts;    /* of which timed out */
+    unsigned long long reconnects;  /* successful connections after the first */
+    unsigned long long rtt_us_sum;  /* summed round-trip time of completed commands */
+    unsigned int pending;           /* queued + in flight now */
+    unsigned int connected;         /* connections ready now */
+} seatd_rds_stats_t;
+void seatd_rds_get_stats(const seatd_rds_t *rds, seatd_rds_stats_t *out);
+
+/* Starts the asynchronous teardown described above. seatd_rds_close(NULL) is a no-op. */
+void seatd_rds_close(seatd_rds_t *rds);
+
+#endif

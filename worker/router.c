@@ -1,0 +1,1 @@
+/* router.c - not written yet. */

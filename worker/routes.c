@@ -1,0 +1,1 @@
+/* routes.c - not written yet. */

@@ -1,0 +1,1 @@
+/* scripts.c - not written yet. */

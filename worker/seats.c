@@ -1,0 +1,1 @@
+/* seats.c - not written yet. */

@@ -1,0 +1,175 @@
+/*
+ * store.h - typed seat operations: one function per Lua function of the seatd library.
+ *
+ * Handlers and tests call these and never build KEYS/ARGV. Each call validates its arguments
+ * (ids against keys.h's grammar) before anything is queued, builds the keys with keys.c and
+ * decodes the reply into a seatd_store_result_t.
+ *
+ * Result shape: every seatd function answers a flat array of name/value pairs on success
+ * ("holdId", "42-h…", "expiresAt", "1764…", …) and a Redis error reply "<WORD> detail…" on
+ * failure, where WORD is a Lua word of SEATD_ERRNO_MAP. The result exposes both: 'err' (0 or
+ * the SEATD_E* code) with the detail split into words (e.g. the conflicting seat ids), or the
+ * fields, read by name with seatd_store_get(). Values are binary-safe (bitmaps are values).
+ *
+ * Callback contract (STYLE rule 18): a call that returns 0 runs 'cb' exactly once, with a
+ * result borrowed until 'cb' returns; a call that returns an error never runs 'cb'.
+ *
+ * Loop and threads: those of the rds client behind 'scripts'.
+ */
+#ifndef SEATD_STORE_H
+#define SEATD_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errors.h"
+#include "scripts.h"
+
+typedef struct seatd_store_s seatd_store_t;
+
+typedef struct seatd_store_result_s {
+    int err;              /* 0, or a negative SEATD_E* code */
+    const char *detail;   /* the error text after the word ("" if none); borrowed */
+    size_t nwords;        /* detail split on spaces, e.g. the conflicting seat ids */
+    const char **words;   /* borrowed */
+    size_t nfields;       /* success: name/value pairs */
+    const char **names;   /* borrowed */
+    const char **values;  /* borrowed, NUL-terminated, may contain NULs (see 'lens') */
+    const size_t *lens;   /* byte length of each value */
+} seatd_store_result_t;
+
+typedef void (*seatd_store_cb)(const seatd_store_result_t *res, void *data);
+
+/* Returns the value of field 'name' or NULL; borrowed like 'res'. 'len' may be NULL. */
+const char *seatd_store_get(const seatd_store_result_t *res, const char *name, size_t *len);
+/* Returns the field parsed as an integer, or 'dflt' if missing or not a number. */
+int64_t seatd_store_get_int(const seatd_store_result_t *res, const char *name, int64_t dflt);
+
+/* Returns an owned store over 'scripts' (borrowed; must outlive it). */
+seatd_store_t *seatd_store_new(seatd_scripts_t *scripts);
+void seatd_store_free(seatd_store_t *st);
+
+/* ---------------------------------------------------------------------------------------
+ * Operations. String arguments are borrowed for the call only. Unless noted, ids must match
+ * keys.h's grammar or the call returns SEATD_EBADID synchronously.
+ * ------------------------------------------------------------------------------------- */
+
+/*
+ * create_show: writes a show once: meta, frozen layout, seat id -> bit index, zeroed
+ * bitmaps, version 0, and adds it to the catalogue. 'show_id' is chosen by the caller
+ * (seatd_store_next_show_id). 'layout_json' is the canonical layout document
+ * {"showId":…,"seats":[{id,row,number,tier,x,y},…]} in index order; 'seat_ids' lists the
+ * same ids in index order. Fields: showId, version. Errors: EXISTS.
+ */
+typedef struct seatd_show_args_s {
+    const char *show_id;
+    const char *title;
+    int64_t starts_at_ms;       /* epoch ms */
+    int64_t hold_ttl_ms;
+    const char *price_tiers_json; /* {"standard":1200,…} */
+    const char *layout_json;
+    const char *const *seat_ids; /* in index order */
+    size_t nseats;
+    const char *extra_json;     /* optional meta extras (screen, refund policy), may be NULL */
+} seatd_show_args_t;
+SEATD_MUSTCHECK int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a,
+                                            seatd_store_cb cb, void *data);
+
+/* INCR of the show id sequence. Fields: showId. */
+SEATD_MUSTCHECK int seatd_store_next_show_id(seatd_store_t *st, seatd_store_cb cb, void *data);
+
+/* A show's meta. Fields: showId, title, startsAt (ms), holdTtlMs, priceTiers (JSON),
+ * seatCount, version, createdAt. Errors: NOSHOW. */
+SEATD_MUSTCHECK int seatd_store_show_get(seatd_store_t *st, const char *show_id,
+                                         seatd_store_cb cb, void *data);
+
+/* The frozen layout document. Fields: layout (JSON). Errors: NOSHOW. */
+SEATD_MUSTCHECK int seatd_store_layout_get(seatd_store_t *st, const char *show_id,
+                                           seatd_store_cb cb, void *data);
+
+/* Catalogue page by start time: ids of shows [offset, offset+count). Fields: total, then
+ * "id" repeated once per show, in order. */
+SEATD_MUSTCHECK int seatd_store_list_shows(seatd_store_t *st, long offset, long count,
+                                           seatd_store_cb cb, void *data);
+
+/* Seat status projection, read atomically: Fields: version, seatCount, held (bitmap bytes),
+ * booked (bitmap bytes). Bit i (MSB-first, as SETBIT numbers them) is seat index i.
+ * Errors: NOSHOW. */
+SEATD_MUSTCHECK int seatd_store_seatmap(seatd_store_t *st, const char *show_id,
+                                        seatd_store_cb cb, void *data);
+
+/*
+ * hold: all-or-nothing over 'seat_ids' (already normalised by seats.c: valid, unique,
+ * sorted). Fields: holdId, showId, expiresAt (epoch ms, Redis clock), version, seatIds
+ * (comma-joined), replayed ("1" when answered from the idempotency record).
+ * Errors: CONFLICT <seat…>, UNKNOWN_SEAT <seat>, NOSHOW, LIMIT, IDEM_MISMATCH, EMPTY, TOOMANY.
+ */
+typedef struct seatd_hold_args_s {
+    const char *show_id;
+    const char *hold_id;         /* fresh id from seatd_keys_new_id(); used unless replayed */
+    const char *owner;           /* the JWT sub */
+    const char *const *seat_ids; /* normalised */
+    size_t nseats;
+    const char *idem_key;        /* may be NULL */
+    int64_t ttl_ms;              /* 0: the show's holdTtlMs */
+    int max_per_user;            /* seats per user per show, held + booked */
+} seatd_hold_args_t;
+SEATD_MUSTCHECK int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a,
+                                     seatd_store_cb cb, void *data);
+
+/* A hold, as its owner sees it. Fields: holdId, showId, owner, seatIds, status, expiresAt,
+ * createdAt, bookingId (may be ""). Errors: NOTFOUND (missing or another owner's). */
+SEATD_MUSTCHECK int seatd_store_hold_get(seatd_store_t *st, const char *hold_id,
+                                         const char *owner, seatd_store_cb cb, void *data);
+
+/* release: HELD -> RELEASED, seats AVAILABLE. Fields: holdId, status, version.
+ * Errors: NOTFOUND, STATE (paying or booked), EXPIRED. Releasing twice answers the same. */
+SEATD_MUSTCHECK int seatd_store_release(seatd_store_t *st, const char *hold_id,
+                                        const char *owner, seatd_store_cb cb, void *data);
+
+/* book_begin: HELD -> PENDING_PAYMENT; one live booking per hold (a repeat answers the same
+ * booking with replayed=1); seat keys extended to cover 'payment_window_ms'.
+ * Fields: bookingId, holdId, showId, status, amount, seatIds, replayed.
+ * Errors: NOTFOUND, EXPIRED, STATE. */
+typedef struct seatd_book_args_s {
+    const char *hold_id;
+    const char *owner;
+    const char *booking_id;     /* fresh id from seatd_keys_new_id() */
+    int64_t amount;             /* minor units, computed from the tiers by the caller */
+    const char *currency;       /* e.g. "EUR" */
+    const char *payment_method; /* e.g. "tok_ok" */
+    int64_t payment_window_ms;
+} seatd_book_args_t;
+SEATD_MUSTCHECK int seatd_store_book_begin(seatd_store_t *st, const seatd_book_args_t *a,
+                                           seatd_store_cb cb, void *data);
+
+/* book_confirm: seats HELD -> BOOKED iff every seat key still names the hold; booking
+ * CONFIRMED; one event on the show's bookings stream. Confirming twice answers the same.
+ * Fields: bookingId, status, version. Errors: NOTFOUND, EXPIRED (seats lost), STATE. */
+SEATD_MUSTCHECK int seatd_store_book_confirm(seatd_store_t *st, const char *booking_id,
+                                             const char *payment_ref, seatd_store_cb cb,
+                                             void *data);
+
+/* book_fail: booking FAILED (with 'reason'), hold back to HELD until its original deadline.
+ * Fields: bookingId, status. Errors: NOTFOUND, STATE. */
+SEATD_MUSTCHECK int seatd_store_book_fail(seatd_store_t *st, const char *booking_id,
+                                          const char *reason, seatd_store_cb cb, void *data);
+
+/* A booking, as its owner sees it ('owner' NULL: any owner, for internal use).
+ * Fields: bookingId, showId, holdId, owner, seatIds, amount, currency, status, paymentRef,
+ * createdAt, confirmedAt, reason. Errors: NOTFOUND. */
+SEATD_MUSTCHECK int seatd_store_booking_get(seatd_store_t *st, const char *booking_id,
+                                            const char *owner, seatd_store_cb cb, void *data);
+
+/* cancel: CONFIRMED -> CANCELLED, booked seats AVAILABLE, 'refund' recorded, one stream
+ * event. Cancelling twice answers the same. Fields: bookingId, status, refund, version.
+ * Errors: NOTFOUND, STATE. */
+SEATD_MUSTCHECK int seatd_store_cancel(seatd_store_t *st, const char *booking_id,
+                                       const char *owner, int64_t refund, seatd_store_cb cb,
+                                       void *data);
+
+/* reap: releases up to 'max' due holds of one show. Fields: reaped, version. */
+SEATD_MUSTCHECK int seatd_store_reap(seatd_store_t *st, const char *show_id, int max,
+                                     seatd_store_cb cb, void *data);
+
+#endif
