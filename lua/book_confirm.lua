@@ -1,1 +1,78 @@
--- book_confirm.lua: not written yet
+--[[
+book_confirm.lua - seatd_book_confirm: the payment succeeded; seats HELD -> BOOKED.
+
+  KEYS[1]  {s:<id>}:meta
+  ARGV[1]  booking id
+  ARGV[2]  payment reference
+  Only if the booking is PENDING_PAYMENT, its hold is PENDING_PAYMENT for this booking, and
+  every seat key still names the hold. Effects: seat keys deleted, held bits cleared, booked
+  bits set, booking CONFIRMED (paymentRef, confirmedAt, version), hold BOOKED, owner's hash:
+  hold entry -> "booked" count; version + delta ("booked"); one "booking.confirmed" entry
+  XADDed to {s}:bookings in the same script (the outbox).
+  Confirming again answers the same.
+  Returns  {"bookingId", id, "status", "CONFIRMED", "version", v, "seatIds", "A1,A2"}
+  Errors   NOTFOUND, EXPIRED (deadline passed or a seat key lost), STATE <status>
+]]
+
+local function book_confirm(keys, args)
+    local p = show_prefix(keys[1])
+    if not p then
+        return fail('INVAL', 'bad show key')
+    end
+    local booking_id = args[1] or ''
+    local bk = p .. ':booking:' .. booking_id
+    local b = hgetall(bk)
+    if not b then
+        return fail('NOTFOUND', args[1] or '?')
+    end
+    if b.status == 'CONFIRMED' then
+        return {'bookingId', booking_id, 'status', 'CONFIRMED', 'version', b.version or '0',
+            'seatIds', b.seatIds}
+    end
+    if b.status ~= 'PENDING_PAYMENT' then
+        return fail('STATE', b.status)
+    end
+    local hold_id = b.holdId
+    local hk = p .. ':hold:' .. hold_id
+    local now = now_ms()
+    local changes = {}
+    reap_due(p, now, REAP_BATCH, changes)
+    reap_hold(p, hold_id, now, changes)
+    local h = hgetall(hk)
+    if not h or h.status == 'EXPIRED' then
+        return fail_flush(p, changes, 'EXPIRED', hold_id)
+    end
+    if h.status ~= 'PENDING_PAYMENT' or h.bookingId ~= booking_id then
+        return fail_flush(p, changes, 'STATE', h.status)
+    end
+    if not seats_still_named(p, hold_id, h) then
+        return fail_flush(p, changes, 'EXPIRED', 'seat lost')
+    end
+
+    ------------------------------------------------------------------ effects (cannot fail)
+    local seats = split_commas(h.seats)
+    for _, seat in ipairs(seats) do
+        local i = tonumber(redis.call('HGET', p .. ':idx', seat))
+        redis.call('DEL', p .. ':seat:' .. seat)
+        redis.call('SETBIT', p .. ':held', i, 0)
+        redis.call('SETBIT', p .. ':booked', i, 1)
+        changes[#changes + 1] = {seat, 'booked'}
+    end
+    redis.call('HSET', hk, 'status', 'BOOKED')
+    redis.call('PEXPIRE', hk, RETENTION_MS)
+    redis.call('ZREM', p .. ':expiry', hold_id)
+    local uk = p .. ':user:' .. h.owner
+    redis.call('HDEL', uk, hold_id)
+    redis.call('HINCRBY', uk, 'booked', #seats)
+    local v = flush(p, changes)
+    redis.call('HSET', bk, 'status', 'CONFIRMED', 'paymentRef', args[2] or '',
+        'confirmedAt', now, 'version', v)
+    redis.call('XADD', p .. ':bookings', '*', 'type', 'booking.confirmed',
+        'bookingId', booking_id, 'showId', b.showId, 'holdId', hold_id, 'owner', b.owner,
+        'seatIds', b.seatIds, 'amount', b.amount, 'currency', b.currency or '',
+        'paymentRef', args[2] or '', 'version', v, 'at', now)
+    return {'bookingId', booking_id, 'status', 'CONFIRMED', 'version', tostring(v),
+        'seatIds', b.seatIds}
+end
+
+redis.register_function{function_name='seatd_book_confirm', callback=book_confirm}

@@ -1,1 +1,62 @@
--- book_fail.lua: not written yet
+--[[
+book_fail.lua - seatd_book_fail: the payment failed; the hold goes back to HELD.
+
+  KEYS[1]  {s:<id>}:meta
+  ARGV[1]  booking id
+  ARGV[2]  reason (short text)
+  Booking PENDING_PAYMENT -> FAILED (reason, failedAt). If its hold is still PENDING_PAYMENT
+  for this booking: back to HELD with bookingId cleared and its seat keys' deadline restored
+  to heldUntil; if heldUntil has already passed the hold ends EXPIRED instead (seat keys that
+  still name it deleted, bits cleared, delta). Failing again answers the same.
+  Returns  {"bookingId", id, "status", "FAILED", "holdStatus", "HELD"|"EXPIRED"|…}
+  Errors   NOTFOUND, STATE <status> (CONFIRMED, CANCELLED)
+]]
+
+local function book_fail(keys, args)
+    local p = show_prefix(keys[1])
+    if not p then
+        return fail('INVAL', 'bad show key')
+    end
+    local booking_id = args[1] or ''
+    local bk = p .. ':booking:' .. booking_id
+    local b = hgetall(bk)
+    if not b then
+        return fail('NOTFOUND', args[1] or '?')
+    end
+    local hk = p .. ':hold:' .. b.holdId
+    if b.status == 'FAILED' then
+        return {'bookingId', booking_id, 'status', 'FAILED',
+            'holdStatus', redis.call('HGET', hk, 'status') or ''}
+    end
+    if b.status ~= 'PENDING_PAYMENT' then
+        return fail('STATE', b.status)
+    end
+
+    ------------------------------------------------------------------ effects (cannot fail)
+    local now = now_ms()
+    local changes = {}
+    reap_due(p, now, REAP_BATCH, changes)
+    redis.call('HSET', bk, 'status', 'FAILED', 'reason', args[2] or '', 'failedAt', now)
+    local h = hgetall(hk)
+    if h and h.status == 'PENDING_PAYMENT' and h.bookingId == booking_id then
+        local held_until = tonumber(h.heldUntil or h.expiresAt)
+        if held_until > now then
+            for _, seat in ipairs(split_commas(h.seats)) do
+                local sk = p .. ':seat:' .. seat
+                if redis.call('GET', sk) == b.holdId then
+                    redis.call('PEXPIREAT', sk, held_until)
+                end
+            end
+            redis.call('ZADD', p .. ':expiry', held_until, b.holdId)
+            redis.call('HSET', hk, 'status', 'HELD', 'bookingId', '', 'expiresAt', held_until)
+            h.status = 'HELD'
+        else
+            end_hold(p, b.holdId, h, 'EXPIRED', changes)
+            h.status = 'EXPIRED'
+        end
+    end
+    flush(p, changes)
+    return {'bookingId', booking_id, 'status', 'FAILED', 'holdStatus', (h and h.status) or ''}
+end
+
+redis.register_function{function_name='seatd_book_fail', callback=book_fail}

@@ -1,1 +1,135 @@
--- hold.lua: not written yet
+--[[
+hold.lua - seatd_hold: holds a set of seats, all or nothing.
+
+  KEYS[1]  {s:<id>}:meta
+  ARGV[1]  hold id (fresh, "<showId>-h<hex>", from the worker)
+  ARGV[2]  owner (JWT sub)
+  ARGV[3]  ttl (ms; 0 = the show's holdTtlMs)
+  ARGV[4]  max seats per user on this show, live holds + booked (0 = no limit)
+  ARGV[5]  idempotency key ("" = none)
+  ARGV[6…] seat ids (normalised by the worker: valid, unique, sorted)
+
+  Order: show, shape and layout checks; the idempotency record (same seats: the stored
+  answer with replayed=1; other seats: IDEM_MISMATCH); lazy reaping of the show's due holds
+  and of the owner's own; conflict and limit checks; then the effects: SET NX PXAT per seat,
+  held bits, hold record, expiry set, user hash, idempotency record (24 h), version, delta.
+
+  Returns  {"holdId", id, "showId", id, "expiresAt", ms, "version", v, "seatIds", "A1,A2",
+            "replayed", "0"|"1"}
+  Errors   NOSHOW, EMPTY, TOOMANY, DUPSEAT <seat>, UNKNOWN_SEAT <seat>, IDEM_MISMATCH,
+           CONFLICT <seat> <seat>…, LIMIT <have>+<asked>><max>, INVAL <why>
+  A rejected request changes nothing, except that expired holds may have been reaped.
+]]
+
+local HOLD_FIELDS = {'holdId', 'showId', 'expiresAt', 'version', 'seatIds', 'replayed'}
+
+local function hold(keys, args)
+    local p, show_id = show_prefix(keys[1])
+    if not p then
+        return fail('INVAL', 'bad show key')
+    end
+    local meta_ttl = redis.call('HGET', keys[1], 'holdTtlMs')
+    if not meta_ttl then
+        return fail('NOSHOW', keys[1])
+    end
+    local hold_id, owner = args[1], args[2]
+    if not hold_id or hold_id == '' or not owner or owner == '' then
+        return fail('INVAL', 'hold id and owner are required')
+    end
+    local ttl = tonumber(args[3]) or -1
+    if ttl == 0 then
+        ttl = tonumber(meta_ttl)
+    end
+    local max_user = tonumber(args[4]) or -1
+    if ttl <= 0 or max_user < 0 then
+        return fail('INVAL', 'ttl and max per user')
+    end
+    local idem = args[5] or ''
+    local seats = {}
+    for i = 6, #args do
+        seats[#seats + 1] = args[i]
+    end
+    if #seats == 0 then
+        return fail('EMPTY', 'no seats')
+    end
+    if #seats > MAX_SEATS_PER_HOLD then
+        return fail('TOOMANY', tostring(#seats))
+    end
+    table.sort(seats)
+    local idx = {}
+    for i, seat in ipairs(seats) do
+        if i > 1 and seats[i - 1] == seat then
+            return fail('DUPSEAT', seat)
+        end
+        local bit = redis.call('HGET', p .. ':idx', seat)
+        if not bit then
+            return fail('UNKNOWN_SEAT', seat)
+        end
+        idx[i] = tonumber(bit)
+    end
+    local fingerprint = table.concat(seats, ',')
+    local idem_key = p .. ':idem:' .. owner .. ':' .. idem
+    if idem ~= '' then
+        local rec = redis.call('GET', idem_key)
+        if rec then
+            local r = cjson.decode(rec)
+            if r.seatIds ~= fingerprint then
+                return fail('IDEM_MISMATCH', idem)
+            end
+            r.replayed = '1'
+            return reply_fields(r, HOLD_FIELDS)
+        end
+    end
+    if redis.call('EXISTS', p .. ':hold:' .. hold_id) == 1 then
+        return fail('INVAL', 'hold id in use')
+    end
+
+    -- Reaping expired holds is the one write allowed before the last checks.
+    local now = now_ms()
+    local changes = {}
+    reap_due(p, now, REAP_BATCH, changes)
+    reap_owner(p, owner, now, changes)
+
+    local taken = {}
+    for i, seat in ipairs(seats) do
+        if redis.call('GETBIT', p .. ':booked', idx[i]) == 1
+            or redis.call('EXISTS', p .. ':seat:' .. seat) == 1 then
+            taken[#taken + 1] = seat
+        end
+    end
+    if #taken > 0 then
+        return fail_flush(p, changes, 'CONFLICT', table.concat(taken, ' '))
+    end
+    if max_user > 0 then
+        local have = 0
+        local uh = redis.call('HVALS', p .. ':user:' .. owner)
+        for _, v in ipairs(uh) do
+            have = have + (tonumber(v) or 0)
+        end
+        if have + #seats > max_user then
+            return fail_flush(p, changes, 'LIMIT', have .. '+' .. #seats .. '>' .. max_user)
+        end
+    end
+
+    ------------------------------------------------------------------ effects (cannot fail)
+    local deadline = now + ttl
+    for i, seat in ipairs(seats) do
+        redis.call('SET', p .. ':seat:' .. seat, hold_id, 'NX', 'PXAT', deadline)
+        redis.call('SETBIT', p .. ':held', idx[i], 1)
+        changes[#changes + 1] = {seat, 'held'}
+    end
+    redis.call('HSET', p .. ':hold:' .. hold_id, 'owner', owner, 'showId', show_id,
+        'seats', fingerprint, 'status', 'HELD', 'expiresAt', deadline, 'createdAt', now,
+        'idemKey', idem, 'bookingId', '')
+    redis.call('ZADD', p .. ':expiry', deadline, hold_id)
+    redis.call('HSET', p .. ':user:' .. owner, hold_id, #seats)
+    local version = flush(p, changes)
+    local answer = {holdId = hold_id, showId = show_id, expiresAt = tostring(deadline),
+        version = tostring(version), seatIds = fingerprint, replayed = '0'}
+    if idem ~= '' then
+        redis.call('SET', idem_key, cjson.encode(answer), 'PX', IDEM_TTL_MS)
+    end
+    return reply_fields(answer, HOLD_FIELDS)
+end
+
+redis.register_function{function_name='seatd_hold', callback=hold}

@@ -1,1 +1,202 @@
 #!lua name=seatd
+--[[
+lib.lua - shared helpers of the seatd Redis Functions library, and seatd_ping.
+
+All lua/*.lua files are concatenated (lib.lua first) into one library named "seatd" and
+loaded with FUNCTION LOAD REPLACE; see worker/scripts.h. The helpers below are locals of the
+one library chunk, so every function file can use them; nothing is global.
+
+Conventions (keys.h documents every key):
+  - KEYS[1] is "{s:<showId>}:meta"; the show's other keys are derived from its hash-tag
+    prefix "{s:<showId>}", so every key a script touches lives in the show's slot.
+  - Time comes only from redis.call('TIME'): ms = sec * 1000 + floor(usec / 1000).
+  - A hold is live while now <= expiresAt; its seat keys carry PXAT expiresAt, which Redis
+    expires on the same rule. A hold is due for reaping when expiresAt < now.
+  - Every script checks first (no writes), then writes (cannot fail). The only writes that
+    may precede a rejection are lazy reaping of already-expired holds, which preserves
+    the semantics; their seat changes are still published (flush) before the error returns.
+  - Every version bump publishes exactly one delta carrying that version:
+    {"v":<version>,"c":[["C7","held"],...]} on "{s:<id>}:ch".
+  - Replies are flat arrays of name/value strings; errors are error replies "<WORD> detail".
+
+seatd_ping (no-writes): KEYS none, ARGV none -> {"pong", "1", "library", "seatd"}.
+]]
+
+local RETENTION_MS = 3600 * 1000  -- terminal holds are kept this long for GET /v1/holds
+local IDEM_TTL_MS = 24 * 3600 * 1000
+local REAP_BATCH = 100            -- due holds reaped lazily per script
+local MAX_SEATS_PER_HOLD = 100    -- hard cap, the worker's own limit is usually lower
+
+local function now_ms()
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- "{s:42}:meta" -> "{s:42}", "42"; nil when KEYS[1] is not a show's meta key.
+local function show_prefix(meta_key)
+    local id = string.match(meta_key or '', '^{s:(%d+)}:meta$')
+    if not id then
+        return nil, nil
+    end
+    return '{s:' .. id .. '}', id
+end
+
+-- An error reply "<WORD> <detail>". Redis prefixes "ERR " to a message without a space, so
+-- there is always a detail.
+local function fail(word, detail)
+    if not detail or detail == '' then
+        detail = '-'
+    end
+    return redis.error_reply(word .. ' ' .. detail)
+end
+
+local function split_commas(s)
+    local out = {}
+    if not s or s == '' then
+        return out
+    end
+    for part in string.gmatch(s, '[^,]+') do
+        out[#out + 1] = part
+    end
+    return out
+end
+
+-- HGETALL flat reply -> table; nil when the key does not exist.
+local function hgetall(key)
+    local flat = redis.call('HGETALL', key)
+    if #flat == 0 then
+        return nil
+    end
+    local t = {}
+    for i = 1, #flat, 2 do
+        t[flat[i]] = flat[i + 1]
+    end
+    return t
+end
+
+-- Table of fields -> flat name/value array, in the order of 'names'; missing fields are "".
+local function reply_fields(t, names)
+    local out = {}
+    for _, n in ipairs(names) do
+        out[#out + 1] = n
+        out[#out + 1] = tostring(t[n] or '')
+    end
+    return out
+end
+
+-- Publishes the accumulated seat changes as one delta with a fresh version. Returns the
+-- version (unchanged when there was nothing to publish).
+local function flush(p, changes)
+    if #changes == 0 then
+        return tonumber(redis.call('GET', p .. ':ver') or '0')
+    end
+    local v = redis.call('INCR', p .. ':ver')
+    redis.call('PUBLISH', p .. ':ch', '{"v":' .. v .. ',"c":' .. cjson.encode(changes) .. '}')
+    return v
+end
+
+-- Flushes pending changes, then returns an error reply.
+local function fail_flush(p, changes, word, detail)
+    flush(p, changes)
+    return fail(word, detail)
+end
+
+-- Clears seat 'seat''s held bit when no seat key exists any more, recording the change.
+local function clear_held(p, seat, changes)
+    local idx = redis.call('HGET', p .. ':idx', seat)
+    if not idx then
+        return
+    end
+    local was = redis.call('SETBIT', p .. ':held', tonumber(idx), 0)
+    if was == 1 and redis.call('GETBIT', p .. ':booked', tonumber(idx)) == 0 then
+        changes[#changes + 1] = {seat, 'available'}
+    end
+end
+
+-- Ends a live hold (HELD or PENDING_PAYMENT) as 'status' (EXPIRED or RELEASED): its seat keys
+-- that still name it are deleted, held bits cleared where no seat key remains, the hold
+-- leaves the expiry set and its owner's hash. A seat key naming another hold is not touched.
+local function end_hold(p, hold_id, h, status, changes)
+    for _, seat in ipairs(split_commas(h.seats)) do
+        local sk = p .. ':seat:' .. seat
+        local v = redis.call('GET', sk)
+        if v == hold_id then
+            redis.call('DEL', sk)
+            v = false
+        end
+        if not v then
+            clear_held(p, seat, changes)
+        end
+    end
+    local hk = p .. ':hold:' .. hold_id
+    redis.call('HSET', hk, 'status', status)
+    redis.call('PEXPIRE', hk, RETENTION_MS)
+    redis.call('ZREM', p .. ':expiry', hold_id)
+    if h.owner then
+        redis.call('HDEL', p .. ':user:' .. h.owner, hold_id)
+    end
+end
+
+-- Reaps one hold if it is live and due. Returns 1 if it was reaped.
+local function reap_hold(p, hold_id, now, changes)
+    local h = hgetall(p .. ':hold:' .. hold_id)
+    if not h then
+        redis.call('ZREM', p .. ':expiry', hold_id)
+        return 0
+    end
+    if h.status ~= 'HELD' and h.status ~= 'PENDING_PAYMENT' then
+        redis.call('ZREM', p .. ':expiry', hold_id)
+        return 0
+    end
+    if tonumber(h.expiresAt) >= now then
+        return 0
+    end
+    end_hold(p, hold_id, h, 'EXPIRED', changes)
+    return 1
+end
+
+-- Reaps up to 'max' holds of the show whose deadline has passed. Returns the count.
+local function reap_due(p, now, max, changes)
+    local due = redis.call('ZRANGEBYSCORE', p .. ':expiry', '-inf', '(' .. now, 'LIMIT', 0, max)
+    local n = 0
+    for _, hold_id in ipairs(due) do
+        n = n + reap_hold(p, hold_id, now, changes)
+    end
+    return n
+end
+
+-- Reaps the due holds of one owner (their live holds are the fields of the user hash).
+local function reap_owner(p, owner, now, changes)
+    local fields = redis.call('HKEYS', p .. ':user:' .. owner)
+    for _, f in ipairs(fields) do
+        if f ~= 'booked' then
+            local score = redis.call('ZSCORE', p .. ':expiry', f)
+            if not score or tonumber(score) < now then
+                local r = reap_hold(p, f, now, changes)
+                if r == 0 and not score then
+                    -- a stale entry: the hold is no longer live
+                    local st = redis.call('HGET', p .. ':hold:' .. f, 'status')
+                    if st ~= 'HELD' and st ~= 'PENDING_PAYMENT' then
+                        redis.call('HDEL', p .. ':user:' .. owner, f)
+                    end
+                end
+            end
+        end
+    end
+end
+
+-- Answers whether every seat key of hold 'h' still names it.
+local function seats_still_named(p, hold_id, h)
+    for _, seat in ipairs(split_commas(h.seats)) do
+        if redis.call('GET', p .. ':seat:' .. seat) ~= hold_id then
+            return false
+        end
+    end
+    return true
+end
+
+local function ping(keys, args)
+    return {'pong', '1', 'library', 'seatd'}
+end
+
+redis.register_function{function_name='seatd_ping', callback=ping, flags={'no-writes'}}

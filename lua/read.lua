@@ -1,1 +1,117 @@
--- read.lua: not written yet
+--[[
+read.lua - read-only functions (flags no-writes): they never reap, they report.
+
+seatd_show_get
+  KEYS[1] {s:<id>}:meta
+  Returns {"showId","title","startsAt","holdTtlMs","priceTiers","seatCount","version",
+           "createdAt","extra"} as name/value pairs.    Errors: NOSHOW
+
+seatd_layout_get
+  KEYS[1] {s:<id>}:meta
+  Returns {"layout", json}                              Errors: NOSHOW
+
+seatd_list_shows
+  KEYS[1] seatd:shows   ARGV[1] offset   ARGV[2] count
+  Returns {"total", n, "id", id1, "id", id2, …} ordered by startsAt
+
+seatd_seatmap
+  KEYS[1] {s:<id>}:meta
+  Returns {"version", v, "seatCount", n, "held", bytes, "booked", bytes} (one atomic read;
+  a missing bitmap is "")                               Errors: NOSHOW
+
+seatd_hold_get
+  KEYS[1] {s:<id>}:meta   ARGV[1] hold id   ARGV[2] owner
+  Returns {"holdId","showId","owner","seatIds","status","expiresAt","createdAt","bookingId"}
+  A HELD or PENDING_PAYMENT hold past its deadline reads as EXPIRED (reaping will follow).
+  Errors: NOTFOUND (missing, or another owner's: never revealed)
+
+seatd_booking_get
+  KEYS[1] {s:<id>}:meta   ARGV[1] booking id   ARGV[2] owner ("" = any owner)
+  Returns {"bookingId","showId","holdId","owner","seatIds","amount","currency",
+           "paymentMethod","status","paymentRef","createdAt","confirmedAt","reason","refund",
+           "cancelledAt"}
+  Errors: NOTFOUND (missing, or another owner's)
+]]
+
+local function show_get(keys, args)
+    local p = show_prefix(keys[1])
+    local m = p and hgetall(keys[1])
+    if not m then
+        return fail('NOSHOW', keys[1])
+    end
+    m.version = redis.call('GET', p .. ':ver') or '0'
+    return reply_fields(m, {'showId', 'title', 'startsAt', 'holdTtlMs', 'priceTiers',
+        'seatCount', 'version', 'createdAt', 'extra'})
+end
+
+local function layout_get(keys, args)
+    local p = show_prefix(keys[1])
+    local l = p and redis.call('GET', p .. ':layout')
+    if not l then
+        return fail('NOSHOW', keys[1])
+    end
+    return {'layout', l}
+end
+
+local function list_shows(keys, args)
+    local offset = tonumber(args[1]) or 0
+    local count = tonumber(args[2]) or 20
+    local out = {'total', tostring(redis.call('ZCARD', keys[1]))}
+    if count > 0 and offset >= 0 then
+        local ids = redis.call('ZRANGE', keys[1], offset, offset + count - 1)
+        for _, id in ipairs(ids) do
+            out[#out + 1] = 'id'
+            out[#out + 1] = id
+        end
+    end
+    return out
+end
+
+local function seatmap(keys, args)
+    local p = show_prefix(keys[1])
+    local n = p and redis.call('HGET', keys[1], 'seatCount')
+    if not n then
+        return fail('NOSHOW', keys[1])
+    end
+    return {'version', redis.call('GET', p .. ':ver') or '0', 'seatCount', n,
+        'held', redis.call('GET', p .. ':held') or '',
+        'booked', redis.call('GET', p .. ':booked') or ''}
+end
+
+local function hold_get(keys, args)
+    local p, id = show_prefix(keys[1])
+    local h = p and hgetall(p .. ':hold:' .. (args[1] or ''))
+    if not h or h.owner ~= args[2] then
+        return fail('NOTFOUND', args[1] or '?')
+    end
+    if (h.status == 'HELD' or h.status == 'PENDING_PAYMENT')
+        and tonumber(h.expiresAt) < now_ms() then
+        h.status = 'EXPIRED'
+    end
+    h.holdId = args[1]
+    h.showId = id
+    h.seatIds = h.seats
+    return reply_fields(h, {'holdId', 'showId', 'owner', 'seatIds', 'status', 'expiresAt',
+        'createdAt', 'bookingId'})
+end
+
+local function booking_get(keys, args)
+    local p = show_prefix(keys[1])
+    local b = p and hgetall(p .. ':booking:' .. (args[1] or ''))
+    if not b or (args[2] ~= '' and b.owner ~= args[2]) then
+        return fail('NOTFOUND', args[1] or '?')
+    end
+    return reply_fields(b, {'bookingId', 'showId', 'holdId', 'owner', 'seatIds', 'amount',
+        'currency', 'paymentMethod', 'status', 'paymentRef', 'createdAt', 'confirmedAt',
+        'reason', 'refund', 'cancelledAt'})
+end
+
+redis.register_function{function_name='seatd_show_get', callback=show_get, flags={'no-writes'}}
+redis.register_function{function_name='seatd_layout_get', callback=layout_get,
+    flags={'no-writes'}}
+redis.register_function{function_name='seatd_list_shows', callback=list_shows,
+    flags={'no-writes'}}
+redis.register_function{function_name='seatd_seatmap', callback=seatmap, flags={'no-writes'}}
+redis.register_function{function_name='seatd_hold_get', callback=hold_get, flags={'no-writes'}}
+redis.register_function{function_name='seatd_booking_get', callback=booking_get,
+    flags={'no-writes'}}

@@ -1,1 +1,325 @@
-/* auth.c - not written yet. */
+/* auth.c - HS256 bearer JWT verification and signing; see auth.h. */
+#include "auth.h"
+#include "buf.h"
+#include "keys.h"
+#include "mem.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+struct seatd_auth_s {
+    unsigned char *secret;    /* owned; wiped on free */
+    size_t secret_len;        /* bytes in 'secret' */
+    seatd_auth_clock_fn clock; /* NULL: time(NULL) */
+    void *clock_data;         /* passed to 'clock' */
+};
+
+#define SHA256_LEN 32
+
+/* ----------------------------------------------------------------------------------------
+ * Base64url (RFC 4648 section 5), strict: no padding, no whitespace, zero trailing bits.
+ * ---------------------------------------------------------------------------------------- */
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static int b64val(int c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '-')
+        return 62;
+    if (c == '_')
+        return 63;
+    return -1;
+}
+
+/* Decodes 'len' chars of 'in' into an owned buffer (NUL-terminated, '*out_len' bytes).
+ * Returns NULL on any deviation from the strict alphabet and padding rules. */
+static unsigned char *b64url_decode(const char *in, size_t len, size_t *out_len)
+{
+    if (len % 4 == 1)
+        return NULL;
+    unsigned char *out = seatd_malloc(len * 3 / 4 + 1);
+    size_t o = 0;
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        int v = b64val((unsigned char)in[i]);
+        if (v < 0)
+            goto fail;
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (unsigned char)((acc >> bits) & 0xff);
+        }
+    }
+    /* Leftover bits (2 or 4) must be zero, or two encodings would name the same bytes. */
+    if (bits > 0 && (acc & ((1u << bits) - 1)) != 0)
+        goto fail;
+    out[o] = '\0';
+    *out_len = o;
+    return out;
+fail:
+    free(out);
+    return NULL;
+}
+
+static void b64url_encode(seatd_buf_t *b, const unsigned char *in, size_t len)
+{
+    size_t i = 0;
+    for (; i + 3 <= len; i += 3) {
+        unsigned v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8 | in[i + 2];
+        char q[4] = {b64url[v >> 18], b64url[(v >> 12) & 63], b64url[(v >> 6) & 63],
+                     b64url[v & 63]};
+        seatd_buf_append(b, q, 4);
+    }
+    if (len - i == 1) {
+        unsigned v = (unsigned)in[i] << 16;
+        char q[2] = {b64url[v >> 18], b64url[(v >> 12) & 63]};
+        seatd_buf_append(b, q, 2);
+    } else if (len - i == 2) {
+        unsigned v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8;
+        char q[3] = {b64url[v >> 18], b64url[(v >> 12) & 63], b64url[(v >> 6) & 63]};
+        seatd_buf_append(b, q, 3);
+    }
+}
+
+/* ----------------------------------------------------------------------------------------
+ * Helpers
+ * ---------------------------------------------------------------------------------------- */
+
+/* The user-id grammar is the key schema's (keys.h): a sub becomes part of Redis key names. */
+static int valid_sub(const char *s)
+{
+    return seatd_keys_valid_sub(s);
+}
+
+static int64_t now_s(const seatd_auth_t *auth)
+{
+    if (auth->clock)
+        return auth->clock(auth->clock_data);
+    return (int64_t)time(NULL);
+}
+
+static int hmac(const seatd_auth_t *auth, const char *data, size_t len,
+                unsigned char mac[SHA256_LEN])
+{
+    unsigned int mac_len = 0;
+    if (HMAC(EVP_sha256(), auth->secret, (int)auth->secret_len, (const unsigned char *)data, len,
+             mac, &mac_len) == NULL ||
+        mac_len != SHA256_LEN)
+        return SEATD_EINTERNAL;
+    return 0;
+}
+
+/* Reads numeric claim 'name' as whole seconds. Returns 1 if present and valid, 0 if absent,
+ * -1 if present but not an integral number in range. */
+static int numeric_claim(const cJSON *claims, const char *name, int64_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(claims, name);
+    if (v == NULL)
+        return 0;
+    if (!cJSON_IsNumber(v))
+        return -1;
+    double d = v->valuedouble;
+    if (!isfinite(d) || d < 0 || d > 253402300799.0 /* 9999-12-31 */ || floor(d) != d)
+        return -1;
+    *out = (int64_t)d;
+    return 1;
+}
+
+static int check_header(const char *json)
+{
+    cJSON *h = cJSON_Parse(json);
+    int rc = SEATD_EUNAUTH;
+    if (!cJSON_IsObject(h))
+        goto out;
+    const cJSON *alg = cJSON_GetObjectItemCaseSensitive(h, "alg");
+    if (!cJSON_IsString(alg) || strcmp(alg->valuestring, "HS256") != 0)
+        goto out;
+    const cJSON *typ = cJSON_GetObjectItemCaseSensitive(h, "typ");
+    if (typ != NULL && (!cJSON_IsString(typ) || strcasecmp(typ->valuestring, "JWT") != 0))
+        goto out;
+    /* "crit" names extensions we would have to understand; we understand none. */
+    if (cJSON_GetObjectItemCaseSensitive(h, "crit") != NULL)
+        goto out;
+    rc = 0;
+out:
+    cJSON_Delete(h);
+    return rc;
+}
+
+static int is_admin(const cJSON *claims)
+{
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(claims, "role");
+    if (cJSON_IsString(role) && strcmp(role->valuestring, "admin") == 0)
+        return 1;
+    const cJSON *roles = cJSON_GetObjectItemCaseSensitive(claims, "roles");
+    const cJSON *it;
+    if (cJSON_IsArray(roles))
+        cJSON_ArrayForEach(it, roles)
+            if (cJSON_IsString(it) && strcmp(it->valuestring, "admin") == 0)
+                return 1;
+    return 0;
+}
+
+static int check_claims(const char *json, int64_t now, seatd_principal_t *out)
+{
+    cJSON *c = cJSON_Parse(json);
+    int rc = SEATD_EUNAUTH;
+    int64_t exp = 0, nbf = 0, iat = 0;
+    if (!cJSON_IsObject(c))
+        goto out;
+    if (numeric_claim(c, "exp", &exp) != 1)
+        goto out; /* exp is required */
+    if (now >= exp + SEATD_AUTH_LEEWAY_S)
+        goto out;
+    int has = numeric_claim(c, "nbf", &nbf);
+    if (has < 0 || (has == 1 && now + SEATD_AUTH_LEEWAY_S < nbf))
+        goto out;
+    has = numeric_claim(c, "iat", &iat);
+    if (has < 0 || (has == 1 && now + SEATD_AUTH_LEEWAY_S < iat))
+        goto out;
+    const cJSON *sub = cJSON_GetObjectItemCaseSensitive(c, "sub");
+    if (!cJSON_IsString(sub) || !valid_sub(sub->valuestring))
+        goto out;
+    memset(out, 0, sizeof(*out));
+    memcpy(out->sub, sub->valuestring, strlen(sub->valuestring) + 1);
+    out->admin = is_admin(c);
+    rc = 0;
+out:
+    cJSON_Delete(c);
+    return rc;
+}
+
+/* ----------------------------------------------------------------------------------------
+ * API
+ * ---------------------------------------------------------------------------------------- */
+
+int seatd_auth_new(const void *secret, size_t len, seatd_auth_t **out)
+{
+    *out = NULL;
+    if (secret == NULL || len < SEATD_AUTH_MIN_SECRET)
+        return SEATD_EINVAL;
+    seatd_auth_t *auth = seatd_calloc(1, sizeof(*auth));
+    auth->secret = seatd_malloc(len);
+    memcpy(auth->secret, secret, len);
+    auth->secret_len = len;
+    *out = auth;
+    return 0;
+}
+
+void seatd_auth_free(seatd_auth_t *auth)
+{
+    if (auth == NULL)
+        return;
+    OPENSSL_cleanse(auth->secret, auth->secret_len);
+    free(auth->secret);
+    free(auth);
+}
+
+void seatd_auth_set_clock(seatd_auth_t *auth, seatd_auth_clock_fn fn, void *data)
+{
+    auth->clock = fn;
+    auth->clock_data = data;
+}
+
+int seatd_auth_verify(const seatd_auth_t *auth, const char *token, seatd_principal_t *out)
+{
+    return seatd_auth_verify_at(auth, token, now_s(auth), out);
+}
+
+int seatd_auth_verify_at(const seatd_auth_t *auth, const char *token, int64_t now,
+                         seatd_principal_t *out)
+{
+    unsigned char *header = NULL, *claims = NULL, *sig = NULL;
+    size_t header_len = 0, claims_len = 0, sig_len = 0;
+    int rc = SEATD_EUNAUTH;
+
+    if (auth == NULL || token == NULL)
+        return SEATD_EUNAUTH;
+    size_t len = strnlen(token, SEATD_AUTH_MAX_TOKEN + 1);
+    if (len == 0 || len > SEATD_AUTH_MAX_TOKEN)
+        return SEATD_EUNAUTH;
+    const char *dot1 = memchr(token, '.', len);
+    if (dot1 == NULL)
+        return SEATD_EUNAUTH;
+    const char *dot2 = memchr(dot1 + 1, '.', len - (size_t)(dot1 + 1 - token));
+    if (dot2 == NULL || memchr(dot2 + 1, '.', len - (size_t)(dot2 + 1 - token)) != NULL)
+        return SEATD_EUNAUTH;
+
+    header = b64url_decode(token, (size_t)(dot1 - token), &header_len);
+    claims = b64url_decode(dot1 + 1, (size_t)(dot2 - dot1 - 1), &claims_len);
+    sig = b64url_decode(dot2 + 1, len - (size_t)(dot2 + 1 - token), &sig_len);
+    if (header == NULL || claims == NULL || sig == NULL || header_len == 0 || claims_len == 0)
+        goto out;
+    /* A NUL inside the JSON would let cJSON see less than was signed. */
+    if (strlen((char *)header) != header_len || strlen((char *)claims) != claims_len)
+        goto out;
+    /* Algorithm first: nothing else in the token is trusted before the header says HS256. */
+    if (check_header((char *)header) < 0)
+        goto out;
+    unsigned char mac[SHA256_LEN];
+    if (hmac(auth, token, (size_t)(dot2 - token), mac) < 0)
+        goto out;
+    if (sig_len != SHA256_LEN || CRYPTO_memcmp(mac, sig, SHA256_LEN) != 0)
+        goto out;
+    rc = check_claims((char *)claims, now, out);
+out:
+    free(sig);
+    free(claims);
+    free(header);
+    return rc;
+}
+
+int seatd_auth_verify_bearer(const seatd_auth_t *auth, const char *header, seatd_principal_t *out)
+{
+    if (header == NULL || strncasecmp(header, "Bearer ", 7) != 0)
+        return SEATD_EUNAUTH;
+    const char *p = header + 7;
+    while (*p == ' ')
+        p++;
+    return seatd_auth_verify(auth, p, out);
+}
+
+int seatd_auth_sign(const seatd_auth_t *auth, const char *sub, int admin, int64_t ttl_s,
+                    char **out)
+{
+    *out = NULL;
+    if (sub == NULL || !valid_sub(sub) || ttl_s <= 0)
+        return SEATD_EINVAL;
+    int64_t now = now_s(auth);
+
+    seatd_buf_t claims = SEATD_BUF_INIT, tok = SEATD_BUF_INIT;
+    /* 'sub' is in a charset that needs no JSON escaping (valid_sub). */
+    seatd_buf_printf(&claims, "{\"sub\":\"%s\",\"iat\":%lld,\"exp\":%lld%s}", sub, (long long)now,
+                     (long long)(now + ttl_s), admin ? ",\"role\":\"admin\"" : "");
+    static const char header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+    b64url_encode(&tok, (const unsigned char *)header, sizeof(header) - 1);
+    seatd_buf_puts(&tok, ".");
+    b64url_encode(&tok, (const unsigned char *)claims.data, claims.len);
+    unsigned char mac[SHA256_LEN];
+    int rc = hmac(auth, tok.data, tok.len, mac);
+    if (rc < 0) {
+        seatd_buf_free(&claims);
+        seatd_buf_free(&tok);
+        return rc;
+    }
+    seatd_buf_puts(&tok, ".");
+    b64url_encode(&tok, mac, sizeof(mac));
+    seatd_buf_free(&claims);
+    *out = seatd_buf_steal(&tok, NULL);
+    return 0;
+}

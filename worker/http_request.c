@@ -1,1 +1,871 @@
-/* http_request.c - not written yet. */
+/* http_request.c - request parsing (http-parser 2.9.4), accessors, responses; see
+ * http_request.h. This is the only module that includes <http_parser.h>. */
+#include "http_request.h"
+#include "auth.h"
+#include "mem.h"
+#include "router.h"
+
+#include <assert.h>
+#include <cjson/cJSON.h>
+#include <http_parser.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROBLEM_BASE "https://seatd.dev/problems/"
+
+typedef struct {
+    size_t name_off; /* offset of the NUL-terminated, lower-cased name in 'hdrbuf' */
+    size_t val_off;  /* offset of the NUL-terminated, trimmed value in 'hdrbuf' */
+    size_t name_len; /* bytes of the name */
+    size_t val_len;  /* bytes of the value as received (before trimming) */
+} hdr_t;
+
+/* An owned string handed out by seatd_req_query(), freed with the request. */
+typedef struct strnode_s {
+    struct strnode_s *next; /* next node or NULL */
+    char s[];               /* NUL-terminated */
+} strnode_t;
+
+struct seatd_req_s {
+    /* The request as parsed. */
+    char method[16];                      /* "GET", … */
+    unsigned short http_major;            /* 1 */
+    unsigned short http_minor;            /* 0 or 1 */
+    int keep_alive;                       /* http_should_keep_alive() after the headers */
+    seatd_buf_t url;                      /* the raw request target */
+    char *raw_path;                       /* owned; the path of 'url', still encoded */
+    char *path;                           /* owned; 'raw_path' percent-decoded */
+    char *query;                          /* owned; the raw query string or NULL */
+    seatd_buf_t hdrbuf;                   /* header names and values, NUL-separated */
+    hdr_t hdrs[SEATD_REQ_MAX_HEADERS];    /* offsets into 'hdrbuf' */
+    size_t nhdrs;                         /* used entries of 'hdrs' */
+    seatd_buf_t body;                     /* the de-chunked body */
+    char id[SEATD_REQ_ID_MAX + 1];        /* the request id */
+    strnode_t *strings;                   /* decoded query values handed out */
+
+    /* Routing and auth. */
+    const seatd_route_t *route;                         /* borrowed from the route table */
+    size_t nparams;                                     /* used entries of 'params' */
+    seatd_route_param_t params[SEATD_ROUTE_MAX_PARAMS]; /* decoded path parameters */
+    seatd_principal_t principal;                        /* valid when 'has_principal' */
+    int has_principal;                                  /* 1 once auth succeeded */
+    void *app;                                          /* the application context */
+
+    /* The response. */
+    seatd_buf_t resp_headers; /* "Name: value\r\n" lines added by the handler */
+    seatd_buf_t response;     /* the rendered response, taken by the server */
+    int status;               /* the answered status, 0 before finish */
+    int force_close;          /* the server asked for Connection: close */
+
+    /* Lifecycle (STYLE rule 19). */
+    unsigned pending;                /* operations in flight */
+    unsigned finished : 1;           /* a finish ran */
+    unsigned detached : 1;           /* the client went away before the finish */
+    unsigned owned : 1;              /* the connection (or parser caller) still owns it */
+    seatd_req_finish_cb finish_cb;   /* the server's hook, or NULL */
+    void *finish_data;               /* passed to 'finish_cb' */
+};
+
+struct seatd_req_parser_s {
+    http_parser hp;           /* the http-parser state; hp.data points back here */
+    seatd_req_limits_t lim;   /* effective limits */
+    seatd_req_t *cur;         /* the request being built (owned) or NULL */
+    int err;                  /* sticky error set by a callback, or 0 */
+    int last_was_value;       /* header callbacks: the previous element was a value */
+    int in_message;           /* a message has begun and is not complete */
+    int headers_done;         /* the current message's headers are complete */
+    int complete;             /* on_message_complete ran for 'cur' */
+    size_t header_bytes;      /* raw bytes fed while the headers were incomplete */
+    int continue_pending;     /* the client sent Expect: 100-continue and waits */
+};
+
+/* ----------------------------------------------------------------------------------------
+ * Small helpers
+ * ---------------------------------------------------------------------------------------- */
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes 'len' bytes of 'in' into an owned string; '+' becomes a space when
+ * 'plus'. Returns NULL on a malformed escape or a decoded NUL. */
+static char *pct_decode(const char *in, size_t len, int plus)
+{
+    char *out = seatd_malloc(len + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        int c = (unsigned char)in[i];
+        if (c == '%') {
+            if (i + 2 >= len) {
+                free(out);
+                return NULL;
+            }
+            int hi = hexval((unsigned char)in[i + 1]), lo = hexval((unsigned char)in[i + 2]);
+            if (hi < 0 || lo < 0) {
+                free(out);
+                return NULL;
+            }
+            c = hi * 16 + lo;
+            i += 2;
+        } else if (c == '+' && plus) {
+            c = ' ';
+        }
+        if (c == 0) {
+            free(out);
+            return NULL;
+        }
+        out[o++] = (char)c;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* RFC 9110 token characters. */
+static int is_tchar(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static int valid_req_id(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > SEATD_REQ_ID_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* A fresh request id: a per-process prefix and a counter, 16 hex digits. Unique within a
+ * worker's life and, with high probability, across workers. */
+static void generate_id(char *out)
+{
+    static uint32_t prefix;
+    static uint32_t counter;
+    if (prefix == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        prefix = (uint32_t)((uint32_t)getpid() * 2654435761u) ^ (uint32_t)ts.tv_nsec ^
+                 (uint32_t)ts.tv_sec;
+        prefix |= 1;
+    }
+    snprintf(out, SEATD_REQ_ID_MAX + 1, "%08x%08x", prefix, ++counter);
+}
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 402: return "Payment Required";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Unknown";
+    }
+}
+
+/* Statuses that never carry a body (RFC 9110 6.4.1); they get no Content-Length either. */
+static int bodyless(int status)
+{
+    return (status >= 100 && status < 200) || status == 204 || status == 304;
+}
+
+/* ----------------------------------------------------------------------------------------
+ * Request object
+ * ---------------------------------------------------------------------------------------- */
+
+static seatd_req_t *req_new(void)
+{
+    seatd_req_t *r = seatd_calloc(1, sizeof(*r));
+    r->owned = 1;
+    return r;
+}
+
+void seatd_req_free(seatd_req_t *r)
+{
+    if (r == NULL)
+        return;
+    seatd_buf_free(&r->url);
+    free(r->raw_path);
+    free(r->path);
+    free(r->query);
+    seatd_buf_free(&r->hdrbuf);
+    seatd_buf_free(&r->body);
+    for (strnode_t *n = r->strings, *next; n; n = next) {
+        next = n->next;
+        free(n);
+    }
+    seatd_buf_free(&r->resp_headers);
+    seatd_buf_free(&r->response);
+    free(r);
+}
+
+const char *seatd_req_method(const seatd_req_t *r)
+{
+    return r->method;
+}
+
+const char *seatd_req_path(const seatd_req_t *r)
+{
+    return r->path ? r->path : "";
+}
+
+const char *seatd_req_target(const seatd_req_t *r)
+{
+    return r->url.data ? r->url.data : "";
+}
+
+const char *seatd__req_raw_path(const seatd_req_t *r)
+{
+    return r->raw_path ? r->raw_path : "";
+}
+
+const char *seatd_req_query(const seatd_req_t *r, const char *name)
+{
+    if (r->query == NULL || name == NULL)
+        return NULL;
+    size_t want = strlen(name);
+    const char *p = r->query;
+    while (*p) {
+        const char *amp = strchr(p, '&');
+        size_t len = amp ? (size_t)(amp - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t klen = eq ? (size_t)(eq - p) : len;
+        char *key = pct_decode(p, klen, 1);
+        int hit = key && strlen(key) == want && memcmp(key, name, want) == 0;
+        free(key);
+        if (hit) {
+            const char *v = eq ? eq + 1 : p + len;
+            size_t vlen = eq ? len - klen - 1 : 0;
+            char *val = pct_decode(v, vlen, 1);
+            if (val == NULL)
+                return NULL;
+            size_t n = strlen(val);
+            strnode_t *node = seatd_malloc(sizeof(*node) + n + 1);
+            memcpy(node->s, val, n + 1);
+            free(val);
+            /* The list is const-cast: handing out a borrowed string is logically const. */
+            seatd_req_t *mr = (seatd_req_t *)r;
+            node->next = mr->strings;
+            mr->strings = node;
+            return node->s;
+        }
+        if (amp == NULL)
+            break;
+        p = amp + 1;
+    }
+    return NULL;
+}
+
+const char *seatd_req_header(const seatd_req_t *r, const char *name)
+{
+    for (size_t i = 0; i < r->nhdrs; i++)
+        if (strcasecmp(r->hdrbuf.data + r->hdrs[i].name_off, name) == 0)
+            return r->hdrbuf.data + r->hdrs[i].val_off;
+    return NULL;
+}
+
+const char *seatd_req_body(const seatd_req_t *r, size_t *len)
+{
+    if (len)
+        *len = r->body.len;
+    return r->body.data ? r->body.data : "";
+}
+
+const char *seatd_req_param(const seatd_req_t *r, const char *name)
+{
+    for (size_t i = 0; i < r->nparams; i++)
+        if (strcmp(r->params[i].name, name) == 0)
+            return r->params[i].value;
+    return NULL;
+}
+
+const char *seatd_req_id(const seatd_req_t *r)
+{
+    return r->id;
+}
+
+const seatd_route_t *seatd_req_route(const seatd_req_t *r)
+{
+    return r->route;
+}
+
+const seatd_principal_t *seatd_req_principal(const seatd_req_t *r)
+{
+    return r->has_principal ? &r->principal : NULL;
+}
+
+void *seatd_req_app(const seatd_req_t *r)
+{
+    return r->app;
+}
+
+int seatd_req_http_minor(const seatd_req_t *r)
+{
+    return r->http_major > 1 ? 1 : r->http_minor;
+}
+
+/* ----------------------------------------------------------------------------------------
+ * Server glue
+ * ---------------------------------------------------------------------------------------- */
+
+void seatd__req_set_finish_cb(seatd_req_t *r, seatd_req_finish_cb cb, void *data)
+{
+    r->finish_cb = cb;
+    r->finish_data = data;
+}
+
+void seatd__req_set_app(seatd_req_t *r, void *app)
+{
+    r->app = app;
+}
+
+void seatd__req_set_route(seatd_req_t *r, const seatd_route_match_t *m)
+{
+    r->route = m->route;
+    r->nparams = m->nparams;
+    memcpy(r->params, m->params, sizeof(r->params));
+}
+
+void seatd__req_set_principal(seatd_req_t *r, const seatd_principal_t *p)
+{
+    r->principal = *p;
+    r->has_principal = 1;
+}
+
+void seatd__req_set_close(seatd_req_t *r)
+{
+    r->force_close = 1;
+}
+
+int seatd__req_wants_close(const seatd_req_t *r)
+{
+    return r->force_close || !r->keep_alive;
+}
+
+seatd_buf_t *seatd__req_response(seatd_req_t *r)
+{
+    return &r->response;
+}
+
+int seatd__req_status(const seatd_req_t *r)
+{
+    return r->status;
+}
+
+int seatd__req_disown(seatd_req_t *r)
+{
+    assert(r->owned);
+    r->owned = 0;
+    if (!r->finished)
+        r->detached = 1;
+    if (r->pending == 0) {
+        seatd_req_free(r);
+        return 1;
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------------------------------------
+ * Asynchronous operations
+ * ---------------------------------------------------------------------------------------- */
+
+void seatd_req_hold(seatd_req_t *r)
+{
+    r->pending++;
+}
+
+int seatd_req_release(seatd_req_t *r)
+{
+    assert(r->pending > 0);
+    r->pending--;
+    if (!r->owned) {
+        if (r->pending == 0)
+            seatd_req_free(r);
+        return 1;
+    }
+    return r->finished || r->detached;
+}
+
+int seatd_req_is_detached(const seatd_req_t *r)
+{
+    return r->detached;
+}
+
+int seatd_req_is_finished(const seatd_req_t *r)
+{
+    return r->finished && !r->detached;
+}
+
+/* ----------------------------------------------------------------------------------------
+ * Responses
+ * ---------------------------------------------------------------------------------------- */
+
+/* Appends 's' with CR and LF replaced by spaces (no header injection from handler data). */
+static void put_header_text(seatd_buf_t *b, const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        char c = (*p == '\r' || *p == '\n') ? ' ' : *p;
+        seatd_buf_append(b, &c, 1);
+    }
+}
+
+void seatd_req_add_header(seatd_req_t *r, const char *name, const char *value)
+{
+    put_header_text(&r->resp_headers, name);
+    seatd_buf_puts(&r->resp_headers, ": ");
+    put_header_text(&r->resp_headers, value);
+    seatd_buf_puts(&r->resp_headers, "\r\n");
+}
+
+static void render(seatd_req_t *r, int status, const char *content_type, const char *body,
+                   size_t len)
+{
+    seatd_buf_t *b = &r->response;
+    seatd_buf_reset(b);
+    int head = strcmp(r->method, "HEAD") == 0;
+    seatd_buf_printf(b, "HTTP/1.1 %d %s\r\n", status, reason(status));
+    if (!bodyless(status)) {
+        if (content_type)
+            seatd_buf_printf(b, "Content-Type: %s\r\n", content_type);
+        seatd_buf_printf(b, "Content-Length: %zu\r\n", len);
+    }
+    if (seatd__req_wants_close(r))
+        seatd_buf_puts(b, "Connection: close\r\n");
+    else if (r->http_major == 1 && r->http_minor == 0)
+        seatd_buf_puts(b, "Connection: keep-alive\r\n");
+    seatd_buf_printf(b, "X-Request-Id: %s\r\n", r->id);
+    if (r->resp_headers.len)
+        seatd_buf_append(b, r->resp_headers.data, r->resp_headers.len);
+    seatd_buf_puts(b, "\r\n");
+    if (!head && !bodyless(status) && len)
+        seatd_buf_append(b, body, len);
+}
+
+void seatd_req_finish(seatd_req_t *r, int status, const char *content_type, const char *body,
+                      size_t len)
+{
+    if (r->detached)
+        return; /* the client went away: nobody to answer */
+    assert(!r->finished && "a request was finished twice");
+    if (status < 100 || status > 599)
+        status = 500;
+    r->finished = 1;
+    r->status = status;
+    render(r, status, content_type, body, len);
+    if (r->finish_cb)
+        r->finish_cb(r, r->finish_data); /* may free 'r' */
+}
+
+void seatd_req_finish_json(seatd_req_t *r, int status, cJSON *root)
+{
+    if (root == NULL) {
+        seatd_req_finish(r, status, NULL, NULL, 0);
+        return;
+    }
+    char *text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (text == NULL) { /* only on allocation failure, which aborts first; kept for safety */
+        seatd_req_finish(r, 500, NULL, NULL, 0);
+        return;
+    }
+    seatd_req_finish(r, status, "application/json", text, strlen(text));
+    free(text);
+}
+
+/* Builds the RFC 9457 document for 'err'. Takes 'extra'. Returns an owned tree. */
+static cJSON *problem_doc(int err, const char *detail, const char *instance, cJSON *extra)
+{
+    cJSON *root = cJSON_CreateObject();
+    char type[128];
+    snprintf(type, sizeof(type), PROBLEM_BASE "%s", seatd_err_type(err));
+    cJSON_AddStringToObject(root, "type", type);
+    cJSON_AddStringToObject(root, "title", seatd_err_message(err));
+    cJSON_AddNumberToObject(root, "status", seatd_err_http_status(err));
+    if (detail)
+        cJSON_AddStringToObject(root, "detail", detail);
+    if (instance)
+        cJSON_AddStringToObject(root, "instance", instance);
+    if (cJSON_IsObject(extra)) {
+        cJSON *it;
+        while ((it = extra->child) != NULL) {
+            cJSON_DetachItemViaPointer(extra, it);
+            if (it->string == NULL || cJSON_GetObjectItemCaseSensitive(root, it->string)) {
+                cJSON_Delete(it); /* never let 'extra' override the standard members */
+                continue;
+            }
+            cJSON_AddItemToObject(root, it->string, it);
+        }
+    }
+    cJSON_Delete(extra);
+    return root;
+}
+
+void seatd_req_finish_problem(seatd_req_t *r, int err, const char *detail, cJSON *extra)
+{
+    if (r->detached) {
+        cJSON_Delete(extra);
+        return;
+    }
+    int status = seatd_err_http_status(err);
+    cJSON *doc = problem_doc(err, detail, r->path ? r->path : NULL, extra);
+    char *text = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    if (status == 429 || status == 503)
+        seatd_req_add_header(r, "Retry-After", "1");
+    if (status == 401)
+        seatd_req_add_header(r, "WWW-Authenticate", "Bearer");
+    seatd_req_finish(r, status, "application/problem+json", text, text ? strlen(text) : 0);
+    free(text);
+}
+
+void seatd_req_parser_error_response(int err, seatd_buf_t *out)
+{
+    int status = seatd_err_http_status(err);
+    cJSON *doc = problem_doc(err, NULL, NULL, NULL);
+    char *text = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    size_t len = text ? strlen(text) : 0;
+    char id[SEATD_REQ_ID_MAX + 1];
+    generate_id(id);
+    seatd_buf_printf(out,
+                     "HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\nX-Request-Id: %s\r\n%s\r\n",
+                     status, reason(status), len, id,
+                     status == 429 || status == 503 ? "Retry-After: 1\r\n" : "");
+    if (len)
+        seatd_buf_append(out, text, len);
+    free(text);
+}
+
+/* ----------------------------------------------------------------------------------------
+ * Parser callbacks. Data callbacks may fire several times per element: they append.
+ * ---------------------------------------------------------------------------------------- */
+
+static seatd_req_parser_t *P(http_parser *hp)
+{
+    return hp->data;
+}
+
+static int fail(seatd_req_parser_t *p, int err)
+{
+    if (p->err == 0)
+        p->err = err;
+    return -1;
+}
+
+static int on_message_begin(http_parser *hp)
+{
+    seatd_req_parser_t *p = P(hp);
+    assert(p->cur == NULL);
+    p->cur = req_new();
+    p->in_message = 1;
+    p->headers_done = 0;
+    p->complete = 0;
+    p->last_was_value = 0;
+    return 0;
+}
+
+static int on_url(http_parser *hp, const char *at, size_t len)
+{
+    seatd_req_parser_t *p = P(hp);
+    seatd_buf_append(&p->cur->url, at, len);
+    return 0;
+}
+
+/* Ends the current header's value: NUL-terminate and trim it in place. */
+static void close_value(seatd_req_t *r)
+{
+    if (r->nhdrs == 0)
+        return;
+    hdr_t *h = &r->hdrs[r->nhdrs - 1];
+    seatd_buf_append(&r->hdrbuf, "", 1); /* the NUL */
+    char *v = r->hdrbuf.data + h->val_off;
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        v[--n] = '\0';
+    size_t lead = 0;
+    while (v[lead] == ' ' || v[lead] == '\t')
+        lead++;
+    h->val_off += lead;
+}
+
+static int on_header_field(http_parser *hp, const char *at, size_t len)
+{
+    seatd_req_parser_t *p = P(hp);
+    seatd_req_t *r = p->cur;
+    if (p->last_was_value || r->nhdrs == 0) {
+        /* A new field starts. */
+        close_value(r);
+        if (r->nhdrs >= p->lim.max_headers)
+            return fail(p, SEATD_EHDRTOOLARGE);
+        hdr_t *h = &r->hdrs[r->nhdrs++];
+        memset(h, 0, sizeof(*h));
+        h->name_off = r->hdrbuf.len;
+        p->last_was_value = 0;
+    }
+    r->hdrs[r->nhdrs - 1].name_len += len;
+    for (size_t i = 0; i < len; i++) {
+        char c = at[i];
+        if (!is_tchar((unsigned char)c))
+            return fail(p, SEATD_EINVAL); /* RFC 9110 5.1: a field name is a token */
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        seatd_buf_append(&r->hdrbuf, &c, 1);
+    }
+    return 0;
+}
+
+static int on_header_value(http_parser *hp, const char *at, size_t len)
+{
+    seatd_req_parser_t *p = P(hp);
+    seatd_req_t *r = p->cur;
+    hdr_t *h = &r->hdrs[r->nhdrs - 1];
+    if (!p->last_was_value) {
+        seatd_buf_append(&r->hdrbuf, "", 1); /* ends the name */
+        h->val_off = r->hdrbuf.len;
+        p->last_was_value = 1;
+    }
+    if (memchr(at, '\0', len))
+        return fail(p, SEATD_EINVAL);
+    h->val_len += len;
+    seatd_buf_append(&r->hdrbuf, at, len);
+    return 0;
+}
+
+/* Splits the target into path and query and decodes the path. */
+static int parse_target(seatd_req_t *r)
+{
+    struct http_parser_url u;
+    http_parser_url_init(&u);
+    if (r->url.len == 0 || http_parser_parse_url(r->url.data, r->url.len, 0, &u) != 0)
+        return SEATD_EINVAL;
+    if (u.field_set & (1 << UF_PATH))
+        r->raw_path = seatd_strndup(r->url.data + u.field_data[UF_PATH].off,
+                                    u.field_data[UF_PATH].len);
+    else
+        r->raw_path = seatd_strdup("/");
+    if (r->raw_path[0] != '/')
+        return SEATD_EINVAL;
+    if (u.field_set & (1 << UF_QUERY))
+        r->query = seatd_strndup(r->url.data + u.field_data[UF_QUERY].off,
+                                 u.field_data[UF_QUERY].len);
+    r->path = pct_decode(r->raw_path, strlen(r->raw_path), 0);
+    return r->path ? 0 : SEATD_EINVAL;
+}
+
+static int on_headers_complete(http_parser *hp)
+{
+    seatd_req_parser_t *p = P(hp);
+    seatd_req_t *r = p->cur;
+    if (p->last_was_value)
+        close_value(r);
+    p->headers_done = 1;
+    if (r->nhdrs && !p->last_was_value)
+        return fail(p, SEATD_EINVAL); /* a field name without a value: http-parser rejects */
+    if (hp->http_major != 1)
+        return fail(p, SEATD_EINVAL); /* HTTP/0.9 and 2+ do not speak this framing */
+    snprintf(r->method, sizeof(r->method), "%s", http_method_str((enum http_method)hp->method));
+    r->http_major = hp->http_major;
+    r->http_minor = hp->http_minor;
+    r->keep_alive = http_should_keep_alive(hp);
+    int rc = parse_target(r);
+    if (rc < 0)
+        return fail(p, rc);
+    const char *xid = seatd_req_header(r, "x-request-id");
+    if (xid && valid_req_id(xid))
+        snprintf(r->id, sizeof(r->id), "%s", xid);
+    else
+        generate_id(r->id);
+    /* Refuse an announced oversized body before reading any of it. */
+    if (!(hp->flags & F_CHUNKED) && hp->content_length != ULLONG_MAX &&
+        hp->content_length > p->lim.max_body)
+        return fail(p, SEATD_ETOOLARGE);
+    const char *expect = seatd_req_header(r, "expect");
+    if (expect && strcasecmp(expect, "100-continue") == 0 && r->http_minor >= 1 &&
+        ((hp->flags & F_CHUNKED) || (hp->content_length != ULLONG_MAX && hp->content_length > 0)))
+        p->continue_pending = 1;
+    return 0;
+}
+
+static int on_body(http_parser *hp, const char *at, size_t len)
+{
+    seatd_req_parser_t *p = P(hp);
+    seatd_req_t *r = p->cur;
+    if (r->body.len + len > p->lim.max_body)
+        return fail(p, SEATD_ETOOLARGE);
+    seatd_buf_append(&r->body, at, len);
+    return 0;
+}
+
+static int on_message_complete(http_parser *hp)
+{
+    seatd_req_parser_t *p = P(hp);
+    p->complete = 1;
+    p->in_message = 0;
+    /* Stop here: pipelined bytes wait until this request is answered. */
+    http_parser_pause(hp, 1);
+    return 0;
+}
+
+static const http_parser_settings settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+/* ----------------------------------------------------------------------------------------
+ * Parser API
+ * ---------------------------------------------------------------------------------------- */
+
+seatd_req_parser_t *seatd_req_parser_new(const seatd_req_limits_t *limits)
+{
+    seatd_req_parser_t *p = seatd_calloc(1, sizeof(*p));
+    p->lim.max_header = limits && limits->max_header ? limits->max_header : SEATD_REQ_MAX_HEADER;
+    p->lim.max_headers = limits && limits->max_headers ? limits->max_headers
+                                                       : SEATD_REQ_MAX_HEADERS;
+    if (p->lim.max_headers > SEATD_REQ_MAX_HEADERS)
+        p->lim.max_headers = SEATD_REQ_MAX_HEADERS;
+    p->lim.max_body = limits && limits->max_body ? limits->max_body : SEATD_REQ_MAX_BODY;
+    http_parser_init(&p->hp, HTTP_REQUEST);
+    p->hp.data = p;
+    return p;
+}
+
+void seatd_req_parser_free(seatd_req_parser_t *p)
+{
+    if (p == NULL)
+        return;
+    seatd_req_free(p->cur);
+    free(p);
+}
+
+int seatd_req_parser_in_message(const seatd_req_parser_t *p)
+{
+    return p->in_message;
+}
+
+int seatd_req_parser_in_body(const seatd_req_parser_t *p)
+{
+    return p->in_message && p->headers_done;
+}
+
+int seatd_req_parser_take_continue(seatd_req_parser_t *p)
+{
+    int c = p->continue_pending && p->in_message && p->headers_done;
+    p->continue_pending = 0;
+    return c;
+}
+
+int seatd_req_parser_eof(seatd_req_parser_t *p)
+{
+    return p->in_message ? SEATD_EINVAL : 0;
+}
+
+static int map_parser_error(enum http_errno e)
+{
+    switch (e) {
+    case HPE_HEADER_OVERFLOW:
+        return SEATD_EHDRTOOLARGE;
+    default:
+        return SEATD_EINVAL;
+    }
+}
+
+int seatd_req_parser_feed(seatd_req_parser_t *p, const char *data, size_t len, size_t *consumed,
+                          seatd_req_t **out)
+{
+    *consumed = 0;
+    *out = NULL;
+    if (p->err)
+        return p->err;
+    size_t off = 0;
+    while (off < len) {
+        if (!p->in_message)
+            p->header_bytes = 0;
+        int in_headers = !(p->in_message && p->headers_done);
+        size_t chunk = len - off;
+        int limited = 0;
+        if (in_headers) {
+            /* Never feed the header phase more than the limit: if the headers are not
+             * complete after exactly max_header bytes, they are too large. */
+            size_t allow = p->lim.max_header - p->header_bytes;
+            if (chunk >= allow) {
+                chunk = allow;
+                limited = 1;
+            }
+        }
+        size_t n = http_parser_execute(&p->hp, &settings, data + off, chunk);
+        if (in_headers)
+            p->header_bytes += n;
+        off += n;
+        *consumed = off;
+        if (p->err)
+            return p->err;
+        enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
+        if (e == HPE_PAUSED) {
+            http_parser_pause(&p->hp, 0);
+            assert(p->complete);
+            *out = p->cur;
+            p->cur = NULL;
+            p->complete = 0;
+            p->headers_done = 0;
+            p->header_bytes = 0;
+            p->continue_pending = 0;
+            return 0;
+        }
+        if (e != HPE_OK) {
+            p->err = map_parser_error(e);
+            return p->err;
+        }
+        if (limited && !(p->in_message && p->headers_done)) {
+            p->err = SEATD_EHDRTOOLARGE;
+            return p->err;
+        }
+        if (n < chunk) /* cannot happen without an error; do not spin */
+            break;
+    }
+    return 0;
+}

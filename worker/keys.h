@@ -6,14 +6,17 @@
  *   {s:42}:meta              hash    title, startsAt, holdTtlMs, priceTiers, seatCount, createdAt
  *   {s:42}:layout            string  the frozen layout JSON document
  *   {s:42}:idx               hash    seat id -> bit index (frozen at creation)
- *   {s:42}:seat:<seatId>     string  the hold id holding the seat; PX TTL = the hold deadline
+ *   {s:42}:seat:<seatId>     string  the hold id holding the seat; PXAT = the hold deadline
  *   {s:42}:held              bitmap  bit i set <=> seat i has a live seat key
  *   {s:42}:booked            bitmap  bit i set <=> seat i is in a CONFIRMED booking
  *   {s:42}:ver               integer projection version, bumped on every seat change (ETag)
  *   {s:42}:expiry            zset    hold id -> deadline (epoch ms), for reaping
- *   {s:42}:hold:<holdId>     hash    owner, seats, status, expiresAt, bookingId, idemKey
+ *   {s:42}:hold:<holdId>     hash    owner, showId, seats, status, expiresAt, createdAt,
+ *                                    bookingId, heldUntil, idemKey; no TTL while HELD or
+ *                                    PENDING_PAYMENT, 1 h once RELEASED/EXPIRED/BOOKED
  *   {s:42}:user:<sub>        hash    live hold id -> seat count, and "booked" -> seats booked
- *   {s:42}:idem:<sub>:<key>  string  hold id + request fingerprint, 24 h TTL
+ *   {s:42}:idem:<sub>:<key>  string  the first answer as JSON (holdId, expiresAt, version,
+ *                                    seatIds = the fingerprint), 24 h TTL
  *   {s:42}:booking:<id>      hash    owner, holdId, seats, amount, status, paymentRef, …
  *   {s:42}:bookings          stream  booking events (the outbox), appended by the scripts
  *   {s:42}:ch                channel seat deltas {"v":version,"c":[[seat,status],…]}

@@ -1,8 +1,168 @@
-/* main.c - the seatd worker entry point: not written yet. */
+/*
+ * main.c - the seatd worker: flags + env -> config -> logs -> loop -> Redis pool -> function
+ * library -> store -> payment client -> HTTP server -> signals -> uv_run -> drain.
+ *
+ * One process, one libuv loop, no threads in the request path; run one per core behind nginx.
+ * SIGTERM/SIGINT drain: stop accepting, finish in-flight requests, close Redis and the
+ * payment client, and exit 0 once the loop has nothing left (uv_loop_close() == 0).
+ */
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
 
-int main(void)
+#include "app.h"
+#include "auth.h"
+#include "buf.h"
+#include "config.h"
+#include "http_server.h"
+#include "log.h"
+#include "mem.h"
+#include "payment.h"
+#include "rds.h"
+#include "routes.h"
+#include "scripts.h"
+#include "store.h"
+
+typedef struct {
+    seatd_app_t app;
+    uv_signal_t sigterm;
+    uv_signal_t sigint;
+    char redis_host[1280]; /* host name or unix socket path from --redis */
+    int redis_port;
+    int exit_code;
+} worker_t;
+
+static worker_t W;
+
+/* "host:port" or "unix:/path" -> W.redis_host / W.redis_port (0 for unix). */
+static int parse_redis_addr(const char *spec)
 {
-    fprintf(stderr, "seatd: not implemented yet\n");
-    return 1;
+    if (strncmp(spec, "unix:", 5) == 0) {
+        snprintf(W.redis_host, sizeof(W.redis_host), "%s", spec + 5);
+        W.redis_port = 0;
+        return W.redis_host[0] ? 0 : -1;
+    }
+    const char *colon = strrchr(spec, ':');
+    if (colon == NULL || colon == spec)
+        return -1;
+    snprintf(W.redis_host, sizeof(W.redis_host), "%.*s", (int)(colon - spec), spec);
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || port <= 0 || port > 65535)
+        return -1;
+    W.redis_port = (int)port;
+    return 0;
+}
+
+static void on_drained(seatd_http_server_t *srv, void *data)
+{
+    seatd_app_t *app = &W.app;
+    seatd_log(SEATD_LOG_INFO, NULL, "drained", NULL);
+    seatd_payment_close(app->payment);
+    app->payment = NULL;
+    seatd_store_free(app->store);
+    app->store = NULL;
+    seatd_scripts_free(app->scripts);
+    app->scripts = NULL;
+    seatd_rds_close(app->rds);
+    app->rds = NULL;
+    uv_close((uv_handle_t *)&W.sigterm, NULL);
+    uv_close((uv_handle_t *)&W.sigint, NULL);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    if (W.app.draining)
+        return;
+    W.app.draining = 1;
+    seatd_log(SEATD_LOG_INFO, NULL, "draining", "\"signal\":%d", signum);
+    if (seatd_http_server_drain(W.app.server, on_drained, NULL) < 0)
+        on_drained(W.app.server, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    static seatd_config_t cfg;
+    char err[512];
+    seatd_mem_init();
+    signal(SIGPIPE, SIG_IGN);
+    if (seatd_config_load(&cfg, argc, argv, NULL, err, sizeof(err)) < 0) {
+        fprintf(stderr, "seatd: %s\n(see seatd --help)\n", err);
+        return 2;
+    }
+    if (cfg.help) {
+        seatd_buf_t b = SEATD_BUF_INIT;
+        seatd_config_help(argv[0], &b);
+        fwrite(b.data, 1, b.len, stdout);
+        seatd_buf_free(&b);
+        return 0;
+    }
+    int level = seatd_log_level_parse(cfg.log_level);
+    seatd_log_set_level(level < 0 ? SEATD_LOG_INFO : level);
+    if (cfg.worker_name[0])
+        seatd_log_set_worker(cfg.worker_name);
+    if (parse_redis_addr(cfg.redis) < 0) {
+        fprintf(stderr, "seatd: --redis must be host:port or unix:/path, got '%s'\n", cfg.redis);
+        return 2;
+    }
+
+    seatd_app_t *app = &W.app;
+    app->cfg = &cfg;
+    app->loop = uv_default_loop();
+    app->routes = seatd_routes;
+    app->nroutes = seatd_nroutes;
+    const seatd_route_t *bad = NULL;
+    if (seatd_router_check(seatd_routes, seatd_nroutes, &bad) < 0) {
+        fprintf(stderr, "seatd: bad route table row %s %s\n", bad ? bad->method : "?",
+                bad ? bad->pattern : "?");
+        return 2;
+    }
+    if (seatd_auth_new(cfg.jwt_secret, cfg.jwt_secret_len, &app->auth) < 0) {
+        fprintf(stderr, "seatd: SEATD_JWT_SECRET must be set to at least 32 bytes\n");
+        return 2;
+    }
+
+    seatd_rds_opts_t ropts = {
+        .host = W.redis_port ? W.redis_host : NULL,
+        .port = W.redis_port,
+        .unix_path = W.redis_port ? NULL : W.redis_host,
+        .pool_size = (int)cfg.redis_pool,
+        .timeout_ms = (int)cfg.redis_timeout_ms,
+        .max_pending = (int)cfg.redis_max_pending,
+    };
+    app->rds = seatd_rds_new(app->loop, &ropts);
+    app->scripts = seatd_scripts_new(app->rds);
+    app->store = seatd_store_new(app->scripts);
+    app->payment =
+        seatd_payment_new(app->loop, cfg.gateway_url, (int)cfg.payment_timeout_ms);
+
+    seatd_http_opts_t hopts = {
+        .listen = cfg.listen,
+        .max_connections = (size_t)cfg.max_connections,
+        .idle_timeout_ms = (unsigned)cfg.idle_timeout_ms,
+        .max_header = (size_t)cfg.max_header,
+        .max_body = (size_t)cfg.max_body,
+        .auth = app->auth,
+    };
+    app->server = seatd_http_server_new(app->loop, &hopts, seatd_routes, seatd_nroutes, app);
+    if (seatd_http_server_listen(app->server) < 0) {
+        fprintf(stderr, "seatd: cannot listen on %s\n", cfg.listen);
+        return 1;
+    }
+    uv_signal_init(app->loop, &W.sigterm);
+    uv_signal_start(&W.sigterm, on_signal, SIGTERM);
+    uv_signal_init(app->loop, &W.sigint);
+    uv_signal_start(&W.sigint, on_signal, SIGINT);
+    seatd_log(SEATD_LOG_INFO, NULL, "listening", "\"listen\":\"%s\",\"redis\":\"%s\"", cfg.listen,
+              cfg.redis);
+
+    uv_run(app->loop, UV_RUN_DEFAULT);
+
+    seatd_http_server_free(app->server);
+    seatd_auth_free(app->auth);
+    int rc = uv_loop_close(app->loop);
+    seatd_log(SEATD_LOG_INFO, NULL, "stopped", "\"loop_closed\":%s", rc == 0 ? "true" : "false");
+    return W.exit_code;
 }

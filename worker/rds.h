@@ -4,7 +4,8 @@
  *
  * Lifecycle: seatd_rds_new() starts connecting every pooled connection at once and returns;
  * commands may be queued before any connection is up (they wait in a bounded queue and are
- * sent when one connects, or fail with SEATD_ETIMEOUT when their deadline passes).
+ * sent when one connects, or fail with SEATD_EUNAVAILABLE when their deadline passes while
+ * still queued: such a command never reached Redis and is safe to retry).
  * seatd_rds_close() begins an asynchronous teardown: every pending callback fires with
  * SEATD_ESHUTDOWN, handles are closed, and the object frees itself in its last close callback,
  * so uv_run() returns and uv_loop_close() succeeds afterwards.
@@ -43,7 +44,9 @@ typedef struct seatd_rds_opts_s {
 
 /*
  * Called with the reply, borrowed for the duration of the callback (NULL when 'err' != 0).
- * 'err' is 0, or SEATD_EUNAVAILABLE (no connection / connection lost), SEATD_ETIMEOUT,
+ * 'err' is 0, or SEATD_EUNAVAILABLE (never sent: no connection before the deadline; or sent
+ * on a connection that was then lost, outcome unknown), SEATD_ETIMEOUT (sent, no answer
+ * before the deadline, outcome unknown),
  * SEATD_EOVERLOAD (never: that is returned synchronously) or SEATD_ESHUTDOWN.
  * A Redis error reply (REDIS_REPLY_ERROR) arrives with 'err' == 0: the caller decodes it.
  */
@@ -93,5 +96,31 @@ void seatd_rds_get_stats(const seatd_rds_t *rds, seatd_rds_stats_t *out);
 
 /* Starts the asynchronous teardown described above. seatd_rds_close(NULL) is a no-op. */
 void seatd_rds_close(seatd_rds_t *rds);
+
+/* ---------------------------------------------------------------------------------------
+ * Reply accessors, so that modules decoding replies (scripts.c, store.c) need not include
+ * hiredis (STYLE rule 3). All take a reply borrowed from a seatd_rds_reply_cb and return
+ * values borrowed for the same duration. NULL 'r' reads as SEATD_RDS_REPLY_NONE.
+ * ------------------------------------------------------------------------------------- */
+enum seatd_rds_reply_type_e {
+    SEATD_RDS_REPLY_NONE,    /* NULL reply */
+    SEATD_RDS_REPLY_STRING,  /* bulk string, binary-safe */
+    SEATD_RDS_REPLY_ARRAY,
+    SEATD_RDS_REPLY_INTEGER,
+    SEATD_RDS_REPLY_NIL,
+    SEATD_RDS_REPLY_STATUS,  /* simple string, e.g. OK */
+    SEATD_RDS_REPLY_ERROR,   /* error reply, e.g. "ERR Function not found" */
+    SEATD_RDS_REPLY_OTHER
+};
+int seatd_rds_reply_type(const struct redisReply *r);
+/* The bytes of a STRING, STATUS or ERROR reply (NUL-terminated; '*len' gets the length when
+ * 'len' is not NULL); NULL for other types. */
+const char *seatd_rds_reply_str(const struct redisReply *r, size_t *len);
+/* The value of an INTEGER reply; 0 for other types. */
+long long seatd_rds_reply_integer(const struct redisReply *r);
+/* The number of elements of an ARRAY reply; 0 for other types. */
+size_t seatd_rds_reply_elements(const struct redisReply *r);
+/* Element 'i' of an ARRAY reply, or NULL when out of range or not an array. */
+const struct redisReply *seatd_rds_reply_element(const struct redisReply *r, size_t i);
 
 #endif

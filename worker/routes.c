@@ -1,1 +1,29 @@
-/* routes.c - not written yet. */
+/*
+ * routes.c - the HTTP API v1 at a glance: one row per route (method, path, metric name,
+ * handler, flags). The server walks this table; the per-route statistics live in the rows.
+ */
+#include "routes.h"
+
+#include "handlers/handlers.h"
+
+#define AUTH SEATD_ROUTE_AUTH
+#define ADMIN (SEATD_ROUTE_AUTH | SEATD_ROUTE_ADMIN)
+#define JSON SEATD_ROUTE_JSON_BODY
+#define ROUTE(m, p, n, h, f) {.method = m, .pattern = p, .name = n, .handler = h, .flags = f}
+
+seatd_route_t seatd_routes[] = {
+    ROUTE("GET", "/v1/shows", "shows_list", seatd_handle_shows_list, 0),
+    ROUTE("POST", "/v1/shows", "shows_create", seatd_handle_shows_create, ADMIN | JSON),
+    ROUTE("GET", "/v1/shows/{id}", "shows_get", seatd_handle_shows_get, 0),
+    ROUTE("GET", "/v1/shows/{id}/layout", "shows_layout", seatd_handle_shows_layout, 0),
+    ROUTE("GET", "/v1/shows/{id}/seats", "shows_seats", seatd_handle_shows_seats, 0),
+    ROUTE("POST", "/v1/shows/{id}/holds", "holds_create", seatd_handle_holds_create, AUTH | JSON),
+    ROUTE("GET", "/v1/holds/{id}", "holds_get", seatd_handle_holds_get, AUTH),
+    ROUTE("DELETE", "/v1/holds/{id}", "holds_delete", seatd_handle_holds_delete, AUTH),
+    ROUTE("POST", "/v1/bookings", "bookings_create", seatd_handle_bookings_create, AUTH | JSON),
+    ROUTE("GET", "/v1/bookings/{id}", "bookings_get", seatd_handle_bookings_get, AUTH),
+    ROUTE("GET", "/healthz", "healthz", seatd_handle_health, 0),
+    ROUTE("GET", "/metrics", "metrics", seatd_handle_metrics, 0),
+};
+
+const size_t seatd_nroutes = sizeof(seatd_routes) / sizeof(seatd_routes[0]);

@@ -19,7 +19,7 @@ struct seatd_layout_s;
 
 /*
  * Normalises 'n' seat ids ('ids' borrowed) into 'out' (an array of at least 'n' pointers,
- * each pointing into 'ids', so valid as long as 'ids' is). 'max_seats' bounds 'n'.
+ * each pointing into 'ids', so valid as long as 'ids' is). 'max_seats' bounds 'n' (0: no bound).
  * 'layout' (borrowed, may be NULL to skip the check) must contain every id.
  * Returns 0, or SEATD_EEMPTY, SEATD_ETOOMANY, SEATD_EBADSEAT, SEATD_EDUPSEAT,
  * SEATD_EUNKNOWNSEAT; on error '*bad' (may be NULL) points at the offending id.

@@ -1,1 +1,233 @@
-/* not written yet */
+/* Integration tests for book_begin / book_confirm / book_fail / cancel and booking_get. */
+#include <criterion/criterion.h>
+
+#include "racer.h"
+#include "store_harness.h"
+
+static const char *const seats4[] = {"A1", "A2", "A3", "A4", NULL};
+
+static void setup(void)
+{
+    seatd_test_redis_flushall();
+}
+
+TestSuite(lua_book, .init = setup, .timeout = 30);
+
+/* Creates the show and a hold of A1,A2 for alice; copies its id into 'hold_id'. */
+static void hold_two(th_t *t, th_res_t *r, char *hold_id)
+{
+    const char *want[] = {"A1", "A2", NULL};
+    cr_assert_eq(th_open(t), 0);
+    cr_assert_eq(th_create_show(t, "1", seats4, 60000), 0);
+    cr_assert_eq(th_hold(t, r, "1", "alice", want, 0, 0, NULL), 0);
+    snprintf(hold_id, SEATD_ID_MAX, "%s", th_get(r, "holdId"));
+}
+
+Test(lua_book, begin_then_confirm_books_the_seats_once)
+{
+    th_t t;
+    th_res_t r = {0};
+    char hold_id[SEATD_ID_MAX], booking[SEATD_ID_MAX];
+    hold_two(&t, &r, hold_id);
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold_id, "alice", 60000), 0);
+    cr_assert_str_eq(th_get(&r, "status"), "PENDING_PAYMENT");
+    cr_assert_str_eq(th_get(&r, "replayed"), "0");
+    cr_assert_str_eq(th_get(&r, "seatIds"), "A1,A2");
+    snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
+    cr_assert_eq(th_hold_get(&t, &r, hold_id, "alice"), 0);
+    cr_assert_str_eq(th_get(&r, "status"), "PENDING_PAYMENT");
+    cr_assert_str_eq(th_get(&r, "bookingId"), booking);
+
+    cr_assert_eq(th_book_confirm(&t, &r, booking), 0);
+    cr_assert_str_eq(th_get(&r, "status"), "CONFIRMED");
+    long long version = th_get_ll(&r, "version");
+    cr_assert_eq(version, 2);
+    cr_assert_eq(th_book_confirm(&t, &r, booking), 0, "confirming twice answers the same");
+    cr_assert_str_eq(th_get(&r, "status"), "CONFIRMED");
+    cr_assert_eq(th_get_ll(&r, "version"), version);
+
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_int(c, "BITCOUNT {s:1}:booked"), 2);
+    cr_assert_eq(th_int(c, "GETBIT {s:1}:booked 0"), 1);
+    cr_assert_eq(th_int(c, "GETBIT {s:1}:booked 1"), 1);
+    cr_assert_eq(th_int(c, "BITCOUNT {s:1}:held"), 0);
+    cr_assert_eq(th_int(c, "EXISTS {s:1}:seat:A1 {s:1}:seat:A2"), 0);
+    cr_assert_eq(th_int(c, "XLEN {s:1}:bookings"), 1, "exactly one stream entry");
+    cr_assert_eq(th_int(c, "ZCARD {s:1}:expiry"), 0);
+    char v[64];
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:user:alice booked"), 1);
+    cr_assert_str_eq(v, "2");
+    redisReply *x = redisCommand(c, "XRANGE {s:1}:bookings - +");
+    cr_assert(x && x->type == REDIS_REPLY_ARRAY && x->elements == 1);
+    redisReply *fields = x->element[0]->element[1];
+    cr_assert_str_eq(fields->element[0]->str, "type");
+    cr_assert_str_eq(fields->element[1]->str, "booking.confirmed");
+    cr_assert_str_eq(fields->element[3]->str, booking);
+    freeReplyObject(x);
+    redisFree(c);
+
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_booking_get(t.store, booking, "alice", th_on_result, &r)), 0);
+    cr_assert_str_eq(th_get(&r, "status"), "CONFIRMED");
+    cr_assert_str_eq(th_get(&r, "paymentRef"), "pay_1");
+    cr_assert_str_eq(th_get(&r, "amount"), "2400");
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_booking_get(t.store, booking, "bob", th_on_result, &r)),
+        SEATD_ENOTFOUND);
+    const char *again[] = {"A2", "A3", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", again, 0, 0, NULL), SEATD_ECONFLICT);
+    cr_assert_str_eq(r.detail, "A2", "a booked seat cannot be held");
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_book, a_stranger_cannot_book_or_release_another_users_hold)
+{
+    th_t t;
+    th_res_t r = {0};
+    char hold_id[SEATD_ID_MAX];
+    hold_two(&t, &r, hold_id);
+    redisContext *c = seatd_test_redis_connect();
+    char *before = th_snapshot(c);
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold_id, "mallory", 60000), SEATD_ENOTFOUND);
+    cr_assert_eq(th_release(&t, &r, hold_id, "mallory"), SEATD_ENOTFOUND);
+    cr_assert_eq(th_hold_get(&t, &r, hold_id, "mallory"), SEATD_ENOTFOUND);
+    char *after = th_snapshot(c);
+    cr_assert_str_eq(after, before);
+    free(before);
+    free(after);
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+static int begin_racer(int i, void *arg)
+{
+    const char *hold_id = arg;
+    th_t t;
+    th_res_t r = {0};
+    if (th_open(&t) != 0)
+        return 10;
+    if (th_hold_get(&t, &r, hold_id, "alice") != 0) /* warm up */
+        return 11;
+    seatd_test_racer_ready_and_wait();
+    int rc = th_book_begin(&t, &r, "1", hold_id, "alice", 60000);
+    if (rc == 0) {
+        char line[128];
+        snprintf(line, sizeof(line), "%s %s", th_get(&r, "bookingId"), th_get(&r, "replayed"));
+        seatd_test_racer_report(line);
+    }
+    th_res_clear(&r);
+    if (th_close(&t) != 0)
+        return 12;
+    return rc == 0 ? 0 : 1;
+}
+
+Test(lua_book, two_concurrent_book_begins_make_one_booking)
+{
+    th_t t;
+    th_res_t r = {0};
+    char hold_id[SEATD_ID_MAX];
+    hold_two(&t, &r, hold_id);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+
+    int status[2];
+    char *reports[2];
+    cr_assert_eq(seatd_test_race(2, begin_racer, hold_id, status, reports, 20000), 0);
+    cr_assert_eq(status[0], 0);
+    cr_assert_eq(status[1], 0);
+    char id0[64], id1[64];
+    int rep0 = 0, rep1 = 0;
+    cr_assert_eq(sscanf(reports[0], "%63s %d", id0, &rep0), 2);
+    cr_assert_eq(sscanf(reports[1], "%63s %d", id1, &rep1), 2);
+    cr_assert_str_eq(id0, id1, "both answers name the one booking");
+    cr_assert_eq(rep0 + rep1, 1, "one created it, the other was replayed");
+    free(reports[0]);
+    free(reports[1]);
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_int(c, "EVAL %s 0", "return #redis.call('KEYS', '{s:1}:booking:*')"), 1);
+    redisFree(c);
+}
+
+Test(lua_book, a_failed_payment_returns_the_hold_to_held)
+{
+    th_t t;
+    th_res_t r = {0};
+    char hold_id[SEATD_ID_MAX], booking[SEATD_ID_MAX], second[SEATD_ID_MAX];
+    hold_two(&t, &r, hold_id);
+    long long deadline = th_get_ll(&r, "expiresAt");
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold_id, "alice", 120000), 0);
+    snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
+    cr_assert(th_get_ll(&r, "expiresAt") > deadline, "the window extends the deadline");
+    cr_assert_eq(th_book_fail(&t, &r, booking), 0);
+    cr_assert_str_eq(th_get(&r, "status"), "FAILED");
+    cr_assert_str_eq(th_get(&r, "holdStatus"), "HELD");
+    cr_assert_eq(th_book_fail(&t, &r, booking), 0, "failing twice answers the same");
+    cr_assert_str_eq(th_get(&r, "status"), "FAILED");
+    cr_assert_eq(th_book_confirm(&t, &r, booking), SEATD_ESTATE);
+
+    cr_assert_eq(th_hold_get(&t, &r, hold_id, "alice"), 0);
+    cr_assert_str_eq(th_get(&r, "status"), "HELD");
+    cr_assert_str_eq(th_get(&r, "bookingId"), "");
+    cr_assert_eq(th_get_ll(&r, "expiresAt"), deadline, "the original deadline is restored");
+    redisContext *c = seatd_test_redis_connect();
+    long long pttl = th_int(c, "PTTL {s:1}:seat:A1");
+    cr_assert(pttl > 0 && pttl <= 60000, "seat key deadline restored: %lld", pttl);
+    cr_assert_eq(th_int(c, "BITCOUNT {s:1}:held"), 2);
+    redisFree(c);
+
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold_id, "alice", 60000), 0, "a new attempt");
+    snprintf(second, sizeof(second), "%s", th_get(&r, "bookingId"));
+    cr_assert_str_neq(second, booking);
+    cr_assert_str_eq(th_get(&r, "replayed"), "0");
+    cr_assert_eq(th_book_confirm(&t, &r, second), 0);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_book, cancelling_twice_makes_one_cancellation)
+{
+    th_t t;
+    th_res_t r = {0};
+    char hold_id[SEATD_ID_MAX], booking[SEATD_ID_MAX];
+    hold_two(&t, &r, hold_id);
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold_id, "alice", 60000), 0);
+    snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_cancel(t.store, booking, "alice", 100, th_on_result, &r)),
+        SEATD_ESTATE, "only a confirmed booking can be cancelled");
+    cr_assert_eq(th_book_confirm(&t, &r, booking), 0);
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_cancel(t.store, booking, "mallory", 100, th_on_result, &r)),
+        SEATD_ENOTFOUND);
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_cancel(t.store, booking, "alice", 2400, th_on_result, &r)),
+        0);
+    cr_assert_str_eq(th_get(&r, "status"), "CANCELLED");
+    long long version = th_get_ll(&r, "version");
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_cancel(t.store, booking, "alice", 999, th_on_result, &r)), 0);
+    cr_assert_str_eq(th_get(&r, "refund"), "2400", "the refund is recorded once");
+    cr_assert_eq(th_get_ll(&r, "version"), version);
+
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_int(c, "BITCOUNT {s:1}:booked"), 0);
+    cr_assert_eq(th_int(c, "XLEN {s:1}:bookings"), 2, "confirmed + cancelled");
+    char v[32];
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:user:alice booked"), 1);
+    cr_assert_str_eq(v, "0");
+    cr_assert_eq(th_str(c, v, sizeof(v), "GET {s:1}:ver"), 1);
+    cr_assert_eq(atoll(v), version);
+    redisFree(c);
+    const char *want[] = {"A1", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", want, 0, 0, NULL), 0, "the seat is available");
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}

@@ -1,1 +1,264 @@
-/* not written yet */
+/* Integration tests for lua/hold.lua through store.c: all-or-nothing, validation,
+ * idempotency and the per-user limit, against the runner's redis-server. */
+#include <criterion/criterion.h>
+
+#include "racer.h"
+#include "store_harness.h"
+
+static const char *const seats10[] = {"C1", "C2", "C3", "C4",  "C5", "C6",
+                                      "C7", "C8", "C9", "C10", NULL};
+
+static void setup(void)
+{
+    seatd_test_redis_flushall();
+}
+
+TestSuite(lua_hold, .init = setup, .timeout = 30);
+
+Test(lua_hold, holds_free_seats_and_records_everything)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    const char *want[] = {"C7", "C8", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", want, 0, 0, NULL), 0, "err %d %s", r.err, r.detail);
+    char hold_id[SEATD_ID_MAX];
+    snprintf(hold_id, sizeof(hold_id), "%s", th_get(&r, "holdId"));
+    cr_assert_str_eq(th_get(&r, "seatIds"), "C7,C8");
+    cr_assert_str_eq(th_get(&r, "replayed"), "0");
+    cr_assert_eq(th_get_ll(&r, "version"), 1);
+
+    redisContext *c = seatd_test_redis_connect();
+    char v[128];
+    cr_assert_eq(th_str(c, v, sizeof(v), "GET {s:1}:seat:C7"), 1);
+    cr_assert_str_eq(v, hold_id);
+    long long pttl = th_int(c, "PTTL {s:1}:seat:C8");
+    cr_assert(pttl > 50000 && pttl <= 60000, "the show's hold TTL applies: %lld", pttl);
+    cr_assert_eq(th_int(c, "BITCOUNT {s:1}:held"), 2);
+    cr_assert_eq(th_int(c, "GETBIT {s:1}:held 6"), 1); /* C7 is index 6 */
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:hold:%s status", hold_id), 1);
+    cr_assert_str_eq(v, "HELD");
+    cr_assert_eq(th_int(c, "ZCARD {s:1}:expiry"), 1);
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:user:alice %s", hold_id), 1);
+    cr_assert_str_eq(v, "2");
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_hold, a_hold_naming_one_taken_seat_takes_nothing)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    const char *first[] = {"C7", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", first, 0, 0, "k-a"), 0);
+    redisContext *c = seatd_test_redis_connect();
+    char *before = th_snapshot(c);
+
+    const char *group[] = {"C5", "C6", "C7", "C8", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", group, 0, 0, "k-b"), SEATD_ECONFLICT);
+    cr_assert_str_eq(r.detail, "C7");
+    char *after = th_snapshot(c);
+    cr_assert_str_eq(after, before, "a rejected hold changed the keyspace");
+    cr_assert_eq(th_int(c, "BITCOUNT {s:1}:held"), 1);
+    cr_assert_eq(th_int(c, "EXISTS {s:1}:idem:bob:k-b"), 0);
+    free(before);
+    free(after);
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_hold, names_every_conflicting_seat)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    const char *a[] = {"C2", "C4", NULL}, *b[] = {"C1", "C2", "C3", "C4", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", a, 0, 0, NULL), 0);
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", b, 0, 0, NULL), SEATD_ECONFLICT);
+    cr_assert_str_eq(r.detail, "C2 C4");
+    cr_assert_eq(th_close(&t), 0);
+    th_res_clear(&r);
+}
+
+typedef struct {
+    const char *name;     /* behaviour */
+    const char *show;     /* show id */
+    const char *seats[4]; /* request */
+    size_t n;             /* seats to send (may be 0) */
+    int want;             /* expected error */
+} bad_case_t;
+
+Test(lua_hold, rejects_bad_requests_with_distinct_errors_and_changes_nothing)
+{
+    static const bad_case_t cases[] = {
+        {"unknown seat", "1", {"C1", "Z9"}, 2, SEATD_EUNKNOWNSEAT},
+        {"empty set", "1", {NULL}, 0, SEATD_EEMPTY},
+        {"duplicate ids", "1", {"C1", "C1"}, 2, SEATD_EDUPSEAT},
+        {"malformed id", "1", {"C1", "C{1}"}, 2, SEATD_EBADSEAT},
+        {"unknown show", "77", {"C1"}, 1, SEATD_ENOSHOW},
+    };
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    const char *held[] = {"C9", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", held, 0, 0, NULL), 0);
+    redisContext *c = seatd_test_redis_connect();
+    char *before = th_snapshot(c);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const bad_case_t *k = &cases[i];
+        const char *seats[5] = {0};
+        for (size_t j = 0; j < k->n; j++)
+            seats[j] = k->seats[j];
+        int rc;
+        if (k->n == 0) {
+            char hold_id[SEATD_ID_MAX];
+            cr_assert_eq(seatd_keys_new_id(hold_id, k->show, 'h'), 0);
+            seatd_hold_args_t a = {k->show, hold_id, "bob", seats, 0, NULL, 0, 0};
+            th_res_clear(&r);
+            rc = th_finish(&t, &r, seatd_store_hold(t.store, &a, th_on_result, &r));
+        } else {
+            rc = th_hold(&t, &r, k->show, "bob", seats, 0, 0, NULL);
+        }
+        cr_expect_eq(rc, k->want, "%s: got %s", k->name, seatd_err_name(rc));
+    }
+    /* Too many: more than the library's hard cap of 100 seats per hold. */
+    const char *many[102];
+    char names[101][16];
+    for (int i = 0; i < 101; i++) {
+        snprintf(names[i], sizeof(names[i]), "X%d", i);
+        many[i] = names[i];
+    }
+    many[101] = NULL;
+    cr_expect_eq(th_hold(&t, &r, "1", "bob", many, 0, 0, NULL), SEATD_ETOOMANY);
+    /* Malformed owner and idempotency key never reach Redis. */
+    cr_expect_eq(th_hold(&t, &r, "1", "bo b", held, 0, 0, NULL), SEATD_EBADID);
+    cr_expect_eq(th_hold(&t, &r, "1", "bob", held, 0, 0, "k}{"), SEATD_EBADID);
+    char *after = th_snapshot(c);
+    cr_assert_str_eq(after, before, "a rejected request changed the keyspace");
+    free(before);
+    free(after);
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_hold, enforces_the_per_user_limit_over_holds_and_bookings)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    const char *a[] = {"C1", "C2", NULL}, *b[] = {"C3", NULL}, *c3[] = {"C4", "C5", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", a, 0, 4, NULL), 0);
+    char hold_a[SEATD_ID_MAX];
+    snprintf(hold_a, sizeof(hold_a), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold_a, "alice", 60000), 0);
+    char booking[SEATD_ID_MAX];
+    snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
+    cr_assert_eq(th_book_confirm(&t, &r, booking), 0);
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", b, 0, 4, NULL), 0);
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", c3, 0, 4, NULL), SEATD_ELIMIT,
+                 "2 booked + 1 "
+                 "held + 2 asked > 4");
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", c3, 0, 4, NULL), 0, "other users are not limited");
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+/* ---------------------------------------------------------------------- idempotency */
+
+static int idem_racer(int i, void *arg)
+{
+    th_t t;
+    th_res_t r = {0};
+    const char *seats[] = {"C3", "C4", NULL};
+    if (th_open(&t) != 0)
+        return 10;
+    th_res_t warm = {0};
+    /* Warm the connection (and the library check) before the barrier. */
+    if (th_finish(&t, &warm, seatd_store_show_get(t.store, "1", th_on_result, &warm)) != 0)
+        return 11;
+    th_res_clear(&warm);
+    seatd_test_racer_ready_and_wait();
+    int rc = th_hold(&t, &r, "1", "alice", seats, 0, 0, "same-key");
+    char line[256];
+    snprintf(line, sizeof(line), "%s %s %s %s", th_get(&r, "holdId") ? th_get(&r, "holdId") : "-",
+             th_get(&r, "expiresAt") ? th_get(&r, "expiresAt") : "-",
+             th_get(&r, "version") ? th_get(&r, "version") : "-",
+             th_get(&r, "replayed") ? th_get(&r, "replayed") : "-");
+    seatd_test_racer_report(line);
+    th_res_clear(&r);
+    if (th_close(&t) != 0)
+        return 12;
+    return rc == 0 ? 0 : 1;
+}
+
+Test(lua_hold, concurrent_retries_with_one_key_make_one_hold_and_one_answer)
+{
+    enum { N = 50 };
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    cr_assert_eq(th_close(&t), 0);
+
+    int status[N];
+    char *reports[N];
+    cr_assert_eq(seatd_test_race(N, idem_racer, NULL, status, reports, 20000), 0);
+    int replayed = 0;
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(status[i], 0, "racer %d exited %d", i, status[i]);
+        cr_assert_not_null(reports[i]);
+        char *last = strrchr(reports[i], ' ');
+        replayed += strcmp(last, " 1") == 0;
+        *last = '\0'; /* compare the answer without the replayed flag */
+        cr_assert_str_eq(reports[i], reports[0], "answers differ");
+    }
+    cr_assert_eq(replayed, N - 1);
+    for (int i = 0; i < N; i++)
+        free(reports[i]);
+
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_int(c, "EVAL %s 0", "return #redis.call('KEYS', '{s:1}:hold:*')"), 1);
+    cr_assert_eq(th_int(c, "BITCOUNT {s:1}:held"), 2);
+    char v[32];
+    cr_assert_eq(th_str(c, v, sizeof(v), "GET {s:1}:ver"), 1);
+    cr_assert_str_eq(v, "1");
+    redisFree(c);
+
+    cr_assert_eq(th_open(&t), 0);
+    const char *other[] = {"C5", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", other, 0, 0, "same-key"), SEATD_EIDEMMISMATCH);
+    const char *same[] = {"C3", "C4", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", same, 0, 0, "same-key"), SEATD_ECONFLICT,
+                 "keys are per user");
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_hold, replays_the_first_answer_even_after_the_hold_changed)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    const char *seats[] = {"C1", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", seats, 0, 0, "k1"), 0);
+    char hold_id[SEATD_ID_MAX], expires[32];
+    snprintf(hold_id, sizeof(hold_id), "%s", th_get(&r, "holdId"));
+    snprintf(expires, sizeof(expires), "%s", th_get(&r, "expiresAt"));
+    cr_assert_eq(th_release(&t, &r, hold_id, "alice"), 0);
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", seats, 0, 0, "k1"), 0);
+    cr_assert_str_eq(th_get(&r, "holdId"), hold_id);
+    cr_assert_str_eq(th_get(&r, "expiresAt"), expires);
+    cr_assert_str_eq(th_get(&r, "replayed"), "1");
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}

@@ -1,1 +1,647 @@
-/* not written yet */
+/*
+ * test_rds.c - the Redis client (worker/rds.c) against a real redis-server.
+ *
+ * Every test counts its callbacks and asserts the exact counts, runs its loop under a
+ * watchdog, and ends with seatd_test_loop_free() == 0 (uv_loop_close() succeeded, nothing
+ * left open).
+ */
+#include <criterion/criterion.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "errors.h"
+#include "log.h"
+#include "loop.h"
+#include "rds.h"
+#include "redis_fixture.h"
+
+static void setup(void)
+{
+    seatd_log_set_level(SEATD_LOG_WARN);
+    signal(SIGPIPE, SIG_IGN); /* hiredis 0.14 writes with write(): a dead peer raises SIGPIPE */
+    seatd_test_redis_flushall();
+}
+
+TestSuite(rds, .init = setup, .timeout = 30);
+
+/* ---------------------------------------------------------------------------------------
+ * Helpers
+ * ------------------------------------------------------------------------------------- */
+
+/* What one command's callback saw. */
+typedef struct probe_s {
+    int calls;         /* times the callback ran: must end at exactly 1 */
+    int err;           /* its 'err' */
+    int type;          /* reply type (SEATD_RDS_REPLY_*) */
+    long long integer; /* integer reply */
+    char str[128];     /* string/status/error reply, truncated */
+    size_t len;        /* its full length */
+    int *done_counter; /* incremented on every call, if set */
+} probe_t;
+
+static void on_probe(const struct redisReply *reply, int err, void *data)
+{
+    probe_t *p = data;
+    p->calls++;
+    p->err = err;
+    p->type = seatd_rds_reply_type(reply);
+    p->integer = seatd_rds_reply_integer(reply);
+    size_t len = 0;
+    const char *s = seatd_rds_reply_str(reply, &len);
+    p->len = len;
+    if (s) {
+        size_t n = len < sizeof(p->str) - 1 ? len : sizeof(p->str) - 1;
+        memcpy(p->str, s, n);
+        p->str[n] = '\0';
+    }
+    if (p->done_counter)
+        (*p->done_counter)++;
+}
+
+static seatd_rds_t *new_client(uv_loop_t *loop, int pool, int timeout_ms, int max_pending)
+{
+    seatd_rds_opts_t o = {0};
+    o.host = "127.0.0.1";
+    o.port = seatd_test_redis_port();
+    cr_assert_gt(o.port, 0, "SEATD_TEST_REDIS_PORT is not set");
+    o.pool_size = pool;
+    o.timeout_ms = timeout_ms;
+    o.max_pending = max_pending;
+    return seatd_rds_new(loop, &o);
+}
+
+static int call(seatd_rds_t *rds, probe_t *p, int argc, const char **argv)
+{
+    return seatd_rds_callv(rds, argc, argv, NULL, on_probe, p);
+}
+
+/* A repeating check that sets 'done' once the pool has 'want' ready connections. */
+typedef struct waiter_s {
+    uv_timer_t t;
+    seatd_rds_t *rds;
+    unsigned want;
+    int done;
+} waiter_t;
+
+static void on_wait_tick(uv_timer_t *t)
+{
+    waiter_t *w = t->data;
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(w->rds, &st);
+    if (st.connected >= w->want)
+        w->done = 1;
+}
+
+static void on_waiter_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static int wait_connected(uv_loop_t *loop, seatd_rds_t *rds, unsigned want, int timeout_ms)
+{
+    waiter_t *w = calloc(1, sizeof(*w));
+    w->rds = rds;
+    w->want = want;
+    uv_timer_init(loop, &w->t);
+    w->t.data = w;
+    uv_timer_start(&w->t, on_wait_tick, 5, 5);
+    int rc = seatd_test_loop_run_until(loop, &w->done, timeout_ms);
+    uv_close((uv_handle_t *)&w->t, on_waiter_closed);
+    return rc;
+}
+
+/* A one-shot timer that runs 'fn(arg)'; freed when it has run and closed. */
+typedef struct later_s {
+    uv_timer_t t;
+    void (*fn)(void *);
+    void *arg;
+} later_t;
+
+static void on_later(uv_timer_t *t)
+{
+    later_t *l = t->data;
+    l->fn(l->arg);
+    uv_close((uv_handle_t *)t, on_waiter_closed);
+}
+
+static void run_later(uv_loop_t *loop, int ms, void (*fn)(void *), void *arg)
+{
+    later_t *l = calloc(1, sizeof(*l));
+    l->fn = fn;
+    l->arg = arg;
+    uv_timer_init(loop, &l->t);
+    l->t.data = l;
+    uv_timer_start(&l->t, on_later, (uint64_t)ms, 0);
+}
+
+/* Runs the loop until '*count' reaches 'want' (checked by a 1 ms repeating timer). */
+typedef struct count_wait_s {
+    uv_timer_t t;
+    const int *count;
+    int want;
+    int done;
+} count_wait_t;
+
+static void on_count_tick(uv_timer_t *t)
+{
+    count_wait_t *w = t->data;
+    if (*w->count >= w->want)
+        w->done = 1;
+}
+
+static int run_until_count(uv_loop_t *loop, const int *count, int want, int timeout_ms)
+{
+    count_wait_t *w = calloc(1, sizeof(*w));
+    w->count = count;
+    w->want = want;
+    w->done = *count >= want;
+    uv_timer_init(loop, &w->t);
+    w->t.data = w;
+    uv_timer_start(&w->t, on_count_tick, 1, 1);
+    int rc = seatd_test_loop_run_until(loop, &w->done, timeout_ms);
+    uv_close((uv_handle_t *)&w->t, on_waiter_closed);
+    return rc;
+}
+
+static void close_and_check(uv_loop_t *loop, seatd_rds_t *rds)
+{
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0, "the loop did not close cleanly");
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Tests
+ * ------------------------------------------------------------------------------------- */
+
+Test(rds, queues_commands_sent_before_connect_and_answers_them)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = new_client(loop, 2, 2000, 0);
+    cr_assert_eq(seatd_rds_is_ready(rds), 0);
+    int done = 0;
+    probe_t set = {.done_counter = &done}, get = {.done_counter = &done};
+    const char *a1[] = {"SET", "rds:k", "hello"};
+    const char *a2[] = {"GET", "rds:k"};
+    cr_assert_eq(call(rds, &set, 3, a1), 0);
+    cr_assert_eq(call(rds, &get, 2, a2), 0);
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.pending, 2, "both commands wait in the queue");
+    cr_assert_eq(set.calls + get.calls, 0, "no callback runs before the loop does");
+
+    cr_assert_eq(run_until_count(loop, &done, 2, 3000), 0);
+    cr_assert_eq(done, 2);
+    cr_assert_eq(set.err, 0);
+    cr_assert_eq(set.type, SEATD_RDS_REPLY_STATUS);
+    cr_assert_str_eq(set.str, "OK");
+    cr_assert_eq(get.err, 0);
+    cr_assert_eq(get.type, SEATD_RDS_REPLY_STRING);
+    cr_assert_str_eq(get.str, "hello");
+    cr_assert_eq(seatd_rds_is_ready(rds), 1);
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.commands, 2);
+    cr_assert_eq(st.errors, 0);
+    cr_assert_eq(st.pending, 0);
+
+    close_and_check(loop, rds);
+    cr_assert_eq(set.calls, 1);
+    cr_assert_eq(get.calls, 1);
+}
+
+#define PIPELINED 2000
+
+Test(rds, pipelines_many_commands_and_answers_each_once)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = new_client(loop, 2, 5000, 0);
+    cr_assert_eq(wait_connected(loop, rds, 2, 3000), 0);
+    probe_t *p = calloc(PIPELINED, sizeof(*p));
+    int done = 0;
+    const char *incr[] = {"INCR", "rds:counter"};
+    for (int i = 0; i < PIPELINED; i++) {
+        p[i].done_counter = &done;
+        cr_assert_eq(call(rds, &p[i], 2, incr), 0);
+    }
+    cr_assert_eq(run_until_count(loop, &done, PIPELINED, 5000), 0);
+    cr_assert_eq(done, PIPELINED);
+    char *seen = calloc(PIPELINED + 1, 1);
+    for (int i = 0; i < PIPELINED; i++) {
+        cr_assert_eq(p[i].calls, 1);
+        cr_assert_eq(p[i].err, 0);
+        cr_assert_eq(p[i].type, SEATD_RDS_REPLY_INTEGER);
+        cr_assert(p[i].integer >= 1 && p[i].integer <= PIPELINED);
+        cr_assert_eq(seen[p[i].integer], 0, "INCR value %lld answered twice", p[i].integer);
+        seen[p[i].integer] = 1;
+    }
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.commands, PIPELINED);
+    cr_assert_gt(st.rtt_us_sum, 0);
+
+    close_and_check(loop, rds);
+    for (int i = 0; i < PIPELINED; i++)
+        cr_assert_eq(p[i].calls, 1);
+    free(seen);
+    free(p);
+}
+
+Test(rds, sends_binary_safe_arguments)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = new_client(loop, 1, 2000, 0);
+    static const char key[] = "rds:bin\0key";
+    static const char val[] = "a\0b\r\nc\xff";
+    const char *sargv[] = {"SET", key, val};
+    size_t slens[] = {3, sizeof(key) - 1, sizeof(val) - 1};
+    const char *gargv[] = {"GET", key};
+    size_t glens[] = {3, sizeof(key) - 1};
+    int done = 0;
+    probe_t set = {.done_counter = &done}, get = {.done_counter = &done};
+    cr_assert_eq(seatd_rds_callv(rds, 3, sargv, slens, on_probe, &set), 0);
+    cr_assert_eq(seatd_rds_callv(rds, 2, gargv, glens, on_probe, &get), 0);
+    cr_assert_eq(run_until_count(loop, &done, 2, 5000), 0);
+    cr_assert_eq(done, 2);
+    cr_assert_eq(set.err, 0);
+    cr_assert_eq(get.err, 0);
+    cr_assert_eq(get.type, SEATD_RDS_REPLY_STRING);
+    cr_assert_eq(get.len, sizeof(val) - 1);
+    cr_assert_eq(memcmp(get.str, val, sizeof(val) - 1), 0);
+
+    /* The key really contains the NUL: the truncated name does not exist. */
+    redisContext *c = seatd_test_redis_connect();
+    redisReply *r = redisCommand(c, "EXISTS %s", "rds:bin");
+    cr_assert_eq(r->integer, 0);
+    freeReplyObject(r);
+    r = redisCommand(c, "EXISTS %b", key, sizeof(key) - 1);
+    cr_assert_eq(r->integer, 1);
+    freeReplyObject(r);
+    redisFree(c);
+
+    close_and_check(loop, rds);
+    cr_assert_eq(set.calls, 1);
+    cr_assert_eq(get.calls, 1);
+}
+
+typedef struct timeout_ctx_s {
+    seatd_rds_t *rds;
+    probe_t ping;
+    int done;
+} timeout_ctx_t;
+
+static void send_ping_after_sleep(void *arg)
+{
+    timeout_ctx_t *t = arg;
+    const char *ping[] = {"PING"};
+    t->ping.done_counter = &t->done;
+    if (call(t->rds, &t->ping, 1, ping) != 0)
+        t->done = -1;
+}
+
+Test(rds, times_out_a_slow_command_then_reconnects_and_serves_again)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    timeout_ctx_t t = {0};
+    t.rds = new_client(loop, 1, 100, 0);
+    cr_assert_eq(wait_connected(loop, t.rds, 1, 3000), 0);
+
+    int done = 0;
+    probe_t slow = {.done_counter = &done};
+    const char *sleep_cmd[] = {"DEBUG", "SLEEP", "0.5"};
+    uint64_t t0 = uv_hrtime();
+    cr_assert_eq(call(t.rds, &slow, 3, sleep_cmd), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &done, 3000), 0);
+    uint64_t elapsed_ms = (uv_hrtime() - t0) / 1000000u;
+    cr_assert_eq(slow.calls, 1);
+    cr_assert_eq(slow.err, SEATD_ETIMEOUT, "got %s", seatd_err_name(slow.err));
+    cr_assert_lt(elapsed_ms, 400, "the timeout fired after %llu ms, not ~100",
+                 (unsigned long long)elapsed_ms);
+    cr_assert_geq(elapsed_ms, 90);
+
+    /* Once the server has woken up, the same client serves again on a new connection. */
+    run_later(loop, 700, send_ping_after_sleep, &t);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &t.done, 5000), 0);
+    cr_assert_eq(t.ping.err, 0, "got %s", seatd_err_name(t.ping.err));
+    cr_assert_str_eq(t.ping.str, "PONG");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(t.rds, &st);
+    cr_assert_eq(st.timeouts, 1);
+    cr_assert_eq(st.errors, 1);
+    cr_assert_geq(st.reconnects, 1);
+
+    close_and_check(loop, t.rds);
+    cr_assert_eq(slow.calls, 1);
+    cr_assert_eq(t.ping.calls, 1);
+}
+
+#define KILLED 10
+
+static void kill_normal_clients(void *arg)
+{
+    int *killed = arg;
+    redisContext *c = seatd_test_redis_connect();
+    redisReply *r = redisCommand(c, "CLIENT KILL TYPE normal");
+    *killed = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+    if (r)
+        freeReplyObject(r);
+    redisFree(c);
+}
+
+Test(rds, fires_every_pending_callback_once_when_the_connection_is_killed)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = new_client(loop, 1, 10000, 0);
+    cr_assert_eq(wait_connected(loop, rds, 1, 3000), 0);
+
+    /* A blocking command holds the connection, so everything behind it stays in flight. */
+    int done = 0;
+    probe_t p[KILLED + 1];
+    memset(p, 0, sizeof(p));
+    const char *blpop[] = {"BLPOP", "rds:never", "0"};
+    const char *ping[] = {"PING"};
+    p[0].done_counter = &done;
+    cr_assert_eq(call(rds, &p[0], 3, blpop), 0);
+    for (int i = 1; i <= KILLED; i++) {
+        p[i].done_counter = &done;
+        cr_assert_eq(call(rds, &p[i], 1, ping), 0);
+    }
+    int killed = 0;
+    run_later(loop, 150, kill_normal_clients, &killed);
+    cr_assert_eq(run_until_count(loop, &done, KILLED + 1, 5000), 0);
+    cr_assert_geq(killed, 1, "CLIENT KILL killed nobody");
+    cr_assert_eq(done, KILLED + 1);
+    for (int i = 0; i <= KILLED; i++) {
+        cr_assert_eq(p[i].calls, 1);
+        cr_assert_eq(p[i].err, SEATD_EUNAVAILABLE, "command %d got %s", i,
+                     seatd_err_name(p[i].err));
+    }
+
+    /* The client reconnects by itself and serves again. */
+    probe_t again = {0};
+    int again_done = 0;
+    again.done_counter = &again_done;
+    cr_assert_eq(call(rds, &again, 1, ping), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &again_done, 5000), 0);
+    cr_assert_eq(again.err, 0);
+    cr_assert_str_eq(again.str, "PONG");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.errors, KILLED + 1);
+    cr_assert_eq(st.reconnects, 1);
+
+    close_and_check(loop, rds);
+    for (int i = 0; i <= KILLED; i++)
+        cr_assert_eq(p[i].calls, 1);
+    cr_assert_eq(again.calls, 1);
+}
+
+typedef struct restart_ctx_s {
+    seatd_rds_t *rds;
+    int restarted;  /* seatd_test_redis_restart() result + 1 */
+    probe_t during; /* sent right after the restart, before the loop saw the drop */
+    int done;
+} restart_ctx_t;
+
+static void restart_server(void *arg)
+{
+    restart_ctx_t *r = arg;
+    seatd_test_redis_t fx;
+    if (seatd_test_redis_from_env(&fx) != 0) {
+        r->restarted = -1;
+        return;
+    }
+    r->restarted = seatd_test_redis_restart(&fx) + 1;
+    const char *set[] = {"SET", "rds:during", "1"};
+    r->during.done_counter = &r->done;
+    if (call(r->rds, &r->during, 3, set) != 0)
+        r->restarted = -2;
+}
+
+/* Sends PING until one succeeds; counts the failures. */
+typedef struct retry_ctx_s {
+    uv_loop_t *loop;
+    seatd_rds_t *rds;
+    int failures;
+    int calls;
+    int ok;
+} retry_ctx_t;
+
+static void send_retry_ping(void *arg);
+
+static void on_retry_ping(const struct redisReply *reply, int err, void *data)
+{
+    retry_ctx_t *r = data;
+    r->calls++;
+    if (!err && seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_STATUS) {
+        r->ok = 1;
+        return;
+    }
+    r->failures++;
+    run_later(r->loop, 50, send_retry_ping, r);
+}
+
+static void send_retry_ping(void *arg)
+{
+    retry_ctx_t *r = arg;
+    const char *ping[] = {"PING"};
+    if (seatd_rds_callv(r->rds, 1, ping, NULL, on_retry_ping, r) != 0)
+        r->ok = -1;
+}
+
+Test(rds, fails_commands_across_a_server_restart_then_recovers_without_a_new_client)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    restart_ctx_t r = {0};
+    r.rds = new_client(loop, 2, 1000, 0);
+    cr_assert_eq(wait_connected(loop, r.rds, 2, 3000), 0);
+
+    int done = 0;
+    probe_t before = {.done_counter = &done}, blocked = {.done_counter = &done};
+    const char *set[] = {"SET", "rds:before", "1"};
+    const char *blpop[] = {"BLPOP", "rds:never", "0"};
+    cr_assert_eq(call(r.rds, &before, 3, set), 0);
+    cr_assert_eq(call(r.rds, &blocked, 3, blpop), 0);
+    run_later(loop, 100, restart_server, &r);
+    cr_assert_eq(run_until_count(loop, &done, 2, 5000), 0);
+    cr_assert_eq(run_until_count(loop, &r.done, 1, 5000), 0);
+    cr_assert_eq(r.restarted, 1, "restart failed (%d)", r.restarted);
+    cr_assert_eq(before.err, 0);
+    cr_assert_eq(blocked.calls, 1);
+    cr_assert_eq(blocked.err, SEATD_EUNAVAILABLE, "got %s", seatd_err_name(blocked.err));
+    cr_assert_eq(r.during.calls, 1);
+    cr_assert_neq(r.during.err, 0, "a command sent on a dead connection cannot succeed");
+
+    /* Same client, no re-creation: it reconnects and serves the new (empty) server. */
+    retry_ctx_t rt = {.loop = loop, .rds = r.rds};
+    send_retry_ping(&rt);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &rt.ok, 5000), 0);
+    cr_assert_eq(rt.ok, 1);
+    cr_assert_eq(rt.calls, rt.failures + 1);
+
+    int gdone = 0;
+    probe_t get = {.done_counter = &gdone};
+    const char *getv[] = {"GET", "rds:before"};
+    cr_assert_eq(call(r.rds, &get, 2, getv), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &gdone, 3000), 0);
+    cr_assert_eq(get.err, 0);
+    cr_assert_eq(get.type, SEATD_RDS_REPLY_NIL, "the restarted server starts empty");
+    cr_assert_eq(wait_connected(loop, r.rds, 2, 6000), 0);
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(r.rds, &st);
+    cr_assert_eq(st.reconnects, 2);
+
+    close_and_check(loop, r.rds);
+    cr_assert_eq(before.calls, 1);
+    cr_assert_eq(blocked.calls, 1);
+    cr_assert_eq(r.during.calls, 1);
+    cr_assert_eq(get.calls, 1);
+}
+
+Test(rds, answers_overload_synchronously_when_the_queue_is_full)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = new_client(loop, 1, 2000, 4);
+    int done = 0;
+    probe_t p[6];
+    memset(p, 0, sizeof(p));
+    const char *ping[] = {"PING"};
+    for (int i = 0; i < 4; i++) {
+        p[i].done_counter = &done;
+        cr_assert_eq(call(rds, &p[i], 1, ping), 0);
+    }
+    p[4].done_counter = &done;
+    cr_assert_eq(call(rds, &p[4], 1, ping), SEATD_EOVERLOAD);
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.pending, 4);
+
+    cr_assert_eq(run_until_count(loop, &done, 4, 5000), 0);
+    cr_assert_eq(done, 4);
+    cr_assert_eq(p[4].calls, 0, "a refused command's callback never runs");
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(p[i].err, 0);
+
+    /* Room again once they are answered. */
+    p[5].done_counter = &done;
+    cr_assert_eq(call(rds, &p[5], 1, ping), 0);
+    cr_assert_eq(run_until_count(loop, &done, 5, 5000), 0);
+    cr_assert_eq(p[5].err, 0);
+
+    close_and_check(loop, rds);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(p[i].calls, i == 4 ? 0 : 1);
+}
+
+typedef struct close_ctx_s {
+    seatd_rds_t *rds;
+    probe_t pings[3];
+    int done;
+} close_ctx_t;
+
+static void send_and_close(void *arg)
+{
+    close_ctx_t *c = arg;
+    const char *ping[] = {"PING"};
+    for (int i = 0; i < 3; i++) {
+        c->pings[i].done_counter = &c->done;
+        if (call(c->rds, &c->pings[i], 1, ping) != 0)
+            c->done = -100;
+    }
+    seatd_rds_close(c->rds);
+    /* After close: refused synchronously. */
+    probe_t late = {0};
+    if (call(c->rds, &late, 1, ping) != SEATD_ESHUTDOWN)
+        c->done = -100;
+}
+
+Test(rds, fires_each_pending_callback_once_with_shutdown_on_close)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    /* A: connected, commands in flight behind a blocking one. */
+    close_ctx_t a = {0};
+    a.rds = new_client(loop, 1, 10000, 0);
+    cr_assert_eq(wait_connected(loop, a.rds, 1, 3000), 0);
+    int done = 0;
+    probe_t blocked = {.done_counter = &done};
+    const char *blpop[] = {"BLPOP", "rds:never", "0"};
+    cr_assert_eq(call(a.rds, &blocked, 3, blpop), 0);
+    run_later(loop, 100, send_and_close, &a);
+
+    /* B: never connected (nothing listens on port 1), commands only queued. */
+    seatd_rds_opts_t o = {.host = "127.0.0.1", .port = 1, .pool_size = 2, .timeout_ms = 10000};
+    seatd_rds_t *b = seatd_rds_new(loop, &o);
+    probe_t queued[3];
+    memset(queued, 0, sizeof(queued));
+    const char *ping[] = {"PING"};
+    for (int i = 0; i < 3; i++) {
+        queued[i].done_counter = &done;
+        cr_assert_eq(call(b, &queued[i], 1, ping), 0);
+    }
+    seatd_rds_close(b);
+    cr_assert_eq(queued[0].calls, 0, "no callback runs inside close()");
+
+    cr_assert_eq(seatd_test_loop_free(loop), 0, "the loop did not close cleanly");
+    cr_assert_eq(blocked.calls, 1);
+    cr_assert_eq(blocked.err, SEATD_ESHUTDOWN, "got %s", seatd_err_name(blocked.err));
+    cr_assert_eq(a.done, 3);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(a.pings[i].calls, 1);
+        cr_assert_eq(a.pings[i].err, SEATD_ESHUTDOWN);
+        cr_assert_eq(queued[i].calls, 1);
+        cr_assert_eq(queued[i].err, SEATD_ESHUTDOWN);
+    }
+    cr_assert_eq(done, 4);
+}
+
+typedef struct inner_close_s {
+    seatd_rds_t *rds;
+    int calls;
+    int errs[4];
+} inner_close_t;
+
+static void on_close_from_callback(const struct redisReply *reply, int err, void *data)
+{
+    inner_close_t *c = data;
+    if (c->calls < 4)
+        c->errs[c->calls] = err;
+    c->calls++;
+    seatd_rds_close(c->rds); /* the first call closes; later ones are no-ops */
+}
+
+Test(rds, closes_safely_from_inside_a_reply_callback)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    inner_close_t c = {0};
+    c.rds = new_client(loop, 1, 2000, 0);
+    const char *ping[] = {"PING"};
+    const char *blpop[] = {"BLPOP", "rds:never", "0"};
+    cr_assert_eq(seatd_rds_callv(c.rds, 1, ping, NULL, on_close_from_callback, &c), 0);
+    cr_assert_eq(seatd_rds_callv(c.rds, 3, blpop, NULL, on_close_from_callback, &c), 0);
+    cr_assert_eq(seatd_test_loop_free(loop), 0, "the loop did not close cleanly");
+    cr_assert_eq(c.calls, 2);
+    cr_assert_eq(c.errs[0], 0, "the PING is answered");
+    cr_assert_eq(c.errs[1], SEATD_ESHUTDOWN, "the blocked command is failed by the close");
+}
+
+Test(rds, fails_queued_commands_as_unavailable_when_redis_is_unreachable)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_opts_t o = {.host = "127.0.0.1", .port = 1, .pool_size = 2, .timeout_ms = 150};
+    seatd_rds_t *rds = seatd_rds_new(loop, &o);
+    int done = 0;
+    probe_t p = {.done_counter = &done};
+    const char *ping[] = {"PING"};
+    uint64_t t0 = uv_hrtime();
+    cr_assert_eq(call(rds, &p, 1, ping), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &done, 3000), 0);
+    uint64_t ms = (uv_hrtime() - t0) / 1000000u;
+    cr_assert_eq(p.err, SEATD_EUNAVAILABLE, "got %s", seatd_err_name(p.err));
+    cr_assert_geq(ms, 140, "failed after %llu ms, before its deadline", (unsigned long long)ms);
+    cr_assert_lt(ms, 1000);
+    cr_assert_eq(seatd_rds_is_ready(rds), 0);
+    close_and_check(loop, rds);
+    cr_assert_eq(p.calls, 1);
+}

@@ -1,1 +1,304 @@
-/* not written yet */
+/* Unit tests for auth.c: HS256 verification with the algorithm pinned, claims, signing. */
+#include <criterion/criterion.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+
+#define SECRET "0123456789abcdef0123456789abcdef" /* 32 bytes */
+#define NOW 1800000000LL
+
+static seatd_auth_t *auth;
+
+static void setup(void)
+{
+    cr_assert_eq(seatd_auth_new(SECRET, strlen(SECRET), &auth), 0);
+}
+
+static void teardown(void)
+{
+    seatd_auth_free(auth);
+}
+
+TestSuite(auth, .init = setup, .fini = teardown, .timeout = 10);
+
+/* Base64url without padding, appended to 'out'. */
+static void b64url(char *out, const unsigned char *in, size_t len)
+{
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    size_t o = strlen(out);
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)in[i] << 16;
+        if (i + 1 < len)
+            v |= (unsigned)in[i + 1] << 8;
+        if (i + 2 < len)
+            v |= in[i + 2];
+        out[o++] = a[v >> 18];
+        out[o++] = a[(v >> 12) & 63];
+        if (i + 1 < len)
+            out[o++] = a[(v >> 6) & 63];
+        if (i + 2 < len)
+            out[o++] = a[v & 63];
+    }
+    out[o] = '\0';
+}
+
+/* Builds header.claims.signature, signed with 'key' (HS256) — or unsigned if 'key' NULL. */
+static char *make_token(const char *header, const char *claims, const char *key)
+{
+    char *t = calloc(1, 4096);
+    b64url(t, (const unsigned char *)header, strlen(header));
+    strcat(t, ".");
+    b64url(t, (const unsigned char *)claims, strlen(claims));
+    if (key) {
+        unsigned char mac[32];
+        unsigned int len = 0;
+        HMAC(EVP_sha256(), key, (int)strlen(key), (unsigned char *)t, strlen(t), mac, &len);
+        strcat(t, ".");
+        b64url(t, mac, len);
+    } else {
+        strcat(t, ".");
+    }
+    return t;
+}
+
+static const char *HS = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+
+static int verify(const char *header, const char *claims, const char *key,
+                  seatd_principal_t *who)
+{
+    char *t = make_token(header, claims, key);
+    int rc = seatd_auth_verify_at(auth, t, NOW, who);
+    free(t);
+    return rc;
+}
+
+Test(auth, accepts_a_good_token)
+{
+    seatd_principal_t who;
+    char claims[256];
+    snprintf(claims, sizeof(claims), "{\"sub\":\"alice@example.com\",\"exp\":%lld,\"iat\":%lld}",
+             NOW + 60, NOW);
+    cr_assert_eq(verify(HS, claims, SECRET, &who), 0);
+    cr_assert_str_eq(who.sub, "alice@example.com");
+    cr_assert_eq(who.admin, 0);
+}
+
+Test(auth, grants_admin_from_role_or_roles)
+{
+    seatd_principal_t who;
+    char claims[256];
+    snprintf(claims, sizeof(claims), "{\"sub\":\"root\",\"exp\":%lld,\"role\":\"admin\"}", NOW + 60);
+    cr_assert_eq(verify(HS, claims, SECRET, &who), 0);
+    cr_assert_eq(who.admin, 1);
+    snprintf(claims, sizeof(claims), "{\"sub\":\"root\",\"exp\":%lld,\"roles\":[\"x\",\"admin\"]}",
+             NOW + 60);
+    cr_assert_eq(verify(HS, claims, SECRET, &who), 0);
+    cr_assert_eq(who.admin, 1);
+    snprintf(claims, sizeof(claims), "{\"sub\":\"root\",\"exp\":%lld,\"role\":\"Admin\"}", NOW + 60);
+    cr_assert_eq(verify(HS, claims, SECRET, &who), 0);
+    cr_assert_eq(who.admin, 0);
+}
+
+Test(auth, rejects_an_expired_token_beyond_the_leeway)
+{
+    seatd_principal_t who;
+    char claims[256];
+    snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%lld}", NOW - 31);
+    cr_assert_eq(verify(HS, claims, SECRET, &who), SEATD_EUNAUTH);
+    snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%lld}", NOW - 29);
+    cr_assert_eq(verify(HS, claims, SECRET, &who), 0, "within 30 s of leeway");
+}
+
+Test(auth, rejects_a_token_without_exp)
+{
+    seatd_principal_t who;
+    cr_assert_eq(verify(HS, "{\"sub\":\"u\"}", SECRET, &who), SEATD_EUNAUTH);
+    cr_assert_eq(verify(HS, "{\"sub\":\"u\",\"exp\":\"soon\"}", SECRET, &who), SEATD_EUNAUTH);
+    cr_assert_eq(verify(HS, "{\"sub\":\"u\",\"exp\":1800000060.5}", SECRET, &who),
+                 SEATD_EUNAUTH, "exp must be whole seconds");
+    cr_assert_eq(verify(HS, "{\"sub\":\"u\",\"exp\":1.80000006e9}", SECRET, &who), 0,
+                 "any JSON spelling of a whole number is fine");
+}
+
+Test(auth, rejects_nbf_and_iat_in_the_future)
+{
+    seatd_principal_t who;
+    char claims[256];
+    snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%lld,\"nbf\":%lld}", NOW + 600,
+             NOW + 31);
+    cr_assert_eq(verify(HS, claims, SECRET, &who), SEATD_EUNAUTH);
+    snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%lld,\"nbf\":%lld}", NOW + 600,
+             NOW + 29);
+    cr_assert_eq(verify(HS, claims, SECRET, &who), 0);
+    snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%lld,\"iat\":%lld}", NOW + 600,
+             NOW + 3600);
+    cr_assert_eq(verify(HS, claims, SECRET, &who), SEATD_EUNAUTH);
+}
+
+Test(auth, rejects_a_wrong_signature)
+{
+    seatd_principal_t who;
+    char claims[256];
+    snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%lld}", NOW + 60);
+    cr_assert_eq(verify(HS, claims, "another-secret-of-32-bytes-length!", &who), SEATD_EUNAUTH);
+    /* One flipped signature character. */
+    char *t = make_token(HS, claims, SECRET);
+    char *last = t + strlen(t) - 2;
+    *last = *last == 'A' ? 'B' : 'A';
+    cr_assert_eq(seatd_auth_verify_at(auth, t, NOW, &who), SEATD_EUNAUTH);
+    free(t);
+    /* Claims swapped under a valid signature. */
+    t = make_token(HS, claims, SECRET);
+    char forged[4096] = "";
+    char *dot1 = strchr(t, '.'), *dot2 = strrchr(t, '.');
+    memcpy(forged, t, (size_t)(dot1 - t + 1));
+    const char *evil = "{\"sub\":\"admin\",\"exp\":9999999999,\"role\":\"admin\"}";
+    b64url(forged, (const unsigned char *)evil, strlen(evil));
+    strcat(forged, dot2);
+    cr_assert_eq(seatd_auth_verify_at(auth, forged, NOW, &who), SEATD_EUNAUTH);
+    free(t);
+}
+
+Test(auth, rejects_alg_none)
+{
+    seatd_principal_t who;
+    char claims[256];
+    snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%lld}", NOW + 60);
+    cr_assert_eq(verify("{\"alg\":\"none\"}", claims, NULL, &who), SEATD_EUNAUTH);
+    /* Even with a valid HMAC over the same bytes. */
+    cr_assert_eq(verify("{\"alg\":\"none\"}", claims, SECRET, &who), SEATD_EUNAUTH);
+}
+
+Test(auth, rejects_other_or_missing_algorithms)
+{
+    seatd_principal_t who;
+    char claims[256];
+    snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%lld}", NOW + 60);
+    const char *headers[] = {
+        "{\"alg\":\"RS256\",\"typ\":\"JWT\"}", "{\"alg\":\"HS512\"}", "{\"alg\":\"hs256\"}",
+        "{\"typ\":\"JWT\"}", "{\"alg\":null}", "[\"HS256\"]", "{\"alg\":\"HS256\",\"typ\":\"JWE\"}",
+        "{\"alg\":\"HS256\",\"crit\":[\"exp\"]}",
+    };
+    for (size_t i = 0; i < sizeof(headers) / sizeof(headers[0]); i++)
+        cr_assert_eq(verify(headers[i], claims, SECRET, &who), SEATD_EUNAUTH, "header %s",
+                     headers[i]);
+    cr_assert_eq(verify("{\"alg\":\"HS256\"}", claims, SECRET, &who), 0, "typ is optional");
+}
+
+Test(auth, rejects_malformed_base64_and_structure)
+{
+    seatd_principal_t who;
+    char claims[256];
+    snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%lld}", NOW + 60);
+    char *good = make_token(HS, claims, SECRET);
+    cr_assert_eq(seatd_auth_verify_at(auth, good, NOW, &who), 0);
+
+    char buf[4096];
+    /* Padding, a foreign character, a missing part, an extra part, empty. */
+    snprintf(buf, sizeof(buf), "%s=", good);
+    cr_assert_eq(seatd_auth_verify_at(auth, buf, NOW, &who), SEATD_EUNAUTH);
+    snprintf(buf, sizeof(buf), "%s", good);
+    buf[3] = '+';
+    cr_assert_eq(seatd_auth_verify_at(auth, buf, NOW, &who), SEATD_EUNAUTH);
+    snprintf(buf, sizeof(buf), "%s", good);
+    *strrchr(buf, '.') = '\0';
+    cr_assert_eq(seatd_auth_verify_at(auth, buf, NOW, &who), SEATD_EUNAUTH);
+    snprintf(buf, sizeof(buf), "%s.x", good);
+    cr_assert_eq(seatd_auth_verify_at(auth, buf, NOW, &who), SEATD_EUNAUTH);
+    cr_assert_eq(seatd_auth_verify_at(auth, "", NOW, &who), SEATD_EUNAUTH);
+    cr_assert_eq(seatd_auth_verify_at(auth, "..", NOW, &who), SEATD_EUNAUTH);
+    cr_assert_eq(seatd_auth_verify_at(auth, "a.b.c", NOW, &who), SEATD_EUNAUTH);
+    /* A signature with non-zero trailing bits names the same bytes: refused. The last
+     * character of a 43-char signature carries 4 data bits and 2 padding bits. */
+    snprintf(buf, sizeof(buf), "%s", good);
+    char *sig = strrchr(buf, '.') + 1;
+    cr_assert_eq(strlen(sig), 43);
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    int v = (int)(strchr(a, sig[42]) - a);
+    sig[42] = a[v | 1];
+    cr_assert_eq(seatd_auth_verify_at(auth, buf, NOW, &who), SEATD_EUNAUTH);
+    /* Too long. */
+    char *huge = malloc(SEATD_AUTH_MAX_TOKEN + 10);
+    memset(huge, 'a', SEATD_AUTH_MAX_TOKEN + 9);
+    huge[SEATD_AUTH_MAX_TOKEN + 9] = '\0';
+    cr_assert_eq(seatd_auth_verify_at(auth, huge, NOW, &who), SEATD_EUNAUTH);
+    free(huge);
+    free(good);
+}
+
+Test(auth, rejects_a_missing_or_invalid_sub)
+{
+    seatd_principal_t who;
+    const char *subs[] = {
+        NULL, "\"\"", "42", "\"a b\"", "\"{s:1}\"",
+        "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"",
+    };
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+        char claims[256];
+        if (subs[i])
+            snprintf(claims, sizeof(claims), "{\"sub\":%s,\"exp\":%lld}", subs[i], NOW + 60);
+        else
+            snprintf(claims, sizeof(claims), "{\"exp\":%lld}", NOW + 60);
+        cr_assert_eq(verify(HS, claims, SECRET, &who), SEATD_EUNAUTH, "claims %s", claims);
+    }
+    char claims[256];
+    snprintf(claims, sizeof(claims), "{\"sub\":\"%s\",\"exp\":%lld}",
+             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", NOW + 60);
+    cr_assert_eq(verify(HS, claims, SECRET, &who), 0, "64 characters fit");
+    cr_assert_eq(strlen(who.sub), 64);
+}
+
+Test(auth, refuses_a_short_secret)
+{
+    seatd_auth_t *a = (seatd_auth_t *)1;
+    cr_assert_eq(seatd_auth_new("short", 5, &a), SEATD_EINVAL);
+    cr_assert_null(a);
+    cr_assert_eq(seatd_auth_new(SECRET, 31, &a), SEATD_EINVAL);
+    cr_assert_eq(seatd_auth_new(NULL, 40, &a), SEATD_EINVAL);
+    seatd_auth_free(NULL);
+}
+
+static int64_t fixed_clock(void *data)
+{
+    return *(int64_t *)data;
+}
+
+Test(auth, signs_tokens_it_then_verifies)
+{
+    int64_t now = NOW;
+    seatd_auth_set_clock(auth, fixed_clock, &now);
+    char *t = NULL;
+    cr_assert_eq(seatd_auth_sign(auth, "bob", 1, 60, &t), 0);
+    seatd_principal_t who;
+    cr_assert_eq(seatd_auth_verify(auth, t, &who), 0);
+    cr_assert_str_eq(who.sub, "bob");
+    cr_assert_eq(who.admin, 1);
+    now = NOW + 60 + 31;
+    cr_assert_eq(seatd_auth_verify(auth, t, &who), SEATD_EUNAUTH, "expired by the clock");
+    free(t);
+    cr_assert_eq(seatd_auth_sign(auth, "bad sub", 0, 60, &t), SEATD_EINVAL);
+    cr_assert_null(t);
+    cr_assert_eq(seatd_auth_sign(auth, "bob", 0, 0, &t), SEATD_EINVAL);
+}
+
+Test(auth, verifies_bearer_headers)
+{
+    char *t = NULL;
+    cr_assert_eq(seatd_auth_sign(auth, "carol", 0, 60, &t), 0);
+    char hdr[4200];
+    seatd_principal_t who;
+    snprintf(hdr, sizeof(hdr), "Bearer %s", t);
+    cr_assert_eq(seatd_auth_verify_bearer(auth, hdr, &who), 0);
+    cr_assert_str_eq(who.sub, "carol");
+    snprintf(hdr, sizeof(hdr), "bearer %s", t);
+    cr_assert_eq(seatd_auth_verify_bearer(auth, hdr, &who), 0);
+    snprintf(hdr, sizeof(hdr), "Basic %s", t);
+    cr_assert_eq(seatd_auth_verify_bearer(auth, hdr, &who), SEATD_EUNAUTH);
+    cr_assert_eq(seatd_auth_verify_bearer(auth, NULL, &who), SEATD_EUNAUTH);
+    cr_assert_eq(seatd_auth_verify_bearer(auth, "Bearer", &who), SEATD_EUNAUTH);
+    free(t);
+}

@@ -1,1 +1,219 @@
-/* not written yet */
+/* Unit tests for json.c: bounded parsing and the _or_reply getters. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_request.h"
+#include "json.h"
+
+/* A request with 'body' and 'ctype', as the parser would build it. */
+static seatd_req_t *req_with_body(const char *ctype, const char *body)
+{
+    char raw[4096];
+    int n = snprintf(raw, sizeof(raw), "POST /v1/x HTTP/1.1\r\nHost: x\r\n%s%s%sContent-Length: %zu"
+                     "\r\n\r\n%s",
+                     ctype ? "Content-Type: " : "", ctype ? ctype : "", ctype ? "\r\n" : "",
+                     strlen(body), body);
+    seatd_req_parser_t *p = seatd_req_parser_new(NULL);
+    seatd_req_t *r = NULL;
+    size_t used = 0;
+    cr_assert_eq(seatd_req_parser_feed(p, raw, (size_t)n, &used, &r), 0);
+    cr_assert_not_null(r);
+    seatd_req_parser_free(p);
+    return r;
+}
+
+static int status_of(seatd_req_t *r)
+{
+    return seatd__req_status(r);
+}
+
+/* The "detail" of the rendered problem (owned). */
+static char *detail_of(seatd_req_t *r)
+{
+    const char *body = strstr(seatd__req_response(r)->data, "\r\n\r\n");
+    cr_assert_not_null(body);
+    cJSON *doc = cJSON_Parse(body + 4);
+    cJSON *d = cJSON_GetObjectItem(doc, "detail");
+    char *out = strdup(cJSON_IsString(d) ? d->valuestring : "");
+    cJSON_Delete(doc);
+    return out;
+}
+
+Test(json, parses_within_the_depth_limit)
+{
+    cJSON *doc = NULL;
+    /* 16 levels: fine; 17: refused. */
+    const char *ok = "[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]";
+    const char *deep = "[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]";
+    cr_assert_eq(seatd_json_parse(ok, strlen(ok), &doc), 0);
+    cJSON_Delete(doc);
+    cr_assert_eq(seatd_json_parse(deep, strlen(deep), &doc), SEATD_EBADJSON);
+    cr_assert_null(doc);
+    /* Brackets inside strings do not count. */
+    const char *str = "{\"a\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[\\\"[[[[\"}";
+    cr_assert_eq(seatd_json_parse(str, strlen(str), &doc), 0);
+    cJSON_Delete(doc);
+}
+
+Test(json, rejects_trailing_bytes_nul_and_escaped_nul)
+{
+    cJSON *doc = NULL;
+    cr_assert_eq(seatd_json_parse("{} x", 4, &doc), SEATD_EBADJSON);
+    cr_assert_eq(seatd_json_parse("{}  \r\n", 6, &doc), 0);
+    cJSON_Delete(doc);
+    cr_assert_eq(seatd_json_parse("{}\0{}", 5, &doc), SEATD_EBADJSON);
+    const char *esc = "{\"a\":\"x\\u0000y\"}";
+    cr_assert_eq(seatd_json_parse(esc, strlen(esc), &doc), SEATD_EBADJSON);
+    cr_assert_eq(seatd_json_parse("", 0, &doc), SEATD_EBADJSON);
+    cr_assert_eq(seatd_json_parse("{\"a\":", 5, &doc), SEATD_EBADJSON);
+}
+
+Test(json, parse_body_returns_the_object)
+{
+    seatd_req_t *r = req_with_body("application/json; charset=utf-8", "{\"holdId\":\"42-h1\"}");
+    cJSON *body = NULL;
+    cr_assert_eq(seatd_json_parse_body_or_reply(r, &body), 0);
+    cr_assert_not_null(body);
+    cr_assert_eq(seatd_req_is_finished(r), 0);
+    cJSON_Delete(body);
+    seatd_req_free(r);
+}
+
+Test(json, parse_body_replies_415_without_a_json_content_type)
+{
+    const char *types[] = {NULL, "text/plain", "application/jsonx", "application/x-json"};
+    for (size_t i = 0; i < 4; i++) {
+        seatd_req_t *r = req_with_body(types[i], "{}");
+        cJSON *body = NULL;
+        cr_assert_eq(seatd_json_parse_body_or_reply(r, &body), SEATD_EMEDIATYPE, "case %zu", i);
+        cr_assert_null(body);
+        cr_assert_eq(status_of(r), 415);
+        seatd_req_free(r);
+    }
+}
+
+Test(json, parse_body_replies_400_to_bad_json_or_non_objects)
+{
+    const char *bodies[] = {"", "{", "[1,2]", "\"str\"", "{\"a\":1}{", "nul"};
+    for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        seatd_req_t *r = req_with_body("application/json", bodies[i]);
+        cJSON *body = NULL;
+        cr_assert_eq(seatd_json_parse_body_or_reply(r, &body), SEATD_EBADJSON, "case %zu", i);
+        cr_assert_eq(status_of(r), 400);
+        cr_assert(strstr(seatd__req_response(r)->data, "malformed-json"));
+        seatd_req_free(r);
+    }
+}
+
+/* Parses 'text' into an owned tree. */
+static cJSON *obj(const char *text)
+{
+    cJSON *o = cJSON_Parse(text);
+    cr_assert_not_null(o);
+    return o;
+}
+
+Test(json, get_string_reads_and_bounds_strings)
+{
+    cJSON *o = obj("{\"holdId\":\"42-h1\",\"n\":3,\"e\":\"\",\"long\":\"abcdef\"}");
+    const char *s = NULL;
+    seatd_req_t *r = req_with_body("application/json", "{}");
+    cr_assert_eq(seatd_json_get_string_or_reply(r, o, "holdId", 64, 1, &s), 0);
+    cr_assert_str_eq(s, "42-h1");
+    cr_assert_eq(seatd_json_get_string_or_reply(r, o, "absent", 64, 0, &s), 0);
+    cr_assert_null(s);
+    cr_assert_eq(seatd_req_is_finished(r), 0);
+    seatd_req_free(r);
+
+    struct {
+        const char *name;
+        size_t max;
+    } bad[] = {{"absent", 64}, {"n", 64}, {"e", 64}, {"long", 5}};
+    for (size_t i = 0; i < 4; i++) {
+        r = req_with_body("application/json", "{}");
+        cr_assert_eq(seatd_json_get_string_or_reply(r, o, bad[i].name, bad[i].max, 1, &s),
+                     SEATD_EINVAL, "case %zu", i);
+        cr_assert_eq(status_of(r), 400);
+        char *d = detail_of(r);
+        cr_assert(strstr(d, bad[i].name), "detail '%s' names the field", d);
+        free(d);
+        seatd_req_free(r);
+    }
+    cJSON_Delete(o);
+}
+
+Test(json, get_int_reads_integers_in_range)
+{
+    cJSON *o = obj("{\"ttl\":300,\"f\":1.5,\"s\":\"3\",\"big\":100000}");
+    long long v = -1;
+    seatd_req_t *r = req_with_body("application/json", "{}");
+    cr_assert_eq(seatd_json_get_int_or_reply(r, o, "ttl", 1, 3600, 1, &v), 0);
+    cr_assert_eq(v, 300);
+    v = 7;
+    cr_assert_eq(seatd_json_get_int_or_reply(r, o, "absent", 1, 3600, 0, &v), 0);
+    cr_assert_eq(v, 7, "untouched when absent");
+    seatd_req_free(r);
+    const char *bad[] = {"f", "s", "big", "absent"};
+    for (size_t i = 0; i < 4; i++) {
+        r = req_with_body("application/json", "{}");
+        cr_assert_eq(seatd_json_get_int_or_reply(r, o, bad[i], 1, 3600, 1, &v), SEATD_EINVAL,
+                     "case %s", bad[i]);
+        char *d = detail_of(r);
+        cr_assert(strstr(d, bad[i]));
+        free(d);
+        seatd_req_free(r);
+    }
+    cJSON_Delete(o);
+}
+
+Test(json, get_string_array_reads_seat_ids)
+{
+    cJSON *o = obj("{\"seatIds\":[\"C7\",\"C8\"],\"empty\":[],\"mixed\":[\"a\",1],"
+                   "\"notarr\":\"C7\",\"many\":[\"a\",\"b\",\"c\"],\"longs\":[\"abcdef\"]}");
+    const char **arr = NULL;
+    size_t n = 0;
+    seatd_req_t *r = req_with_body("application/json", "{}");
+    cr_assert_eq(seatd_json_get_string_array_or_reply(r, o, "seatIds", 10, 16, &arr, &n), 0);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(arr[0], "C7");
+    cr_assert_str_eq(arr[1], "C8");
+    free(arr);
+    cr_assert_eq(seatd_json_get_string_array_or_reply(r, o, "empty", 10, 16, &arr, &n), 0);
+    cr_assert_eq(n, 0);
+    free(arr);
+    seatd_req_free(r);
+
+    struct {
+        const char *name;
+        int err;
+    } bad[] = {{"mixed", SEATD_EINVAL}, {"notarr", SEATD_EINVAL}, {"absent", SEATD_EINVAL},
+               {"many", SEATD_EINVAL},  {"longs", SEATD_EINVAL}};
+    for (size_t i = 0; i < 5; i++) {
+        r = req_with_body("application/json", "{}");
+        cr_assert_eq(seatd_json_get_string_array_or_reply(r, o, bad[i].name, 2, 5, &arr, &n),
+                     bad[i].err, "case %s", bad[i].name);
+        cr_assert_null(arr);
+        cr_assert_eq(status_of(r), 400);
+        char *d = detail_of(r);
+        cr_assert(strstr(d, bad[i].name));
+        free(d);
+        seatd_req_free(r);
+    }
+    cJSON_Delete(o);
+}
+
+Test(json, too_many_seat_ids_is_too_many_seats)
+{
+    cJSON *o = obj("{\"seatIds\":[\"A1\",\"A2\",\"A3\"]}");
+    const char **arr = NULL;
+    size_t n = 0;
+    seatd_req_t *r = req_with_body("application/json", "{}");
+    cr_assert_eq(seatd_json_get_string_array_or_reply(r, o, "seatIds", 2, 16, &arr, &n),
+                 SEATD_ETOOMANY);
+    cr_assert(strstr(seatd__req_response(r)->data, "too-many-seats"));
+    seatd_req_free(r);
+    cJSON_Delete(o);
+}

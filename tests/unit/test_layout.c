@@ -1,1 +1,153 @@
-/* not written yet */
+/* Unit tests for layout.c: parsing and validating layouts, lookup, canonical JSON, cache. */
+#include <criterion/criterion.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout.h"
+
+typedef struct {
+    const char *name;  /* behaviour */
+    const char *seats; /* the "seats" JSON */
+    int want;          /* expected return */
+} layout_case_t;
+
+static const layout_case_t cases[] = {
+    {"accepts_a_full_seat",
+     "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7,\"tier\":\"standard\","
+     "\"x\":1.5,\"y\":2}]",
+     0},
+    {"defaults_tier_and_position", "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7}]", 0},
+    {"rejects_non_array", "{\"id\":\"C7\"}", SEATD_EINVAL},
+    {"rejects_empty", "[]", SEATD_EEMPTY},
+    {"rejects_non_object_seat", "[1]", SEATD_EINVAL},
+    {"rejects_bad_id", "[{\"id\":\"C 7\",\"row\":\"C\",\"number\":7}]", SEATD_EBADSEAT},
+    {"rejects_missing_id", "[{\"row\":\"C\",\"number\":7}]", SEATD_EBADSEAT},
+    {"rejects_duplicate_ids",
+     "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7},"
+     "{\"id\":\"C7\",\"row\":\"C\",\"number\":8}]",
+     SEATD_EDUPSEAT},
+    {"rejects_empty_row", "[{\"id\":\"C7\",\"row\":\"\",\"number\":7}]", SEATD_EINVAL},
+    {"rejects_long_row", "[{\"id\":\"C7\",\"row\":\"ABCDEFGHIJKLMNOPQ\",\"number\":7}]",
+     SEATD_EINVAL},
+    {"rejects_negative_number", "[{\"id\":\"C7\",\"row\":\"C\",\"number\":-1}]", SEATD_EINVAL},
+    {"rejects_fractional_number", "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7.5}]", SEATD_EINVAL},
+    {"rejects_string_number", "[{\"id\":\"C7\",\"row\":\"C\",\"number\":\"7\"}]", SEATD_EINVAL},
+    {"rejects_unknown_tier", "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7,\"tier\":\"gold\"}]",
+     SEATD_EINVAL},
+    {"rejects_non_numeric_x", "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7,\"x\":\"1\"}]",
+     SEATD_EINVAL},
+};
+
+Test(layout, validates_a_table_of_layouts)
+{
+    cJSON *tiers = cJSON_Parse("{\"standard\":1200,\"premium\":1800}");
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        cJSON *seats = cJSON_Parse(cases[c].seats);
+        cr_assert_not_null(seats, "%s: fixture parses", cases[c].name);
+        seatd_layout_t *l = NULL;
+        char why[128];
+        int rc = seatd_layout_from_json(seats, tiers, &l, why, sizeof(why));
+        cr_expect_eq(rc, cases[c].want, "%s: rc %d (%s)", cases[c].name, rc, why);
+        cr_expect_eq(rc == 0, l != NULL, "%s: layout iff success", cases[c].name);
+        if (rc < 0)
+            cr_expect(strlen(why) > 0, "%s: says why", cases[c].name);
+        seatd_layout_free(l);
+        cJSON_Delete(seats);
+    }
+    cJSON_Delete(tiers);
+}
+
+Test(layout, rejects_non_finite_positions)
+{
+    cJSON *seats = cJSON_Parse("[{\"id\":\"C7\",\"row\":\"C\",\"number\":7}]");
+    cJSON_AddNumberToObject(cJSON_GetArrayItem(seats, 0), "x", 1.0 / 0.0);
+    seatd_layout_t *l = NULL;
+    cr_assert_eq(seatd_layout_from_json(seats, NULL, &l, NULL, 0), SEATD_EINVAL);
+    cr_assert_null(l);
+    cJSON_Delete(seats);
+}
+
+static cJSON *make_seats(int n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        char id[17];
+        snprintf(id, sizeof(id), "S%d", i);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "id", id);
+        cJSON_AddStringToObject(o, "row", "R");
+        cJSON_AddNumberToObject(o, "number", i);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+Test(layout, finds_every_seat_by_id_in_a_large_layout)
+{
+    cJSON *seats = make_seats(SEATD_LAYOUT_MAX_SEATS);
+    seatd_layout_t *l = NULL;
+    cr_assert_eq(seatd_layout_from_json(seats, NULL, &l, NULL, 0), 0);
+    cr_assert_eq(seatd_layout_count(l), SEATD_LAYOUT_MAX_SEATS);
+    for (long i = 0; i < SEATD_LAYOUT_MAX_SEATS; i += 997) {
+        char id[17];
+        snprintf(id, sizeof(id), "S%ld", i);
+        cr_assert_eq(seatd_layout_find(l, id), i);
+        cr_assert_str_eq(seatd_layout_seat(l, (size_t)i)->id, id);
+    }
+    cr_assert_eq(seatd_layout_find(l, "nope"), -1);
+    cr_assert_null(seatd_layout_seat(l, SEATD_LAYOUT_MAX_SEATS));
+    seatd_layout_free(l);
+    cJSON_Delete(seats);
+}
+
+Test(layout, rejects_more_than_the_maximum_seats)
+{
+    cJSON *seats = make_seats(SEATD_LAYOUT_MAX_SEATS + 1);
+    seatd_layout_t *l = NULL;
+    cr_assert_eq(seatd_layout_from_json(seats, NULL, &l, NULL, 0), SEATD_ETOOMANY);
+    cJSON_Delete(seats);
+}
+
+Test(layout, writes_the_canonical_document_in_index_order)
+{
+    cJSON *seats = cJSON_Parse("[{\"id\":\"C8\",\"row\":\"C\",\"number\":8,\"tier\":\"premium\","
+                               "\"x\":1.5,\"y\":2},{\"id\":\"C7\",\"row\":\"C\",\"number\":7}]");
+    seatd_layout_t *l = NULL;
+    cr_assert_eq(seatd_layout_from_json(seats, NULL, &l, NULL, 0), 0);
+    char *text = seatd_layout_to_json(l, "42");
+    cr_assert_str_eq(text, "{\"showId\":\"42\",\"seats\":["
+                           "{\"id\":\"C8\",\"row\":\"C\",\"number\":8,\"tier\":\"premium\","
+                           "\"x\":1.5,\"y\":2},"
+                           "{\"id\":\"C7\",\"row\":\"C\",\"number\":7,\"tier\":\"standard\","
+                           "\"x\":0,\"y\":0}]}");
+    free(text);
+    seatd_layout_free(l);
+    cJSON_Delete(seats);
+}
+
+Test(layout, caches_layouts_by_show_and_evicts_when_full)
+{
+    cJSON *seats = make_seats(2);
+    for (int i = 1; i <= 100; i++) {
+        char show[8];
+        seatd_layout_t *l = NULL;
+        cr_assert_eq(seatd_layout_from_json(seats, NULL, &l, NULL, 0), 0);
+        snprintf(show, sizeof(show), "%d", i);
+        seatd_layout_cache_put(show, l);
+        cr_assert_eq(seatd_layout_cache_get(show), l);
+        if (i == 1 || i % 10 == 0)
+            cr_assert_not_null(seatd_layout_cache_get("1")); /* kept warm */
+    }
+    cr_assert_not_null(seatd_layout_cache_get("1"));
+    cr_assert_not_null(seatd_layout_cache_get("100"));
+    cr_assert_null(seatd_layout_cache_get("2"), "the coldest entries were evicted");
+    seatd_layout_t *again = NULL;
+    cr_assert_eq(seatd_layout_from_json(seats, NULL, &again, NULL, 0), 0);
+    seatd_layout_cache_put("100", again); /* replaces, frees the old one */
+    cr_assert_eq(seatd_layout_cache_get("100"), again);
+    seatd_layout_cache_clear();
+    cr_assert_null(seatd_layout_cache_get("1"));
+    cJSON_Delete(seats);
+}

@@ -1,1 +1,232 @@
-/* handlers/holds.c - not written yet. */
+/*
+ * holds.c - POST /v1/shows/{id}/holds, GET and DELETE /v1/holds/{id}.
+ *
+ * The worker only normalises (seats.c: grammar, duplicates, order, bounds, layout) and then
+ * makes one call: the decision itself is the hold function inside Redis, all-or-nothing.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "common.h"
+#include "config.h"
+#include "handlers.h"
+#include "http_request.h"
+#include "json.h"
+#include "keys.h"
+#include "layout.h"
+#include "mem.h"
+#include "metrics.h"
+#include "seats.h"
+
+/* Seat ids accepted into the normaliser: more than any hold allows, so that "too many" gets
+ * its own error rather than a generic shape error; the body limit bounds it anyway. */
+#define SEAT_IDS_PARSE_MAX 1000
+
+typedef struct {
+    seatd_req_t *r;
+    cJSON *body;           /* owned; 'ids' and 'idem' point into it */
+    const char **ids;      /* owned array of borrowed strings */
+    size_t nids;
+    const char *idem;      /* borrowed: header or body; may be NULL */
+    char idem_copy[160];   /* the header value outlives nothing, so keep a copy */
+    char show_id[SEATD_ID_MAX];
+} hold_op_t;
+
+static void hold_op_free(void *ctx)
+{
+    hold_op_t *op = ctx;
+    cJSON_Delete(op->body);
+    free(op->ids);
+    free(op);
+}
+
+static cJSON *hold_to_json(const seatd_store_result_t *res)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "holdId", seatd_store_get(res, "holdId", NULL) ?: "");
+    cJSON_AddStringToObject(o, "showId", seatd_store_get(res, "showId", NULL) ?: "");
+    seatd__json_add_csv_array(o, "seatIds", seatd_store_get(res, "seatIds", NULL));
+    const char *status = seatd_store_get(res, "status", NULL);
+    cJSON_AddStringToObject(o, "status", status ? status : "HELD");
+    seatd__json_add_time(o, "expiresAt", seatd_store_get_int(res, "expiresAt", 0));
+    int64_t created = seatd_store_get_int(res, "createdAt", 0);
+    if (created)
+        seatd__json_add_time(o, "createdAt", created);
+    const char *booking = seatd_store_get(res, "bookingId", NULL);
+    if (booking && booking[0])
+        cJSON_AddStringToObject(o, "bookingId", booking);
+    return o;
+}
+
+static void on_hold(const seatd_store_result_t *res, void *data)
+{
+    hold_op_t *op = data;
+    seatd_req_t *r = op->r;
+    if (seatd_req_release(r)) {
+        hold_op_free(op);
+        return;
+    }
+    if (res->err) {
+        seatd_metrics_inc(res->err == SEATD_ECONFLICT        ? SEATD_METRIC_HOLD_CONFLICT
+                          : seatd_err_http_status(res->err) < 500 ? SEATD_METRIC_HOLD_REJECTED
+                                                                  : SEATD_METRIC_HOLD_ERROR);
+        seatd__reply_store_error(r, res);
+        hold_op_free(op);
+        return;
+    }
+    int replayed = seatd_store_get_int(res, "replayed", 0) == 1;
+    seatd_metrics_inc(replayed ? SEATD_METRIC_HOLD_REPLAYED : SEATD_METRIC_HOLD_CREATED);
+    cJSON *o = hold_to_json(res);
+    cJSON_AddNumberToObject(o, "version", (double)seatd_store_get_int(res, "version", 0));
+    char loc[96];
+    snprintf(loc, sizeof(loc), "/v1/holds/%s", seatd_store_get(res, "holdId", NULL) ?: "");
+    seatd_req_add_header(r, "Location", loc);
+    if (replayed)
+        seatd_req_add_header(r, "Idempotent-Replayed", "true");
+    seatd_req_finish_json(r, 201, o);
+    hold_op_free(op);
+}
+
+static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
+{
+    hold_op_t *op = ctx;
+    seatd_app_t *app = seatd__app(r);
+    const char **sorted = seatd_calloc(op->nids ? op->nids : 1, sizeof(char *));
+    const char *bad = NULL;
+    int rc = seatd_seats_normalise(op->ids, op->nids, (size_t)app->cfg->max_seats_per_hold, l,
+                                   sorted, &bad);
+    if (rc < 0) {
+        char msg[128];
+        if (rc == SEATD_ETOOMANY)
+            snprintf(msg, sizeof(msg), "at most %lld seats per hold",
+                     app->cfg->max_seats_per_hold);
+        else if (rc == SEATD_EEMPTY)
+            snprintf(msg, sizeof(msg), "'seatIds' must name at least one seat");
+        else if (rc == SEATD_EUNKNOWNSEAT)
+            snprintf(msg, sizeof(msg), "seat %.20s is not in this show", bad ? bad : "?");
+        else if (rc == SEATD_EDUPSEAT)
+            snprintf(msg, sizeof(msg), "seat %.20s is named twice", bad ? bad : "?");
+        else
+            snprintf(msg, sizeof(msg), "seat ids are 1-16 characters of [A-Za-z0-9_-]");
+        seatd_metrics_inc(SEATD_METRIC_HOLD_REJECTED);
+        seatd_req_finish_problem(r, rc, msg, NULL);
+        free(sorted);
+        hold_op_free(op);
+        return;
+    }
+    char hold_id[SEATD_ID_MAX];
+    rc = seatd_keys_new_id(hold_id, op->show_id, 'h');
+    seatd_hold_args_t a = {
+        .show_id = op->show_id,
+        .hold_id = hold_id,
+        .owner = seatd__sub(r),
+        .seat_ids = sorted,
+        .nseats = op->nids,
+        .idem_key = op->idem,
+        .ttl_ms = 0,
+        .max_per_user = (int)app->cfg->max_seats_per_user,
+    };
+    if (rc == 0)
+        rc = seatd_store_hold(app->store, &a, on_hold, op);
+    free(sorted);
+    if (rc < 0) {
+        seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+        hold_op_free(op);
+        return;
+    }
+    seatd_req_hold(r);
+}
+
+int seatd_handle_holds_create(seatd_req_t *r)
+{
+    const char *show_id = seatd_req_param(r, "id");
+    if (!seatd_keys_valid_show_id(show_id))
+        return SEATD_ENOSHOW;
+    hold_op_t *op = seatd_calloc(1, sizeof(*op));
+    op->r = r;
+    snprintf(op->show_id, sizeof(op->show_id), "%s", show_id);
+    const char *body_idem = NULL;
+    if (seatd_json_parse_body_or_reply(r, &op->body) < 0 ||
+        seatd_json_get_string_array_or_reply(r, op->body, "seatIds", SEAT_IDS_PARSE_MAX, 64,
+                                             &op->ids, &op->nids) < 0 ||
+        seatd_json_get_string_or_reply(r, op->body, "idempotencyKey", 200, 0, &body_idem) < 0 ||
+        seatd__idempotency_key_or_reply(r, body_idem, &op->idem) < 0) {
+        hold_op_free(op);
+        return 0;
+    }
+    if (op->idem) {
+        snprintf(op->idem_copy, sizeof(op->idem_copy), "%s", op->idem);
+        op->idem = op->idem_copy;
+    }
+    int rc = seatd__with_layout(r, op->show_id, hold_with_layout, hold_op_free, op);
+    if (rc < 0)
+        hold_op_free(op);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * GET /v1/holds/{id}, DELETE /v1/holds/{id}
+ * --------------------------------------------------------------------------------------- */
+
+static void on_hold_get(const seatd_store_result_t *res, void *data)
+{
+    seatd_req_t *r = data;
+    if (seatd_req_release(r))
+        return;
+    if (res->err) {
+        seatd__reply_store_error(r, res);
+        return;
+    }
+    seatd_req_finish_json(r, 200, hold_to_json(res));
+}
+
+static int valid_hold_id(const char *id)
+{
+    char show[SEATD_ID_MAX];
+    return id && seatd_keys_parse_id(id, 'h', show) == 0;
+}
+
+int seatd_handle_holds_get(seatd_req_t *r)
+{
+    const char *id = seatd_req_param(r, "id");
+    if (!valid_hold_id(id))
+        return SEATD_ENOTFOUND;
+    int rc = seatd_store_hold_get(seatd__app(r)->store, id, seatd__sub(r), on_hold_get, r);
+    if (rc < 0)
+        return rc;
+    seatd_req_hold(r);
+    return 0;
+}
+
+static void on_release(const seatd_store_result_t *res, void *data)
+{
+    seatd_req_t *r = data;
+    if (seatd_req_release(r))
+        return;
+    if (res->err) {
+        seatd__reply_store_error(r, res);
+        return;
+    }
+    seatd_metrics_inc(SEATD_METRIC_HOLD_RELEASED);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "holdId", seatd_store_get(res, "holdId", NULL) ?: "");
+    cJSON_AddStringToObject(o, "status", seatd_store_get(res, "status", NULL) ?: "RELEASED");
+    cJSON_AddNumberToObject(o, "version", (double)seatd_store_get_int(res, "version", 0));
+    seatd_req_finish_json(r, 200, o);
+}
+
+int seatd_handle_holds_delete(seatd_req_t *r)
+{
+    const char *id = seatd_req_param(r, "id");
+    if (!valid_hold_id(id))
+        return SEATD_ENOTFOUND;
+    int rc = seatd_store_release(seatd__app(r)->store, id, seatd__sub(r), on_release, r);
+    if (rc < 0)
+        return rc;
+    seatd_req_hold(r);
+    return 0;
+}

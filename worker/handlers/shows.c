@@ -1,1 +1,587 @@
-/* handlers/shows.c - not written yet. */
+/*
+ * shows.c - the catalogue, show creation (admin), the frozen layout and the seat status map.
+ *
+ * The seat map is the hot read of a blockbuster night: its ETag is the show's projection
+ * version, so an unchanged map answers 304 with no body, and the layout (which never changes)
+ * is a separate, immutable resource.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "buf.h"
+#include "common.h"
+#include "config.h"
+#include "handlers.h"
+#include "http_request.h"
+#include "json.h"
+#include "keys.h"
+#include "layout.h"
+#include "mem.h"
+#include "metrics.h"
+#include "timefmt.h"
+
+#define SHOWS_PAGE_MAX 100
+#define TITLE_MAX 200
+#define TIERS_MAX 16
+
+/* ---------------------------------------------------------------------------------------
+ * Rendering a show from its meta fields
+ * --------------------------------------------------------------------------------------- */
+
+static cJSON *show_to_json(const seatd_store_result_t *res)
+{
+    cJSON *o = cJSON_CreateObject();
+    const char *id = seatd_store_get(res, "showId", NULL);
+    cJSON_AddStringToObject(o, "id", id ? id : "");
+    const char *title = seatd_store_get(res, "title", NULL);
+    cJSON_AddStringToObject(o, "title", title ? title : "");
+    seatd__json_add_time(o, "startsAt", seatd_store_get_int(res, "startsAt", 0));
+    cJSON_AddNumberToObject(o, "holdTtlSeconds",
+                            (double)(seatd_store_get_int(res, "holdTtlMs", 0) / 1000));
+    const char *tiers = seatd_store_get(res, "priceTiers", NULL);
+    cJSON *t = tiers ? cJSON_Parse(tiers) : NULL;
+    cJSON_AddItemToObject(o, "priceTiers", t ? t : cJSON_CreateObject());
+    cJSON_AddNumberToObject(o, "seatCount", (double)seatd_store_get_int(res, "seatCount", 0));
+    const char *extra = seatd_store_get(res, "extra", NULL);
+    cJSON *x = extra && extra[0] ? cJSON_Parse(extra) : NULL;
+    if (x) {
+        cJSON *item = NULL;
+        cJSON_ArrayForEach(item, x)
+        {
+            if (item->string && !cJSON_HasObjectItem(o, item->string))
+                cJSON_AddItemToObject(o, item->string, cJSON_Duplicate(item, 1));
+        }
+        cJSON_Delete(x);
+    }
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/shows/%s/layout", id ? id : "");
+    cJSON *links = cJSON_AddObjectToObject(o, "links");
+    cJSON_AddStringToObject(links, "layout", path);
+    snprintf(path, sizeof(path), "/v1/shows/%s/seats", id ? id : "");
+    cJSON_AddStringToObject(links, "seats", path);
+    return o;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * GET /v1/shows?page=&size=
+ * --------------------------------------------------------------------------------------- */
+
+typedef struct {
+    seatd_req_t *r;
+    long page, size, total;
+    size_t n, pending, failed;
+    int gone;      /* a release said the request no longer wants an answer */
+    cJSON **items; /* one slot per listed id, in catalogue order */
+} list_op_t;
+
+typedef struct {
+    list_op_t *op;
+    size_t slot;
+} list_item_t;
+
+static void list_finish(list_op_t *op)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *items = cJSON_AddArrayToObject(root, "items");
+    for (size_t i = 0; i < op->n; i++)
+        if (op->items[i])
+            cJSON_AddItemToArray(items, op->items[i]);
+    cJSON_AddNumberToObject(root, "page", (double)op->page);
+    cJSON_AddNumberToObject(root, "size", (double)op->size);
+    cJSON_AddNumberToObject(root, "total", (double)op->total);
+    seatd_req_finish_json(op->r, 200, root);
+}
+
+static void list_op_free(list_op_t *op, int drop_items)
+{
+    if (drop_items)
+        for (size_t i = 0; i < op->n; i++)
+            cJSON_Delete(op->items[i]);
+    free(op->items);
+    free(op);
+}
+
+static void on_list_item(const seatd_store_result_t *res, void *data)
+{
+    list_item_t *it = data;
+    list_op_t *op = it->op;
+    size_t slot = it->slot;
+    free(it);
+    /* Every get holds the request once, so every callback releases once; after a release
+     * that reports the client gone, 'r' is only ever passed to further releases. */
+    if (seatd_req_release(op->r))
+        op->gone = 1;
+    if (!op->gone) {
+        if (res->err == 0)
+            op->items[slot] = show_to_json(res);
+        else if (res->err != SEATD_ENOSHOW)
+            op->failed++;
+    }
+    if (--op->pending > 0)
+        return;
+    if (op->gone) {
+        list_op_free(op, 1);
+        return;
+    }
+    if (op->failed) {
+        seatd_req_finish_problem(op->r, SEATD_EUNAVAILABLE, NULL, NULL);
+        list_op_free(op, 1);
+        return;
+    }
+    list_finish(op);
+    list_op_free(op, 0);
+}
+
+static void on_list(const seatd_store_result_t *res, void *data)
+{
+    list_op_t *op = data;
+    seatd_req_t *r = op->r;
+    if (seatd_req_release(r)) {
+        list_op_free(op, 1);
+        return;
+    }
+    if (res->err) {
+        seatd__reply_store_error(r, res);
+        list_op_free(op, 1);
+        return;
+    }
+    op->total = (long)seatd_store_get_int(res, "total", 0);
+    size_t nids = 0;
+    for (size_t i = 0; i < res->nfields; i++)
+        if (strcmp(res->names[i], "id") == 0)
+            nids++;
+    op->items = seatd_calloc(nids ? nids : 1, sizeof(cJSON *));
+    op->n = nids;
+    if (nids == 0) {
+        list_finish(op);
+        list_op_free(op, 0);
+        return;
+    }
+    seatd_app_t *app = seatd__app(r);
+    size_t slot = 0;
+    /* Count every get as pending before issuing any, so no callback sees zero early. */
+    op->pending = nids;
+    for (size_t i = 0; i < res->nfields; i++) {
+        if (strcmp(res->names[i], "id") != 0)
+            continue;
+        list_item_t *it = seatd_malloc(sizeof(*it));
+        it->op = op;
+        it->slot = slot++;
+        if (seatd_store_show_get(app->store, res->values[i], on_list_item, it) < 0) {
+            free(it);
+            op->failed++;
+            op->pending--;
+            continue;
+        }
+        seatd_req_hold(r);
+    }
+    if (op->pending == 0) {
+        seatd_req_finish_problem(r, SEATD_EUNAVAILABLE, NULL, NULL);
+        list_op_free(op, 1);
+    }
+}
+
+static int query_long(seatd_req_t *r, const char *name, long dflt, long min, long max, long *out)
+{
+    const char *v = seatd_req_query(r, name);
+    if (v == NULL) {
+        *out = dflt;
+        return 0;
+    }
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    if (v[0] == '\0' || *end != '\0' || n < min || n > max) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "query parameter '%s' must be an integer in [%ld, %ld]", name,
+                 min, max);
+        seatd_req_finish_problem(r, SEATD_EINVAL, msg, NULL);
+        return SEATD_EINVAL;
+    }
+    *out = n;
+    return 0;
+}
+
+int seatd_handle_shows_list(seatd_req_t *r)
+{
+    long page, size;
+    if (query_long(r, "page", 1, 1, 100000, &page) < 0 ||
+        query_long(r, "size", 20, 1, SHOWS_PAGE_MAX, &size) < 0)
+        return 0;
+    list_op_t *op = seatd_calloc(1, sizeof(*op));
+    op->r = r;
+    op->page = page;
+    op->size = size;
+    int rc = seatd_store_list_shows(seatd__app(r)->store, (page - 1) * size, size, on_list, op);
+    if (rc < 0) {
+        free(op);
+        return rc;
+    }
+    seatd_req_hold(r);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * GET /v1/shows/{id}
+ * --------------------------------------------------------------------------------------- */
+
+static void on_show(const seatd_store_result_t *res, void *data)
+{
+    seatd_req_t *r = data;
+    if (seatd_req_release(r))
+        return;
+    if (res->err) {
+        seatd__reply_store_error(r, res);
+        return;
+    }
+    seatd_req_finish_json(r, 200, show_to_json(res));
+}
+
+int seatd_handle_shows_get(seatd_req_t *r)
+{
+    const char *id = seatd_req_param(r, "id");
+    if (!seatd_keys_valid_show_id(id))
+        return SEATD_ENOSHOW;
+    int rc = seatd_store_show_get(seatd__app(r)->store, id, on_show, r);
+    if (rc < 0)
+        return rc;
+    seatd_req_hold(r);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * POST /v1/shows (admin)
+ * --------------------------------------------------------------------------------------- */
+
+typedef struct {
+    seatd_req_t *r;
+    cJSON *body;             /* owned: the parsed request */
+    seatd_layout_t *layout;  /* owned until cached */
+    char *tiers_json;        /* owned */
+    char *extra_json;        /* owned, may be NULL */
+    const char *title;       /* borrowed from 'body' */
+    int64_t starts_at_ms;
+    int64_t hold_ttl_ms;
+    char show_id[SEATD_ID_MAX];
+} create_op_t;
+
+static void create_op_free(create_op_t *op)
+{
+    cJSON_Delete(op->body);
+    seatd_layout_free(op->layout);
+    free(op->tiers_json);
+    free(op->extra_json);
+    free(op);
+}
+
+static void on_created(const seatd_store_result_t *res, void *data)
+{
+    create_op_t *op = data;
+    seatd_req_t *r = op->r;
+    if (seatd_req_release(r)) {
+        create_op_free(op);
+        return;
+    }
+    if (res->err) {
+        seatd__reply_store_error(r, res);
+        create_op_free(op);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", op->show_id);
+    cJSON_AddStringToObject(o, "title", op->title);
+    seatd__json_add_time(o, "startsAt", op->starts_at_ms);
+    cJSON_AddNumberToObject(o, "holdTtlSeconds", (double)(op->hold_ttl_ms / 1000));
+    cJSON *tiers = cJSON_Parse(op->tiers_json);
+    cJSON_AddItemToObject(o, "priceTiers", tiers ? tiers : cJSON_CreateObject());
+    cJSON_AddNumberToObject(o, "seatCount", (double)seatd_layout_count(op->layout));
+    cJSON_AddNumberToObject(o, "version", 0);
+    char loc[64];
+    snprintf(loc, sizeof(loc), "/v1/shows/%s", op->show_id);
+    seatd_req_add_header(r, "Location", loc);
+    seatd_layout_cache_put(op->show_id, op->layout);
+    op->layout = NULL;
+    seatd_req_finish_json(r, 201, o);
+    create_op_free(op);
+}
+
+static void on_show_id(const seatd_store_result_t *res, void *data)
+{
+    create_op_t *op = data;
+    seatd_req_t *r = op->r;
+    if (seatd_req_release(r)) {
+        create_op_free(op);
+        return;
+    }
+    const char *id = res->err ? NULL : seatd_store_get(res, "showId", NULL);
+    if (id == NULL || !seatd_keys_valid_show_id(id)) {
+        if (res->err)
+            seatd__reply_store_error(r, res);
+        else
+            seatd_req_finish_problem(r, SEATD_EPROTO, "bad show id from the store", NULL);
+        create_op_free(op);
+        return;
+    }
+    snprintf(op->show_id, sizeof(op->show_id), "%s", id);
+    size_t n = seatd_layout_count(op->layout);
+    const char **ids = seatd_calloc(n, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        ids[i] = seatd_layout_seat(op->layout, i)->id;
+    char *layout_json = seatd_layout_to_json(op->layout, op->show_id);
+    seatd_show_args_t a = {
+        .show_id = op->show_id,
+        .title = op->title,
+        .starts_at_ms = op->starts_at_ms,
+        .hold_ttl_ms = op->hold_ttl_ms,
+        .price_tiers_json = op->tiers_json,
+        .layout_json = layout_json,
+        .seat_ids = ids,
+        .nseats = n,
+        .extra_json = op->extra_json,
+    };
+    int rc = seatd_store_create_show(seatd__app(r)->store, &a, on_created, op);
+    free(layout_json);
+    free(ids);
+    if (rc < 0) {
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+        create_op_free(op);
+        return;
+    }
+    seatd_req_hold(r);
+}
+
+static int valid_tier_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 32)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Validates "priceTiers": 1..16 tiers, names [A-Za-z0-9_-]{1,32}, integer minor units. */
+static int price_tiers_or_reply(seatd_req_t *r, const cJSON *tiers)
+{
+    if (!cJSON_IsObject(tiers)) {
+        seatd_req_finish_problem(r, SEATD_EINVAL, "'priceTiers' must be an object of tier -> price",
+                                 NULL);
+        return SEATD_EINVAL;
+    }
+    int n = 0;
+    const cJSON *t = NULL;
+    cJSON_ArrayForEach(t, tiers)
+    {
+        n++;
+        double v = cJSON_GetNumberValue(t);
+        if (!valid_tier_name(t->string) || !cJSON_IsNumber(t) || v < 0 || v > 1e7 ||
+            v != (double)(long long)v) {
+            seatd_req_finish_problem(r, SEATD_EINVAL,
+                                     "each price tier needs a name of [A-Za-z0-9_-]{1,32} and an "
+                                     "integer price in minor units (0..10000000)",
+                                     NULL);
+            return SEATD_EINVAL;
+        }
+    }
+    if (n < 1 || n > TIERS_MAX) {
+        seatd_req_finish_problem(r, SEATD_EINVAL, "'priceTiers' must have 1 to 16 tiers", NULL);
+        return SEATD_EINVAL;
+    }
+    return 0;
+}
+
+int seatd_handle_shows_create(seatd_req_t *r)
+{
+    seatd_app_t *app = seatd__app(r);
+    create_op_t *op = seatd_calloc(1, sizeof(*op));
+    op->r = r;
+    if (seatd_json_parse_body_or_reply(r, &op->body) < 0)
+        goto replied;
+    const char *starts = NULL;
+    long long ttl_s = 0;
+    if (seatd_json_get_string_or_reply(r, op->body, "title", TITLE_MAX, 1, &op->title) < 0 ||
+        seatd_json_get_string_or_reply(r, op->body, "startsAt", 40, 1, &starts) < 0 ||
+        seatd_json_get_int_or_reply(r, op->body, "holdTtlSeconds", 1, 86400, 0, &ttl_s) < 0)
+        goto replied;
+    if (seatd_time_parse(starts, &op->starts_at_ms) < 0) {
+        seatd_req_finish_problem(r, SEATD_EINVAL,
+                                 "'startsAt' must be an RFC 3339 UTC time like 2026-12-02T20:00:00Z",
+                                 NULL);
+        goto replied;
+    }
+    op->hold_ttl_ms = ttl_s ? ttl_s * 1000 : app->cfg->hold_ttl_ms;
+    const cJSON *tiers = cJSON_GetObjectItemCaseSensitive(op->body, "priceTiers");
+    if (price_tiers_or_reply(r, tiers) < 0)
+        goto replied;
+    const cJSON *seats = cJSON_GetObjectItemCaseSensitive(op->body, "seats");
+    char why[160];
+    int rc = seatd_layout_from_json(seats, tiers, &op->layout, why, sizeof(why));
+    if (rc < 0) {
+        seatd_req_finish_problem(r, rc, why, NULL);
+        goto replied;
+    }
+    op->tiers_json = cJSON_PrintUnformatted(tiers);
+    /* Optional descriptive extras kept on the show as they are. */
+    cJSON *extra = cJSON_CreateObject();
+    const char *screen = NULL;
+    if (seatd_json_get_string_or_reply(r, op->body, "screen", 100, 0, &screen) < 0) {
+        cJSON_Delete(extra);
+        goto replied;
+    }
+    if (screen)
+        cJSON_AddStringToObject(extra, "screen", screen);
+    op->extra_json = cJSON_PrintUnformatted(extra);
+    cJSON_Delete(extra);
+
+    rc = seatd_store_next_show_id(app->store, on_show_id, op);
+    if (rc < 0) {
+        create_op_free(op);
+        return rc;
+    }
+    seatd_req_hold(r);
+    return 0;
+replied:
+    create_op_free(op);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * GET /v1/shows/{id}/layout
+ * --------------------------------------------------------------------------------------- */
+
+static void layout_reply(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
+{
+    char *text = seatd_layout_to_json(l, seatd_req_param(r, "id"));
+    /* Frozen at creation: cacheable for ever. */
+    seatd_req_add_header(r, "Cache-Control", "public, max-age=31536000, immutable");
+    seatd_req_finish(r, 200, "application/json", text, strlen(text));
+    free(text);
+}
+
+int seatd_handle_shows_layout(seatd_req_t *r)
+{
+    return seatd__with_layout(r, seatd_req_param(r, "id"), layout_reply, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * GET /v1/shows/{id}/seats
+ * --------------------------------------------------------------------------------------- */
+
+typedef struct {
+    long long version;
+    size_t held_len, booked_len;
+    unsigned char *held, *booked; /* owned copies of the bitmaps */
+} seatmap_t;
+
+static void seatmap_free(void *ctx)
+{
+    seatmap_t *m = ctx;
+    free(m->held);
+    free(m->booked);
+    free(m);
+}
+
+static int bit(const unsigned char *map, size_t len, size_t i)
+{
+    return i / 8 < len && (map[i / 8] >> (7 - i % 8)) & 1;
+}
+
+static void seatmap_reply(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
+{
+    seatmap_t *m = ctx;
+    seatd_buf_t b = SEATD_BUF_INIT;
+    size_t n = seatd_layout_count(l);
+    seatd_buf_reserve(&b, 64 + n * 24);
+    seatd_buf_printf(&b, "{\"showId\":\"%s\",\"version\":%lld,\"seats\":{", seatd_req_param(r, "id"),
+                     m->version);
+    for (size_t i = 0; i < n; i++) {
+        const char *status = bit(m->booked, m->booked_len, i)   ? "booked"
+                             : bit(m->held, m->held_len, i) ? "held"
+                                                            : "available";
+        /* Seat ids match ^[A-Za-z0-9_-]+$: nothing to escape. */
+        seatd_buf_printf(&b, "%s\"%s\":\"%s\"", i ? "," : "", seatd_layout_seat(l, i)->id, status);
+    }
+    seatd_buf_puts(&b, "}}");
+    char etag[32];
+    snprintf(etag, sizeof(etag), "\"%lld\"", m->version);
+    seatd_req_add_header(r, "ETag", etag);
+    seatd_req_add_header(r, "Cache-Control", "no-cache");
+    seatd_metrics_inc(SEATD_METRIC_SEATMAP_200);
+    seatd_req_finish(r, 200, "application/json", b.data, b.len);
+    seatd_buf_free(&b);
+    seatmap_free(m);
+}
+
+/* True when the If-None-Match header lists 'etag' (or is "*"). */
+static int etag_matches(const char *inm, const char *etag)
+{
+    if (inm == NULL)
+        return 0;
+    if (strcmp(inm, "*") == 0)
+        return 1;
+    size_t elen = strlen(etag);
+    for (const char *p = inm; (p = strstr(p, etag)) != NULL; p += elen) {
+        char after = p[elen];
+        if (after == '\0' || after == ',' || after == ' ')
+            return 1;
+    }
+    return 0;
+}
+
+static void on_seatmap(const seatd_store_result_t *res, void *data)
+{
+    seatd_req_t *r = data;
+    if (seatd_req_release(r))
+        return;
+    if (res->err) {
+        seatd__reply_store_error(r, res);
+        return;
+    }
+    long long version = seatd_store_get_int(res, "version", 0);
+    char etag[32];
+    snprintf(etag, sizeof(etag), "\"%lld\"", version);
+    if (etag_matches(seatd_req_header(r, "if-none-match"), etag)) {
+        seatd_req_add_header(r, "ETag", etag);
+        seatd_req_add_header(r, "Cache-Control", "no-cache");
+        seatd_metrics_inc(SEATD_METRIC_SEATMAP_304);
+        seatd_req_finish(r, 304, NULL, NULL, 0);
+        return;
+    }
+    seatmap_t *m = seatd_calloc(1, sizeof(*m));
+    m->version = version;
+    const char *held = seatd_store_get(res, "held", &m->held_len);
+    const char *booked = seatd_store_get(res, "booked", &m->booked_len);
+    m->held = seatd_malloc(m->held_len + 1);
+    m->booked = seatd_malloc(m->booked_len + 1);
+    if (held)
+        memcpy(m->held, held, m->held_len);
+    else
+        m->held_len = 0;
+    if (booked)
+        memcpy(m->booked, booked, m->booked_len);
+    else
+        m->booked_len = 0;
+    int rc = seatd__with_layout(r, seatd_req_param(r, "id"), seatmap_reply, seatmap_free, m);
+    if (rc < 0) {
+        seatmap_free(m);
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+    }
+}
+
+int seatd_handle_shows_seats(seatd_req_t *r)
+{
+    const char *id = seatd_req_param(r, "id");
+    if (!seatd_keys_valid_show_id(id))
+        return SEATD_ENOSHOW;
+    int rc = seatd_store_seatmap(seatd__app(r)->store, id, on_seatmap, r);
+    if (rc < 0)
+        return rc;
+    seatd_req_hold(r);
+    return 0;
+}

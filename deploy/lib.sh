@@ -1,0 +1,24 @@
+# deploy/lib.sh - shared by deploy/up, deploy/down and the test harness. Source it.
+# Derives every port and path of one stack from SEATD_PORT, so two stacks run side by side.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SEATD_PORT="${SEATD_PORT:-8080}"
+SEATD_WORKERS="${SEATD_WORKERS:-$(nproc 2>/dev/null || echo 2)}"
+SEATD_RUN_DIR="${SEATD_RUN_DIR:-$ROOT/run/$SEATD_PORT}"
+SEATD_BUILD_DIR="${SEATD_BUILD_DIR:-$ROOT/build}"
+SEATD_REDIS_PORT="${SEATD_REDIS_PORT:-$((SEATD_PORT + 1000))}"
+SEATD_GATEWAY_PORT="${SEATD_GATEWAY_PORT:-$((SEATD_PORT + 2000))}"
+SEATD_BASE="http://127.0.0.1:$SEATD_PORT"
+
+stack_pids() { # every pid file of this stack
+    ls "$SEATD_RUN_DIR"/*.pid 2>/dev/null || true
+}
+
+wait_for() { # wait_for <seconds> <command…>: polls until the command succeeds
+    local deadline=$((SECONDS + $1)); shift
+    until "$@" >/dev/null 2>&1; do
+        [ "$SECONDS" -ge "$deadline" ] && return 1
+        sleep 0.1
+    done
+}
+
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }

@@ -1,0 +1,171 @@
+/* e2e.c - end-to-end helpers; see e2e.h. */
+#include "e2e.h"
+
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "buf.h"
+
+static int env_int(const char *name)
+{
+    const char *v = getenv(name);
+    if (v == NULL) {
+        fprintf(stderr, "e2e: %s is not set: run the suite through tests/e2e/run\n", name);
+        abort();
+    }
+    return atoi(v);
+}
+
+int e2e_port(void)
+{
+    return env_int("SEATD_E2E_PORT");
+}
+
+const char *e2e_token(const char *sub, int admin)
+{
+    static char token[1024];
+    const char *secret = getenv("SEATD_JWT_SECRET");
+    seatd_auth_t *auth = NULL;
+    if (secret == NULL || seatd_auth_new(secret, strlen(secret), &auth) < 0)
+        abort();
+    char *t = NULL;
+    if (seatd_auth_sign(auth, sub, admin, 3600, &t) < 0)
+        abort();
+    snprintf(token, sizeof(token), "%s", t);
+    free(t);
+    seatd_auth_free(auth);
+    return token;
+}
+
+int e2e_call(const char *method, const char *path, const char *sub, const char *body,
+             const char *extra, e2e_res_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    seatd_buf_t h = SEATD_BUF_INIT;
+    if (sub)
+        seatd_buf_printf(&h, "Authorization: Bearer %s\r\n", e2e_token(sub, strcmp(sub, "admin") == 0));
+    if (body)
+        seatd_buf_puts(&h, "Content-Type: application/json\r\n");
+    if (extra)
+        seatd_buf_puts(&h, extra);
+    int rc = seatd_test_http_request("127.0.0.1", e2e_port(), method, path, h.data ? h.data : "",
+                                     body, body ? strlen(body) : 0, &out->http);
+    seatd_buf_free(&h);
+    if (rc == 0 && out->http.body_len)
+        out->json = cJSON_ParseWithLength(out->http.body, out->http.body_len);
+    return rc;
+}
+
+void e2e_res_free(e2e_res_t *res)
+{
+    seatd_test_http_response_free(&res->http);
+    cJSON_Delete(res->json);
+    res->json = NULL;
+}
+
+const char *e2e_str(const e2e_res_t *res, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res->json, name);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+int e2e_create_show(int rows, int per_row, int ttl_s, char *id)
+{
+    seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_printf(&b,
+                     "{\"title\":\"e2e show\",\"startsAt\":\"2030-01-01T20:00:00Z\","
+                     "\"holdTtlSeconds\":%d,\"priceTiers\":{\"standard\":1200,\"premium\":1800},"
+                     "\"seats\":[",
+                     ttl_s);
+    for (int r = 0; r < rows; r++)
+        for (int s = 1; s <= per_row; s++)
+            seatd_buf_printf(&b, "%s{\"id\":\"%c%d\",\"row\":\"%c\",\"number\":%d,\"tier\":\"%s\","
+                                 "\"x\":%d,\"y\":%d}",
+                             (r || s > 1) ? "," : "", 'A' + r, s, 'A' + r, s,
+                             r < rows / 2 ? "standard" : "premium", s, r);
+    seatd_buf_puts(&b, "]}");
+    e2e_res_t res;
+    int rc = e2e_call("POST", "/v1/shows", "admin", b.data, NULL, &res);
+    seatd_buf_free(&b);
+    if (rc < 0 || res.http.status != 201) {
+        fprintf(stderr, "e2e: create show failed: %d %.*s\n", res.http.status,
+                (int)res.http.body_len, res.http.body ? res.http.body : "");
+        e2e_res_free(&res);
+        return -1;
+    }
+    snprintf(id, 32, "%s", e2e_str(&res, "id"));
+    e2e_res_free(&res);
+    return id[0] ? 0 : -1;
+}
+
+redisContext *e2e_redis(void)
+{
+    redisContext *c = redisConnect("127.0.0.1", env_int("SEATD_E2E_REDIS_PORT"));
+    if (c == NULL || c->err) {
+        fprintf(stderr, "e2e: cannot connect to redis\n");
+        abort();
+    }
+    return c;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *e2e_show_snapshot(const char *id)
+{
+    redisContext *c = e2e_redis();
+    char pattern[64];
+    snprintf(pattern, sizeof(pattern), "{s:%s}:*", id);
+    redisReply *keys = redisCommand(c, "KEYS %s", pattern);
+    size_t n = keys->elements;
+    char **lines = calloc(n ? n : 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        const char *k = keys->element[i]->str;
+        redisReply *dump = redisCommand(c, "DUMP %s", k);
+        seatd_buf_t line = SEATD_BUF_INIT;
+        seatd_buf_puts(&line, k);
+        seatd_buf_puts(&line, "=");
+        static const char hex[] = "0123456789abcdef";
+        if (dump->type == REDIS_REPLY_STRING)
+            for (size_t j = 0; j < dump->len; j++) {
+                unsigned char ch = (unsigned char)dump->str[j];
+                char hx[2] = {hex[ch >> 4], hex[ch & 15]};
+                seatd_buf_append(&line, hx, 2);
+            }
+        freeReplyObject(dump);
+        lines[i] = seatd_buf_steal(&line, NULL);
+    }
+    freeReplyObject(keys);
+    redisFree(c);
+    qsort(lines, n, sizeof(char *), cmp_str);
+    seatd_buf_t all = SEATD_BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        seatd_buf_puts(&all, lines[i]);
+        seatd_buf_puts(&all, "\n");
+        free(lines[i]);
+    }
+    free(lines);
+    return seatd_buf_steal(&all, NULL);
+}
+
+void e2e_show_counts(const char *id, long *seat_keys, long *held_bits, long *booked_bits)
+{
+    redisContext *c = e2e_redis();
+    redisReply *keys = redisCommand(c, "KEYS {s:%s}:seat:*", id);
+    *seat_keys = (long)keys->elements;
+    freeReplyObject(keys);
+    redisReply *r = redisCommand(c, "BITCOUNT {s:%s}:held", id);
+    *held_bits = r->integer;
+    freeReplyObject(r);
+    r = redisCommand(c, "BITCOUNT {s:%s}:booked", id);
+    *booked_bits = r->integer;
+    freeReplyObject(r);
+    redisFree(c);
+}

@@ -1,0 +1,46 @@
+/*
+ * e2e.h - helpers for the end-to-end suites: real nginx -> real workers -> real Redis and the
+ * fake gateway, started by tests/e2e/run (deploy/up on a private port), which exports
+ * SEATD_E2E_PORT (nginx), SEATD_E2E_REDIS_PORT, SEATD_E2E_RUN (the stack's runtime folder)
+ * and SEATD_JWT_SECRET. Every request goes through nginx on 127.0.0.1.
+ */
+#ifndef SEATD_TEST_E2E_H
+#define SEATD_TEST_E2E_H
+
+#include <stddef.h>
+
+#include "http_client.h"
+
+struct cJSON;
+struct redisContext;
+
+typedef struct e2e_res_s {
+    seatd_test_http_response_t http; /* status, headers, raw body */
+    struct cJSON *json;              /* parsed body or NULL */
+} e2e_res_t;
+
+/* nginx's port. */
+int e2e_port(void);
+/* A token for 'sub' (admin role if 'admin'). Returns a static buffer (overwritten per call). */
+const char *e2e_token(const char *sub, int admin);
+
+/* Sends a request as 'sub' (NULL: no Authorization header) with optional JSON 'body' and
+ * extra header lines 'extra' ("Name: v\r\n…", may be NULL). Returns 0 or -1 (no answer). */
+int e2e_call(const char *method, const char *path, const char *sub, const char *body,
+             const char *extra, e2e_res_t *out);
+void e2e_res_free(e2e_res_t *res);
+/* A string member of the response JSON, or "". */
+const char *e2e_str(const e2e_res_t *res, const char *name);
+
+/* Creates a show with 'rows' x 'per_row' seats (ids A1.., B1..) and 'ttl_s' hold TTL as
+ * admin; writes its id into 'id' (32 bytes). Returns 0 or -1. */
+int e2e_create_show(int rows, int per_row, int ttl_s, char *id);
+
+/* A synchronous connection to the stack's Redis (aborts on failure). Owned (redisFree). */
+struct redisContext *e2e_redis(void);
+/* Every key of show 'id' with its type and DUMP, sorted, as one owned string (free()). */
+char *e2e_show_snapshot(const char *id);
+/* Number of live seat keys and BITCOUNT of the held bitmap of show 'id'. */
+void e2e_show_counts(const char *id, long *seat_keys, long *held_bits, long *booked_bits);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * redis_fixture.h - a real redis-server for integration tests.
+ *
+ * The integration binary's main() starts one redis-server on a free loopback port in a temp
+ * dir (bind 127.0.0.1, save '', appendonly no, maxmemory-policy noeviction,
+ * notify-keyspace-events Ex, enable-debug-command local), exports SEATD_TEST_REDIS_PORT and
+ * SEATD_TEST_REDIS_DIR, runs Criterion, then stops it. Each test's .init connects
+ * synchronously and FLUSHALLs (functions survive FLUSHALL).
+ *
+ * The server is a child process with PR_SET_PDEATHSIG as a backstop, so a crashed runner
+ * does not leave it behind.
+ */
+#ifndef SEATD_TEST_REDIS_FIXTURE_H
+#define SEATD_TEST_REDIS_FIXTURE_H
+
+struct redisContext;
+
+typedef struct seatd_test_redis_s {
+    int port;        /* loopback TCP port */
+    int pid;         /* redis-server pid, 0 when stopped */
+    char dir[256];   /* temp dir holding its files */
+} seatd_test_redis_t;
+
+/* Starts a server on a free port; returns 0 once it answers PING, -1 on failure. */
+int seatd_test_redis_start(seatd_test_redis_t *fx);
+/* Stops the server (SIGTERM, then SIGKILL after 2 s) and removes its dir. */
+void seatd_test_redis_stop(seatd_test_redis_t *fx);
+/* Kills the server and starts a new, empty one on the same port (no functions, no data). */
+int seatd_test_redis_restart(seatd_test_redis_t *fx);
+
+/* The port from SEATD_TEST_REDIS_PORT (set by the integration main()), or -1. */
+int seatd_test_redis_port(void);
+/* Re-attaches to the runner's server from a test process: fills 'fx' from the environment. */
+int seatd_test_redis_from_env(seatd_test_redis_t *fx);
+
+/* A new synchronous hiredis connection to the test server; aborts the test on failure.
+ * Returns owned (redisFree). */
+struct redisContext *seatd_test_redis_connect(void);
+/* FLUSHALL on a fresh connection (keeps functions). */
+void seatd_test_redis_flushall(void);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * auth.h - bearer JWT verification and signing (HS256 only).
+ *
+ * A seatd_auth_t holds the shared HMAC secret (at least SEATD_AUTH_MIN_SECRET bytes). Tokens
+ * are verified with the algorithm pinned: the header must say {"alg":"HS256"} (a "typ" of
+ * "JWT" is allowed, nothing else is trusted); "none", RS256 and missing "alg" are rejected.
+ * Base64url is decoded strictly (no padding, no foreign characters, no non-zero trailing bits).
+ * Claims: "exp" is required, "nbf" and "iat" are optional, all checked with
+ * SEATD_AUTH_LEEWAY_S seconds of leeway; "sub" is required and must be a valid user id
+ * (keys.h grammar, ^[A-Za-z0-9_.@:|-]{1,64}$); "role": "admin" (or "roles": [..., "admin"])
+ * grants the admin role. The signature is compared in constant time (CRYPTO_memcmp).
+ *
+ * Lifecycle: seatd_auth_new() / seatd_auth_free(). The clock is injectable for tests.
+ * Pure apart from the clock: no I/O. Single-threaded use.
+ */
+#ifndef SEATD_AUTH_H
+#define SEATD_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errors.h"
+
+#define SEATD_AUTH_MIN_SECRET 32  /* bytes */
+#define SEATD_AUTH_LEEWAY_S 30    /* clock skew tolerated on exp / nbf / iat */
+#define SEATD_AUTH_MAX_TOKEN 4096 /* longer tokens are rejected before any decoding */
+
+typedef struct seatd_auth_s seatd_auth_t;
+
+typedef struct seatd_principal_s {
+    char sub[65]; /* the "sub" claim: the user id, valid per seatd_keys_valid_sub() */
+    int admin;    /* 1 if the token carries role "admin" */
+} seatd_principal_t;
+
+/* Returns the current time in seconds since the epoch; 'data' is the pointer given with it. */
+typedef int64_t (*seatd_auth_clock_fn)(void *data);
+
+/*
+ * Creates a verifier/signer for 'secret' ('len' bytes, borrowed: copied).
+ * Returns 0 and an owned '*out' (freed with seatd_auth_free()), or SEATD_EINVAL when the
+ * secret is shorter than SEATD_AUTH_MIN_SECRET bytes (then '*out' is NULL).
+ */
+SEATD_MUSTCHECK int seatd_auth_new(const void *secret, size_t len, seatd_auth_t **out);
+
+/* Frees 'auth' and wipes its secret. NULL is a no-op. */
+void seatd_auth_free(seatd_auth_t *auth);
+
+/* Replaces the clock (time(NULL) by default). NULL restores the default. */
+void seatd_auth_set_clock(seatd_auth_t *auth, seatd_auth_clock_fn fn, void *data);
+
+/*
+ * Verifies the compact JWT 'token' (borrowed, NUL-terminated) at the current clock and fills
+ * '*out'. Returns 0 or SEATD_EUNAUTH (malformed, wrong algorithm, bad signature, expired, not
+ * yet valid, missing or invalid sub). Nothing is written to '*out' on failure.
+ */
+SEATD_MUSTCHECK int seatd_auth_verify(const seatd_auth_t *auth, const char *token,
+                                      seatd_principal_t *out);
+
+/* As seatd_auth_verify(), with 'now' (epoch seconds) instead of the clock. */
+SEATD_MUSTCHECK int seatd_auth_verify_at(const seatd_auth_t *auth, const char *token,
+                                         int64_t now, seatd_principal_t *out);
+
+/*
+ * Verifies an Authorization header value ('header' borrowed, may be NULL): it must be
+ * "Bearer <token>" (scheme case-insensitive). Returns 0 or SEATD_EUNAUTH.
+ */
+SEATD_MUSTCHECK int seatd_auth_verify_bearer(const seatd_auth_t *auth, const char *header,
+                                             seatd_principal_t *out);
+
+/*
+ * Mints an HS256 token for 'sub' (borrowed; must be a valid user id) with role "admin" when
+ * 'admin' is non-zero, "iat" = now and "exp" = now + 'ttl_s' (> 0), now being the clock.
+ * Returns 0 and an owned NUL-terminated '*out' (free() it), or SEATD_EINVAL.
+ */
+SEATD_MUSTCHECK int seatd_auth_sign(const seatd_auth_t *auth, const char *sub, int admin,
+                                    int64_t ttl_s, char **out);
+
+#endif

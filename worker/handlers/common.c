@@ -1,0 +1,178 @@
+/* common.c - shared handler helpers; see common.h. */
+#include "common.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "auth.h"
+#include "http_request.h"
+#include "keys.h"
+#include "layout.h"
+#include "mem.h"
+#include "timefmt.h"
+
+seatd_app_t *seatd__app(seatd_req_t *r)
+{
+    return seatd_req_app(r);
+}
+
+const char *seatd__sub(seatd_req_t *r)
+{
+    const seatd_principal_t *p = seatd_req_principal(r);
+    return p ? p->sub : "";
+}
+
+void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
+{
+    cJSON *extra = NULL;
+    const char *detail = res->detail && res->detail[0] ? res->detail : NULL;
+    char msg[160];
+    if (res->err == SEATD_ECONFLICT) {
+        extra = cJSON_CreateObject();
+        cJSON *seats = cJSON_AddArrayToObject(extra, "conflictingSeats");
+        for (size_t i = 0; i < res->nwords; i++)
+            cJSON_AddItemToArray(seats, cJSON_CreateString(res->words[i]));
+        if (res->nwords == 1)
+            snprintf(msg, sizeof(msg), "seat %s was just taken", res->words[0]);
+        else
+            snprintf(msg, sizeof(msg), "%zu of the seats asked for were just taken", res->nwords);
+        detail = msg;
+    } else if (res->err == SEATD_EUNKNOWNSEAT && res->nwords > 0) {
+        snprintf(msg, sizeof(msg), "seat %s is not in this show", res->words[0]);
+        detail = msg;
+    }
+    seatd_req_finish_problem(r, res->err, detail, extra);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Layouts
+ * --------------------------------------------------------------------------------------- */
+
+typedef struct {
+    seatd_req_t *r;
+    char show_id[SEATD_ID_MAX];
+    seatd__layout_cont cont;
+    void (*fail)(void *ctx);
+    void *ctx;
+} layout_op_t;
+
+static void on_layout(const seatd_store_result_t *res, void *data)
+{
+    layout_op_t *op = data;
+    seatd_req_t *r = op->r;
+    if (seatd_req_release(r)) {
+        if (op->fail)
+            op->fail(op->ctx);
+        free(op);
+        return;
+    }
+    if (res->err) {
+        seatd__reply_store_error(r, res);
+        goto fail;
+    }
+    const char *text = seatd_store_get(res, "layout", NULL);
+    cJSON *doc = text ? cJSON_Parse(text) : NULL;
+    seatd_layout_t *l = NULL;
+    char why[128];
+    if (doc == NULL ||
+        seatd_layout_from_json(cJSON_GetObjectItemCaseSensitive(doc, "seats"), NULL, &l, why,
+                               sizeof(why)) < 0) {
+        cJSON_Delete(doc);
+        seatd_req_finish_problem(r, SEATD_EINTERNAL, "the stored layout is unreadable", NULL);
+        goto fail;
+    }
+    cJSON_Delete(doc);
+    seatd_layout_cache_put(op->show_id, l);
+    op->cont(r, seatd_layout_cache_get(op->show_id), op->ctx);
+    free(op);
+    return;
+fail:
+    if (op->fail)
+        op->fail(op->ctx);
+    free(op);
+}
+
+int seatd__with_layout(seatd_req_t *r, const char *show_id, seatd__layout_cont cont,
+                       void (*fail)(void *ctx), void *ctx)
+{
+    if (!seatd_keys_valid_show_id(show_id))
+        return SEATD_ENOSHOW;
+    const seatd_layout_t *l = seatd_layout_cache_get(show_id);
+    if (l) {
+        cont(r, l, ctx);
+        return 0;
+    }
+    layout_op_t *op = seatd_calloc(1, sizeof(*op));
+    op->r = r;
+    snprintf(op->show_id, sizeof(op->show_id), "%s", show_id);
+    op->cont = cont;
+    op->fail = fail;
+    op->ctx = ctx;
+    int rc = seatd_store_layout_get(seatd__app(r)->store, show_id, on_layout, op);
+    if (rc < 0) {
+        free(op);
+        return rc;
+    }
+    seatd_req_hold(r);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * JSON bits
+ * --------------------------------------------------------------------------------------- */
+
+void seatd__json_add_time(void *obj, const char *name, int64_t ms)
+{
+    char ts[SEATD_TIME_STR_MAX];
+    seatd_time_format(ms, ts);
+    cJSON_AddStringToObject(obj, name, ts);
+}
+
+void seatd__json_add_csv_array(void *obj, const char *name, const char *csv)
+{
+    cJSON *arr = cJSON_AddArrayToObject(obj, name);
+    if (csv == NULL || csv[0] == '\0')
+        return;
+    const char *p = csv;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char *item = seatd_strndup(p, len);
+        cJSON_AddItemToArray(arr, cJSON_CreateString(item));
+        free(item);
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+}
+
+int seatd__idempotency_key_or_reply(seatd_req_t *r, const char *body_key, const char **out)
+{
+    const char *hdr = seatd_req_header(r, "idempotency-key");
+    /* The IETF draft sends the key as a quoted string; accept it bare as well. */
+    static __thread char unquoted[160];
+    if (hdr && hdr[0] == '"') {
+        size_t len = strlen(hdr);
+        if (len >= 2 && hdr[len - 1] == '"' && len - 2 < sizeof(unquoted)) {
+            memcpy(unquoted, hdr + 1, len - 2);
+            unquoted[len - 2] = '\0';
+            hdr = unquoted;
+        }
+    }
+    if (hdr && body_key && strcmp(hdr, body_key) != 0) {
+        seatd_req_finish_problem(r, SEATD_EINVAL,
+                                 "Idempotency-Key header and idempotencyKey field differ", NULL);
+        return SEATD_EINVAL;
+    }
+    const char *key = hdr ? hdr : body_key;
+    if (key && !seatd_keys_valid_idem_key(key)) {
+        seatd_req_finish_problem(r, SEATD_EINVAL,
+                                 "idempotency keys are 1-128 characters of [A-Za-z0-9_.:-]", NULL);
+        return SEATD_EINVAL;
+    }
+    *out = key;
+    return 0;
+}

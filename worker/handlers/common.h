@@ -1,0 +1,51 @@
+/*
+ * common.h - helpers shared by the handlers (internal to worker/handlers/).
+ *
+ * - Store errors become problem+json answers in one place (CONFLICT carries
+ *   "conflictingSeats", the rest the error table's status and type).
+ * - Layouts are immutable, so each worker caches them (layout.h); seatd__with_layout() answers
+ *   from the cache or fetches the layout once and continues.
+ * - Operation contexts: each async step carries a small heap context with the request; the
+ *   request is held for the duration of every store call (http_request.h rule 19).
+ */
+#ifndef SEATD_HANDLERS_COMMON_H
+#define SEATD_HANDLERS_COMMON_H
+
+#include <stdint.h>
+
+#include "store.h"
+
+typedef struct seatd_req_s seatd_req_t;
+struct seatd_app_s;
+struct seatd_layout_s;
+
+/* The app context of 'r'. */
+struct seatd_app_s *seatd__app(seatd_req_t *r);
+/* The authenticated user id of 'r' (AUTH routes only). Borrowed. */
+const char *seatd__sub(seatd_req_t *r);
+
+/* Answers 'r' with the problem for a failed store result (res->err != 0). */
+void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res);
+
+/* Continuation after a layout lookup: 'l' is borrowed for the call (cache-owned). */
+typedef void (*seatd__layout_cont)(seatd_req_t *r, const struct seatd_layout_s *l, void *ctx);
+/*
+ * Calls 'cont(r, layout, ctx)' with the layout of 'show_id' — at once when cached, else after
+ * fetching it. On failure (unknown show, Redis down) answers 'r' itself and calls 'fail(ctx)'
+ * (may be NULL) so the caller can free 'ctx'. Returns 0, or a negative code when nothing was
+ * started (nothing answered: the caller still owns 'ctx' and returns the code).
+ */
+int seatd__with_layout(seatd_req_t *r, const char *show_id, seatd__layout_cont cont,
+                       void (*fail)(void *ctx), void *ctx);
+
+/* Adds "expiresAt"-style ISO member 'name' for epoch ms 'ms' to object 'obj' (cJSON *). */
+void seatd__json_add_time(void *obj, const char *name, int64_t ms);
+/* Adds a JSON array of strings from a comma-joined list 'csv' as member 'name' of 'obj'. */
+void seatd__json_add_csv_array(void *obj, const char *name, const char *csv);
+
+/* The idempotency key of 'r': the Idempotency-Key header or the body's field 'body_key'
+ * (string, may be NULL). Answers 400 and returns a negative code if both are given and
+ * differ, or if the key is malformed; '*out' may be NULL (none given). */
+int seatd__idempotency_key_or_reply(seatd_req_t *r, const char *body_key, const char **out);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * handlers.h - every route handler, grouped by resource (the "commands prototypes" of the
+ * worker). routes.c binds them to methods and paths; each returns 0 after answering (now or
+ * from a callback) or a negative SEATD_E* for the pipeline to answer (STYLE "Handler
+ * signature").
+ */
+#ifndef SEATD_HANDLERS_H
+#define SEATD_HANDLERS_H
+
+typedef struct seatd_req_s seatd_req_t;
+
+/* shows.c */
+int seatd_handle_shows_list(seatd_req_t *r);
+int seatd_handle_shows_get(seatd_req_t *r);
+int seatd_handle_shows_create(seatd_req_t *r);
+int seatd_handle_shows_layout(seatd_req_t *r);
+int seatd_handle_shows_seats(seatd_req_t *r);
+
+/* holds.c */
+int seatd_handle_holds_create(seatd_req_t *r);
+int seatd_handle_holds_get(seatd_req_t *r);
+int seatd_handle_holds_delete(seatd_req_t *r);
+
+/* bookings.c */
+int seatd_handle_bookings_create(seatd_req_t *r);
+int seatd_handle_bookings_get(seatd_req_t *r);
+
+/* health.c */
+int seatd_handle_health(seatd_req_t *r);
+int seatd_handle_metrics(seatd_req_t *r);
+
+#endif

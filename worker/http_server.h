@@ -1,0 +1,100 @@
+/*
+ * http_server.h - the HTTP/1.1 listener and its connections, on one libuv loop.
+ *
+ * Each connection owns a stream handle (TCP or unix socket), a timer, a read buffer, a
+ * seatd_req_parser_t and at most one running request. The pipeline for each request runs in
+ * a fixed order (STYLE rule 20): parse -> route (404 / 405 with Allow) -> auth when the route
+ * has SEATD_ROUTE_AUTH or SEATD_ROUTE_ADMIN (401 with WWW-Authenticate: Bearer; 403 without
+ * the admin role) -> handler -> finish -> one JSON log line -> route stats and the on_finish
+ * hook. Keep-alive and pipelining are supported: pipelined requests are answered in order,
+ * and the next one starts only after the current one finished. "Connection: close" and
+ * HTTP/1.0 are honoured; Content-Length is always sent.
+ *
+ * Limits: the request line plus headers (431), header count (431), body (413), connections
+ * (beyond max_connections a new connection gets a 503 and is closed), a header timeout (from
+ * the first byte of a request to the end of its headers), a body timeout (end of headers to
+ * end of body) and an idle keep-alive timeout; a timed-out connection is closed without reply.
+ * While a request runs, at most (max_header + max_body) further bytes are buffered, then
+ * reading pauses until it finishes.
+ *
+ * Lifecycle: seatd_http_server_new() -> seatd_http_server_listen() -> ... ->
+ * seatd_http_server_drain(cb) -> cb runs once every handle is closed -> seatd_http_server_free().
+ * Connections are freed only in their last close callback; requests still pending when their
+ * connection dies are detached (http_request.h) and freed by their last release.
+ *
+ * TODO(websocket): the upgrade seam. A handler for GET /v1/shows/{id}/seats/ws will need to
+ * take the connection's stream out of the HTTP state machine. The plan: a
+ * seatd_req_take_connection(r, &stream, &leftover) call that answers nothing, detaches the
+ * stream from this server (the connection struct stays until the new owner closes it) and
+ * hands over any bytes read past the request. Not implemented yet; an Upgrade request today
+ * is handled as a plain GET.
+ *
+ * Loop and threads: one loop, one thread.
+ */
+#ifndef SEATD_HTTP_SERVER_H
+#define SEATD_HTTP_SERVER_H
+
+#include <stddef.h>
+
+#include "errors.h"
+
+struct uv_loop_s;
+typedef struct seatd_req_s seatd_req_t;
+typedef struct seatd_route_s seatd_route_t;
+typedef struct seatd_auth_s seatd_auth_t;
+typedef struct seatd_http_server_s seatd_http_server_t;
+
+/* Called once per answered request, after the log line, with the final 'status' and the
+ * 'seconds' from the end of parsing to the finish. 'r' is borrowed for the call. */
+typedef void (*seatd_http_finish_cb)(seatd_req_t *r, int status, double seconds, void *app);
+/* Called once when a drain completes (every connection and the listener are closed). */
+typedef void (*seatd_http_drain_cb)(seatd_http_server_t *srv, void *data);
+
+typedef struct seatd_http_opts_s {
+    const char *listen;        /* "127.0.0.1:8081", "[::1]:8081", ":8081" or "unix:/path"; borrowed */
+    size_t max_connections;    /* open connections; 10000 when 0 */
+    unsigned idle_timeout_ms;  /* keep-alive idle time before close; 60000 when 0 */
+    unsigned header_timeout_ms; /* first byte -> end of headers; 10000 when 0 */
+    unsigned body_timeout_ms;  /* end of headers -> end of body; 10000 when 0 */
+    unsigned drain_timeout_ms; /* in-flight grace on drain before a forced close; 10000 when 0 */
+    size_t max_header;         /* request line + headers; 8192 when 0 */
+    size_t max_body;           /* body bytes; 16384 when 0 */
+    const seatd_auth_t *auth;  /* borrowed; verifies bearer tokens for AUTH routes (NULL: 401) */
+    seatd_http_finish_cb on_finish; /* may be NULL; the metrics hook */
+} seatd_http_opts_t;
+
+/*
+ * Creates a server on 'loop' (borrowed). 'opts' is copied (its strings too); 'routes' ('n'
+ * rows) is borrowed for the server's life and its stats are updated in place; 'app' is
+ * returned by seatd_req_app() for every request. Returns an owned server (see lifecycle).
+ */
+seatd_http_server_t *seatd_http_server_new(struct uv_loop_s *loop, const seatd_http_opts_t *opts,
+                                           seatd_route_t *routes, size_t nroutes, void *app);
+
+/*
+ * Binds and listens on opts->listen. Returns 0, or SEATD_EINVAL for a malformed listen spec
+ * or a bind/listen failure (the reason is logged).
+ */
+SEATD_MUSTCHECK int seatd_http_server_listen(seatd_http_server_t *srv);
+
+/* The bound TCP port (useful after listening on port 0), or 0 for unix sockets / not bound. */
+int seatd_http_server_port(const seatd_http_server_t *srv);
+
+/* Currently open connections. */
+size_t seatd_http_server_connections(const seatd_http_server_t *srv);
+
+/*
+ * Graceful stop: stops accepting, closes idle connections (no request running, nothing
+ * buffered), answers "Connection: close" on the rest, and after opts->drain_timeout_ms
+ * force-closes whatever is left (their requests are detached). 'cb' runs exactly once, from
+ * a callback (never before this returns), when every handle is closed. Returns 0, or
+ * SEATD_ESHUTDOWN if a drain is already in progress (then 'cb' never runs).
+ */
+SEATD_MUSTCHECK int seatd_http_server_drain(seatd_http_server_t *srv, seatd_http_drain_cb cb,
+                                            void *data);
+
+/* Frees 'srv'. Only valid when it never listened or after the drain callback ran. NULL is a
+ * no-op. */
+void seatd_http_server_free(seatd_http_server_t *srv);
+
+#endif
