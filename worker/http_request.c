@@ -81,6 +81,7 @@ struct seatd_req_parser_s {
     int in_message;           /* a message has begun and is not complete */
     int headers_done;         /* the current message's headers are complete */
     int complete;             /* on_message_complete ran for 'cur' */
+    size_t body_max;          /* the body limit of the current message (see large bodies) */
     size_t header_bytes;      /* raw bytes fed while the headers were incomplete */
     int continue_pending;     /* the client sent Expect: 100-continue and waits */
 };
@@ -692,6 +693,20 @@ static int parse_target(seatd_req_t *r)
     return r->path ? 0 : SEATD_EINVAL;
 }
 
+/* The one route allowed a larger body (process-wide configuration, set at start-up). */
+static struct {
+    char method[16];
+    char path[64];
+    size_t max;
+} large_body;
+
+void seatd_req_set_large_body_route(const char *method, const char *path, size_t max)
+{
+    snprintf(large_body.method, sizeof(large_body.method), "%s", method);
+    snprintf(large_body.path, sizeof(large_body.path), "%s", path);
+    large_body.max = max;
+}
+
 static int on_headers_complete(http_parser *hp)
 {
     seatd_req_parser_t *p = P(hp);
@@ -716,8 +731,12 @@ static int on_headers_complete(http_parser *hp)
     else
         generate_id(r->id);
     /* Refuse an announced oversized body before reading any of it. */
+    p->body_max = p->lim.max_body;
+    if (large_body.max > p->body_max && strcmp(r->method, large_body.method) == 0 &&
+        r->raw_path && strcmp(r->raw_path, large_body.path) == 0)
+        p->body_max = large_body.max;
     if (!(hp->flags & F_CHUNKED) && hp->content_length != ULLONG_MAX &&
-        hp->content_length > p->lim.max_body)
+        hp->content_length > p->body_max)
         return fail(p, SEATD_ETOOLARGE);
     const char *expect = seatd_req_header(r, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 && r->http_minor >= 1 &&
@@ -730,7 +749,7 @@ static int on_body(http_parser *hp, const char *at, size_t len)
 {
     seatd_req_parser_t *p = P(hp);
     seatd_req_t *r = p->cur;
-    if (r->body.len + len > p->lim.max_body)
+    if (r->body.len + len > p->body_max)
         return fail(p, SEATD_ETOOLARGE);
     seatd_buf_append(&r->body, at, len);
     return 0;

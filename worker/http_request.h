@@ -131,6 +131,13 @@ int seatd_req_is_detached(const seatd_req_t *r);
 /* Returns an owned parser (freed with seatd_req_parser_free()). 'limits' is copied; NULL
  * or zero fields mean the SEATD_REQ_MAX_* defaults. */
 seatd_req_parser_t *seatd_req_parser_new(const seatd_req_limits_t *limits);
+
+/*
+ * Lets one route ('method' and exact raw 'path', e.g. POST /v1/shows, whose body is a whole
+ * seat layout) carry bodies up to 'max' bytes instead of the parser's max_body. Process-wide
+ * configuration: call once at start-up, before any parser runs. Strings are copied.
+ */
+void seatd_req_set_large_body_route(const char *method, const char *path, size_t max);
 /* Frees 'p' and the request it is building, if any. NULL is a no-op. */
 void seatd_req_parser_free(seatd_req_parser_t *p);
 

@@ -16,6 +16,7 @@
 #include "auth.h"
 #include "buf.h"
 #include "config.h"
+#include "http_request.h"
 #include "http_server.h"
 #include "log.h"
 #include "mem.h"
@@ -146,6 +147,8 @@ int main(int argc, char **argv)
         .max_body = (size_t)cfg.max_body,
         .auth = app->auth,
     };
+    /* POST /v1/shows carries a whole layout (a 2,000-seat screen is ~130 KB). */
+    seatd_req_set_large_body_route("POST", "/v1/shows", 4u << 20);
     app->server = seatd_http_server_new(app->loop, &hopts, seatd_routes, seatd_nroutes, app);
     if (seatd_http_server_listen(app->server) < 0) {
         fprintf(stderr, "seatd: cannot listen on %s\n", cfg.listen);
