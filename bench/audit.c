@@ -33,14 +33,14 @@
 #define MAX_SEATS 20000
 
 typedef struct audit_s {
-    redisContext *rc;        /* owned */
-    char prefix[64];         /* {s:<id>} */
-    long violations;         /* found so far */
-    int nseats;              /* seats in the layout */
-    char **seat_ids;         /* index -> seat id, owned */
-    int *booked_by;          /* index -> CONFIRMED bookings listing it */
-    long holds, live_holds;  /* hold records, and those HELD / PENDING_PAYMENT */
-    long confirmed;          /* CONFIRMED bookings */
+    redisContext *rc;       /* owned */
+    char prefix[64];        /* {s:<id>} */
+    long violations;        /* found so far */
+    int nseats;             /* seats in the layout */
+    char **seat_ids;        /* index -> seat id, owned */
+    int *booked_by;         /* index -> CONFIRMED bookings listing it */
+    long holds, live_holds; /* hold records, and those HELD / PENDING_PAYMENT */
+    long confirmed;         /* CONFIRMED bookings */
 } audit_t;
 
 __attribute__((format(printf, 2, 3))) static void violation(audit_t *a, const char *fmt, ...)
@@ -116,8 +116,8 @@ static const char *hfield(const redisReply *h, const char *name)
 /* ---- owners' booked counts (check 8) ----------------------------------------------------- */
 
 typedef struct owner_s {
-    char name[72];  /* the sub */
-    long seats;     /* seats in their CONFIRMED bookings */
+    char name[72]; /* the sub */
+    long seats;    /* seats in their CONFIRMED bookings */
 } owner_t;
 
 static owner_t *owners;
@@ -216,8 +216,7 @@ static void on_seat_key(audit_t *a, const char *key)
             abort();
         sprintf(list, ",%s,", seats);
         if (!strstr(list, pat))
-            violation(a, "seat key %s names a hold that does not list the seat (%s)", key,
-                      seats);
+            violation(a, "seat key %s names a hold that does not list the seat (%s)", key, seats);
         free(list);
     }
     freeReplyObject(r);
@@ -387,8 +386,7 @@ int main(int argc, char **argv)
     if (confirmed_events != a.confirmed) {
         snprintf(x, sizeof x, "%ld", confirmed_events);
         snprintf(y, sizeof y, "%ld", a.confirmed);
-        violation(&a, "the outbox has %s booking.confirmed events for %s CONFIRMED bookings", x,
-                  y);
+        violation(&a, "the outbox has %s booking.confirmed events for %s CONFIRMED bookings", x, y);
     }
     /* Check 8. */
     for (size_t i = 0; i < nowners; i++) {
@@ -396,8 +394,7 @@ int main(int argc, char **argv)
         long have = b->type == REDIS_REPLY_STRING ? atol(b->str) : 0;
         freeReplyObject(b);
         if (have != owners[i].seats)
-            violation(&a, "owner %s's booked count disagrees with their bookings",
-                      owners[i].name);
+            violation(&a, "owner %s's booked count disagrees with their bookings", owners[i].name);
     }
 
     long booked_bits = 0, held_bits = 0;

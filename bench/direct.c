@@ -123,7 +123,7 @@ static void append_book_begin(direct_t *d, const call_t *won)
     new_id(d, 'b', c->booking_id, sizeof c->booking_id);
     char amount[24];
     snprintf(amount, sizeof amount, "%d", 1200 * won->nseats);
-    const char *argv[] = {"FCALL",    "seatd_book_begin", "1",     d->meta_key,
+    const char *argv[] = {"FCALL",    "seatd_book_begin", "1",           d->meta_key,
                           c->hold_id, c->owner,           c->booking_id, amount,
                           "EUR",      "tok_ok",           "60000"};
     redisAppendCommandArgv(d->rc, 11, argv, NULL);
@@ -292,8 +292,8 @@ static char *layout_doc(const seatd_bench_cfg_t *cfg, const char *show_id)
         len += (size_t)snprintf(out + len, cap - len,
                                 "%s{\"id\":\"%s\",\"row\":\"%s\",\"number\":%d,\"tier\":\"%s\","
                                 "\"x\":%d,\"y\":%d}",
-                                i ? "," : "", id, row, num, rown < 10 ? "premium" : "standard",
-                                num, rown + 1);
+                                i ? "," : "", id, row, num, rown < 10 ? "premium" : "standard", num,
+                                rown + 1);
     }
     snprintf(out + len, cap - len, "]}");
     return out;
@@ -332,8 +332,15 @@ int seatd_bench_direct_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
     if (!argv || !ids)
         abort();
     int argc = 0;
-    const char *head[] = {"FCALL", "seatd_create_show", "1", meta, "Blockbuster (bench)",
-                          "1893528000000", ttl, "{\"standard\":1200,\"premium\":1800}", layout,
+    const char *head[] = {"FCALL",
+                          "seatd_create_show",
+                          "1",
+                          meta,
+                          "Blockbuster (bench)",
+                          "1893528000000",
+                          ttl,
+                          "{\"standard\":1200,\"premium\":1800}",
+                          layout,
                           ""};
     for (size_t k = 0; k < sizeof head / sizeof head[0]; k++)
         argv[argc++] = head[k];
@@ -348,8 +355,7 @@ int seatd_bench_direct_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
         goto out;
     }
     freeReplyObject(r);
-    r = redisCommand(rc, "FCALL seatd_catalogue_add 1 seatd:shows 1893528000000 %s",
-                     cfg->show_id);
+    r = redisCommand(rc, "FCALL seatd_catalogue_add 1 seatd:shows 1893528000000 %s", cfg->show_id);
     if (!r || r->type == REDIS_REPLY_ERROR) {
         fprintf(stderr, "loadgen(direct): seatd_catalogue_add failed: %s\n", r ? r->str : "-");
         freeReplyObject(r);

@@ -56,8 +56,7 @@ uint64_t seatd_hist_quantile(const seatd_hist_t *h, double q)
     for (int i = 0; i < SEATD_HIST_BUCKETS; i++) {
         seen += h->b[i];
         if (seen >= rank) {
-            uint64_t hi = i + 1 < SEATD_HIST_BUCKETS ? seatd_hist_bucket_low(i + 1) - 1
-                                                       : h->max_us;
+            uint64_t hi = i + 1 < SEATD_HIST_BUCKETS ? seatd_hist_bucket_low(i + 1) - 1 : h->max_us;
             return hi < h->max_us ? hi : h->max_us;
         }
     }

@@ -13,15 +13,15 @@
 
 #include <stdint.h>
 
-#define SEATD_HIST_SUB 32                                   /* buckets per power of two */
-#define SEATD_HIST_MAX_MSB 36                               /* ~19 hours in us: the cap */
+#define SEATD_HIST_SUB 32     /* buckets per power of two */
+#define SEATD_HIST_MAX_MSB 36 /* ~19 hours in us: the cap */
 #define SEATD_HIST_BUCKETS (64 + (SEATD_HIST_MAX_MSB - 5) * SEATD_HIST_SUB)
 
 typedef struct seatd_hist_s {
-    uint64_t count;                     /* values recorded */
-    uint64_t sum_us;                    /* their sum, for the mean */
-    uint64_t max_us;                    /* the largest value recorded */
-    uint64_t b[SEATD_HIST_BUCKETS];     /* bucket counters */
+    uint64_t count;                 /* values recorded */
+    uint64_t sum_us;                /* their sum, for the mean */
+    uint64_t max_us;                /* the largest value recorded */
+    uint64_t b[SEATD_HIST_BUCKETS]; /* bucket counters */
 } seatd_hist_t;
 
 /* Records one value of 'us' microseconds (capped at the largest bucket). */

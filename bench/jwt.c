@@ -14,8 +14,7 @@
  * too small. */
 static size_t b64url(const unsigned char *in, size_t n, char *out, size_t cap)
 {
-    static const char tab[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     size_t o = 0;
     for (size_t i = 0; i < n; i += 3) {
         unsigned v = (unsigned)in[i] << 16;
@@ -38,8 +37,8 @@ int seatd_bench_jwt(const char *secret, const char *sub, int admin, long ttl_s, 
 {
     char claims[256];
     long now = (long)time(NULL);
-    int cl = snprintf(claims, sizeof claims, "{\"sub\":\"%s\",\"iat\":%ld,\"exp\":%ld%s}", sub,
-                      now, now + ttl_s, admin ? ",\"role\":\"admin\"" : "");
+    int cl = snprintf(claims, sizeof claims, "{\"sub\":\"%s\",\"iat\":%ld,\"exp\":%ld%s}", sub, now,
+                      now + ttl_s, admin ? ",\"role\":\"admin\"" : "");
     if (cl < 0 || (size_t)cl >= sizeof claims)
         return -1;
     static const char header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";

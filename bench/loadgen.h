@@ -25,30 +25,30 @@ typedef struct seatd_bench_target_s {
 } seatd_bench_target_t;
 
 typedef struct seatd_bench_cfg_s {
-    int direct;                     /* 1: FCALL straight to Redis; 0: HTTP */
-    int seatmap;                    /* 1: the seat-map reads scenario instead of holds */
-    int inm;                        /* seat map: send If-None-Match with the last ETag */
-    int gzip;                       /* seat map: send Accept-Encoding: gzip */
-    int procs;                      /* load processes (fork) */
-    int conns;                      /* HTTP connections per process */
-    int pipeline;                   /* direct: FCALLs in flight per process */
-    double duration_s;              /* measure this long after the warm-up (0: no limit) */
-    double warmup_s;                /* run this long first without measuring */
-    long count;                     /* stop after this many hold attempts in all (0: none) */
-    double rate;                    /* attempts (or reads) per second in all; 0: closed loop */
-    double book_pct;                /* % of won holds booked */
-    double release_pct;             /* % of won holds released */
-    int users;                      /* distinct virtual users (JWT subs u0 … uN-1) */
-    int max_per_user;               /* direct: the per-user seat limit passed to seatd_hold */
-    long ttl_ms;                    /* direct: hold TTL in ms (the HTTP path uses the show's) */
-    char show_id[32];               /* the show under load */
-    const char *secret;             /* JWT secret (HTTP) */
+    int direct;         /* 1: FCALL straight to Redis; 0: HTTP */
+    int seatmap;        /* 1: the seat-map reads scenario instead of holds */
+    int inm;            /* seat map: send If-None-Match with the last ETag */
+    int gzip;           /* seat map: send Accept-Encoding: gzip */
+    int procs;          /* load processes (fork) */
+    int conns;          /* HTTP connections per process */
+    int pipeline;       /* direct: FCALLs in flight per process */
+    double duration_s;  /* measure this long after the warm-up (0: no limit) */
+    double warmup_s;    /* run this long first without measuring */
+    long count;         /* stop after this many hold attempts in all (0: none) */
+    double rate;        /* attempts (or reads) per second in all; 0: closed loop */
+    double book_pct;    /* % of won holds booked */
+    double release_pct; /* % of won holds released */
+    int users;          /* distinct virtual users (JWT subs u0 … uN-1) */
+    int max_per_user;   /* direct: the per-user seat limit passed to seatd_hold */
+    long ttl_ms;        /* direct: hold TTL in ms (the HTTP path uses the show's) */
+    char show_id[32];   /* the show under load */
+    const char *secret; /* JWT secret (HTTP) */
     seatd_bench_target_t targets[SEATD_BENCH_MAX_TARGETS]; /* HTTP targets */
     int ntargets;
-    seatd_bench_target_t redis;     /* direct: the Redis server */
-    uint64_t seed;                  /* randomness, varied per process */
-    int numeric_seats;              /* direct show creation: seat ids "000000000000" … (the
-                                       12-digit form of redis-benchmark's __rand_int__) */
+    seatd_bench_target_t redis; /* direct: the Redis server */
+    uint64_t seed;              /* randomness, varied per process */
+    int numeric_seats;          /* direct show creation: seat ids "000000000000" … (the
+                                   12-digit form of redis-benchmark's __rand_int__) */
 } seatd_bench_cfg_t;
 
 /* Runs process number 'proc' of the HTTP driver until done; counters go to 'slot'.

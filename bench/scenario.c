@@ -92,11 +92,35 @@ void seatd_bench_report(FILE *f, const seatd_bench_slot_t *t, double elapsed_s)
             attempts ? (double)t->conflicts / (double)attempts : 0.0,
             (double)t->bookings / elapsed_s, (double)t->releases / elapsed_s,
             (unsigned long long)errors, elapsed_s);
-    fprintf(f, "totals wins=%llu bookings=%llu measured_wins=%llu measured_bookings=%llu "
-               "errors=%llu\n",
+    fprintf(f,
+            "totals wins=%llu bookings=%llu measured_wins=%llu measured_bookings=%llu "
+            "errors=%llu\n",
             (unsigned long long)t->all_wins, (unsigned long long)t->all_bookings,
             (unsigned long long)t->wins, (unsigned long long)t->bookings,
             (unsigned long long)errors);
+}
+
+/* ====================================== answers ========================================= */
+
+/* Copies the string value of JSON member 'name' of 'body' into 'out'; 0 or -1. A scan, not
+ * a parser: enough for the flat answers of the hold and booking routes. */
+int seatd_bench_json_str(const char *body, const char *name, char *out, size_t cap)
+{
+    char pat[40];
+    snprintf(pat, sizeof pat, "\"%s\"", name);
+    const char *q = strstr(body, pat);
+    if (!q)
+        return -1;
+    q += strlen(pat);
+    while (*q == ' ' || *q == ':')
+        q++;
+    if (*q++ != '"')
+        return -1;
+    size_t n = 0;
+    while (*q && *q != '"' && n + 1 < cap)
+        out[n++] = *q++;
+    out[n] = '\0';
+    return *q == '"' ? 0 : -1;
 }
 
 /* ==================================== randomness ======================================= */
@@ -215,8 +239,8 @@ char *seatd_bench_show_json(const char *title, int hold_ttl_s)
         len += (size_t)snprintf(out + len, cap - len,
                                 "%s{\"id\":\"%s\",\"row\":\"%s\",\"number\":%d,\"tier\":\"%s\","
                                 "\"x\":%d,\"y\":%d}",
-                                i ? "," : "", id, row, num, rown < 10 ? "premium" : "standard",
-                                num, rown + 1);
+                                i ? "," : "", id, row, num, rown < 10 ? "premium" : "standard", num,
+                                rown + 1);
     }
     snprintf(out + len, cap - len, "]}");
     return out;

@@ -48,20 +48,20 @@ const char *seatd_bench_op_name(int op);
 
 /* One load process's counters (shared memory, one writer). */
 typedef struct seatd_bench_slot_s {
-    seatd_hist_t lat[SEATD_BENCH_NOPS];                          /* latency per operation */
-    uint64_t status[SEATD_BENCH_NOPS][SEATD_BENCH_NSTATUS];      /* answers by status */
-    uint64_t bytes[SEATD_BENCH_NOPS];                            /* response bytes, headers
-                                                                    included */
-    uint64_t wins;          /* holds created (201) */
-    uint64_t conflicts;     /* holds refused with 409 conflict */
-    uint64_t seats_won;     /* seats in the holds created */
-    uint64_t bookings;      /* bookings answered CONFIRMED */
-    uint64_t releases;      /* holds released */
-    uint64_t conn_errors;   /* connects/reads/writes that failed */
-    uint64_t all_wins;      /* holds created, warm-up included (what the audit counts) */
-    uint64_t all_bookings;  /* bookings CONFIRMED, warm-up included */
-    double elapsed_s;       /* time this process drove load */
-    int done;               /* set by the child when it finished cleanly */
+    seatd_hist_t lat[SEATD_BENCH_NOPS];                     /* latency per operation */
+    uint64_t status[SEATD_BENCH_NOPS][SEATD_BENCH_NSTATUS]; /* answers by status */
+    uint64_t bytes[SEATD_BENCH_NOPS];                       /* response bytes, headers
+                                                               included */
+    uint64_t wins;                                          /* holds created (201) */
+    uint64_t conflicts;                                     /* holds refused with 409 conflict */
+    uint64_t seats_won;                                     /* seats in the holds created */
+    uint64_t bookings;                                      /* bookings answered CONFIRMED */
+    uint64_t releases;                                      /* holds released */
+    uint64_t conn_errors;                                   /* connects/reads/writes that failed */
+    uint64_t all_wins;     /* holds created, warm-up included (what the audit counts) */
+    uint64_t all_bookings; /* bookings CONFIRMED, warm-up included */
+    double elapsed_s;      /* time this process drove load */
+    int done;              /* set by the child when it finished cleanly */
 } seatd_bench_slot_t;
 
 /* Adds 'src' into 'dst'; elapsed_s becomes the largest. */
@@ -76,6 +76,11 @@ void seatd_bench_slot_merge(seatd_bench_slot_t *dst, const seatd_bench_slot_t *s
  * bench/run hands to the audit.
  */
 void seatd_bench_report(FILE *f, const seatd_bench_slot_t *total, double elapsed_s);
+
+/* Copies the string value of JSON member 'name' of 'body' (borrowed) into 'out' ('cap'
+ * bytes). Returns 0 or -1. A scan, not a parser: enough for the flat answers of the hold,
+ * booking and show routes. */
+int seatd_bench_json_str(const char *body, const char *name, char *out, size_t cap);
 
 /* ---- randomness ------------------------------------------------------------------------ */
 

@@ -13,6 +13,8 @@ book_begin.lua - seatd_book_begin: HELD -> PENDING_PAYMENT, and the booking is c
   repeat answers that booking with replayed=1. Seat keys and the hold's deadline move to
   max(deadline, now + window); the original deadline is kept as heldUntil for book_fail.
   No seat changes state, so the version does not move (reaping aside).
+  The booking enters the show's pending index {s}:pending (bookingId -> started ms), which
+  book_confirm and book_fail leave; reconciliation reads it (seatd_pending_due).
   Returns  {"bookingId", id, "holdId", id, "showId", id, "status", "PENDING_PAYMENT"|…,
             "amount", n, "seatIds", "A1,A2", "expiresAt", ms, "replayed", "0"|"1"}
   Errors   NOTFOUND (missing, or another owner's), EXPIRED (deadline passed or a seat key
@@ -70,6 +72,7 @@ local function book_begin(keys, args)
         'holdId', hold_id, 'owner', owner, 'seatIds', h.seats, 'amount', args[4],
         'currency', args[5] or '', 'paymentMethod', args[6] or '', 'status', 'PENDING_PAYMENT',
         'createdAt', now)
+    redis.call('ZADD', p .. ':pending', now, booking_id)
     for _, seat in ipairs(split_commas(h.seats)) do
         redis.call('PEXPIREAT', p .. ':seat:' .. seat, deadline)
     end
@@ -83,3 +86,56 @@ local function book_begin(keys, args)
 end
 
 redis.register_function{function_name='seatd_book_begin', callback=book_begin}
+
+--[[
+seatd_pending_due (no-writes): what reconciliation has to settle in one show.
+  KEYS[1]  {s:<id>}:meta
+  ARGV[1]  minimum age (ms): bookings PENDING_PAYMENT for at least this long (Redis clock)
+  ARGV[2]  at most this many of each kind
+  Returns  {"remaining", n, "booking", id, …, "refund", id, …}: 'remaining' counts every entry
+           of {s}:pending and {s}:refunds (due or not); "booking" entries are due pending
+           payments, "refund" entries cancelled bookings whose refund is not yet confirmed
+           (due after the same age).
+]]
+local function pending_due(keys, args)
+    local p = show_prefix(keys[1])
+    if not p then
+        return fail('INVAL', 'bad show key')
+    end
+    local age, max = tonumber(args[1]), tonumber(args[2])
+    if not age or age < 0 or not max or max < 1 then
+        return fail('INVAL', 'age and count')
+    end
+    local cutoff = now_ms() - age
+    local out = {'remaining', tostring(redis.call('ZCARD', p .. ':pending') +
+        redis.call('ZCARD', p .. ':refunds'))}
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', p .. ':pending', '-inf', cutoff,
+        'LIMIT', 0, max)) do
+        out[#out + 1] = 'booking'
+        out[#out + 1] = id
+    end
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', p .. ':refunds', '-inf', cutoff,
+        'LIMIT', 0, max)) do
+        out[#out + 1] = 'refund'
+        out[#out + 1] = id
+    end
+    return out
+end
+
+--[[
+seatd_hint_clear: drops show ARGV[1] from the global hint set KEYS[1] (seatd:pending_shows,
+a zset written by the workers) only if its score is still ARGV[2], i.e. no worker re-added
+the show since the reconciler found it empty. Returns {"removed", 0|1}.
+]]
+local function hint_clear(keys, args)
+    local score = redis.call('ZSCORE', keys[1], args[1] or '')
+    if score and tonumber(score) == tonumber(args[2]) then
+        redis.call('ZREM', keys[1], args[1])
+        return {'removed', '1'}
+    end
+    return {'removed', '0'}
+end
+
+redis.register_function{function_name='seatd_pending_due', callback=pending_due,
+    flags={'no-writes'}}
+redis.register_function{function_name='seatd_hint_clear', callback=hint_clear}

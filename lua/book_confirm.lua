@@ -8,7 +8,7 @@ book_confirm.lua - seatd_book_confirm: the payment succeeded; seats HELD -> BOOK
   every seat key still names the hold. Effects: seat keys deleted, held bits cleared, booked
   bits set, booking CONFIRMED (paymentRef, confirmedAt, version), hold BOOKED, owner's hash:
   hold entry -> "booked" count; version + delta ("booked"); one "booking.confirmed" entry
-  XADDed to {s}:bookings in the same script (the outbox).
+  XADDed to {s}:bookings in the same script (the outbox); the booking leaves {s}:pending.
   Confirming again answers the same.
   Returns  {"bookingId", id, "status", "CONFIRMED", "version", v, "seatIds", "A1,A2"}
   Errors   NOTFOUND, EXPIRED (deadline passed or a seat key lost), STATE <status>
@@ -67,6 +67,7 @@ local function book_confirm(keys, args)
     local v = flush(p, changes)
     redis.call('HSET', bk, 'status', 'CONFIRMED', 'paymentRef', args[2] or '',
         'confirmedAt', now, 'version', v)
+    redis.call('ZREM', p .. ':pending', booking_id)
     redis.call('XADD', p .. ':bookings', '*', 'type', 'booking.confirmed',
         'bookingId', booking_id, 'showId', b.showId, 'holdId', hold_id, 'owner', b.owner,
         'seatIds', b.seatIds, 'amount', b.amount, 'currency', b.currency or '',

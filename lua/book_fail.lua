@@ -4,10 +4,13 @@ book_fail.lua - seatd_book_fail: the payment failed; the hold goes back to HELD.
   KEYS[1]  {s:<id>}:meta
   ARGV[1]  booking id
   ARGV[2]  reason (short text)
+  ARGV[3]  optional: amount refunded (integer, minor units) when a charge was given back
+  ARGV[4]  optional: the refund's reference at the gateway
   Booking PENDING_PAYMENT -> FAILED (reason, failedAt). If its hold is still PENDING_PAYMENT
   for this booking: back to HELD with bookingId cleared and its seat keys' deadline restored
   to heldUntil; if heldUntil has already passed the hold ends EXPIRED instead (seat keys that
-  still name it deleted, bits cleared, delta). Failing again answers the same.
+  still name it deleted, bits cleared, delta). The booking leaves {s}:pending; a refund is
+  recorded as refund, refundRef, refundStatus "succeeded". Failing again answers the same.
   Returns  {"bookingId", id, "status", "FAILED", "holdStatus", "HELD"|"EXPIRED"|…}
   Errors   NOTFOUND, STATE <status> (CONFIRMED, CANCELLED)
 ]]
@@ -31,12 +34,21 @@ local function book_fail(keys, args)
     if b.status ~= 'PENDING_PAYMENT' then
         return fail('STATE', b.status)
     end
+    local refund = args[3]
+    if refund and refund ~= '' and (not tonumber(refund) or tonumber(refund) < 0) then
+        return fail('INVAL', 'refund')
+    end
 
     ------------------------------------------------------------------ effects (cannot fail)
     local now = now_ms()
     local changes = {}
     reap_due(p, now, REAP_BATCH, changes)
     redis.call('HSET', bk, 'status', 'FAILED', 'reason', args[2] or '', 'failedAt', now)
+    redis.call('ZREM', p .. ':pending', booking_id)
+    if refund and refund ~= '' then
+        redis.call('HSET', bk, 'refund', refund, 'refundRef', args[4] or '',
+            'refundStatus', 'succeeded')
+    end
     local h = hgetall(hk)
     if h and h.status == 'PENDING_PAYMENT' and h.bookingId == booking_id then
         local held_until = tonumber(h.heldUntil or h.expiresAt)

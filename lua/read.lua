@@ -29,7 +29,8 @@ seatd_booking_get
   KEYS[1] {s:<id>}:meta   ARGV[1] booking id   ARGV[2] owner ("" = any owner)
   Returns {"bookingId","showId","holdId","owner","seatIds","amount","currency",
            "paymentMethod","status","paymentRef","createdAt","confirmedAt","reason","refund",
-           "cancelledAt"}
+           "cancelledAt","failedAt","refundStatus","refundRef","refundPercent","startsAt"}
+  (startsAt is the show's, for tickets)
   Errors: NOTFOUND (missing, or another owner's)
 ]]
 
@@ -101,9 +102,11 @@ local function booking_get(keys, args)
     if not b or (args[2] ~= '' and b.owner ~= args[2]) then
         return fail('NOTFOUND', args[1] or '?')
     end
+    b.startsAt = redis.call('HGET', keys[1], 'startsAt') or ''
     return reply_fields(b, {'bookingId', 'showId', 'holdId', 'owner', 'seatIds', 'amount',
         'currency', 'paymentMethod', 'status', 'paymentRef', 'createdAt', 'confirmedAt',
-        'reason', 'refund', 'cancelledAt'})
+        'reason', 'refund', 'cancelledAt', 'failedAt', 'refundStatus', 'refundRef',
+        'refundPercent', 'startsAt'})
 end
 
 redis.register_function{function_name='seatd_show_get', callback=show_get, flags={'no-writes'}}

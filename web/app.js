@@ -265,9 +265,9 @@
   }
 
   const STATUS_WORDS = {
-    available: 'available', held: 'held by someone', booked: 'sold',
-    mine: 'held for you', selected: 'selected',
+    available: 'available', held: 'held', booked: 'booked', mine: 'held for you', selected: 'selected',
   };
+  const TAKEN_WORDS = { held: 'held by someone else', booked: 'already booked', mine: 'already held for you' };
 
   function seatLabel(seat, status) {
     const price = tierPrice(seat.tier);
@@ -306,7 +306,7 @@
     return { pitch, minX: xs[0], maxX: xs[xs.length - 1], minY: ys[0], maxY: ys[ys.length - 1] };
   }
 
-  const LABEL_W = 1.1;   // the row-label column, in seat units
+  const LABEL_W = 1.0;   // the row-label column, in seat units
   const SCREEN_H = 2.2;  // the screen bar and the gap below it
 
   function drawMap() {
@@ -323,7 +323,7 @@
     const g = gridOf(seats);
     const cols = (g.maxX - g.minX) / g.pitch + 1;
     const rows = (g.maxY - g.minY) / g.pitch + 1;
-    const width = LABEL_W + cols + 0.2;
+    const width = LABEL_W + cols + 0.1;
     const height = SCREEN_H + rows + 0.2;
     map.setAttribute('viewBox', `0 0 ${width} ${height}`);
     map.dataset.units = String(width);
@@ -362,7 +362,9 @@
       s.cx = x + 0.5;
       s.cy = y + 0.5;
       const r = svg('rect', {
-        x: x + 0.08, y: y + 0.08, width: 0.84, height: 0.84, rx: 0.18,
+        // The whole cell is the seat (and its tap target); a stroke in the card's colour
+        // draws the gap between neighbours.
+        x, y, width: 1, height: 1, rx: 0.28,
         'data-seat': s.id, role: 'button', tabindex: '-1',
       });
       // The number follows its seat, so that CSS can colour it by the seat's status.
@@ -474,7 +476,7 @@
       state.selected.add(id);
     } else {
       const seat = state.seatById.get(id);
-      say(`Row ${seat.row} seat ${seat.number} is ${STATUS_WORDS[status] || status}.`, 'info');
+      say(`Row ${seat.row} seat ${seat.number} is ${TAKEN_WORDS[status] || status}.`, 'info');
       return;
     }
     say('');

@@ -61,6 +61,11 @@ static const row_t rows[] = {
      "name added to every log line"},
     {"sweeper-interval-ms", "SEATD_SWEEPER_INTERVAL_MS", T_INT, 10, 60000, "250",
      F(sweeper_interval_ms), "period of the expired-hold sweeper"},
+    {"reconcile-interval-ms", "SEATD_RECONCILE_INTERVAL_MS", T_INT, 10, 600000, "1000",
+     F(reconcile_interval_ms), "period of the payment reconciler"},
+    {"reconcile-after-ms", "SEATD_RECONCILE_AFTER_MS", T_INT, 0, 86400000, "0",
+     F(reconcile_after_ms),
+     "settle bookings pending payment this long (0: twice --payment-timeout-ms)"},
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))

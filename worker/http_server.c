@@ -49,6 +49,8 @@ struct seatd_conn_s {
     unsigned close_after_write : 1; /* close once the queued responses are written */
     unsigned lingering : 1;       /* shut down for writing; discarding input until EOF */
     unsigned processing : 1;      /* inside process(): no re-entry */
+    unsigned taken : 1;           /* upgraded: the stream belongs to 'owner' */
+    seatd_http_owner_t owner;     /* the new owner's hooks (when 'taken') */
 };
 
 typedef struct {
@@ -82,6 +84,13 @@ struct seatd_http_server_s {
     void *drain_data;            /* for 'drain_cb' */
 };
 
+/* The request being taken over by seatd_req_take_connection(): its finish hook does the
+ * takeover instead of writing a response. One loop, one thread: a plain static. */
+static struct {
+    seatd_req_t *r;   /* the request whose finish is a takeover */
+    seatd_conn_t *c;  /* set by the finish hook when it took the connection */
+} taking;
+
 static void process(seatd_conn_t *c);
 static void start_reading(seatd_conn_t *c);
 static void conn_close(seatd_conn_t *c);
@@ -106,7 +115,11 @@ static void on_conn_close(uv_handle_t *handle)
     srv->nconns--;
     seatd_req_parser_free(c->parser);
     seatd_buf_free(&c->in);
+    seatd_http_owner_t owner = c->owner;
+    int taken = c->taken;
     free(c);
+    if (taken && owner.on_closed)
+        owner.on_closed(owner.data);
     maybe_drain_done(srv);
 }
 
@@ -149,7 +162,7 @@ static void set_phase(seatd_conn_t *c, int phase, unsigned ms)
 /* Arms the timeout that fits what the connection is waiting for. */
 static void update_phase(seatd_conn_t *c)
 {
-    if (c->closing || c->lingering)
+    if (c->closing || c->lingering || c->taken)
         return;
     const seatd_http_opts_t *o = &c->srv->opts;
     if (c->cur)
@@ -266,6 +279,20 @@ static void on_req_finish(seatd_req_t *r, void *data)
     if (srv->opts.on_finish)
         srv->opts.on_finish(r, status, seconds, srv->app);
 
+    if (taking.r == r) {
+        /* An upgrade: nothing is written, the stream leaves the state machine. */
+        taking.c = c;
+        c->taken = 1;
+        c->cur = NULL;
+        seatd__req_disown(r); /* may free 'r' */
+        if (c->reading)
+            uv_read_stop(&c->h.stream);
+        c->reading = 0;
+        c->phase = PH_NONE;
+        uv_timer_stop(&c->timer);
+        return;
+    }
+
     size_t len = 0;
     char *bytes = seatd_buf_steal(seatd__req_response(r), &len);
     if (seatd__req_wants_close(r))
@@ -331,7 +358,7 @@ static void process(seatd_conn_t *c)
     if (c->processing || c->closing || c->lingering)
         return;
     c->processing = 1;
-    while (!c->closing && c->cur == NULL && !c->close_after_write && c->in.len > 0) {
+    while (!c->closing && !c->taken && c->cur == NULL && !c->close_after_write && c->in.len > 0) {
         size_t used = 0;
         seatd_req_t *r = NULL;
         int rc = seatd_req_parser_feed(c->parser, c->in.data, c->in.len, &used, &r);
@@ -356,7 +383,7 @@ static void process(seatd_conn_t *c)
         dispatch(c, r);
     }
     c->processing = 0;
-    if (c->closing)
+    if (c->closing || c->taken)
         return;
     if (c->close_after_write && c->cur == NULL && c->writes_pending == 0) {
         conn_linger(c);
@@ -403,7 +430,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
 static void start_reading(seatd_conn_t *c)
 {
-    if (c->reading || c->closing)
+    if (c->reading || c->closing || c->taken)
         return;
     if (uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
         c->reading = 1;
@@ -655,6 +682,13 @@ int seatd_http_server_drain(seatd_http_server_t *srv, seatd_http_drain_cb cb, vo
         next = c->next; /* conn_close() keeps 'c' in the list until its close callback */
         if (c->closing || c->lingering)
             continue;
+        if (c->taken) {
+            if (c->owner.on_drain)
+                c->owner.on_drain(c->owner.data); /* the owner closes when it is ready */
+            else
+                conn_close(c);
+            continue;
+        }
         if (c->cur) {
             seatd__req_set_close(c->cur); /* answered with Connection: close, then closed */
         } else if (c->writes_pending > 0) {
@@ -665,6 +699,43 @@ int seatd_http_server_drain(seatd_http_server_t *srv, seatd_http_drain_cb cb, vo
     }
     maybe_drain_done(srv);
     return 0;
+}
+
+/* ----------------------------------------------------------------------------------------
+ * The upgrade seam
+ * ---------------------------------------------------------------------------------------- */
+
+int seatd_req_take_connection(seatd_req_t *r, const seatd_http_owner_t *owner,
+                              uv_stream_t **stream, seatd_buf_t *leftover)
+{
+    if (seatd_req_is_detached(r) || seatd_req_is_finished(r))
+        return SEATD_ESHUTDOWN;
+    assert(taking.r == NULL);
+    taking.r = r;
+    taking.c = NULL;
+    seatd_req_finish(r, 101, NULL, NULL, 0); /* the finish hook takes the connection */
+    seatd_conn_t *c = taking.c;
+    taking.r = NULL;
+    taking.c = NULL;
+    if (c == NULL)
+        return SEATD_EINVAL;
+    c->owner = *owner;
+    if (c->in.len > 0)
+        seatd_buf_append(leftover, c->in.data, c->in.len);
+    seatd_buf_free(&c->in);
+    *stream = &c->h.stream;
+    return 0;
+}
+
+void *seatd_http_conn_owner(const uv_stream_t *stream)
+{
+    const seatd_conn_t *c = stream->data;
+    return c->owner.data;
+}
+
+void seatd_http_conn_close(uv_stream_t *stream)
+{
+    conn_close(stream->data);
 }
 
 void seatd_http_server_free(seatd_http_server_t *srv)

@@ -22,12 +22,13 @@
  * Connections are freed only in their last close callback; requests still pending when their
  * connection dies are detached (http_request.h) and freed by their last release.
  *
- * TODO(websocket): the upgrade seam. A handler for GET /v1/shows/{id}/seats/ws will need to
- * take the connection's stream out of the HTTP state machine. The plan: a
- * seatd_req_take_connection(r, &stream, &leftover) call that answers nothing, detaches the
- * stream from this server (the connection struct stays until the new owner closes it) and
- * hands over any bytes read past the request. Not implemented yet; an Upgrade request today
- * is handled as a plain GET.
+ * The upgrade seam (WebSocket): a handler that accepts an upgrade calls
+ * seatd_req_take_connection(). The request is finished as status 101 (logged, counted, the
+ * on_finish hook runs) but nothing is rendered: the connection's stream leaves the HTTP state
+ * machine (no timeouts, no parsing, no keep-alive) and belongs to the new owner, together
+ * with any bytes already read past the request. The connection struct stays (it still counts
+ * towards max_connections and drains) until the owner calls seatd_http_conn_close(); the
+ * owner's on_closed hook then runs once both handles are closed.
  *
  * Loop and threads: one loop, one thread.
  */
@@ -36,9 +37,11 @@
 
 #include <stddef.h>
 
+#include "buf.h"
 #include "errors.h"
 
 struct uv_loop_s;
+struct uv_stream_s;
 typedef struct seatd_req_s seatd_req_t;
 typedef struct seatd_route_s seatd_route_t;
 typedef struct seatd_auth_s seatd_auth_t;
@@ -92,6 +95,40 @@ size_t seatd_http_server_connections(const seatd_http_server_t *srv);
  */
 SEATD_MUSTCHECK int seatd_http_server_drain(seatd_http_server_t *srv, seatd_http_drain_cb cb,
                                             void *data);
+
+/* ---------------------------------------------------------------------------------------
+ * The upgrade seam
+ * ------------------------------------------------------------------------------------- */
+
+/* The new owner of a taken connection. Both hooks get 'data'. */
+typedef struct seatd_http_owner_s {
+    void (*on_drain)(void *data);  /* the server drains: close soon (may be NULL) */
+    void (*on_closed)(void *data); /* after seatd_http_conn_close() or a forced close: the
+                                      stream is closed, pending writes have called back; the
+                                      owner may free its state now. Runs exactly once. */
+    void *data;
+} seatd_http_owner_t;
+
+/*
+ * Takes the connection of 'r' out of the HTTP server: 'r' is answered as 101 (and must not
+ * be touched afterwards; it may be freed), nothing is written, reading stops. On success
+ * returns 0, '*stream' is the connection's stream (borrowed until on_closed: read and write
+ * it, restart reading with your own callbacks, but never close it or change its 'data';
+ * find 'owner->data' again with seatd_http_conn_owner()), and the bytes read past the
+ * request are appended to 'leftover'. 'owner' is copied. Call it at most once per request,
+ * from its handler or a later callback. Returns SEATD_ESHUTDOWN if the client already went
+ * away (nothing was taken; 'r' is still the caller's to release) or SEATD_EINVAL when 'r' is
+ * not a request of a connection of this server.
+ */
+SEATD_MUSTCHECK int seatd_req_take_connection(seatd_req_t *r, const seatd_http_owner_t *owner,
+                                              struct uv_stream_s **stream, seatd_buf_t *leftover);
+
+/* The owner data of a taken connection's 'stream'. */
+void *seatd_http_conn_owner(const struct uv_stream_s *stream);
+
+/* Closes a taken connection's 'stream' (its pending writes call back with an error first);
+ * the owner's on_closed runs once it is closed. Idempotent. */
+void seatd_http_conn_close(struct uv_stream_s *stream);
 
 /* Frees 'srv'. Only valid when it never listened or after the drain callback ran. NULL is a
  * no-op. */

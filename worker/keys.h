@@ -63,5 +63,7 @@ SEATD_MUSTCHECK int seatd_keys_show(char *out, const char *show_id, const char *
 
 #define SEATD_KEY_CATALOGUE "seatd:shows"
 #define SEATD_KEY_SHOW_SEQ "seatd:show_seq"
+/* zset: show id -> ms of the last booking start or cancel a worker saw (reconciliation hint) */
+#define SEATD_KEY_PENDING_SHOWS "seatd:pending_shows"
 
 #endif

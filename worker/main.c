@@ -22,6 +22,7 @@
 #include "mem.h"
 #include "payment.h"
 #include "rds.h"
+#include "reconcile.h"
 #include "routes.h"
 #include "scripts.h"
 #include "store.h"
@@ -30,6 +31,7 @@ typedef struct {
     seatd_app_t app;
     uv_signal_t sigterm;
     uv_signal_t sigint;
+    seatd_reconcile_t *reconcile; /* settles payments left pending (reconcile.h) */
     char redis_host[1280]; /* host name or unix socket path from --redis */
     int redis_port;
     int exit_code;
@@ -61,6 +63,8 @@ static void on_drained(seatd_http_server_t *srv, void *data)
 {
     seatd_app_t *app = &W.app;
     seatd_log(SEATD_LOG_INFO, NULL, "drained", NULL);
+    seatd_reconcile_close(W.reconcile);
+    W.reconcile = NULL;
     seatd_payment_close(app->payment);
     app->payment = NULL;
     seatd_store_free(app->store);
@@ -138,6 +142,13 @@ int main(int argc, char **argv)
     app->store = seatd_store_new(app->scripts);
     app->payment =
         seatd_payment_new(app->loop, cfg.gateway_url, (int)cfg.payment_timeout_ms);
+    seatd_reconcile_opts_t rcopts = {
+        .interval_ms = cfg.reconcile_interval_ms,
+        .min_age_ms = cfg.reconcile_after_ms ? cfg.reconcile_after_ms : 2 * cfg.payment_timeout_ms,
+        .rescan_every = 10,
+    };
+    if (app->payment)
+        W.reconcile = seatd_reconcile_new(app->loop, app->rds, app->store, app->payment, &rcopts);
 
     seatd_http_opts_t hopts = {
         .listen = cfg.listen,

@@ -92,7 +92,15 @@ static void decode_error(decoded_t *d, const char *s, size_t len)
     const char *sp = memchr(p, ' ', (size_t)(end - p));
     const char *wend = sp ? sp : end;
     d->res.err = seatd_err_from_lua_word(p, (unsigned long)(wend - p));
-    if (d->res.err == SEATD_EINTERNAL) {
+    /* Redis's own transient states: replaying its AOF, a busy script, a read-only replica
+     * after failover, out of memory under noeviction. Retry later, elsewhere: 503. */
+    static const char *transient[] = {"LOADING", "BUSY", "READONLY", "OOM", "MASTERDOWN",
+                                      "TRYAGAIN", "CLUSTERDOWN"};
+    for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
+        if ((size_t)(wend - p) == strlen(transient[i]) &&
+            memcmp(p, transient[i], (size_t)(wend - p)) == 0)
+            d->res.err = SEATD_EUNAVAILABLE;
+    if (d->res.err == SEATD_EINTERNAL || d->res.err == SEATD_EUNAVAILABLE) {
         seatd_buf_t b = SEATD_BUF_INIT;
         seatd_buf_json_escape(&b, s, len > 200 ? 200 : len);
         seatd_log(SEATD_LOG_WARN, NULL, "unexpected redis error", "\"reply\":\"%s\"",
@@ -492,6 +500,65 @@ int seatd_store_cancel(seatd_store_t *st, const char *booking_id, const char *ow
     snprintf(amount, sizeof(amount), "%" PRId64, refund);
     const char *args[3] = {booking_id, owner ? owner : "", amount};
     return fcall(op_new(st, cb, data), "seatd_cancel", key, 3, args, NULL, on_reply);
+}
+
+int seatd_store_book_fail_refunded(seatd_store_t *st, const char *booking_id, const char *reason,
+                                   int64_t refund, const char *refund_ref, seatd_store_cb cb,
+                                   void *data)
+{
+    char key[SEATD_KEY_MAX], amount[24];
+    int rc = meta_of_id(key, booking_id, 'b');
+    if (rc < 0)
+        return rc;
+    if (refund < 0)
+        return SEATD_EINVAL;
+    snprintf(amount, sizeof(amount), "%" PRId64, refund);
+    const char *args[4] = {booking_id, reason ? reason : "", amount, refund_ref ? refund_ref : ""};
+    return fcall(op_new(st, cb, data), "seatd_book_fail", key, 4, args, NULL, on_reply);
+}
+
+int seatd_store_cancel_by_policy(seatd_store_t *st, const char *booking_id, const char *owner,
+                                 seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX];
+    int rc = meta_of_id(key, booking_id, 'b');
+    if (rc < 0)
+        return rc;
+    if (owner != NULL && !seatd_keys_valid_sub(owner))
+        return SEATD_EBADID;
+    const char *args[3] = {booking_id, owner ? owner : "", "policy"};
+    return fcall(op_new(st, cb, data), "seatd_cancel", key, 3, args, NULL, on_reply);
+}
+
+int seatd_store_refund_done(seatd_store_t *st, const char *booking_id, const char *refund_ref,
+                            seatd_store_cb cb, void *data)
+{
+    return booking_text_call(st, "seatd_refund_done", booking_id, refund_ref, cb, data);
+}
+
+int seatd_store_pending_due(seatd_store_t *st, const char *show_id, int64_t min_age_ms, int max,
+                            seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX], age[24], n[24];
+    int rc = seatd_keys_show(key, show_id, "meta");
+    if (rc < 0)
+        return rc;
+    if (min_age_ms < 0 || max < 1 || max > 1000)
+        return SEATD_EINVAL;
+    snprintf(age, sizeof(age), "%" PRId64, min_age_ms);
+    snprintf(n, sizeof(n), "%d", max);
+    const char *args[2] = {age, n};
+    return fcall(op_new(st, cb, data), "seatd_pending_due", key, 2, args, NULL, on_reply);
+}
+
+int seatd_store_hint_clear(seatd_store_t *st, const char *show_id, const char *score,
+                           seatd_store_cb cb, void *data)
+{
+    if (!seatd_keys_valid_show_id(show_id) || score == NULL)
+        return SEATD_EBADID;
+    const char *args[2] = {show_id, score};
+    return fcall(op_new(st, cb, data), "seatd_hint_clear", SEATD_KEY_PENDING_SHOWS, 2, args, NULL,
+                 on_reply);
 }
 
 int seatd_store_reap(seatd_store_t *st, const char *show_id, int max, seatd_store_cb cb, void *data)

@@ -168,6 +168,45 @@ SEATD_MUSTCHECK int seatd_store_cancel(seatd_store_t *st, const char *booking_id
                                        const char *owner, int64_t refund, seatd_store_cb cb,
                                        void *data);
 
+/* ---------------------------------------------------------------------------------------
+ * Payment failures: reconciliation, refunds, cancellation by policy (issue 5).
+ * ------------------------------------------------------------------------------------- */
+
+/* book_fail that also records a refund already made at the gateway ('refund' minor units,
+ * 'refund_ref' its reference, may be NULL): booking FAILED with 'reason', refundStatus
+ * "succeeded". Fields and errors of seatd_store_book_fail(). */
+SEATD_MUSTCHECK int seatd_store_book_fail_refunded(seatd_store_t *st, const char *booking_id,
+                                                   const char *reason, int64_t refund,
+                                                   const char *refund_ref, seatd_store_cb cb,
+                                                   void *data);
+
+/* cancel with the refund computed inside the script from the amount charged, the show's
+ * tiered refund policy and the time left before the show on Redis's clock. Fields: bookingId,
+ * status, refund, version, paymentRef, refundStatus ("pending", "succeeded", "none").
+ * Errors: NOTFOUND, STATE. */
+SEATD_MUSTCHECK int seatd_store_cancel_by_policy(seatd_store_t *st, const char *booking_id,
+                                                 const char *owner, seatd_store_cb cb,
+                                                 void *data);
+
+/* The gateway confirmed a cancelled booking's refund. Fields: bookingId, refundStatus.
+ * Errors: NOTFOUND, STATE. */
+SEATD_MUSTCHECK int seatd_store_refund_done(seatd_store_t *st, const char *booking_id,
+                                            const char *refund_ref, seatd_store_cb cb,
+                                            void *data);
+
+/* What reconciliation must settle in show 'show_id': bookings PENDING_PAYMENT for at least
+ * 'min_age_ms' (Redis clock) and cancelled bookings whose refund is unconfirmed, at most
+ * 'max' of each. Fields: remaining (all entries, due or not), then "booking" and "refund"
+ * repeated once per due id. */
+SEATD_MUSTCHECK int seatd_store_pending_due(seatd_store_t *st, const char *show_id,
+                                            int64_t min_age_ms, int max, seatd_store_cb cb,
+                                            void *data);
+
+/* Removes 'show_id' from the hint zset SEATD_KEY_PENDING_SHOWS if its score is still
+ * 'score' (text as read). Fields: removed ("0"/"1"). */
+SEATD_MUSTCHECK int seatd_store_hint_clear(seatd_store_t *st, const char *show_id,
+                                           const char *score, seatd_store_cb cb, void *data);
+
 /* reap: releases up to 'max' due holds of one show. Fields: reaped, version. */
 SEATD_MUSTCHECK int seatd_store_reap(seatd_store_t *st, const char *show_id, int max,
                                      seatd_store_cb cb, void *data);

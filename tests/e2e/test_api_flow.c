@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "e2e.h"
 
@@ -57,6 +58,7 @@ Test(api_flow, browse_hold_book_and_read_the_ticket)
     e2e_res_free(&res);
 
     snprintf(path, sizeof(path), "/v1/shows/%s/seats", show);
+    usleep(30 * 1000); /* past the workers' 20 ms seat-map cache */
     cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
     cr_assert_eq(res.http.status, 200);
     cr_assert_str_eq(seat_status(&res, "B3"), "available");
@@ -71,6 +73,7 @@ Test(api_flow, browse_hold_book_and_read_the_ticket)
     e2e_res_free(&res);
 
     snprintf(path, sizeof(path), "/v1/shows/%s/seats", show);
+    usleep(30 * 1000); /* past the workers' 20 ms seat-map cache */
     cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
     cr_assert_str_eq(seat_status(&res, "B3"), "held");
     cr_assert_str_eq(seat_status(&res, "B4"), "held");
@@ -98,6 +101,7 @@ Test(api_flow, browse_hold_book_and_read_the_ticket)
     e2e_res_free(&res);
 
     snprintf(path, sizeof(path), "/v1/shows/%s/seats", show);
+    usleep(30 * 1000); /* past the workers' 20 ms seat-map cache */
     cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
     cr_assert_str_eq(seat_status(&res, "B3"), "booked");
     e2e_res_free(&res);
@@ -165,6 +169,8 @@ Test(api_flow, an_unchanged_seat_map_answers_304_and_a_hold_changes_the_etag)
     hold(show, "carol", "[\"A1\"]", &res);
     cr_assert_eq(res.http.status, 201);
     e2e_res_free(&res);
+    /* Each worker may serve its rendered map for up to 20 ms (shows.c): let it age out. */
+    usleep(50 * 1000);
 
     cr_assert_eq(e2e_call("GET", path, NULL, NULL, inm, &res), 0);
     cr_assert_eq(res.http.status, 200);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "app.h"
 #include "buf.h"
@@ -473,7 +474,70 @@ int seatd_handle_shows_layout(seatd_req_t *r)
  * GET /v1/shows/{id}/seats
  * --------------------------------------------------------------------------------------- */
 
+/*
+ * A blockbuster's seat map is read far more often than it changes per millisecond, so each
+ * worker keeps the rendered map of a show for SEATMAP_CACHE_MS (DESIGN.md: "a seat map for a
+ * few milliseconds" is a cache, never a decision). Within that window a read costs no Redis
+ * round trip; the answer is at most that much older than Redis.
+ */
+#define SEATMAP_CACHE_MS 20
+#define SEATMAP_CACHE_SLOTS 64
+
 typedef struct {
+    char show_id[SEATD_ID_MAX]; /* "" when the slot is free */
+    long long version;          /* the version the body shows */
+    char *body;                 /* owned, rendered JSON */
+    size_t len;
+    int64_t at_ms;              /* monotonic time it was read from Redis */
+} seatmap_cache_t;
+
+static seatmap_cache_t seatmap_cache[SEATMAP_CACHE_SLOTS];
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static seatmap_cache_t *seatmap_cache_find(const char *show_id)
+{
+    for (int i = 0; i < SEATMAP_CACHE_SLOTS; i++)
+        if (strcmp(seatmap_cache[i].show_id, show_id) == 0)
+            return &seatmap_cache[i];
+    return NULL;
+}
+
+/* Stores a copy of 'body' for 'show_id', replacing its slot or the oldest one. */
+static void seatmap_cache_put(const char *show_id, long long version, const char *body,
+                              size_t len, int64_t at_ms)
+{
+    seatmap_cache_t *e = seatmap_cache_find(show_id);
+    if (e == NULL) {
+        e = &seatmap_cache[0];
+        for (int i = 1; i < SEATMAP_CACHE_SLOTS; i++)
+            if (seatmap_cache[i].at_ms < e->at_ms)
+                e = &seatmap_cache[i];
+    }
+    if (e->show_id[0] && e->version > version && strcmp(e->show_id, show_id) == 0)
+        return; /* a newer read already landed: keep it */
+    free(e->body);
+    snprintf(e->show_id, sizeof(e->show_id), "%s", show_id);
+    e->version = version;
+    e->body = seatd_strndup(body, len);
+    e->len = len;
+    e->at_ms = at_ms;
+}
+
+void seatd__seatmap_invalidate(const char *show_id)
+{
+    seatmap_cache_t *e = seatmap_cache_find(show_id);
+    if (e)
+        e->at_ms = INT64_MIN / 2; /* expired; the slot is reused first */
+}
+
+typedef struct {
+    int64_t read_at;   /* monotonic ms of the Redis read */
     long long version;
     size_t held_len, booked_len;
     unsigned char *held, *booked; /* owned copies of the bitmaps */
@@ -513,6 +577,7 @@ static void seatmap_reply(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
     seatd_req_add_header(r, "ETag", etag);
     seatd_req_add_header(r, "Cache-Control", "no-cache");
     seatd_metrics_inc(SEATD_METRIC_SEATMAP_200);
+    seatmap_cache_put(seatd_req_param(r, "id"), m->version, b.data, b.len, m->read_at);
     seatd_req_finish(r, 200, "application/json", b.data, b.len);
     seatd_buf_free(&b);
     seatmap_free(m);
@@ -555,6 +620,7 @@ static void on_seatmap(const seatd_store_result_t *res, void *data)
     }
     seatmap_t *m = seatd_calloc(1, sizeof(*m));
     m->version = version;
+    m->read_at = mono_ms();
     const char *held = seatd_store_get(res, "held", &m->held_len);
     const char *booked = seatd_store_get(res, "booked", &m->booked_len);
     m->held = seatd_malloc(m->held_len + 1);
@@ -579,6 +645,21 @@ int seatd_handle_shows_seats(seatd_req_t *r)
     const char *id = seatd_req_param(r, "id");
     if (!seatd_keys_valid_show_id(id))
         return SEATD_ENOSHOW;
+    seatmap_cache_t *c = seatmap_cache_find(id);
+    if (c && mono_ms() - c->at_ms < SEATMAP_CACHE_MS) {
+        char etag[32];
+        snprintf(etag, sizeof(etag), "\"%lld\"", c->version);
+        seatd_req_add_header(r, "ETag", etag);
+        seatd_req_add_header(r, "Cache-Control", "no-cache");
+        if (etag_matches(seatd_req_header(r, "if-none-match"), etag)) {
+            seatd_metrics_inc(SEATD_METRIC_SEATMAP_304);
+            seatd_req_finish(r, 304, NULL, NULL, 0);
+        } else {
+            seatd_metrics_inc(SEATD_METRIC_SEATMAP_200);
+            seatd_req_finish(r, 200, "application/json", c->body, c->len);
+        }
+        return 0;
+    }
     int rc = seatd_store_seatmap(seatd__app(r)->store, id, on_seatmap, r);
     if (rc < 0)
         return rc;

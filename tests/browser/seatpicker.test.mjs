@@ -1,0 +1,320 @@
+// The seat-picker page, end to end, in real headless Chromium against a real stack
+// (nginx -> seatd workers -> redis, and the fake payment gateway).
+//
+//   SEATD_BASE=http://127.0.0.1:8280 SEATD_RUN_DIR=run/8280 node --test seatpicker.test.mjs
+//
+// SEATD_RUN_DIR holds the stack's jwt_secret; every user in here gets a token minted with it.
+// The test creates its own small show (5 rows x 10 seats, short hold TTL), so it never touches
+// the demo show and runs against any stack. Screenshots land in artifacts/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHmac, randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ARTIFACTS = join(HERE, 'artifacts');
+const BASE = (process.env.SEATD_BASE || 'http://127.0.0.1:8280').replace(/\/$/, '');
+const RUN_DIR = process.env.SEATD_RUN_DIR || join(HERE, '..', '..', 'run', new URL(BASE).port || '80');
+const CHROMIUM = process.env.SEATD_CHROMIUM || '/usr/bin/chromium';
+const HOLD_TTL_S = 6;           // short, so that the expiry step is quick; long enough to pay
+const LIVE_DEADLINE_MS = 1000;  // "B sees A's hold within a second, without reloading"
+
+const SECRET = readFileSync(join(RUN_DIR, 'jwt_secret'), 'utf8').trim();
+const RUN_TAG = randomUUID().slice(0, 8);
+
+/* HS256, the same claims as `seatctl token`: sub, iat, exp, and role "admin" for admins. */
+function mintToken(sub, { admin = false, ttl = 3600 } = {}) {
+  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const now = Math.floor(Date.now() / 1000);
+  const claims = { sub, iat: now, exp: now + ttl };
+  if (admin) claims.role = 'admin';
+  const data = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims)}`;
+  return `${data}.${createHmac('sha256', SECRET).update(data).digest('base64url')}`;
+}
+
+async function apiCall(method, path, token, body) {
+  const headers = { Accept: 'application/json' };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(BASE + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, body: json, text };
+}
+
+function showBody() {
+  const seats = [];
+  const rows = ['A', 'B', 'C', 'D', 'E'];
+  rows.forEach((row, ri) => {
+    const tier = ri < 2 ? 'standard' : ri < 4 ? 'premium' : 'vip';
+    for (let n = 1; n <= 10; n++) seats.push({ id: `${row}${n}`, row, number: n, tier, x: n, y: ri + 1 });
+  });
+  return {
+    title: `Browser test ${RUN_TAG}`,
+    startsAt: new Date(Date.now() + 2 * 86400e3).toISOString().replace(/\.\d+Z$/, 'Z'),
+    holdTtlSeconds: HOLD_TTL_S,
+    priceTiers: { standard: 1200, premium: 1800, vip: 2600 },
+    seats,
+  };
+}
+
+let browser;
+let showId;
+const tokens = {};
+const contexts = [];
+
+before(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  tokens.admin = mintToken(`admin-${RUN_TAG}`, { admin: true });
+  tokens.a = mintToken(`alice-${RUN_TAG}`);
+  tokens.b = mintToken(`bob-${RUN_TAG}`);
+  tokens.phone = mintToken(`pat-${RUN_TAG}`);
+  const res = await apiCall('POST', '/v1/shows', tokens.admin, showBody());
+  assert.equal(res.status, 201, `creating the test show: ${res.text}`);
+  showId = res.body.id;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+
+after(async () => {
+  for (const c of contexts) await c.close().catch(() => {});
+  if (browser) await browser.close();
+});
+
+/* ---------------------------------------------------------------- page helpers */
+
+async function newContext(opts = {}) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 }, ...opts });
+  contexts.push(ctx);
+  return ctx;
+}
+
+/* A page's view of the seat feed, which the test can stall (a slow network), then release:
+ * WebSocket frames from the server and the GET …/seats polls are held back while frozen. */
+async function installFeedValve(page) {
+  const valve = { frozen: false, waiting: [], wsOpened: 0, wsFrames: 0 };
+  const flushOrQueue = (fn) => (valve.frozen ? valve.waiting.push(fn) : fn());
+  await page.routeWebSocket(/\/v1\/shows\/[^/]+\/seats\/ws/, (ws) => {
+    let server;
+    try {
+      server = ws.connectToServer();
+    } catch {
+      ws.close();
+      return;
+    }
+    valve.wsOpened += 1;
+    server.onMessage((msg) => { valve.wsFrames += 1; flushOrQueue(() => ws.send(msg)); });
+    server.onClose((code, reason) => flushOrQueue(() => ws.close({ code, reason })));
+    ws.onMessage((msg) => server.send(msg));
+    ws.onClose((code, reason) => server.close({ code, reason }));
+  });
+  await page.route(/\/v1\/shows\/[^/]+\/seats(\?.*)?$/, (route) => flushOrQueue(() => route.continue()));
+  valve.freeze = () => { valve.frozen = true; };
+  valve.thaw = () => {
+    valve.frozen = false;
+    for (const fn of valve.waiting.splice(0)) fn();
+  };
+  return valve;
+}
+
+async function openPicker(ctx, token, { valve = false } = {}) {
+  const page = await ctx.newPage();
+  page.on('pageerror', (err) => { page.__errors = (page.__errors || []).concat(String(err)); });
+  const feed = valve ? await installFeedValve(page) : null;
+  await page.goto(`${BASE}/?show=${encodeURIComponent(showId)}&token=${encodeURIComponent(token)}`);
+  await page.waitForSelector('#map [data-seat="E10"]');
+  // The status map has arrived once some seat carries a status class.
+  await page.waitForFunction(() => document.querySelector('#map [data-seat="A1"]').dataset.status);
+  return { page, feed };
+}
+
+const seatClass = (page, id) => page.getAttribute(`#map [data-seat="${id}"]`, 'class');
+
+async function expectSeat(page, id, status, timeoutMs, why) {
+  try {
+    await page.waitForFunction(
+      ([sid, st]) => document.querySelector(`#map [data-seat="${sid}"]`)?.classList.contains(st),
+      [id, status], { timeout: Math.max(1, timeoutMs), polling: 25 });
+  } catch {
+    assert.fail(`${why}: seat ${id} should be "${status}" within ${timeoutMs} ms; it is "${await seatClass(page, id)}"`);
+  }
+}
+
+const message = (page) => page.textContent('#message');
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+function noPageErrors(...pages) {
+  for (const p of pages) assert.deepEqual(p.__errors || [], [], 'uncaught errors in the page');
+}
+
+/* ---------------------------------------------------------------- the journey */
+
+test('two buyers: live hold, conflict, decline then pay, and a hold that expires', async (t) => {
+  const ctxA = await newContext();
+  const ctxB = await newContext();
+  const { page: a } = await openPicker(ctxA, tokens.a);
+  const { page: b, feed: bFeed } = await openPicker(ctxB, tokens.b, { valve: true });
+  // B's second tab, whose feed the test stalls: the buyer whose map is a moment behind.
+  const { page: b2, feed: b2Feed } = await openPicker(ctxB, tokens.b, { valve: true });
+
+  assert.match(await a.textContent('#who'), new RegExp(`alice-${RUN_TAG}`));
+  assert.equal(await a.getAttribute('#map [data-seat="C7"]', 'aria-label'), 'Row C seat 7, premium, 18.00, available');
+  assert.match(await a.textContent('#legend'), /Premium\s*18\.00/);
+
+  await t.test('A holds C7 and B sees it held within a second, without reloading', async () => {
+    b2Feed.freeze();
+    await a.click('#map [data-seat="C7"]');
+    assert.match(await seatClass(a, 'C7'), /\bselected\b/);
+    assert.match(await a.textContent('#selection-text'), /C7/);
+    const held = a.waitForResponse((r) => r.url().endsWith(`/v1/shows/${showId}/holds`) && r.request().method() === 'POST');
+    await a.click('#hold-btn');
+    const res = await held;
+    const heldAt = Date.now();
+    assert.equal(res.status(), 201);
+    await expectSeat(b, 'C7', 'held', LIVE_DEADLINE_MS - (Date.now() - heldAt), 'B\'s live map');
+    t.diagnostic(`B saw C7 held ${Date.now() - heldAt} ms after A's 201; B's feed: ${
+      bFeed.wsFrames ? `WebSocket (${bFeed.wsFrames} frames)` : 'polling fallback'} (badge "${await b.getAttribute('#live', 'data-mode')}")`);
+    await expectSeat(a, 'C7', 'mine', 1000, 'A\'s own hold');
+    assert.match(await a.textContent('#countdown'), /^00:0[0-9]$/);
+    assert.equal(await a.isVisible('#pay-btn'), true);
+    // Clicking a seat somebody else holds does nothing but say so.
+    await b.click('#map [data-seat="C7"]', { force: true });  // aria-disabled: not a target
+    assert.match(await message(b), /Row C seat 7 is held by someone else/);
+    await expectSeat(b, 'C7', 'held', 100, 'B clicked a held seat');
+    await shot(a, 'desktop-a-holding');
+  });
+
+  await t.test('B, a moment behind, tries to hold C7 too and is told C7 was just taken', async () => {
+    // B's second tab has not heard about A's hold yet: C7 still looks free there.
+    assert.match(await seatClass(b2, 'C7'), /\bavailable\b/);
+    await b2.click('#map [data-seat="C7"]');
+    await b2.click('#map [data-seat="C8"]');
+    const conflict = b2.waitForResponse((r) => r.url().endsWith('/holds') && r.request().method() === 'POST');
+    await b2.click('#hold-btn');
+    assert.equal((await conflict).status(), 409);
+    await b2.waitForFunction(() => /just taken/.test(document.querySelector('#message').textContent));
+    assert.match(await message(b2), /^C7 was just taken\b/);
+    assert.equal(await b2.getAttribute('#message', 'data-kind'), 'error');
+    // C7 is deselected, C8 stays selected, and the map shows C7 held once it catches up.
+    assert.doesNotMatch(await seatClass(b2, 'C7'), /\bselected\b/);
+    assert.match(await seatClass(b2, 'C8'), /\bselected\b/);
+    b2Feed.thaw();
+    await expectSeat(b2, 'C7', 'held', 2000, 'B\'s second tab after the conflict');
+    await shot(b2, 'desktop-b-conflict');
+    await b2.click('#clear-btn');
+    await expectSeat(b2, 'C8', 'available', 500, 'B cleared the selection');
+  });
+
+  await t.test('A\'s card is declined, the seats stay held; a good card gets the ticket', async () => {
+    await a.selectOption('#card-select', 'tok_declined');
+    await a.click('#pay-btn');
+    await a.waitForFunction(() => /declined/i.test(document.querySelector('#message').textContent));
+    assert.equal(await message(a), 'Card declined — your seats are still held, try another card');
+    assert.equal(await a.isVisible('#panel-hold'), true);
+    await expectSeat(a, 'C7', 'mine', 100, 'declined: still A\'s');
+
+    await a.selectOption('#card-select', 'tok_ok');
+    await a.click('#pay-btn');
+    await a.waitForSelector('#panel-ticket:not([hidden])', { timeout: 5000 });
+    const ticket = await a.textContent('#ticket');
+    assert.match(ticket, new RegExp(`Browser test ${RUN_TAG}`));
+    assert.match(ticket, /Seats\s*C7/);
+    assert.match(ticket, /Paid\s*18\.00/);
+    const bookingId = (await a.textContent('.ticket-id')).trim();
+    assert.ok(bookingId.length > 0, 'the ticket shows a booking id');
+    const check = await apiCall('GET', `/v1/bookings/${encodeURIComponent(bookingId)}`, tokens.a);
+    assert.equal(check.status, 200);
+    assert.equal(check.body.status, 'CONFIRMED');
+    await expectSeat(a, 'C7', 'booked', 500, 'A\'s map after paying');
+    await expectSeat(b, 'C7', 'booked', 2000, 'B\'s live map after A paid');
+    await shot(a, 'desktop-a-ticket');
+  });
+
+  await t.test('a second hold by A runs out: both maps show the seat available again', async () => {
+    await a.click('#map [data-seat="D5"]');
+    const held = a.waitForResponse((r) => r.url().endsWith('/holds') && r.request().method() === 'POST');
+    await a.click('#hold-btn');
+    assert.equal((await held).status(), 201);
+    const heldAt = Date.now();
+    await expectSeat(a, 'D5', 'mine', 500, 'A\'s second hold');
+    await expectSeat(b, 'D5', 'held', LIVE_DEADLINE_MS, 'B\'s live map, second hold');
+    const deadline = HOLD_TTL_S * 1000 + 2000;
+    await a.waitForFunction(() => /hold expired/.test(document.querySelector('#message').textContent),
+      undefined, { timeout: deadline - (Date.now() - heldAt), polling: 50 });
+    assert.ok(Date.now() - heldAt >= HOLD_TTL_S * 1000 - 1000, 'the countdown did not end early');
+    assert.equal(await a.isVisible('#panel-hold'), false);
+    await expectSeat(a, 'D5', 'available', deadline - (Date.now() - heldAt), 'A\'s map after expiry');
+    await expectSeat(b, 'D5', 'available', deadline - (Date.now() - heldAt), 'B\'s map after expiry');
+    t.diagnostic(`D5 available on both maps ${Date.now() - heldAt} ms after the hold (TTL ${HOLD_TTL_S} s)`);
+    await shot(a, 'desktop-a-expired');
+    await shot(b, 'desktop-b-map');
+  });
+
+  noPageErrors(a, b, b2);
+});
+
+test('on a 375x667 phone: the map fits, controls stack, tap targets are at least 32 px', async () => {
+  const ctx = await newContext({
+    viewport: { width: 375, height: 667 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true,
+  });
+  const { page } = await openPicker(ctx, tokens.phone);
+  await page.tap('#map [data-seat="B4"]');
+  await page.tap('#map [data-seat="B5"]');
+  assert.match(await page.textContent('#selection-text'), /2 seats: B4, B5/);
+  assert.match(await page.textContent('#selection-total'), /24\.00/);
+
+  const m = await page.evaluate(() => {
+    const box = (sel) => document.querySelector(sel).getBoundingClientRect();
+    const seat = box('#map [data-seat="B4"]');
+    const panel = box('.panel');
+    const map = box('.map-card');
+    return {
+      docWidth: document.documentElement.scrollWidth,
+      seat: [seat.width, seat.height],
+      hold: box('#hold-btn').height,
+      panelBelowMap: panel.top >= map.bottom,
+      mapScrollWidth: document.querySelector('#map-scroll').scrollWidth,
+      mapClientWidth: document.querySelector('#map-scroll').clientWidth,
+    };
+  });
+  assert.ok(m.docWidth <= 375, `the page does not scroll sideways (width ${m.docWidth})`);
+  assert.ok(m.seat[0] >= 32 && m.seat[1] >= 32, `a seat's tap target is at least 32 px (${m.seat})`);
+  assert.ok(m.mapScrollWidth <= m.mapClientWidth + 1, `a 10-seat row fits the phone (${m.mapScrollWidth} > ${m.mapClientWidth})`);
+  assert.ok(m.hold >= 32, `the hold button is at least 32 px tall (${m.hold})`);
+  assert.ok(m.panelBelowMap, 'the panel stacks below the map');
+  await shot(page, 'phone-selected');
+
+  await page.tap('#hold-btn');
+  await page.waitForSelector('#panel-hold:not([hidden])');
+  await expectSeat(page, 'B4', 'mine', 1000, 'phone hold');
+  for (const sel of ['#pay-btn', '#release-btn', '#card-select']) {
+    const h = await page.evaluate((s) => document.querySelector(s).getBoundingClientRect().height, sel);
+    assert.ok(h >= 32, `${sel} is at least 32 px tall (${h})`);
+  }
+  await page.locator('#panel-hold').scrollIntoViewIfNeeded();
+  await shot(page, 'phone-holding');
+  await page.tap('#release-btn');
+  await page.waitForFunction(() => /released/.test(document.querySelector('#message').textContent));
+  await expectSeat(page, 'B4', 'available', 1000, 'phone release');
+  noPageErrors(page);
+});
+
+test('without ?show= the page lists the shows and links them', async () => {
+  const ctx = await newContext();
+  const page = await ctx.newPage();
+  await page.goto(`${BASE}/`);
+  const link = page.locator(`#show-list a[href="/?show=${encodeURIComponent(showId)}"]`);
+  await link.waitFor();
+  assert.match(await link.textContent(), new RegExp(`Browser test ${RUN_TAG}`));
+  await shot(page, 'desktop-catalogue');
+});

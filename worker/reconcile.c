@@ -1,0 +1,387 @@
+/* reconcile.c - settles PENDING_PAYMENT bookings and unconfirmed refunds; see reconcile.h. */
+#include "reconcile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "keys.h"
+#include "log.h"
+#include "mem.h"
+#include "payment.h"
+#include "rds.h"
+#include "store.h"
+
+#define DUE_BATCH 20          /* due entries per show per tick */
+#define HINT_PAGE "199"       /* hinted shows read per tick (ZRANGE 0..199) */
+#define CATALOGUE_PAGE 100    /* catalogue shows checked per rescan */
+
+struct seatd_reconcile_s {
+    uv_timer_t timer;
+    seatd_rds_t *rds;         /* borrowed */
+    seatd_store_t *store;     /* borrowed */
+    seatd_payment_t *payment; /* borrowed */
+    seatd_reconcile_opts_t o;
+    unsigned inflight;        /* operations whose callback has not run yet */
+    int closing;
+    int timer_closed;
+    unsigned long ticks;
+    unsigned long settled;
+    long cursor;              /* next catalogue offset */
+};
+
+/* One show being checked. */
+typedef struct {
+    seatd_reconcile_t *rc;
+    char show[SEATD_ID_MAX];
+    char score[32]; /* the hint's score as read, "" when found by the catalogue */
+} check_t;
+
+/* One booking being settled (a chain of gateway and store calls). */
+typedef struct {
+    seatd_reconcile_t *rc;
+    char bid[SEATD_ID_MAX];
+    char key[SEATD_ID_MAX + 8]; /* refund idempotency key */
+    char charge[64];
+    long long amount;           /* charged amount (lookup) or refund to make (cancel) */
+} job_t;
+
+static void maybe_free(seatd_reconcile_t *rc)
+{
+    if (rc->closing && rc->timer_closed && rc->inflight == 0)
+        free(rc);
+}
+
+/* Counts the end of one operation; may free 'rc'. */
+static void op_done(seatd_reconcile_t *rc)
+{
+    rc->inflight--;
+    maybe_free(rc);
+}
+
+/* Bookkeeping for a call that returned 'code': 1 if it was started (its callback will run). */
+static int started(seatd_reconcile_t *rc, int code)
+{
+    if (code < 0)
+        return 0;
+    rc->inflight++;
+    return 1;
+}
+
+static void job_end(job_t *j)
+{
+    seatd_reconcile_t *rc = j->rc;
+    free(j);
+    op_done(rc);
+}
+
+/* --------------------------------------------------------------------- settling a booking */
+
+static void on_failed(const seatd_store_result_t *res, void *data)
+{
+    job_t *j = data;
+    if (res->err == 0) {
+        j->rc->settled++;
+        seatd_log(SEATD_LOG_INFO, NULL, "reconciled booking", "\"booking\":\"%s\",\"status\":"
+                  "\"FAILED\"", j->bid);
+    } else {
+        seatd_log(SEATD_LOG_WARN, NULL, "reconcile: book_fail failed",
+                  "\"booking\":\"%s\",\"err\":%d", j->bid, res->err);
+    }
+    job_end(j);
+}
+
+static void fail_refunded(job_t *j, long long refund)
+{
+    seatd_reconcile_t *rc = j->rc;
+    if (!rc->closing &&
+        started(rc, seatd_store_book_fail_refunded(rc->store, j->bid, "seats_lost_refunded",
+                                                   refund, j->key, on_failed, j))) {
+        op_done(rc); /* the refund step ends; the store call carries the job on */
+        return;
+    }
+    job_end(j);
+}
+
+static void on_lost_refund(const seatd_payment_result_t *res, void *data)
+{
+    job_t *j = data;
+    if (res->outcome == SEATD_PAY_APPROVED) {
+        fail_refunded(j, res->amount ? res->amount : j->amount);
+        return;
+    }
+    if (res->outcome == SEATD_PAY_DECLINED && strcmp(res->code, "charge_already_refunded") == 0) {
+        fail_refunded(j, j->amount);
+        return;
+    }
+    seatd_log(SEATD_LOG_WARN, NULL, "reconcile: refund not confirmed; will retry",
+              "\"booking\":\"%s\",\"code\":\"%s\"", j->bid, res->code);
+    job_end(j);
+}
+
+static void on_confirmed(const seatd_store_result_t *res, void *data)
+{
+    job_t *j = data;
+    seatd_reconcile_t *rc = j->rc;
+    if (res->err == SEATD_EEXPIRED) {
+        /* Charged, but the seats are gone: give the whole charge back, once (by key). */
+        snprintf(j->key, sizeof(j->key), "refund-%s", j->bid);
+        if (!rc->closing && started(rc, seatd_payment_refund(rc->payment, j->key, j->charge,
+                                                             j->amount, "seats_lost",
+                                                             on_lost_refund, j))) {
+            op_done(rc);
+            return;
+        }
+    } else if (res->err == 0) {
+        rc->settled++;
+        seatd_log(SEATD_LOG_INFO, NULL, "reconciled booking",
+                  "\"booking\":\"%s\",\"status\":\"CONFIRMED\"", j->bid);
+    }
+    job_end(j);
+}
+
+static void on_lookup(const seatd_payment_result_t *res, void *data)
+{
+    job_t *j = data;
+    seatd_reconcile_t *rc = j->rc;
+    int code = SEATD_ESHUTDOWN;
+    if (!rc->closing) {
+        switch (res->outcome) {
+        case SEATD_PAY_APPROVED:
+            snprintf(j->charge, sizeof(j->charge), "%s", res->charge_id);
+            j->amount = res->amount;
+            code = seatd_store_book_confirm(rc->store, j->bid, j->charge, on_confirmed, j);
+            break;
+        case SEATD_PAY_DECLINED:
+            code = seatd_store_book_fail(rc->store, j->bid, res->code[0] ? res->code : "declined",
+                                         on_failed, j);
+            break;
+        case SEATD_PAY_NOT_FOUND:
+            code = seatd_store_book_fail(rc->store, j->bid, "payment_not_completed", on_failed, j);
+            break;
+        default:
+            break; /* unknown, or still processing: next tick */
+        }
+    }
+    if (started(rc, code)) {
+        op_done(rc);
+        return;
+    }
+    job_end(j);
+}
+
+static void settle(seatd_reconcile_t *rc, const char *bid)
+{
+    job_t *j = seatd_calloc(1, sizeof(*j));
+    j->rc = rc;
+    snprintf(j->bid, sizeof(j->bid), "%s", bid);
+    if (!started(rc, seatd_payment_lookup(rc->payment, bid, on_lookup, j)))
+        free(j);
+}
+
+/* ------------------------------------------------------------ retrying a cancel's refund */
+
+static void on_refund_recorded(const seatd_store_result_t *res, void *data)
+{
+    job_t *j = data;
+    if (res->err == 0) {
+        j->rc->settled++;
+        seatd_log(SEATD_LOG_INFO, NULL, "reconciled refund", "\"booking\":\"%s\"", j->bid);
+    }
+    job_end(j);
+}
+
+static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
+{
+    job_t *j = data;
+    seatd_reconcile_t *rc = j->rc;
+    if (!rc->closing &&
+        (res->outcome == SEATD_PAY_APPROVED ||
+         (res->outcome == SEATD_PAY_DECLINED &&
+          strcmp(res->code, "charge_already_refunded") == 0)) &&
+        started(rc, seatd_store_refund_done(rc->store, j->bid, j->key, on_refund_recorded, j))) {
+        op_done(rc);
+        return;
+    }
+    job_end(j);
+}
+
+static void on_cancelled_booking(const seatd_store_result_t *res, void *data)
+{
+    job_t *j = data;
+    seatd_reconcile_t *rc = j->rc;
+    const char *st = seatd_store_get(res, "status", NULL);
+    const char *rs = seatd_store_get(res, "refundStatus", NULL);
+    const char *ref = seatd_store_get(res, "paymentRef", NULL);
+    if (!rc->closing && res->err == 0 && st && strcmp(st, "CANCELLED") == 0 && rs &&
+        strcmp(rs, "pending") == 0 && ref && ref[0]) {
+        j->amount = seatd_store_get_int(res, "refund", 0);
+        snprintf(j->charge, sizeof(j->charge), "%s", ref);
+        snprintf(j->key, sizeof(j->key), "cancel-%s", j->bid);
+        if (j->amount > 0 &&
+            started(rc, seatd_payment_refund(rc->payment, j->key, j->charge, j->amount,
+                                             "cancelled", on_cancel_refund, j))) {
+            op_done(rc);
+            return;
+        }
+    }
+    job_end(j);
+}
+
+static void retry_refund(seatd_reconcile_t *rc, const char *bid)
+{
+    job_t *j = seatd_calloc(1, sizeof(*j));
+    j->rc = rc;
+    snprintf(j->bid, sizeof(j->bid), "%s", bid);
+    if (!started(rc, seatd_store_booking_get(rc->store, bid, NULL, on_cancelled_booking, j)))
+        free(j);
+}
+
+/* --------------------------------------------------------------------- checking a show */
+
+static void on_hint_cleared(const seatd_store_result_t *res, void *data)
+{
+    check_t *c = data;
+    seatd_reconcile_t *rc = c->rc;
+    free(c);
+    op_done(rc);
+}
+
+static void on_due(const seatd_store_result_t *res, void *data)
+{
+    check_t *c = data;
+    seatd_reconcile_t *rc = c->rc;
+    if (res->err == 0 && !rc->closing) {
+        for (size_t i = 0; i < res->nfields; i++) {
+            if (strcmp(res->names[i], "booking") == 0)
+                settle(rc, res->values[i]);
+            else if (strcmp(res->names[i], "refund") == 0)
+                retry_refund(rc, res->values[i]);
+        }
+        if (c->score[0] && seatd_store_get_int(res, "remaining", -1) == 0 &&
+            started(rc, seatd_store_hint_clear(rc->store, c->show, c->score, on_hint_cleared,
+                                               c))) {
+            op_done(rc);
+            return;
+        }
+    }
+    free(c);
+    op_done(rc);
+}
+
+static void check_show(seatd_reconcile_t *rc, const char *show, const char *score)
+{
+    if (!seatd_keys_valid_show_id(show))
+        return;
+    check_t *c = seatd_calloc(1, sizeof(*c));
+    c->rc = rc;
+    snprintf(c->show, sizeof(c->show), "%s", show);
+    snprintf(c->score, sizeof(c->score), "%s", score ? score : "");
+    if (!started(rc, seatd_store_pending_due(rc->store, show, rc->o.min_age_ms, DUE_BATCH, on_due,
+                                             c)))
+        free(c);
+}
+
+static void on_hints(const struct redisReply *reply, int err, void *data)
+{
+    seatd_reconcile_t *rc = data;
+    size_t n = err ? 0 : seatd_rds_reply_elements(reply);
+    for (size_t i = 0; i + 1 < n && !rc->closing; i += 2) {
+        const char *show = seatd_rds_reply_str(seatd_rds_reply_element(reply, i), NULL);
+        const char *score = seatd_rds_reply_str(seatd_rds_reply_element(reply, i + 1), NULL);
+        if (show && score)
+            check_show(rc, show, score);
+    }
+    op_done(rc);
+}
+
+static void on_catalogue(const struct redisReply *reply, int err, void *data)
+{
+    seatd_reconcile_t *rc = data;
+    size_t n = err ? 0 : seatd_rds_reply_elements(reply);
+    for (size_t i = 0; i < n && !rc->closing; i++) {
+        const char *show = seatd_rds_reply_str(seatd_rds_reply_element(reply, i), NULL);
+        if (show)
+            check_show(rc, show, NULL);
+    }
+    rc->cursor = n < CATALOGUE_PAGE ? 0 : rc->cursor + (long)n;
+    op_done(rc);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    seatd_reconcile_t *rc = t->data;
+    if (rc->closing || rc->inflight > 0)
+        return; /* one pass at a time */
+    rc->ticks++;
+    const char *hargv[] = {"ZRANGE", SEATD_KEY_PENDING_SHOWS, "0", HINT_PAGE, "WITHSCORES"};
+    started(rc, seatd_rds_callv(rc->rds, 5, hargv, NULL, on_hints, rc));
+    if (rc->ticks % (unsigned long)rc->o.rescan_every == 0) {
+        char from[24], to[24];
+        snprintf(from, sizeof(from), "%ld", rc->cursor);
+        snprintf(to, sizeof(to), "%ld", rc->cursor + CATALOGUE_PAGE - 1);
+        const char *cargv[] = {"ZRANGE", SEATD_KEY_CATALOGUE, from, to};
+        started(rc, seatd_rds_callv(rc->rds, 4, cargv, NULL, on_catalogue, rc));
+    }
+}
+
+/* --------------------------------------------------------------------- lifecycle */
+
+seatd_reconcile_t *seatd_reconcile_new(uv_loop_t *loop, seatd_rds_t *rds, seatd_store_t *store,
+                                       seatd_payment_t *payment,
+                                       const seatd_reconcile_opts_t *opts)
+{
+    if (loop == NULL || rds == NULL || store == NULL || payment == NULL || opts == NULL ||
+        opts->interval_ms <= 0 || opts->min_age_ms < 0 || opts->rescan_every < 1)
+        return NULL;
+    seatd_reconcile_t *rc = seatd_calloc(1, sizeof(*rc));
+    rc->rds = rds;
+    rc->store = store;
+    rc->payment = payment;
+    rc->o = *opts;
+    uv_timer_init(loop, &rc->timer);
+    rc->timer.data = rc;
+    uv_timer_start(&rc->timer, on_tick, (uint64_t)opts->interval_ms, (uint64_t)opts->interval_ms);
+    return rc;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    seatd_reconcile_t *rc = h->data;
+    rc->timer_closed = 1;
+    maybe_free(rc);
+}
+
+void seatd_reconcile_close(seatd_reconcile_t *rc)
+{
+    if (rc == NULL || rc->closing)
+        return;
+    rc->closing = 1;
+    uv_timer_stop(&rc->timer);
+    uv_close((uv_handle_t *)&rc->timer, on_timer_closed);
+}
+
+unsigned long seatd_reconcile_settled(const seatd_reconcile_t *rc)
+{
+    return rc ? rc->settled : 0;
+}
+
+static void on_hint_reply(const struct redisReply *reply, int err, void *data)
+{
+    (void)reply;
+    (void)data;
+    if (err)
+        seatd_log(SEATD_LOG_WARN, NULL, "reconcile hint not written; the catalogue rescan will "
+                  "find the show", "\"err\":%d", err);
+}
+
+void seatd_reconcile_hint(seatd_rds_t *rds, const char *show_id)
+{
+    if (rds == NULL || !seatd_keys_valid_show_id(show_id))
+        return;
+    /* The score counts hints, so a reconciler clears the entry only if none came since. */
+    const char *argv[] = {"ZINCRBY", SEATD_KEY_PENDING_SHOWS, "1", show_id};
+    if (seatd_rds_callv(rds, 4, argv, NULL, on_hint_reply, NULL) < 0)
+        on_hint_reply(NULL, SEATD_EOVERLOAD, NULL);
+}

@@ -1,0 +1,66 @@
+/*
+ * reconcile.h - settles bookings a worker left PENDING_PAYMENT (it died, the gateway did not
+ * answer) and refunds a cancellation never confirmed by the gateway.
+ *
+ * Every worker runs one. It is safe to run many at once because every step is idempotent:
+ * the gateway is asked by idempotency key (the booking id), confirming or failing a booking
+ * twice answers the same, and refunds carry their own idempotency keys ("refund-<bookingId>"
+ * for seats lost after a charge, "cancel-<bookingId>" for a cancellation), so two
+ * reconcilers settling the same booking charge nothing and refund once. No lease is needed.
+ *
+ * Finding work: each show keeps {s:<id>}:pending (bookingId -> start ms, written by
+ * book_begin, left by confirm/fail) and {s:<id>}:refunds (cancelled bookings whose refund is
+ * not confirmed). Workers add the show to the hint zset seatd:pending_shows (score = ms)
+ * after starting a booking or cancelling (seatd_reconcile_hint: a second, cross-slot write,
+ * so not from inside the script). Every tick reads the hint set and asks each show for its
+ * due entries (seatd_store_pending_due: pending for at least 'min_age_ms' on Redis's clock);
+ * a show with nothing left is dropped from the hint set only if no worker re-hinted it
+ * meanwhile. Every 'rescan_every' ticks a page of the catalogue seatd:shows is checked too:
+ * the safety net for a worker that died between book_begin and its hint.
+ *
+ * A due booking: lookup by key -> APPROVED: book_confirm; if the seats were lost, refund the
+ * whole charge and book_fail "seats_lost_refunded" with the amount; DECLINED: book_fail with
+ * the failure code; NOT_FOUND (never charged): book_fail "payment_not_completed"; UNKNOWN
+ * (no answer, or the charge still processing): try again next tick.
+ *
+ * Loop and threads: the worker's loop. Lifecycle: new -> close; close stops the timer and
+ * the object frees itself when its last operation's callback has run (those fire with
+ * shutdown errors when the payment client and Redis close after it).
+ */
+#ifndef SEATD_RECONCILE_H
+#define SEATD_RECONCILE_H
+
+#include <stdint.h>
+
+#include "errors.h"
+
+struct uv_loop_s;
+struct seatd_rds_s;
+struct seatd_store_s;
+struct seatd_payment_s;
+
+typedef struct seatd_reconcile_s seatd_reconcile_t;
+
+typedef struct seatd_reconcile_opts_s {
+    int64_t interval_ms; /* tick period (> 0) */
+    int64_t min_age_ms;  /* a booking is due after this long PENDING_PAYMENT (>= 0) */
+    int rescan_every;    /* ticks between catalogue pages (>= 1) */
+} seatd_reconcile_opts_t;
+
+/* Returns an owned reconciler whose timer runs on 'loop'. All pointers are borrowed and must
+ * outlive it (until its last callback). */
+seatd_reconcile_t *seatd_reconcile_new(struct uv_loop_s *loop, struct seatd_rds_s *rds,
+                                       struct seatd_store_s *store,
+                                       struct seatd_payment_s *payment,
+                                       const seatd_reconcile_opts_t *opts);
+
+/* Stops ticking; frees 'rc' once nothing is in flight. NULL is a no-op. */
+void seatd_reconcile_close(seatd_reconcile_t *rc);
+
+/* Number of bookings settled (confirmed, failed or refunded) so far, for tests and logs. */
+unsigned long seatd_reconcile_settled(const seatd_reconcile_t *rc);
+
+/* Fire-and-forget: ZADD seatd:pending_shows <now ms> 'show_id'. */
+void seatd_reconcile_hint(struct seatd_rds_s *rds, const char *show_id);
+
+#endif
