@@ -184,11 +184,27 @@ static void answer(seatd_req_t *r, unsigned how)
     int calls = 0;
     int status = 0;
     seatd__req_set_finish_cb(r, on_finish, &calls);
-    switch (how % 6) {
+    if (how % 8 == 6) {
+        /* The client goes away while an operation is pending: the late answer is dropped
+         * and the operation's release frees the request. */
+        seatd_req_hold(r);
+        CHECK(seatd__req_disown(r) == 0);
+        CHECK(seatd_req_is_detached(r) && !seatd_req_is_finished(r));
+        seatd_req_finish_problem(r, SEATD_ETIMEOUT, "late", cJSON_CreateObject());
+        seatd_req_finish(r, 200, NULL, NULL, 0);
+        CHECK(calls == 0);
+        CHECK(seatd_req_release(r) == 1); /* freed here */
+        return;
+    }
+    switch (how % 8) {
     case 0: {
         size_t blen;
         const char *body = seatd_req_body(r, &blen);
-        seatd_req_add_header(r, "X-Echo", seatd_req_path(r)); /* request data in a header */
+        /* Client data in a response header: a request header's value (http-parser let only
+         * field-value bytes through; the path may hold control bytes, which add_header does
+         * not promise to filter, and no handler echoes it). */
+        const char *host = seatd_req_header(r, "host");
+        seatd_req_add_header(r, "X-Echo", host ? host : "-");
         seatd_req_finish(r, 200, "application/octet-stream", body, blen);
         status = 200;
         break;
@@ -213,6 +229,10 @@ static void answer(seatd_req_t *r, unsigned how)
         status = 201;
         break;
     }
+    case 7:
+        seatd_req_finish(r, 1000, "text/plain", "x", 1); /* out of range: 500 */
+        status = 500;
+        break;
     case 4:
         seatd__req_set_close(r);
         seatd_req_finish_json(r, 204, NULL);

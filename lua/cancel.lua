@@ -8,7 +8,7 @@ cancel.lua - seatd_cancel: a CONFIRMED booking is cancelled; its seats become AV
            the booking's amount (the price charged, stored on it) times the percentage of the
            show's tiered policy for the time left before startsAt, on Redis's clock (TIME).
            The policy is the show's meta extra "refundPolicy" ([{"beforeSeconds":s,
-           "percent":p},…]; the first tier with time left >= s wins) or, without one, the
+           "percent":p},…]; the tier with the largest s <= time left wins) or, without one, the
            default: >= 2 h -> 100 %, >= 30 min -> 50 %, else 0.
   Effects: booked bits cleared, booking CANCELLED (refund, refundPercent, cancelledAt,
   cancelVersion, refundStatus "pending" or "none"), owner's "booked" count decreased,
@@ -38,10 +38,17 @@ local function refund_percent(extra, left_ms)
             policy = x.refundPolicy
         end
     end
+    local tiers = {}
     for _, tier in ipairs(policy) do
         local before, pct = tonumber(tier.beforeSeconds), tonumber(tier.percent)
-        if before and pct and left_ms >= before * 1000 then
-            return math.max(0, math.min(100, math.floor(pct)))
+        if before and pct then
+            tiers[#tiers + 1] = {before, pct}
+        end
+    end
+    table.sort(tiers, function(a, b) return a[1] > b[1] end)
+    for _, tier in ipairs(tiers) do
+        if left_ms >= tier[1] * 1000 then
+            return math.max(0, math.min(100, math.floor(tier[2])))
         end
     end
     return 0

@@ -186,9 +186,11 @@
     }
     $('token-input').value = state.token;
     const who = $('who');
+    const form = $('identity');
     if (!state.token) {
-      who.textContent = 'not signed in';
+      who.textContent = '';
       who.dataset.state = 'none';
+      form.dataset.collapsed = 'false';
       return;
     }
     const c = jwtClaims(state.token);
@@ -202,6 +204,7 @@
       who.textContent = `signed in as ${c.sub}`;
       who.dataset.state = 'ok';
     }
+    form.dataset.collapsed = who.dataset.state === 'ok' ? 'true' : 'false';
   }
 
   function initIdentity() {
@@ -220,6 +223,11 @@
     $('identity').addEventListener('submit', (ev) => {
       ev.preventDefault();
       setToken($('token-input').value, true);
+    });
+    $('change-token').addEventListener('click', () => {
+      $('identity').dataset.collapsed = 'false';
+      $('token-input').focus();
+      $('token-input').select();
     });
   }
 
@@ -396,6 +404,12 @@
     map.style.width = `${Math.floor(w)}px`;
     state.unitPx = w / units;
     map.classList.toggle('dense', state.unitPx < 17);
+    const scroller = $('map-scroll');
+    if (!scroller.dataset.centred && scroller.scrollWidth > scroller.clientWidth) {
+      // A hall wider than the phone: start in the middle, where most people want to sit.
+      scroller.dataset.centred = '1';
+      scroller.scrollLeft = (scroller.scrollWidth - scroller.clientWidth) / 2;
+    }
   }
 
   function drawLegend(tiers) {
@@ -406,7 +420,7 @@
       const price = tierPrice(t);
       const li = el('li');
       li.append(el('span', { class: `swatch seat-swatch available tier-${s ? s.tierIndex : 0}`, 'aria-hidden': 'true' }));
-      li.append(el('span', {}, t.charAt(0).toUpperCase() + t.slice(1)));
+      li.append(el('span', {}, t.length <= 3 ? t.toUpperCase() : t.charAt(0).toUpperCase() + t.slice(1)));
       if (price != null) li.append(el('strong', { class: 'price' }, money(price)));
       legend.append(li);
     }
@@ -572,7 +586,7 @@
   function setLive(mode) {
     const live = $('live');
     live.dataset.mode = mode;
-    live.textContent = mode === 'ws' ? 'live' : mode === 'polling' ? 'updating' : 'connecting…';
+    live.textContent = mode === 'ws' ? 'live' : mode === 'polling' ? 'auto-refresh' : 'connecting…';
     live.title = mode === 'ws' ? 'Live seat updates (WebSocket)'
       : 'Live connection unavailable: refreshing every half second';
   }
@@ -592,16 +606,16 @@
     ws.onmessage = (ev) => {
       let msg;
       try { msg = JSON.parse(ev.data); } catch (_) { return; }
-      if (msg.type === 'snapshot' && typeof msg.version === 'number') {
-        applySnapshot(msg.version, msg.seats);
-        if (!state.wsLive) {
-          state.wsLive = true;
-          state.wsAttempt = 0;
-          setLive('ws');
-          schedulePoll();
-        }
-      } else if (msg.type === 'delta' && typeof msg.version === 'number') {
-        applyDelta(msg);
+      if (typeof msg.version !== 'number') return;
+      if (msg.type === 'snapshot') applySnapshot(msg.version, msg.seats);
+      else if (msg.type === 'delta') applyDelta(msg);
+      else return;
+      // The feed works (a reconnect with ?since= may start with deltas): stop the fast polling.
+      if (!state.wsLive) {
+        state.wsLive = true;
+        state.wsAttempt = 0;
+        setLive('ws');
+        schedulePoll();
       }
     };
     ws.onclose = () => { if (state.ws === ws) wsDown(); };
@@ -651,6 +665,7 @@
   function renderPanel() {
     const sel = [...state.selected];
     if (state.phase === 'select') {
+      $('selection-text').classList.toggle('hint', !sel.length);
       $('selection-text').textContent = sel.length
         ? `${sel.length} seat${sel.length === 1 ? '' : 's'}: ${seatListText(sel)}`
         : `Tap available seats to select them (up to ${MAX_SELECT}).`;
@@ -694,6 +709,10 @@
       setPhase('hold');
       startCountdown();
       say(`Held ${seatListText(ids)} for you. Pay before the timer runs out.`, 'success');
+      // On a phone the panel sits below the map: bring the countdown and the Pay button up.
+      if (window.matchMedia && matchMedia('(max-width: 800px)').matches) {
+        $('panel-hold').scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+      }
       return;
     }
     if (res.status === 409 && res.body && Array.isArray(res.body.conflictingSeats) &&
@@ -741,7 +760,7 @@
     state.hold = null;
     setPhase('select');
     paintAll();
-    say('Your hold expired. The seats are back on the map for everyone.', 'error');
+    say('Your hold expired. Choose your seats again to continue.', 'error');
     settleSeats(ids);
   }
 

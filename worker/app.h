@@ -18,6 +18,8 @@ struct seatd_payment_s;
 struct seatd_auth_s;
 struct seatd_http_server_s;
 struct seatd_route_s;
+struct seatd_live_s;
+struct seatd_sweeper_s;
 
 typedef struct seatd_app_s {
     const struct seatd_config_s *cfg;   /* borrowed from main() */
@@ -30,6 +32,8 @@ typedef struct seatd_app_s {
     struct seatd_http_server_s *server; /* for /metrics (connection gauge) */
     struct seatd_route_s *routes;       /* the route table (stats live in its rows) */
     unsigned long nroutes;              /* rows in 'routes' */
+    struct seatd_live_s *live;          /* WebSocket watchers of the live seat map */
+    struct seatd_sweeper_s *sweeper;    /* prompt reaping of due holds */
     int draining;                       /* 1 after SIGTERM: /healthz reports not ready */
 } seatd_app_t;
 

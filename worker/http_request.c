@@ -341,7 +341,7 @@ void *seatd_req_app(const seatd_req_t *r)
 
 int seatd_req_http_minor(const seatd_req_t *r)
 {
-    return r->http_major > 1 ? 1 : r->http_minor;
+    return r->http_major > 1 || r->http_minor >= 1 ? 1 : 0; /* HTTP/1.2 counts as 1.1 */
 }
 
 /* ----------------------------------------------------------------------------------------

@@ -19,9 +19,15 @@
  *                                    seatIds = the fingerprint), 24 h TTL
  *   {s:42}:booking:<id>      hash    owner, holdId, seats, amount, status, paymentRef, …
  *   {s:42}:bookings          stream  booking events (the outbox), appended by the scripts
+ *   {s:42}:bookings:dead     stream  events seatd-notify gave up on (dead letters), kept
+ *   {s:42}:notified:<g>:<e>  string  seatd-notify's delivery claim of event <e> for group <g>
+ *                                    ("sending:<ms>:<consumer>" then "done"), 7 d TTL
+ *   {s:42}:pending           zset    bookingId -> ms it started, while PENDING_PAYMENT
+ *   {s:42}:refunds           zset    bookingId -> ms cancelled, until the refund is confirmed
  *   {s:42}:ch                channel seat deltas {"v":version,"c":[[seat,status],…]}
  *   seatd:shows              zset    catalogue: show id by startsAt
  *   seatd:show_seq           integer show id sequence
+ *   seatd:pending_shows      zset    show id -> hint count: shows reconciliation should look at
  *
  * The scripts receive {s:<id>}:meta as KEYS[1] (it routes the call to the show's slot) and
  * derive the other keys of the same show from its hash tag.

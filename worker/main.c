@@ -16,8 +16,10 @@
 #include "auth.h"
 #include "buf.h"
 #include "config.h"
+#include "handlers/handlers.h"
 #include "http_request.h"
 #include "http_server.h"
+#include "live.h"
 #include "log.h"
 #include "mem.h"
 #include "payment.h"
@@ -26,6 +28,7 @@
 #include "routes.h"
 #include "scripts.h"
 #include "store.h"
+#include "sweeper.h"
 
 typedef struct {
     seatd_app_t app;
@@ -63,6 +66,10 @@ static void on_drained(seatd_http_server_t *srv, void *data)
 {
     seatd_app_t *app = &W.app;
     seatd_log(SEATD_LOG_INFO, NULL, "drained", NULL);
+    seatd_live_close(app->live);
+    app->live = NULL;
+    seatd_sweeper_close(app->sweeper);
+    app->sweeper = NULL;
     seatd_reconcile_close(W.reconcile);
     W.reconcile = NULL;
     seatd_payment_close(app->payment);
@@ -142,6 +149,13 @@ int main(int argc, char **argv)
     app->store = seatd_store_new(app->scripts);
     app->payment =
         seatd_payment_new(app->loop, cfg.gateway_url, (int)cfg.payment_timeout_ms);
+    app->sweeper = seatd_sweeper_new(app->loop, app->rds, app->scripts, app->store,
+                                     (unsigned)cfg.sweeper_interval_ms);
+    seatd_sweeper_start(app->sweeper);
+    seatd_live_opts_t lopts = {.redis_host = W.redis_port ? W.redis_host : NULL,
+                               .redis_port = W.redis_port,
+                               .redis_unix = W.redis_port ? NULL : W.redis_host};
+    app->live = seatd_live_new(app->loop, app->store, &lopts);
     seatd_reconcile_opts_t rcopts = {
         .interval_ms = cfg.reconcile_interval_ms,
         .min_age_ms = cfg.reconcile_after_ms ? cfg.reconcile_after_ms : 2 * cfg.payment_timeout_ms,
@@ -157,6 +171,7 @@ int main(int argc, char **argv)
         .max_header = (size_t)cfg.max_header,
         .max_body = (size_t)cfg.max_body,
         .auth = app->auth,
+        .on_finish = seatd_handle_live_on_finish,
     };
     /* POST /v1/shows carries a whole layout (a 2,000-seat screen is ~130 KB). */
     seatd_req_set_large_body_route("POST", "/v1/shows", 4u << 20);

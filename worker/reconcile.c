@@ -13,9 +13,9 @@
 #include "rds.h"
 #include "store.h"
 
-#define DUE_BATCH 20          /* due entries per show per tick */
-#define HINT_PAGE "199"       /* hinted shows read per tick (ZRANGE 0..199) */
-#define CATALOGUE_PAGE 100    /* catalogue shows checked per rescan */
+#define DUE_BATCH 20       /* due entries per show per tick */
+#define HINT_PAGE "199"    /* hinted shows read per tick (ZRANGE 0..199) */
+#define CATALOGUE_PAGE 100 /* catalogue shows checked per rescan */
 
 struct seatd_reconcile_s {
     uv_timer_t timer;
@@ -23,12 +23,12 @@ struct seatd_reconcile_s {
     seatd_store_t *store;     /* borrowed */
     seatd_payment_t *payment; /* borrowed */
     seatd_reconcile_opts_t o;
-    unsigned inflight;        /* operations whose callback has not run yet */
+    unsigned inflight; /* operations whose callback has not run yet */
     int closing;
     int timer_closed;
     unsigned long ticks;
     unsigned long settled;
-    long cursor;              /* next catalogue offset */
+    long cursor; /* next catalogue offset */
 };
 
 /* One show being checked. */
@@ -44,7 +44,7 @@ typedef struct {
     char bid[SEATD_ID_MAX];
     char key[SEATD_ID_MAX + 8]; /* refund idempotency key */
     char charge[64];
-    long long amount;           /* charged amount (lookup) or refund to make (cancel) */
+    long long amount; /* charged amount (lookup) or refund to make (cancel) */
 } job_t;
 
 static void maybe_free(seatd_reconcile_t *rc)
@@ -83,8 +83,10 @@ static void on_failed(const seatd_store_result_t *res, void *data)
     job_t *j = data;
     if (res->err == 0) {
         j->rc->settled++;
-        seatd_log(SEATD_LOG_INFO, NULL, "reconciled booking", "\"booking\":\"%s\",\"status\":"
-                  "\"FAILED\"", j->bid);
+        seatd_log(SEATD_LOG_INFO, NULL, "reconciled booking",
+                  "\"booking\":\"%s\",\"status\":"
+                  "\"FAILED\"",
+                  j->bid);
     } else {
         seatd_log(SEATD_LOG_WARN, NULL, "reconcile: book_fail failed",
                   "\"booking\":\"%s\",\"err\":%d", j->bid, res->err);
@@ -96,8 +98,8 @@ static void fail_refunded(job_t *j, long long refund)
 {
     seatd_reconcile_t *rc = j->rc;
     if (!rc->closing &&
-        started(rc, seatd_store_book_fail_refunded(rc->store, j->bid, "seats_lost_refunded",
-                                                   refund, j->key, on_failed, j))) {
+        started(rc, seatd_store_book_fail_refunded(rc->store, j->bid, "seats_lost_refunded", refund,
+                                                   j->key, on_failed, j))) {
         op_done(rc); /* the refund step ends; the store call carries the job on */
         return;
     }
@@ -127,9 +129,9 @@ static void on_confirmed(const seatd_store_result_t *res, void *data)
     if (res->err == SEATD_EEXPIRED) {
         /* Charged, but the seats are gone: give the whole charge back, once (by key). */
         snprintf(j->key, sizeof(j->key), "refund-%s", j->bid);
-        if (!rc->closing && started(rc, seatd_payment_refund(rc->payment, j->key, j->charge,
-                                                             j->amount, "seats_lost",
-                                                             on_lost_refund, j))) {
+        if (!rc->closing &&
+            started(rc, seatd_payment_refund(rc->payment, j->key, j->charge, j->amount,
+                                             "seats_lost", on_lost_refund, j))) {
             op_done(rc);
             return;
         }
@@ -220,8 +222,8 @@ static void on_cancelled_booking(const seatd_store_result_t *res, void *data)
         snprintf(j->charge, sizeof(j->charge), "%s", ref);
         snprintf(j->key, sizeof(j->key), "cancel-%s", j->bid);
         if (j->amount > 0 &&
-            started(rc, seatd_payment_refund(rc->payment, j->key, j->charge, j->amount,
-                                             "cancelled", on_cancel_refund, j))) {
+            started(rc, seatd_payment_refund(rc->payment, j->key, j->charge, j->amount, "cancelled",
+                                             on_cancel_refund, j))) {
             op_done(rc);
             return;
         }
@@ -260,8 +262,7 @@ static void on_due(const seatd_store_result_t *res, void *data)
                 retry_refund(rc, res->values[i]);
         }
         if (c->score[0] && seatd_store_get_int(res, "remaining", -1) == 0 &&
-            started(rc, seatd_store_hint_clear(rc->store, c->show, c->score, on_hint_cleared,
-                                               c))) {
+            started(rc, seatd_store_hint_clear(rc->store, c->show, c->score, on_hint_cleared, c))) {
             op_done(rc);
             return;
         }
@@ -278,8 +279,8 @@ static void check_show(seatd_reconcile_t *rc, const char *show, const char *scor
     c->rc = rc;
     snprintf(c->show, sizeof(c->show), "%s", show);
     snprintf(c->score, sizeof(c->score), "%s", score ? score : "");
-    if (!started(rc, seatd_store_pending_due(rc->store, show, rc->o.min_age_ms, DUE_BATCH, on_due,
-                                             c)))
+    if (!started(rc,
+                 seatd_store_pending_due(rc->store, show, rc->o.min_age_ms, DUE_BATCH, on_due, c)))
         free(c);
 }
 
@@ -329,8 +330,7 @@ static void on_tick(uv_timer_t *t)
 /* --------------------------------------------------------------------- lifecycle */
 
 seatd_reconcile_t *seatd_reconcile_new(uv_loop_t *loop, seatd_rds_t *rds, seatd_store_t *store,
-                                       seatd_payment_t *payment,
-                                       const seatd_reconcile_opts_t *opts)
+                                       seatd_payment_t *payment, const seatd_reconcile_opts_t *opts)
 {
     if (loop == NULL || rds == NULL || store == NULL || payment == NULL || opts == NULL ||
         opts->interval_ms <= 0 || opts->min_age_ms < 0 || opts->rescan_every < 1)
@@ -372,8 +372,10 @@ static void on_hint_reply(const struct redisReply *reply, int err, void *data)
     (void)reply;
     (void)data;
     if (err)
-        seatd_log(SEATD_LOG_WARN, NULL, "reconcile hint not written; the catalogue rescan will "
-                  "find the show", "\"err\":%d", err);
+        seatd_log(SEATD_LOG_WARN, NULL,
+                  "reconcile hint not written; the catalogue rescan will "
+                  "find the show",
+                  "\"err\":%d", err);
 }
 
 void seatd_reconcile_hint(seatd_rds_t *rds, const char *show_id)

@@ -50,8 +50,7 @@ typedef struct seatd_reconcile_opts_s {
 /* Returns an owned reconciler whose timer runs on 'loop'. All pointers are borrowed and must
  * outlive it (until its last callback). */
 seatd_reconcile_t *seatd_reconcile_new(struct uv_loop_s *loop, struct seatd_rds_s *rds,
-                                       struct seatd_store_s *store,
-                                       struct seatd_payment_s *payment,
+                                       struct seatd_store_s *store, struct seatd_payment_s *payment,
                                        const seatd_reconcile_opts_t *opts);
 
 /* Stops ticking; frees 'rc' once nothing is in flight. NULL is a no-op. */

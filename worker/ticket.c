@@ -22,8 +22,7 @@ void seatd_ticket_key(const char *secret, size_t len, unsigned char key[SEATD_TI
 static void mac_text(const unsigned char key[SEATD_TICKET_KEY_LEN], const char *msg, size_t len,
                      char out[MAC_TEXT])
 {
-    static const char b64[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     unsigned char mac[32];
     unsigned int n = 0;
     HMAC(EVP_sha256(), key, SEATD_TICKET_KEY_LEN, (const unsigned char *)msg, len, mac, &n);
@@ -44,7 +43,7 @@ static void mac_text(const unsigned char key[SEATD_TICKET_KEY_LEN], const char *
 
 static int valid_seats(const char *s)
 {
-    if (*s == '\0')
+    if (*s == '\0' || s[strlen(s) - 1] == ',')
         return 0;
     for (const char *p = s; *p; p++) {
         char id[32];
@@ -67,8 +66,8 @@ char *seatd_ticket_sign(const unsigned char key[SEATD_TICKET_KEY_LEN], const cha
                         const char *seats_csv)
 {
     char show[SEATD_ID_MAX];
-    if (booking_id == NULL || seats_csv == NULL ||
-        seatd_keys_parse_id(booking_id, 'b', show) < 0 || !valid_seats(seats_csv))
+    if (booking_id == NULL || seats_csv == NULL || seatd_keys_parse_id(booking_id, 'b', show) < 0 ||
+        !valid_seats(seats_csv))
         return NULL;
     seatd_buf_t b = SEATD_BUF_INIT;
     seatd_buf_printf(&b, "T1.%s.%s", booking_id, seats_csv);

@@ -111,9 +111,11 @@ async function installFeedValve(page) {
     }
     valve.wsOpened += 1;
     server.onMessage((msg) => { valve.wsFrames += 1; flushOrQueue(() => ws.send(msg)); });
-    server.onClose((code, reason) => flushOrQueue(() => ws.close({ code, reason })));
+    // 1005/1006 are reported, never sent: pass those on as a plain close.
+    const closeArgs = (code, reason) => (code && code !== 1005 && code !== 1006 ? { code, reason } : undefined);
+    server.onClose((code, reason) => flushOrQueue(() => ws.close(closeArgs(code, reason))));
     ws.onMessage((msg) => server.send(msg));
-    ws.onClose((code, reason) => server.close({ code, reason }));
+    ws.onClose((code, reason) => server.close(closeArgs(code, reason)));
   });
   await page.route(/\/v1\/shows\/[^/]+\/seats(\?.*)?$/, (route) => flushOrQueue(() => route.continue()));
   valve.freeze = () => { valve.frozen = true; };
@@ -150,7 +152,7 @@ async function expectSeat(page, id, status, timeoutMs, why) {
 const message = (page) => page.textContent('#message');
 
 async function shot(page, name) {
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true, animations: 'disabled' });
 }
 
 function noPageErrors(...pages) {
@@ -253,10 +255,10 @@ test('two buyers: live hold, conflict, decline then pay, and a hold that expires
       undefined, { timeout: deadline - (Date.now() - heldAt), polling: 50 });
     assert.ok(Date.now() - heldAt >= HOLD_TTL_S * 1000 - 1000, 'the countdown did not end early');
     assert.equal(await a.isVisible('#panel-hold'), false);
+    await shot(a, 'desktop-a-expired');
     await expectSeat(a, 'D5', 'available', deadline - (Date.now() - heldAt), 'A\'s map after expiry');
     await expectSeat(b, 'D5', 'available', deadline - (Date.now() - heldAt), 'B\'s map after expiry');
     t.diagnostic(`D5 available on both maps ${Date.now() - heldAt} ms after the hold (TTL ${HOLD_TTL_S} s)`);
-    await shot(a, 'desktop-a-expired');
     await shot(b, 'desktop-b-map');
   });
 

@@ -8,11 +8,22 @@
  * turns the seats BOOKED only if every seat key still names the hold. A decline returns the
  * hold to HELD; a gateway that does not answer leaves the booking PENDING_PAYMENT (202) for
  * reconciliation to settle by the same idempotency key.
+ *
+ * A retried POST (same hold) while the first one's payment is in flight does not answer 409:
+ * it waits, polling the booking every 100 ms for up to the payment timeout + 1 s, and then
+ * answers what the first request answered (201 CONFIRMED, 402 declined, 410 seats lost and
+ * refunded, or 202 still PENDING_PAYMENT with Location). One hold has one live booking, so
+ * the retry can never start a second charge.
+ *
+ * DELETE /v1/bookings/{id} cancels by the show's refund policy (computed in the script, on
+ * Redis's clock, from the amount charged) and refunds under the key "cancel-<bookingId>".
+ * GET carries a signed ticket token and its QR code; POST /v1/tickets/verify checks one.
  */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "app.h"
 #include "common.h"
@@ -26,6 +37,8 @@
 #include "mem.h"
 #include "metrics.h"
 #include "payment.h"
+#include "reconcile.h"
+#include "ticket.h"
 
 #define CURRENCY "EUR"
 
@@ -41,6 +54,8 @@ typedef struct {
     long long amount;            /* minor units */
     char charge_id[64];
     char decline[64];
+    char refund_key[SEATD_ID_MAX + 8];
+    uint64_t wait_until;         /* loop ms: a retry waits for the first payment until then */
 } book_op_t;
 
 static void book_op_free(void *ctx)
@@ -52,11 +67,11 @@ static void book_op_free(void *ctx)
     free(op);
 }
 
-static cJSON *booking_to_json(const seatd_store_result_t *res)
+static cJSON *booking_to_json(const seatd_config_t *cfg, const seatd_store_result_t *res)
 {
     cJSON *o = cJSON_CreateObject();
     static const char *strings[] = {"bookingId", "status", "holdId", "showId", "currency",
-                                    "paymentRef", "reason"};
+                                    "paymentRef", "reason", "refundStatus"};
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
         const char *v = seatd_store_get(res, strings[i], NULL);
         if (v && v[0])
@@ -70,6 +85,30 @@ static cJSON *booking_to_json(const seatd_store_result_t *res)
     t = seatd_store_get_int(res, "confirmedAt", 0);
     if (t)
         seatd__json_add_time(o, "confirmedAt", t);
+    static const char *times[] = {"failedAt", "cancelledAt", "startsAt"};
+    for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+        t = seatd_store_get_int(res, times[i], 0);
+        if (t)
+            seatd__json_add_time(o, times[i], t);
+    }
+    const char *refund = seatd_store_get(res, "refund", NULL);
+    if (refund && refund[0])
+        cJSON_AddNumberToObject(o, "refund", (double)seatd_store_get_int(res, "refund", 0));
+    const char *status = seatd_store_get(res, "status", NULL);
+    const char *bid = seatd_store_get(res, "bookingId", NULL);
+    if (cfg && status && strcmp(status, "CONFIRMED") == 0 && bid) {
+        /* The ticket: a token signed with the ticket key, and its QR code. */
+        unsigned char key[SEATD_TICKET_KEY_LEN];
+        seatd_ticket_key(cfg->jwt_secret, cfg->jwt_secret_len, key);
+        char *token = seatd_ticket_sign(key, bid, seatd_store_get(res, "seatIds", NULL));
+        char *svg = token ? seatd_ticket_qr_svg(token) : NULL;
+        if (token)
+            cJSON_AddStringToObject(o, "ticketToken", token);
+        if (svg)
+            cJSON_AddStringToObject(o, "qr", svg);
+        free(token);
+        free(svg);
+    }
     return o;
 }
 
@@ -88,7 +127,8 @@ static void on_booking_final(const seatd_store_result_t *res, void *data)
         return;
     }
     const char *status = seatd_store_get(res, "status", NULL);
-    cJSON *o = booking_to_json(res);
+    const char *reason = seatd_store_get(res, "reason", NULL);
+    cJSON *o = booking_to_json(seatd__app(r)->cfg, res);
     char loc[96];
     snprintf(loc, sizeof(loc), "/v1/bookings/%s", op->booking_id);
     if (status && strcmp(status, "CONFIRMED") == 0) {
@@ -97,12 +137,29 @@ static void on_booking_final(const seatd_store_result_t *res, void *data)
     } else if (status && strcmp(status, "PENDING_PAYMENT") == 0) {
         seatd_req_add_header(r, "Location", loc);
         seatd_req_finish_json(r, 202, o);
+    } else if (status && strcmp(status, "FAILED") == 0 && reason && reason[0]) {
+        /* The answer the first request gave: seats lost (410) or a decline (402). */
+        cJSON_Delete(o);
+        cJSON *extra = cJSON_CreateObject();
+        cJSON_AddStringToObject(extra, "bookingId", op->booking_id);
+        if (strncmp(reason, "seats_lost", 10) == 0) {
+            seatd_req_finish_problem(r, SEATD_EEXPIRED,
+                                     "the hold expired before the payment completed; the "
+                                     "charge was refunded",
+                                     extra);
+        } else {
+            cJSON_AddStringToObject(extra, "holdId", op->hold_id);
+            cJSON_AddStringToObject(extra, "declineCode", reason);
+            seatd_req_finish_problem(r, SEATD_EDECLINED, "the card was declined", extra);
+        }
     } else {
         cJSON_Delete(o);
         seatd_req_finish_problem(r, SEATD_ESTATE, "the booking did not complete", NULL);
     }
     book_op_free(op);
 }
+
+static void wait_for_outcome(book_op_t *op);
 
 static void answer_with_booking(book_op_t *op)
 {
@@ -115,6 +172,65 @@ static void answer_with_booking(book_op_t *op)
         return;
     }
     seatd_req_hold(r);
+}
+
+/* ---------------------------------------------------------------- a retry waits (see top) */
+
+typedef struct {
+    uv_timer_t timer; /* first member: the handle is the allocation */
+    book_op_t *op;
+} wait_t;
+
+static void wait_free(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void on_waited_booking(const seatd_store_result_t *res, void *data);
+
+static void on_wait_timer(uv_timer_t *t)
+{
+    wait_t *w = (wait_t *)t;
+    book_op_t *op = w->op;
+    uv_close((uv_handle_t *)t, wait_free);
+    seatd_req_t *r = op->r;
+    if (seatd_req_release(r)) {
+        book_op_free(op);
+        return;
+    }
+    int rc = seatd_store_booking_get(seatd__app(r)->store, op->booking_id, NULL,
+                                     on_waited_booking, op);
+    if (rc < 0) {
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+        book_op_free(op);
+        return;
+    }
+    seatd_req_hold(r);
+}
+
+static void wait_for_outcome(book_op_t *op)
+{
+    wait_t *w = seatd_calloc(1, sizeof(*w));
+    w->op = op;
+    uv_timer_init(seatd__app(op->r)->loop, &w->timer);
+    uv_timer_start(&w->timer, on_wait_timer, 100, 0);
+    seatd_req_hold(op->r);
+}
+
+static void on_waited_booking(const seatd_store_result_t *res, void *data)
+{
+    book_op_t *op = data;
+    const char *status = seatd_store_get(res, "status", NULL);
+    if (res->err == 0 && status && strcmp(status, "PENDING_PAYMENT") == 0 &&
+        uv_now(seatd__app(op->r)->loop) < op->wait_until) {
+        if (seatd_req_release(op->r)) {
+            book_op_free(op);
+            return;
+        }
+        wait_for_outcome(op);
+        return;
+    }
+    on_booking_final(res, op);
 }
 
 /* After book_fail following a decline: 402 with the decline code; the hold is HELD again. */
@@ -172,15 +288,31 @@ static void fail_booking(book_op_t *op, const char *reason, seatd_store_cb cb)
 static void on_refund(const seatd_payment_result_t *res, void *data)
 {
     book_op_t *op = data;
-    if (res->outcome != SEATD_PAY_APPROVED)
-        seatd_log(SEATD_LOG_ERROR, NULL, "refund failed; reconciliation must retry",
-                  "\"booking\":\"%s\",\"charge\":\"%s\"", op->booking_id, op->charge_id);
-    if (seatd_req_release(op->r)) {
+    seatd_req_t *r = op->r;
+    if (seatd_req_release(r)) {
         /* Nobody waits; the booking stays PENDING and reconciliation settles it. */
         book_op_free(op);
         return;
     }
-    fail_booking(op, "seats_lost_refunded", on_failed_after_loss);
+    int approved = res->outcome == SEATD_PAY_APPROVED ||
+                   (res->outcome == SEATD_PAY_DECLINED &&
+                    strcmp(res->code, "charge_already_refunded") == 0);
+    if (!approved) {
+        /* The booking stays PENDING_PAYMENT: reconciliation refunds it by the same key. */
+        seatd_log(SEATD_LOG_ERROR, NULL, "refund not confirmed; reconciliation will retry",
+                  "\"booking\":\"%s\",\"charge\":\"%s\"", op->booking_id, op->charge_id);
+        answer_with_booking(op);
+        return;
+    }
+    int rc = seatd_store_book_fail_refunded(seatd__app(r)->store, op->booking_id,
+                                            "seats_lost_refunded", op->amount, op->refund_key,
+                                            on_failed_after_loss, op);
+    if (rc < 0) {
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+        book_op_free(op);
+        return;
+    }
+    seatd_req_hold(r);
 }
 
 static void on_confirm(const seatd_store_result_t *res, void *data)
@@ -188,18 +320,18 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
     book_op_t *op = data;
     seatd_req_t *r = op->r;
     if (res->err == SEATD_EEXPIRED) {
-        /* Charged, but the seats were lost: give the money back (idempotent by key). */
-        char key[SEATD_ID_MAX + 8];
-        snprintf(key, sizeof(key), "refund-%s", op->booking_id);
+        /* Charged, but the seats were lost: give the money back (idempotent by key; the
+         * reconciler sends the very same request, so the gateway refunds once). */
+        snprintf(op->refund_key, sizeof(op->refund_key), "refund-%s", op->booking_id);
         if (seatd_req_release(r)) {
             /* Nobody waits; reconciliation refunds PENDING bookings by the same key. */
             book_op_free(op);
             return;
         }
-        int rc = seatd_payment_refund(seatd__app(r)->payment, key, op->charge_id, op->amount,
-                                      "seats_lost", on_refund, op);
+        int rc = seatd_payment_refund(seatd__app(r)->payment, op->refund_key, op->charge_id,
+                                      op->amount, "seats_lost", on_refund, op);
         if (rc < 0) {
-            fail_booking(op, "seats_lost_refund_pending", on_failed_after_loss);
+            answer_with_booking(op); /* still PENDING: 202, reconciliation refunds */
             return;
         }
         seatd_req_hold(r);
@@ -216,6 +348,7 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
         return;
     }
     seatd_metrics_inc(SEATD_METRIC_BOOKING_CONFIRMED);
+    seatd__seatmap_invalidate(op->show_id);
     answer_with_booking(op);
 }
 
@@ -274,17 +407,16 @@ static void on_begin(const seatd_store_result_t *res, void *data)
     if (seatd_store_get_int(res, "replayed", 0) == 1) {
         const char *status = seatd_store_get(res, "status", NULL);
         if (status && strcmp(status, "PENDING_PAYMENT") == 0) {
-            cJSON *extra = cJSON_CreateObject();
-            cJSON_AddStringToObject(extra, "bookingId", op->booking_id);
-            seatd_req_add_header(r, "Retry-After", "1");
-            seatd_req_finish_problem(r, SEATD_EINFLIGHT,
-                                     "a payment for this hold is in progress", extra);
-            book_op_free(op);
+            /* A retry during the first request's payment: wait for its outcome. */
+            seatd_app_t *app = seatd__app(r);
+            op->wait_until = uv_now(app->loop) + (uint64_t)app->cfg->payment_timeout_ms + 1000;
+            wait_for_outcome(op);
             return;
         }
         answer_with_booking(op);
         return;
     }
+    seatd_reconcile_hint(seatd__app(r)->rds, op->show_id);
     char desc[160];
     snprintf(desc, sizeof(desc), "seatd show %s seats %.80s", op->show_id, op->seat_csv);
     int rc = seatd_payment_charge(seatd__app(r)->payment, op->booking_id, op->amount, CURRENCY,
@@ -453,7 +585,7 @@ static void on_booking_get(const seatd_store_result_t *res, void *data)
         seatd__reply_store_error(r, res);
         return;
     }
-    seatd_req_finish_json(r, 200, booking_to_json(res));
+    seatd_req_finish_json(r, 200, booking_to_json(seatd__app(r)->cfg, res));
 }
 
 int seatd_handle_bookings_get(seatd_req_t *r)
@@ -467,4 +599,226 @@ int seatd_handle_bookings_get(seatd_req_t *r)
         return rc;
     seatd_req_hold(r);
     return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * DELETE /v1/bookings/{id}: cancel by the show's refund policy, refund once.
+ * --------------------------------------------------------------------------------------- */
+
+typedef struct {
+    seatd_req_t *r;
+    char booking_id[SEATD_ID_MAX];
+    char show_id[SEATD_ID_MAX];
+    char key[SEATD_ID_MAX + 8]; /* "cancel-<bookingId>": one refund per booking */
+} cancel_op_t;
+
+static void on_cancel_answer(const seatd_store_result_t *res, void *data)
+{
+    cancel_op_t *op = data;
+    seatd_req_t *r = op->r;
+    free(op);
+    if (seatd_req_release(r))
+        return;
+    if (res->err) {
+        seatd__reply_store_error(r, res);
+        return;
+    }
+    seatd_req_finish_json(r, 200, booking_to_json(seatd__app(r)->cfg, res));
+}
+
+static void cancel_answer(cancel_op_t *op)
+{
+    seatd_req_t *r = op->r;
+    int rc = seatd_store_booking_get(seatd__app(r)->store, op->booking_id, NULL,
+                                     on_cancel_answer, op);
+    if (rc < 0) {
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+        free(op);
+        return;
+    }
+    seatd_req_hold(r);
+}
+
+static void on_refund_recorded(const seatd_store_result_t *res, void *data)
+{
+    cancel_op_t *op = data;
+    if (seatd_req_release(op->r)) {
+        free(op);
+        return;
+    }
+    cancel_answer(op);
+}
+
+static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
+{
+    cancel_op_t *op = data;
+    seatd_req_t *r = op->r;
+    if (seatd_req_release(r)) {
+        free(op); /* reconciliation retries the refund under the same key */
+        return;
+    }
+    if (res->outcome == SEATD_PAY_APPROVED ||
+        (res->outcome == SEATD_PAY_DECLINED && strcmp(res->code, "charge_already_refunded") == 0)) {
+        int rc = seatd_store_refund_done(seatd__app(r)->store, op->booking_id, op->key,
+                                         on_refund_recorded, op);
+        if (rc == 0) {
+            seatd_req_hold(r);
+            return;
+        }
+    } else {
+        seatd_log(SEATD_LOG_WARN, NULL, "cancel refund not confirmed; reconciliation will retry",
+                  "\"booking\":\"%s\",\"code\":\"%s\"", op->booking_id, res->code);
+    }
+    cancel_answer(op); /* refundStatus says "pending" until the gateway confirms */
+}
+
+static void on_cancelled(const seatd_store_result_t *res, void *data)
+{
+    cancel_op_t *op = data;
+    seatd_req_t *r = op->r;
+    if (seatd_req_release(r)) {
+        free(op);
+        return;
+    }
+    if (res->err) {
+        seatd__reply_store_error(r, res);
+        free(op);
+        return;
+    }
+    seatd__seatmap_invalidate(op->show_id);
+    seatd_app_t *app = seatd__app(r);
+    const char *rs = seatd_store_get(res, "refundStatus", NULL);
+    const char *ref = seatd_store_get(res, "paymentRef", NULL);
+    int64_t refund = seatd_store_get_int(res, "refund", 0);
+    if (rs && strcmp(rs, "pending") == 0 && refund > 0 && ref && ref[0]) {
+        /* A repeat cancel sends the same request again: the gateway answers the first
+         * refund (same key, same body) and refunds nothing more. */
+        seatd_reconcile_hint(app->rds, op->show_id);
+        snprintf(op->key, sizeof(op->key), "cancel-%s", op->booking_id);
+        if (seatd_payment_refund(app->payment, op->key, ref, refund, "cancelled",
+                                 on_cancel_refund, op) == 0) {
+            seatd_req_hold(r);
+            return;
+        }
+    }
+    cancel_answer(op);
+}
+
+int seatd_handle_bookings_cancel(seatd_req_t *r)
+{
+    const char *id = seatd_req_param(r, "id");
+    cancel_op_t *op = seatd_calloc(1, sizeof(*op));
+    op->r = r;
+    if (id == NULL || seatd_keys_parse_id(id, 'b', op->show_id) < 0) {
+        free(op);
+        return SEATD_ENOTFOUND;
+    }
+    snprintf(op->booking_id, sizeof(op->booking_id), "%s", id);
+    int rc = seatd_store_cancel_by_policy(seatd__app(r)->store, op->booking_id, seatd__sub(r),
+                                          on_cancelled, op);
+    if (rc < 0) {
+        free(op);
+        return rc;
+    }
+    seatd_req_hold(r);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * POST /v1/tickets/verify {"token":…}: signature, then the booking's current state.
+ * --------------------------------------------------------------------------------------- */
+
+typedef struct {
+    seatd_req_t *r;
+    seatd_ticket_t t;
+} verify_op_t;
+
+static cJSON *verify_answer(int valid, const char *reason, const seatd_ticket_t *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "valid", valid);
+    cJSON_AddStringToObject(o, "reason", reason);
+    if (t && t->booking_id[0]) {
+        cJSON_AddStringToObject(o, "bookingId", t->booking_id);
+        cJSON_AddStringToObject(o, "showId", t->show_id);
+        seatd__json_add_csv_array(o, "seatIds", t->seats);
+    }
+    return o;
+}
+
+static void on_verify_booking(const seatd_store_result_t *res, void *data)
+{
+    verify_op_t *op = data;
+    seatd_req_t *r = op->r;
+    if (seatd_req_release(r)) {
+        free(op);
+        return;
+    }
+    const char *status = seatd_store_get(res, "status", NULL);
+    const char *seats = seatd_store_get(res, "seatIds", NULL);
+    if (res->err == SEATD_ENOTFOUND) {
+        seatd_req_finish_json(r, 200, verify_answer(0, "unknown_booking", &op->t));
+    } else if (res->err) {
+        seatd__reply_store_error(r, res);
+    } else if (status && strcmp(status, "CONFIRMED") == 0 && seats &&
+               strcmp(seats, op->t.seats) == 0) {
+        seatd_req_finish_json(r, 200, verify_answer(1, "confirmed", &op->t));
+    } else if (status && strcmp(status, "CANCELLED") == 0) {
+        seatd_req_finish_json(r, 200, verify_answer(0, "cancelled", &op->t));
+    } else {
+        seatd_req_finish_json(r, 200, verify_answer(0, "not_confirmed", &op->t));
+    }
+    free(op);
+}
+
+int seatd_handle_tickets_verify(seatd_req_t *r)
+{
+    cJSON *body = NULL;
+    const char *token = NULL;
+    if (seatd_json_parse_body_or_reply(r, &body) < 0 ||
+        seatd_json_get_string_or_reply(r, body, "token", SEATD_TICKET_MAX - 1, 1, &token) < 0) {
+        cJSON_Delete(body);
+        return 0;
+    }
+    const seatd_config_t *cfg = seatd__app(r)->cfg;
+    unsigned char key[SEATD_TICKET_KEY_LEN];
+    seatd_ticket_key(cfg->jwt_secret, cfg->jwt_secret_len, key);
+    verify_op_t *op = seatd_calloc(1, sizeof(*op));
+    op->r = r;
+    int ok = seatd_ticket_verify(key, token, &op->t) == 0;
+    cJSON_Delete(body);
+    if (!ok) {
+        free(op);
+        seatd_req_finish_json(r, 200, verify_answer(0, "invalid_signature", NULL));
+        return 0;
+    }
+    int rc = seatd_store_booking_get(seatd__app(r)->store, op->t.booking_id, NULL,
+                                     on_verify_booking, op);
+    if (rc < 0) {
+        free(op);
+        return rc;
+    }
+    seatd_req_hold(r);
+    return 0;
+}
+
+int seatd_refund_policy_valid(const void *policy)
+{
+    const cJSON *p = policy;
+    int n = cJSON_GetArraySize(p);
+    if (!cJSON_IsArray(p) || n < 1 || n > 10)
+        return 0;
+    const cJSON *tier = NULL;
+    cJSON_ArrayForEach(tier, p)
+    {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(tier, "beforeSeconds");
+        const cJSON *pc = cJSON_GetObjectItemCaseSensitive(tier, "percent");
+        if (!cJSON_IsObject(tier) || !cJSON_IsNumber(b) || !cJSON_IsNumber(pc))
+            return 0;
+        double bv = cJSON_GetNumberValue(b), pv = cJSON_GetNumberValue(pc);
+        if (bv < 0 || bv > 365.0 * 86400 || bv != (double)(long long)bv || pv < 0 || pv > 100 ||
+            pv != (double)(long long)pv)
+            return 0;
+    }
+    return 1;
 }

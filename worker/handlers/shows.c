@@ -437,6 +437,14 @@ int seatd_handle_shows_create(seatd_req_t *r)
     }
     if (screen)
         cJSON_AddStringToObject(extra, "screen", screen);
+    const cJSON *policy = cJSON_GetObjectItemCaseSensitive(op->body, "refundPolicy");
+    if (policy && !seatd_refund_policy_valid(policy)) { /* issue 5: cancellation refunds */
+        cJSON_Delete(extra);
+        seatd_req_finish_problem(r, SEATD_EINVAL, SEATD_REFUND_POLICY_HELP, NULL);
+        goto replied;
+    }
+    if (policy)
+        cJSON_AddItemToObject(extra, "refundPolicy", cJSON_Duplicate(policy, 1));
     op->extra_json = cJSON_PrintUnformatted(extra);
     cJSON_Delete(extra);
 

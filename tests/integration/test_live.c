@@ -1,0 +1,313 @@
+/*
+ * Integration tests for the live seat map (live.c, pubsub.c, the upgrade seam of
+ * http_server.c, handlers/live.c): a real worker in a forked child, real Redis, and a
+ * blocking WebSocket client. Seat changes are made through store.c (or HTTP) in the test.
+ */
+#include <criterion/criterion.h>
+#include <hiredis/hiredis.h>
+
+#include "http_client.h"
+#include "store_harness.h"
+#include "test_live_client.h"
+#include "test_live_server.h"
+
+static const char *const SEATS[] = {"A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8", NULL};
+
+static void live_init(void)
+{
+    seatd_test_redis_flushall();
+}
+
+TestSuite(live, .init = live_init, .timeout = 40);
+
+/* Reads deltas until 'want' is reached, checking they chain (each fromVersion is the last
+ * version + 1). Applies each change to 'seats' (8 statuses for A1..A8). Returns the last
+ * version reached, or -1 on a broken chain, a snapshot or a timeout. */
+static long long follow(wsc_t *c, long long from, long long want, char seats[8][16])
+{
+    long long v = from;
+    while (v < want) {
+        cJSON *j = wsc_next(c, 3000);
+        if (j == NULL)
+            return -1;
+        if (strcmp(wsc_type(j), "delta") != 0 || wsc_int(j, "fromVersion") != v + 1 ||
+            wsc_int(j, "version") < v + 1) {
+            cJSON_Delete(j);
+            return -1;
+        }
+        v = wsc_int(j, "version");
+        for (int i = 0; i < 8; i++) {
+            const char *st = wsc_delta_seat(j, SEATS[i]);
+            if (st)
+                snprintf(seats[i], 16, "%s", st);
+        }
+        cJSON_Delete(j);
+    }
+    return v;
+}
+
+static long long redis_version(redisContext *rc, const char *show)
+{
+    char v[32] = "";
+    th_str(rc, v, sizeof(v), "GET {s:%s}:ver", show);
+    return atoll(v);
+}
+
+Test(live, sends_a_snapshot_then_chained_deltas_and_nothing_for_a_rejected_hold)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", SEATS, 60000), 0);
+    const char *first[] = {"A1", "A2", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "u1", first, 60000, 8, NULL), 0);
+    char hold1[SEATD_ID_MAX];
+    snprintf(hold1, sizeof(hold1), "%s", th_get(&r, "holdId"));
+
+    tls_t srv;
+    cr_assert_eq(tls_start(&srv, NULL), 0);
+    wsc_t c;
+    cr_assert_eq(wsc_connect(&c, srv.port, "/v1/shows/1/seats/ws"), 101);
+    cJSON *snap = wsc_next(&c, 3000);
+    cr_assert_not_null(snap, "a snapshot first");
+    cr_assert_str_eq(wsc_type(snap), "snapshot");
+    cr_assert_eq(wsc_int(snap, "version"), 1);
+    cr_assert_str_eq(wsc_snapshot_seat(snap, "A1"), "held");
+    cr_assert_str_eq(wsc_snapshot_seat(snap, "A3"), "available");
+    cJSON_Delete(snap);
+
+    /* hold, rejected hold, release, hold + book: each version exactly once, in order. */
+    const char *a3[] = {"A3", NULL}, *a4[] = {"A4", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "u2", a3, 60000, 8, NULL), 0);
+    cr_assert_eq(th_hold(&t, &r, "1", "u3", a3, 60000, 8, NULL), SEATD_ECONFLICT);
+    cr_assert_eq(th_release(&t, &r, hold1, "u1"), 0);
+    cr_assert_eq(th_hold(&t, &r, "1", "u4", a4, 60000, 8, NULL), 0);
+    char hold4[SEATD_ID_MAX];
+    snprintf(hold4, sizeof(hold4), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold4, "u4", 60000), 0);
+    char booking[SEATD_ID_MAX];
+    snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
+    cr_assert_eq(th_book_confirm(&t, &r, booking), 0);
+
+    redisContext *rc = seatd_test_redis_connect();
+    long long final = redis_version(rc, "1");
+    cr_assert_geq(final, 5);
+    char seats[8][16] = {"held", "held", "available", "available", "available", "available",
+                         "available", "available"};
+    cr_assert_eq(follow(&c, 1, final, seats), final, "chained deltas up to %lld", final);
+    cr_assert_str_eq(seats[0], "available");
+    cr_assert_str_eq(seats[1], "available");
+    cr_assert_str_eq(seats[2], "held");
+    cr_assert_str_eq(seats[3], "booked");
+
+    /* A rejected hold changes nothing and sends nothing. */
+    cr_assert_eq(th_hold(&t, &r, "1", "u5", a3, 60000, 8, NULL), SEATD_ECONFLICT);
+    cJSON *none = wsc_next(&c, 400);
+    cr_assert_null(none, "no frame for a rejected hold");
+    cr_assert_eq(redis_version(rc, "1"), final);
+
+    wsc_close(&c);
+    redisFree(rc);
+    th_res_clear(&r);
+    cr_assert_eq(tls_stop(&srv), 0, "the worker drains and closes its loop");
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(live, catches_up_by_version_with_since)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", SEATS, 60000), 0);
+    tls_t srv;
+    cr_assert_eq(tls_start(&srv, NULL), 0);
+
+    /* B keeps the show watched (and the worker's ring alive) while A is away. */
+    wsc_t a, b;
+    cr_assert_eq(wsc_connect(&b, srv.port, "/v1/shows/1/seats/ws"), 101);
+    cJSON *j = wsc_next(&b, 3000);
+    cr_assert_str_eq(wsc_type(j), "snapshot");
+    cJSON_Delete(j);
+    cr_assert_eq(wsc_connect(&a, srv.port, "/v1/shows/1/seats/ws"), 101);
+    j = wsc_next(&a, 3000);
+    cr_assert_str_eq(wsc_type(j), "snapshot");
+    cr_assert_eq(wsc_int(j, "version"), 0);
+    cJSON_Delete(j);
+    wsc_close(&a);
+
+    for (int i = 0; i < 3; i++) {
+        const char *one[] = {SEATS[i], NULL};
+        cr_assert_eq(th_hold(&t, &r, "1", "u1", one, 60000, 8, NULL), 0);
+    }
+    char seats[8][16] = {{0}};
+    cr_assert_eq(follow(&b, 0, 3, seats), 3);
+
+    cr_assert_eq(wsc_connect(&a, srv.port, "/v1/shows/1/seats/ws?since=0"), 101);
+    j = wsc_next(&a, 3000);
+    cr_assert_not_null(j);
+    cr_assert_str_eq(wsc_type(j), "delta", "the missed versions, not a snapshot");
+    cr_assert_eq(wsc_int(j, "fromVersion"), 1);
+    cr_assert_eq(wsc_int(j, "version"), 3);
+    for (int i = 0; i < 3; i++)
+        cr_assert_str_eq(wsc_delta_seat(j, SEATS[i]), "held");
+    cJSON_Delete(j);
+
+    wsc_t cur, old;
+    cr_assert_eq(wsc_connect(&cur, srv.port, "/v1/shows/1/seats/ws?since=3"), 101);
+    cr_assert_null(wsc_next(&cur, 300), "nothing to send to an up-to-date client");
+    cr_assert_eq(wsc_connect(&old, srv.port, "/v1/shows/1/seats/ws?since=99999"), 101);
+    j = wsc_next(&old, 3000);
+    cr_assert_str_eq(wsc_type(j), "snapshot", "a version this worker never had: a snapshot");
+    cr_assert_eq(wsc_int(j, "version"), 3);
+    cJSON_Delete(j);
+
+    const char *a5[] = {"A5", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "u1", a5, 60000, 8, NULL), 0);
+    j = wsc_next(&cur, 3000);
+    cr_assert_str_eq(wsc_type(j), "delta");
+    cr_assert_eq(wsc_int(j, "fromVersion"), 4);
+    cr_assert_str_eq(wsc_delta_seat(j, "A5"), "held");
+    cJSON_Delete(j);
+
+    /* A resync command answers a fresh snapshot. */
+    wsc_send(&cur, "{\"type\":\"resync\"}");
+    j = wsc_next(&cur, 3000);
+    cr_assert_str_eq(wsc_type(j), "snapshot");
+    cr_assert_eq(wsc_int(j, "version"), 4);
+    cJSON_Delete(j);
+
+    wsc_close(&a);
+    wsc_close(&b);
+    wsc_close(&cur);
+    wsc_close(&old);
+    th_res_clear(&r);
+    cr_assert_eq(tls_stop(&srv), 0);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(live, sends_a_fresh_snapshot_after_a_version_gap)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", SEATS, 60000), 0);
+    tls_t srv;
+    cr_assert_eq(tls_start(&srv, NULL), 0);
+    wsc_t c;
+    cr_assert_eq(wsc_connect(&c, srv.port, "/v1/shows/1/seats/ws"), 101);
+    cJSON *j = wsc_next(&c, 3000);
+    cr_assert_eq(wsc_int(j, "version"), 0);
+    cJSON_Delete(j);
+
+    /* Versions 1..4 were "missed": only version 5 is published. */
+    redisContext *rc = seatd_test_redis_connect();
+    cr_assert_eq(th_int(rc, "SET {s:1}:ver 5") , -1000, "a status reply");
+    cr_assert_eq(th_int(rc, "SETBIT {s:1}:held 6 1"), 0);
+    cr_assert_geq(th_int(rc, "PUBLISH {s:1}:ch %s", "{\"v\":5,\"c\":[[\"A7\",\"held\"]]}"), 1);
+    j = wsc_next(&c, 3000);
+    cr_assert_not_null(j);
+    cr_assert_str_eq(wsc_type(j), "snapshot");
+    cr_assert_eq(wsc_int(j, "version"), 5);
+    cr_assert_str_eq(wsc_snapshot_seat(j, "A7"), "held");
+    cJSON_Delete(j);
+
+    wsc_close(&c);
+    redisFree(rc);
+    cr_assert_eq(tls_stop(&srv), 0);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(live, shows_an_abandoned_hold_available_within_a_second_of_its_deadline)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", SEATS, 1000), 0); /* 1 s holds */
+    tls_t srv;
+    cr_assert_eq(tls_start(&srv, NULL), 0);
+    wsc_t c;
+    cr_assert_eq(wsc_connect(&c, srv.port, "/v1/shows/1/seats/ws"), 101);
+    cJSON *j = wsc_next(&c, 3000);
+    cJSON_Delete(j);
+
+    /* Through HTTP, so the worker's finish hook hints the sweeper. */
+    char hdr[1024];
+    tls_auth_headers("alice", hdr, sizeof(hdr));
+    const char *body = "{\"seatIds\":[\"A2\"]}";
+    seatd_test_http_response_t res;
+    cr_assert_eq(seatd_test_http_request("127.0.0.1", srv.port, "POST", "/v1/shows/1/holds", hdr,
+                                         body, strlen(body), &res),
+                 0);
+    cr_assert_eq(res.status, 201, "%.*s", (int)res.body_len, res.body);
+    cJSON *hold = cJSON_ParseWithLength(res.body, res.body_len);
+    const cJSON *hid = cJSON_GetObjectItemCaseSensitive(hold, "holdId");
+    cr_assert(cJSON_IsString(hid));
+    redisContext *rc = seatd_test_redis_connect();
+    char exp[32] = "";
+    th_str(rc, exp, sizeof(exp), "HGET {s:1}:hold:%s expiresAt", hid->valuestring);
+    long long deadline = atoll(exp);
+    cr_assert_gt(deadline, 0);
+    cJSON_Delete(hold);
+    seatd_test_http_response_free(&res);
+
+    j = wsc_next(&c, 3000);
+    cr_assert_str_eq(wsc_delta_seat(j, "A2"), "held");
+    cJSON_Delete(j);
+    j = wsc_next(&c, 5000);
+    long long got = wsc_now_ms();
+    cr_assert_not_null(j, "the expiry arrives without any other request");
+    cr_assert_str_eq(wsc_delta_seat(j, "A2"), "available");
+    cJSON_Delete(j);
+    long long lag = got - deadline;
+    fprintf(stderr, "live: expiry lag %lld ms after the deadline (watcher receipt)\n", lag);
+    cr_assert_lt(lag, 1000, "lag %lld ms", lag);
+    cr_assert_eq(th_int(rc, "BITCOUNT {s:1}:held"), 0);
+
+    wsc_close(&c);
+    redisFree(rc);
+    cr_assert_eq(tls_stop(&srv), 0);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(live, refuses_plain_requests_and_unknown_shows)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", SEATS, 60000), 0);
+    tls_t srv;
+    cr_assert_eq(tls_start(&srv, NULL), 0);
+    seatd_test_http_response_t res;
+    cr_assert_eq(seatd_test_http_request("127.0.0.1", srv.port, "GET", "/v1/shows/1/seats/ws",
+                                         NULL, NULL, 0, &res),
+                 0);
+    cr_assert_eq(res.status, 400);
+    seatd_test_http_response_free(&res);
+    wsc_t c;
+    cr_assert_eq(wsc_connect(&c, srv.port, "/v1/shows/999/seats/ws"), 404);
+    cr_assert_eq(wsc_connect(&c, srv.port, "/v1/shows/1/seats/ws?since=x"), 400);
+    cr_assert_eq(tls_stop(&srv), 0);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(live, closes_a_client_that_cannot_keep_up)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    static char names[90][8];
+    const char *many[91];
+    for (int i = 0; i < 90; i++) {
+        snprintf(names[i], sizeof(names[i]), "B%d", i + 1);
+        many[i] = names[i];
+    }
+    many[90] = NULL;
+    cr_assert_eq(th_create_show(&t, "1", many, 60000), 0);
+    seatd_live_opts_t lo = {.max_queue_bytes = 1024}; /* smaller than one snapshot */
+    tls_t srv;
+    cr_assert_eq(tls_start(&srv, &lo), 0);
+    wsc_t c;
+    cr_assert_eq(wsc_connect(&c, srv.port, "/v1/shows/1/seats/ws"), 101);
+    cr_assert_null(wsc_next(&c, 3000));
+    cr_assert(c.closed);
+    cr_assert_eq(c.close_status, 1008);
+    wsc_close(&c);
+    cr_assert_eq(tls_stop(&srv), 0);
+    cr_assert_eq(th_close(&t), 0);
+}

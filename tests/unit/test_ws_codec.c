@@ -1,0 +1,208 @@
+/* Unit tests for ws_codec.c: the handshake digest (RFC 6455 section 1.3), upgrade header
+ * checks, and framing through wslay between a client and a server codec. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "buf.h"
+#include "ws_codec.h"
+
+Test(ws_codec, computes_the_accept_key_of_the_rfc_example)
+{
+    char out[SEATD_WS_ACCEPT_LEN + 1];
+    cr_assert_eq(seatd_ws_accept_key("dGhlIHNhbXBsZSBub25jZQ==", out), 0);
+    cr_assert_str_eq(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+}
+
+typedef struct {
+    const char *key; /* candidate Sec-WebSocket-Key */
+    int ok;          /* expected validity */
+} key_case_t;
+
+static const key_case_t key_cases[] = {
+    {"dGhlIHNhbXBsZSBub25jZQ==", 1},
+    {"AAAAAAAAAAAAAAAAAAAAAA==", 1},
+    {"dGhlIHNhbXBsZSBub25jZQ", 0},   /* no padding */
+    {"dGhlIHNhbXBsZSBub25jZQ=", 0},  /* 23 characters */
+    {"dGhlIHNhbXBsZSBub25jZQ===", 0}, /* 25 characters */
+    {"dGhl!HNhbXBsZSBub25jZQ==", 0}, /* not base64 */
+    {"", 0},
+};
+
+Test(ws_codec, accepts_only_base64_keys_of_sixteen_bytes)
+{
+    for (size_t i = 0; i < sizeof(key_cases) / sizeof(key_cases[0]); i++) {
+        char out[SEATD_WS_ACCEPT_LEN + 1];
+        int rc = seatd_ws_accept_key(key_cases[i].key, out);
+        cr_assert_eq(rc == 0, key_cases[i].ok, "key '%s'", key_cases[i].key);
+    }
+    char out[SEATD_WS_ACCEPT_LEN + 1];
+    cr_assert_eq(seatd_ws_accept_key(NULL, out), SEATD_EINVAL);
+}
+
+typedef struct {
+    const char *upgrade, *connection, *version, *key;
+    int ok;
+} upgrade_case_t;
+
+static const upgrade_case_t upgrade_cases[] = {
+    {"websocket", "Upgrade", "13", "dGhlIHNhbXBsZSBub25jZQ==", 1},
+    {"WebSocket", "keep-alive, Upgrade", "13", "dGhlIHNhbXBsZSBub25jZQ==", 1},
+    {"h2c, websocket", "upgrade", "13", "dGhlIHNhbXBsZSBub25jZQ==", 1},
+    {NULL, "Upgrade", "13", "dGhlIHNhbXBsZSBub25jZQ==", 0},
+    {"websocket", "keep-alive", "13", "dGhlIHNhbXBsZSBub25jZQ==", 0},
+    {"websocket", "Upgrade", "8", "dGhlIHNhbXBsZSBub25jZQ==", 0},
+    {"websocket", "Upgrade", NULL, "dGhlIHNhbXBsZSBub25jZQ==", 0},
+    {"websocket", "Upgrade", "13", "short", 0},
+    {"websockets", "Upgrade", "13", "dGhlIHNhbXBsZSBub25jZQ==", 0},
+};
+
+Test(ws_codec, checks_the_upgrade_headers_from_a_table)
+{
+    for (size_t i = 0; i < sizeof(upgrade_cases) / sizeof(upgrade_cases[0]); i++) {
+        const upgrade_case_t *c = &upgrade_cases[i];
+        int rc = seatd_ws_check_upgrade(c->upgrade, c->connection, c->version, c->key);
+        cr_assert_eq(rc == 0, c->ok, "case %zu", i);
+    }
+}
+
+/* Messages seen by a codec's callback. */
+typedef struct {
+    int n;
+    int opcode[8];
+    char text[8][256];
+    size_t len[8];
+    unsigned status[8];
+} seen_t;
+
+static void on_msg(seatd_ws_t *ws, int opcode, const uint8_t *data, size_t len, unsigned status,
+                   void *user)
+{
+    seen_t *s = user;
+    if (s->n >= 8)
+        return;
+    s->opcode[s->n] = opcode;
+    s->len[s->n] = len;
+    memcpy(s->text[s->n], data, len < 255 ? len : 255);
+    s->status[s->n] = status;
+    s->n++;
+}
+
+Test(ws_codec, server_frames_are_unmasked_and_decode_in_a_client)
+{
+    seen_t seen = {0};
+    seatd_ws_t *srv = seatd_ws_new(0, 0, NULL, NULL);
+    seatd_ws_t *cli = seatd_ws_new(1, 0, on_msg, &seen);
+    cr_assert_eq(seatd_ws_send(srv, SEATD_WS_TEXT, "{\"type\":\"snapshot\"}", 19), 0);
+    seatd_buf_t out = SEATD_BUF_INIT;
+    cr_assert_eq(seatd_ws_output(srv, &out), 21);
+    cr_assert_eq((unsigned char)out.data[0], 0x81, "FIN + text");
+    cr_assert_eq((unsigned char)out.data[1], 19, "unmasked, 19 bytes");
+    /* Fed one byte at a time: partial frames are kept. */
+    for (size_t i = 0; i < out.len; i++)
+        cr_assert_eq(seatd_ws_feed(cli, out.data + i, 1), 0);
+    cr_assert_eq(seen.n, 1);
+    cr_assert_eq(seen.opcode[0], SEATD_WS_TEXT);
+    cr_assert_str_eq(seen.text[0], "{\"type\":\"snapshot\"}");
+    seatd_buf_free(&out);
+    seatd_ws_free(srv);
+    seatd_ws_free(cli);
+}
+
+Test(ws_codec, encodes_long_payloads_with_extended_lengths)
+{
+    seen_t seen = {0};
+    seatd_ws_t *srv = seatd_ws_new(0, 0, NULL, NULL);
+    seatd_ws_t *cli = seatd_ws_new(1, 1 << 20, on_msg, &seen);
+    static char big[70000];
+    memset(big, 'x', sizeof(big));
+    cr_assert_eq(seatd_ws_send(srv, SEATD_WS_TEXT, big, sizeof(big)), 0);
+    seatd_buf_t out = SEATD_BUF_INIT;
+    cr_assert_eq(seatd_ws_output(srv, &out), sizeof(big) + 10, "64-bit length form");
+    cr_assert_eq((unsigned char)out.data[1], 127);
+    cr_assert_eq(seatd_ws_feed(cli, out.data, out.len), 0);
+    cr_assert_eq(seen.n, 1);
+    cr_assert_eq(seen.len[0], sizeof(big));
+    seatd_buf_free(&out);
+    seatd_ws_free(srv);
+    seatd_ws_free(cli);
+}
+
+Test(ws_codec, client_frames_are_masked_and_a_ping_gets_a_pong)
+{
+    seen_t at_srv = {0}, at_cli = {0};
+    seatd_ws_t *srv = seatd_ws_new(0, 0, on_msg, &at_srv);
+    seatd_ws_t *cli = seatd_ws_new(1, 0, on_msg, &at_cli);
+    cr_assert_eq(seatd_ws_send(cli, SEATD_WS_TEXT, "{\"type\":\"resync\"}", 17), 0);
+    cr_assert_eq(seatd_ws_send(srv, SEATD_WS_PING, "p", 1), 0);
+    seatd_buf_t c2s = SEATD_BUF_INIT, s2c = SEATD_BUF_INIT;
+    seatd_ws_output(cli, &c2s);
+    cr_assert_eq((unsigned char)c2s.data[1] & 0x80, 0x80, "the mask bit is set");
+    cr_assert_eq(seatd_ws_feed(srv, c2s.data, c2s.len), 0);
+    cr_assert_eq(at_srv.n, 1);
+    cr_assert_str_eq(at_srv.text[0], "{\"type\":\"resync\"}");
+    seatd_ws_output(srv, &s2c);
+    cr_assert_eq(seatd_ws_feed(cli, s2c.data, s2c.len), 0);
+    cr_assert_eq(at_cli.n, 1);
+    cr_assert_eq(at_cli.opcode[0], SEATD_WS_PING);
+    seatd_buf_reset(&c2s);
+    seatd_ws_output(cli, &c2s); /* the automatic pong */
+    cr_assert_eq(seatd_ws_feed(srv, c2s.data, c2s.len), 0);
+    cr_assert_eq(at_srv.n, 2);
+    cr_assert_eq(at_srv.opcode[1], SEATD_WS_PONG);
+    cr_assert_str_eq(at_srv.text[1], "p");
+    seatd_buf_free(&c2s);
+    seatd_buf_free(&s2c);
+    seatd_ws_free(srv);
+    seatd_ws_free(cli);
+}
+
+Test(ws_codec, a_close_is_answered_and_ends_sending)
+{
+    seen_t at_srv = {0}, at_cli = {0};
+    seatd_ws_t *srv = seatd_ws_new(0, 0, on_msg, &at_srv);
+    seatd_ws_t *cli = seatd_ws_new(1, 0, on_msg, &at_cli);
+    cr_assert_eq(seatd_ws_close(srv, SEATD_WS_CLOSE_POLICY, "too slow"), 0);
+    cr_assert_eq(seatd_ws_close(srv, SEATD_WS_CLOSE_NORMAL, NULL), SEATD_ESHUTDOWN);
+    cr_assert_eq(seatd_ws_send(srv, SEATD_WS_TEXT, "x", 1), SEATD_ESHUTDOWN);
+    seatd_buf_t s2c = SEATD_BUF_INIT, c2s = SEATD_BUF_INIT;
+    seatd_ws_output(srv, &s2c);
+    cr_assert(seatd_ws_close_sent(srv));
+    cr_assert_eq(seatd_ws_feed(cli, s2c.data, s2c.len), 0);
+    cr_assert(seatd_ws_close_received(cli));
+    cr_assert_eq(seatd_ws_close_status(cli), 1008);
+    seatd_ws_output(cli, &c2s); /* the answering close */
+    cr_assert(seatd_ws_close_sent(cli));
+    cr_assert_eq(seatd_ws_feed(srv, c2s.data, c2s.len), 0);
+    cr_assert(seatd_ws_close_received(srv));
+    seatd_buf_free(&s2c);
+    seatd_buf_free(&c2s);
+    seatd_ws_free(srv);
+    seatd_ws_free(cli);
+}
+
+Test(ws_codec, rejects_unmasked_client_frames_and_oversized_messages)
+{
+    seatd_ws_t *srv = seatd_ws_new(0, 16, NULL, NULL);
+    const char unmasked[] = {(char)0x81, 0x02, 'h', 'i'};
+    cr_assert_eq(seatd_ws_feed(srv, unmasked, sizeof(unmasked)), SEATD_EINVAL);
+    seatd_buf_t out = SEATD_BUF_INIT;
+    seatd_ws_output(srv, &out);
+    cr_assert_eq((unsigned char)out.data[0], 0x88, "a close frame");
+    cr_assert_eq(((unsigned char)out.data[2] << 8) | (unsigned char)out.data[3], 1002);
+    seatd_buf_free(&out);
+    seatd_ws_free(srv);
+
+    srv = seatd_ws_new(0, 16, NULL, NULL);
+    seatd_ws_t *cli = seatd_ws_new(1, 0, NULL, NULL);
+    cr_assert_eq(seatd_ws_send(cli, SEATD_WS_TEXT, "0123456789abcdefXYZ", 19), 0);
+    seatd_ws_output(cli, &out);
+    cr_assert_eq(seatd_ws_feed(srv, out.data, out.len), SEATD_EINVAL, "too big");
+    seatd_buf_reset(&out);
+    seatd_ws_output(srv, &out);
+    cr_assert_eq((unsigned char)out.data[0], 0x88);
+    cr_assert_eq(((unsigned char)out.data[2] << 8) | (unsigned char)out.data[3], 1009);
+    seatd_buf_free(&out);
+    seatd_ws_free(srv);
+    seatd_ws_free(cli);
+}

@@ -1,0 +1,498 @@
+/*
+ * seatd-notify - the outbox consumer: reads the booking events the scripts append to each
+ * show's stream {s:<id>}:bookings (booking.confirmed, booking.cancelled) with a consumer group
+ * and "sends" one notification per event: one JSON line appended to a log file.
+ *
+ *   seatd-notify --redis 127.0.0.1:6379 [--group notifiers] [--consumer <host-pid>]
+ *                --log notifications.log [--max-deliveries 5] [--retry-base-ms 500]
+ *                [--refresh-ms 1000] [--deliver-delay-ms 0]
+ *
+ * Streams: one per show, in the show's hash slot (the script that changes a booking appends
+ * its event in the same atomic step). They are discovered from the catalogue seatd:shows,
+ * re-read every --refresh-ms; the group is created at id 0 once the stream exists. Each
+ * stream is read on its own (XREADGROUP … STREAMS <one stream> >), which also works on Redis
+ * Cluster, where one command cannot span slots.
+ *
+ * Delivery is at-least-once from Redis and made exactly-once in the log by the event id
+ * "<showId>:<entryId>": before sending, the consumer claims the per-event key
+ * {s:<id>}:notified:<group>:<entryId> with SET NX ("sending:<consumer>", 7-day TTL); after
+ * sending it sets "done" and XACKs. A claim that already says "done" is a duplicate (acked,
+ * not sent). A claim left "sending" by a consumer that died between claim and "done" is
+ * resolved by looking for the event id in the log itself (the receiver is idempotent).
+ *
+ * Retries: an event whose delivery fails (a poison event: unknown type, no bookingId) is not
+ * acked. The consumer polls XPENDING (with IDLE) and re-claims with XCLAIM each entry idle for
+ * at least retry-base * 2^(deliveries-1) ms (capped at 60 s), which also takes over the
+ * entries of a dead consumer. XPENDING + XCLAIM rather than XAUTOCLAIM: XAUTOCLAIM has one
+ * min-idle for all entries and would claim (and count a delivery for) entries still backing
+ * off. After --max-deliveries deliveries the entry is copied to the dead-letter stream
+ * {s:<id>}:bookings:dead (fields kept, plus origId, deliveries, reason) and acked.
+ *
+ * SIGTERM / SIGINT: finish the current event and exit 0. Synchronous hiredis: one process is
+ * one consumer; run as many as needed (deploy/up starts one).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "keys.h"
+
+#define MAX_STREAMS 4096
+#define READ_COUNT "10"
+#define STALE_CLAIM_MS 1000 /* a "sending" claim this old belongs to a dead consumer */
+#define DEDUPE_TTL "604800"
+
+typedef struct {
+    char show[SEATD_ID_MAX];
+    char stream[SEATD_KEY_MAX];
+    int grouped; /* the group exists on this stream */
+} stream_t;
+
+static struct {
+    char host[256];
+    int port;
+    const char *group;
+    char consumer[128];
+    const char *log_path;
+    long max_deliveries;
+    long retry_base_ms;
+    long refresh_ms;
+    long delay_ms;
+    redisContext *c;
+    int log_fd;
+    stream_t *streams;
+    size_t nstreams;
+} G;
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !stop_flag) {
+    }
+}
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "{\"prog\":\"seatd-notify\",\"consumer\":\"%s\",\"msg\":\"", G.consumer);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\"}\n");
+    va_end(ap);
+}
+
+/* Runs a command; reconnects (with a pause) when the connection is broken. Owned reply or
+ * NULL. */
+static redisReply *cmd(int argc, const char **argv)
+{
+    for (int attempt = 0; attempt < 2 && !stop_flag; attempt++) {
+        if (G.c == NULL || G.c->err) {
+            if (G.c)
+                redisFree(G.c);
+            G.c = redisConnect(G.host, G.port);
+            if (G.c == NULL || G.c->err) {
+                sleep_ms(500);
+                continue;
+            }
+        }
+        redisReply *r = redisCommandArgv(G.c, argc, argv, NULL);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+static int is_error(const redisReply *r)
+{
+    return r == NULL || r->type == REDIS_REPLY_ERROR;
+}
+
+/* ------------------------------------------------------------------- streams */
+
+static void refresh_streams(void)
+{
+    const char *argv[] = {"ZRANGE", SEATD_KEY_CATALOGUE, "0", "-1"};
+    redisReply *r = cmd(4, argv);
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const char *id = r->element[i]->str;
+        if (id == NULL || !seatd_keys_valid_show_id(id))
+            continue;
+        size_t k = 0;
+        while (k < G.nstreams && strcmp(G.streams[k].show, id) != 0)
+            k++;
+        if (k == G.nstreams) {
+            if (G.nstreams == MAX_STREAMS)
+                break;
+            stream_t *s = &G.streams[G.nstreams++];
+            memset(s, 0, sizeof(*s));
+            snprintf(s->show, sizeof(s->show), "%s", id);
+            if (seatd_keys_show(s->stream, id, "bookings") < 0) {
+                G.nstreams--;
+                continue;
+            }
+        }
+        stream_t *s = &G.streams[k];
+        if (!s->grouped) {
+            const char *g[] = {"XGROUP", "CREATE", s->stream, G.group, "0"};
+            redisReply *gr = cmd(5, g);
+            if (gr && (gr->type != REDIS_REPLY_ERROR || strstr(gr->str, "BUSYGROUP")))
+                s->grouped = 1; /* else: the stream does not exist yet */
+            freeReplyObject(gr);
+        }
+    }
+    freeReplyObject(r);
+}
+
+/* ------------------------------------------------------------------- delivery */
+
+static const char *field(const redisReply *fields, const char *name)
+{
+    for (size_t i = 0; fields && i + 1 < fields->elements; i += 2)
+        if (fields->element[i]->str && strcmp(fields->element[i]->str, name) == 0)
+            return fields->element[i + 1]->str;
+    return NULL;
+}
+
+/* 1 if the notifications log already holds a line for 'event_id'. */
+static int log_has(const char *event_id)
+{
+    FILE *f = fopen(G.log_path, "r");
+    if (f == NULL)
+        return 0;
+    char needle[256], line[4096];
+    snprintf(needle, sizeof(needle), "\"eventId\":\"%s\"", event_id);
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* Sends the notification: one JSON line, one write() on an O_APPEND descriptor. */
+static int send_notification(const char *event_id, const redisReply *fields)
+{
+    const char *type = field(fields, "type");
+    const char *booking = field(fields, "bookingId");
+    if (type == NULL || booking == NULL ||
+        (strcmp(type, "booking.confirmed") != 0 && strcmp(type, "booking.cancelled") != 0))
+        return -1; /* undeliverable: retried, then dead-lettered */
+    if (G.delay_ms > 0)
+        sleep_ms(G.delay_ms);
+    seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_printf(&b, "{\"eventId\":\"%s\",\"consumer\":\"", event_id);
+    seatd_buf_json_escape(&b, G.consumer, strlen(G.consumer));
+    seatd_buf_puts(&b, "\"");
+    for (size_t i = 0; i + 1 < fields->elements; i += 2) {
+        const redisReply *k = fields->element[i], *v = fields->element[i + 1];
+        if (k->str == NULL || v->str == NULL)
+            continue;
+        seatd_buf_puts(&b, ",\"");
+        seatd_buf_json_escape(&b, k->str, k->len);
+        seatd_buf_puts(&b, "\":\"");
+        seatd_buf_json_escape(&b, v->str, v->len);
+        seatd_buf_puts(&b, "\"");
+    }
+    seatd_buf_puts(&b, "}\n");
+    ssize_t w = write(G.log_fd, b.data, b.len);
+    int ok = w == (ssize_t)b.len;
+    seatd_buf_free(&b);
+    return ok ? 0 : -1;
+}
+
+static void ack(const stream_t *s, const char *id)
+{
+    const char *argv[] = {"XACK", s->stream, G.group, id};
+    freeReplyObject(cmd(4, argv));
+}
+
+/* Handles one entry: exactly one line in the log per event id, then XACK. A failed delivery
+ * leaves the entry pending (retried by reclaim()). */
+static void handle(const stream_t *s, const char *id, const redisReply *fields)
+{
+    if (fields == NULL || fields->type != REDIS_REPLY_ARRAY) {
+        ack(s, id); /* the entry was trimmed away: nothing to send */
+        return;
+    }
+    char event_id[160], key[SEATD_KEY_MAX], mark[160], suffix[200];
+    snprintf(event_id, sizeof(event_id), "%s:%s", s->show, id);
+    snprintf(suffix, sizeof(suffix), "notified:%s:%s", G.group, id);
+    if (seatd_keys_show(key, s->show, suffix) < 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long wall = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    snprintf(mark, sizeof(mark), "sending:%lld:%s", wall, G.consumer);
+    const char *set[] = {"SET", key, mark, "NX", "GET", "EX", DEDUPE_TTL};
+    redisReply *r = cmd(7, set);
+    if (is_error(r)) {
+        freeReplyObject(r);
+        return; /* Redis trouble: the entry stays pending */
+    }
+    int send = 1;
+    if (r->type == REDIS_REPLY_STRING) { /* someone claimed it before */
+        long long then = strncmp(r->str, "sending:", 8) == 0 ? atoll(r->str + 8) : 0;
+        if (strcmp(r->str, "done") == 0) {
+            send = 0; /* a duplicate delivery */
+        } else if (log_has(event_id)) {
+            send = 0; /* its claimer sent it, then died before saying so */
+        } else if (wall - then < STALE_CLAIM_MS) {
+            freeReplyObject(r); /* another consumer is sending it now: leave it pending */
+            return;
+        } else {
+            const char *take[] = {"SET", key, mark, "EX", DEDUPE_TTL};
+            freeReplyObject(cmd(5, take)); /* a dead consumer's claim, never sent: take it */
+        }
+    }
+    freeReplyObject(r);
+    if (send && send_notification(event_id, fields) < 0) {
+        const char *del[] = {"DEL", key};
+        freeReplyObject(cmd(2, del)); /* not sent: free the claim for the retry */
+        logf_("delivery failed for %s; will retry", event_id);
+        return;
+    }
+    const char *done[] = {"SET", key, "done", "EX", DEDUPE_TTL};
+    freeReplyObject(cmd(5, done));
+    ack(s, id);
+}
+
+/* entries: [[id, [k, v, …]], …] */
+static int handle_entries(const stream_t *s, const redisReply *entries)
+{
+    int n = 0;
+    for (size_t i = 0;
+         entries && entries->type == REDIS_REPLY_ARRAY && i < entries->elements && !stop_flag;
+         i++) {
+        const redisReply *e = entries->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->str == NULL)
+            continue;
+        handle(s, e->element[0]->str, e->element[1]);
+        n++;
+    }
+    return n;
+}
+
+static int read_new(const stream_t *s)
+{
+    const char *argv[] = {"XREADGROUP", "GROUP",   G.group,   G.consumer, "COUNT",
+                          READ_COUNT,   "STREAMS", s->stream, ">"};
+    redisReply *r = cmd(9, argv);
+    int n = 0;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+        r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 2)
+        n = handle_entries(s, r->element[0]->element[1]);
+    freeReplyObject(r);
+    return n;
+}
+
+/* 1 if event 'id' of 's' was sent already (its claim says "done", or the log has it). */
+static int already_sent(const stream_t *s, const char *id)
+{
+    char key[SEATD_KEY_MAX], suffix[200], event_id[160];
+    snprintf(suffix, sizeof(suffix), "notified:%s:%s", G.group, id);
+    snprintf(event_id, sizeof(event_id), "%s:%s", s->show, id);
+    if (seatd_keys_show(key, s->show, suffix) < 0)
+        return 0;
+    const char *get[] = {"GET", key};
+    redisReply *r = cmd(2, get);
+    int done = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, "done") == 0;
+    freeReplyObject(r);
+    return done || log_has(event_id);
+}
+
+/* Copies entry 'id' to the dead-letter stream, then acks it. */
+static void dead_letter(const stream_t *s, const char *id, long long deliveries)
+{
+    const char *range[] = {"XRANGE", s->stream, id, id};
+    redisReply *r = cmd(4, range);
+    char dead[SEATD_KEY_MAX], count[24];
+    snprintf(count, sizeof(count), "%lld", deliveries);
+    const redisReply *fields = NULL;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->elements == 2)
+        fields = r->element[0]->element[1];
+    if (seatd_keys_show(dead, s->show, "bookings:dead") == 0) {
+        size_t nf = fields ? fields->elements : 0;
+        const char **argv = calloc(11 + nf, sizeof(*argv));
+        size_t *lens = calloc(11 + nf, sizeof(*lens));
+        int a = 0;
+        argv[a++] = "XADD";
+        argv[a++] = dead;
+        argv[a++] = "*";
+        argv[a++] = "origId";
+        argv[a++] = id;
+        argv[a++] = "deliveries";
+        argv[a++] = count;
+        argv[a++] = "reason";
+        argv[a++] = "max_deliveries";
+        argv[a++] = "group";
+        argv[a++] = G.group;
+        for (int i = 0; i < a; i++)
+            lens[i] = strlen(argv[i]);
+        for (size_t i = 0; i < nf; i++) {
+            argv[a] = fields->element[i]->str ? fields->element[i]->str : "";
+            lens[a++] = fields->element[i]->str ? fields->element[i]->len : 0;
+        }
+        redisReply *x = G.c ? redisCommandArgv(G.c, a, argv, lens) : NULL;
+        int ok = !is_error(x);
+        freeReplyObject(x);
+        free(argv);
+        free(lens);
+        if (ok) {
+            ack(s, id);
+            logf_("dead-lettered %s:%s after %lld deliveries", s->show, id, deliveries);
+        }
+    }
+    freeReplyObject(r);
+}
+
+/* Retries this stream's pending entries whose backoff has passed (and a dead consumer's). */
+static void reclaim(const stream_t *s)
+{
+    char idle[24];
+    snprintf(idle, sizeof(idle), "%ld", G.retry_base_ms);
+    const char *argv[] = {"XPENDING", s->stream, G.group, "IDLE", idle, "-", "+", "100"};
+    redisReply *r = cmd(8, argv);
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements && !stop_flag; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 4 || e->element[0]->str == NULL)
+            continue;
+        const char *id = e->element[0]->str;
+        long long idle_ms = e->element[2]->integer, count = e->element[3]->integer;
+        if (count >= G.max_deliveries) {
+            if (already_sent(s, id))
+                ack(s, id); /* sent, but its sender died before the XACK */
+            else
+                dead_letter(s, id, count);
+            continue;
+        }
+        long long backoff = G.retry_base_ms;
+        for (long long k = 1; k < count && backoff < 60000; k++)
+            backoff *= 2;
+        if (backoff > 60000)
+            backoff = 60000;
+        if (idle_ms < backoff)
+            continue;
+        char min_idle[24];
+        snprintf(min_idle, sizeof(min_idle), "%lld", backoff);
+        const char *claim[] = {"XCLAIM", s->stream, G.group, G.consumer, min_idle, id};
+        redisReply *c = cmd(6, claim);
+        handle_entries(s, c);
+        freeReplyObject(c);
+    }
+    freeReplyObject(r);
+}
+
+/* ------------------------------------------------------------------- main */
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: seatd-notify --redis host:port --log FILE [--group notifiers]\n"
+                    "       [--consumer NAME] [--max-deliveries 5] [--retry-base-ms 500]\n"
+                    "       [--refresh-ms 1000] [--deliver-delay-ms 0]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *redis = "127.0.0.1:6379";
+    G.group = "notifiers";
+    G.max_deliveries = 5;
+    G.retry_base_ms = 500;
+    G.refresh_ms = 1000;
+    char host[64] = "";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(G.consumer, sizeof(G.consumer), "%s-%ld", host, (long)getpid());
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (i + 1 >= argc)
+            usage();
+        const char *v = argv[++i];
+        if (strcmp(a, "--redis") == 0)
+            redis = v;
+        else if (strcmp(a, "--group") == 0)
+            G.group = v;
+        else if (strcmp(a, "--consumer") == 0)
+            snprintf(G.consumer, sizeof(G.consumer), "%s", v);
+        else if (strcmp(a, "--log") == 0)
+            G.log_path = v;
+        else if (strcmp(a, "--max-deliveries") == 0)
+            G.max_deliveries = atol(v);
+        else if (strcmp(a, "--retry-base-ms") == 0)
+            G.retry_base_ms = atol(v);
+        else if (strcmp(a, "--refresh-ms") == 0)
+            G.refresh_ms = atol(v);
+        else if (strcmp(a, "--deliver-delay-ms") == 0)
+            G.delay_ms = atol(v);
+        else
+            usage();
+    }
+    const char *colon = strrchr(redis, ':');
+    if (G.log_path == NULL || colon == NULL || G.max_deliveries < 1 || G.retry_base_ms < 1 ||
+        G.refresh_ms < 1 || G.delay_ms < 0 || !seatd_keys_valid_idem_key(G.group))
+        usage();
+    snprintf(G.host, sizeof(G.host), "%.*s", (int)(colon - redis), redis);
+    G.port = atoi(colon + 1);
+    G.log_fd = open(G.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (G.log_fd < 0) {
+        fprintf(stderr, "seatd-notify: cannot open %s: %s\n", G.log_path, strerror(errno));
+        return 1;
+    }
+    G.streams = calloc(MAX_STREAMS, sizeof(*G.streams));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    logf_("started; group %s, log %s", G.group, G.log_path);
+
+    long long next_refresh = 0, next_reclaim = 0;
+    while (!stop_flag) {
+        long long now = now_ms();
+        if (now >= next_refresh) {
+            refresh_streams();
+            next_refresh = now + G.refresh_ms;
+        }
+        int busy = 0;
+        for (size_t i = 0; i < G.nstreams && !stop_flag; i++)
+            if (G.streams[i].grouped)
+                busy += read_new(&G.streams[i]);
+        if (now >= next_reclaim) {
+            for (size_t i = 0; i < G.nstreams && !stop_flag; i++)
+                if (G.streams[i].grouped)
+                    reclaim(&G.streams[i]);
+            next_reclaim = now + (G.retry_base_ms / 2 > 0 ? G.retry_base_ms / 2 : 1);
+        }
+        if (!busy)
+            sleep_ms(50);
+    }
+    logf_("stopped");
+    if (G.c)
+        redisFree(G.c);
+    close(G.log_fd);
+    free(G.streams);
+    return 0;
+}

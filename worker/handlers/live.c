@@ -1,0 +1,118 @@
+/*
+ * live.c (handlers) - GET /v1/shows/{id}/seats/ws: the WebSocket upgrade into the live seat
+ * map (worker/live.h has the protocol), and the finish hook that hints the sweeper.
+ *
+ * Watching needs no token: the seat map is public, like GET /v1/shows/{id}/seats.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "common.h"
+#include "handlers.h"
+#include "http_request.h"
+#include "keys.h"
+#include "live.h"
+#include "mem.h"
+#include "router.h"
+#include "sweeper.h"
+#include "ws_codec.h"
+
+typedef struct {
+    long long since;    /* ?since=, or -1 */
+    char key[32];       /* Sec-WebSocket-Key (24 characters when valid) */
+} ws_op_t;
+
+static void ws_op_free(void *ctx)
+{
+    free(ctx);
+}
+
+static void ws_upgrade(seatd_req_t *r, const struct seatd_layout_s *l, void *ctx)
+{
+    ws_op_t *op = ctx;
+    int rc = seatd_live_accept(seatd__app(r)->live, r, seatd_req_param(r, "id"), l, op->key,
+                               op->since);
+    if (rc < 0)
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+    free(op);
+}
+
+/* ?since=<version>: a non-negative integer, or absent. Returns 0 or SEATD_EINVAL. */
+static int parse_since(const char *s, long long *out)
+{
+    *out = -1;
+    if (s == NULL)
+        return 0;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (s[0] == '\0' || *end != '\0' || v < 0)
+        return SEATD_EINVAL;
+    *out = v;
+    return 0;
+}
+
+int seatd_handle_live_ws(seatd_req_t *r)
+{
+    const char *id = seatd_req_param(r, "id");
+    if (!seatd_keys_valid_show_id(id))
+        return SEATD_ENOSHOW;
+    seatd_app_t *app = seatd__app(r);
+    if (app->live == NULL || app->draining)
+        return SEATD_ESHUTDOWN;
+    const char *key = seatd_req_header(r, "sec-websocket-key");
+    if (seatd_ws_check_upgrade(seatd_req_header(r, "upgrade"), seatd_req_header(r, "connection"),
+                               seatd_req_header(r, "sec-websocket-version"), key) < 0) {
+        seatd_req_add_header(r, "Sec-WebSocket-Version", "13");
+        seatd_req_finish_problem(r, SEATD_EINVAL,
+                                 "a WebSocket upgrade (version 13) is required", NULL);
+        return 0;
+    }
+    ws_op_t *op = seatd_calloc(1, sizeof(*op));
+    if (parse_since(seatd_req_query(r, "since"), &op->since) < 0) {
+        free(op);
+        seatd_req_finish_problem(r, SEATD_EINVAL, "since must be a version number", NULL);
+        return 0;
+    }
+    snprintf(op->key, sizeof(op->key), "%s", key);
+    int rc = seatd__with_layout(r, id, ws_upgrade, ws_op_free, op);
+    if (rc < 0)
+        free(op);
+    return rc;
+}
+
+/* The show a finished hold or booking request touched, into 'out' (SEATD_ID_MAX bytes). */
+static int touched_show(seatd_req_t *r, const char *route, char *out)
+{
+    if (strcmp(route, "holds_create") == 0) {
+        const char *id = seatd_req_param(r, "id");
+        if (!seatd_keys_valid_show_id(id))
+            return -1;
+        snprintf(out, SEATD_ID_MAX, "%s", id);
+        return 0;
+    }
+    /* bookings_create: the hold id names its show. */
+    size_t len = 0;
+    const char *body = seatd_req_body(r, &len);
+    cJSON *doc = cJSON_ParseWithLength(body, len);
+    const cJSON *hold = cJSON_GetObjectItemCaseSensitive(doc, "holdId");
+    int rc = cJSON_IsString(hold) ? seatd_keys_parse_id(hold->valuestring, 'h', out) : -1;
+    cJSON_Delete(doc);
+    return rc < 0 ? -1 : 0;
+}
+
+void seatd_handle_live_on_finish(seatd_req_t *r, int status, double seconds, void *appv)
+{
+    seatd_app_t *app = appv;
+    const seatd_route_t *rt = seatd_req_route(r);
+    if (app == NULL || app->sweeper == NULL || rt == NULL)
+        return;
+    /* A new hold has a deadline; a booking attempt moves one (payment window, or back). */
+    int hold = strcmp(rt->name, "holds_create") == 0 && (status == 200 || status == 201);
+    int book = strcmp(rt->name, "bookings_create") == 0 && status >= 200 && status < 500;
+    char show[SEATD_ID_MAX];
+    if ((hold || book) && touched_show(r, rt->name, show) == 0)
+        seatd_sweeper_hint(app->sweeper, show);
+}

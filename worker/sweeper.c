@@ -1,0 +1,331 @@
+/* sweeper.c - prompt reaping of due holds across workers; see sweeper.h. */
+#include "sweeper.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "keys.h"
+#include "log.h"
+#include "mem.h"
+#include "rds.h"
+#include "scripts.h"
+#include "store.h"
+
+#define CLAIM_MAX "256"      /* shows claimed per sweep */
+#define REAP_MAX 1000        /* holds reaped per show per call; more: filed as due again */
+#define RESCAN_EVERY_MS 30000
+#define RESCAN_LEASE_MS "25000"
+#define RESCAN_PAGE 500
+
+struct seatd_sweeper_s {
+    uv_loop_t *loop;          /* borrowed */
+    seatd_rds_t *rds;         /* borrowed */
+    seatd_scripts_t *scripts; /* borrowed */
+    seatd_store_t *store;     /* borrowed */
+    unsigned interval_ms;     /* sweep period */
+    uv_timer_t timer;         /* the sweep period */
+    unsigned inflight;        /* Redis calls without their callback */
+    unsigned sweep_pending;   /* calls of the current sweep (claim, reaps, filings) */
+    int closing;              /* seatd_sweeper_close() was called */
+    int timer_closed;         /* the timer's close callback ran */
+    uint64_t next_rescan_ms;  /* when to try for the rescan lease */
+    int rescanning;           /* this worker holds the lease and walks the catalogue */
+    int rescan_busy;          /* a catalogue page is in flight */
+    long rescan_off;          /* next catalogue index */
+    seatd_sweeper_stats_t stats;
+};
+
+typedef struct {
+    seatd_sweeper_t *sw;
+    char id[SEATD_ID_MAX];
+    int sweep;                /* part of the current sweep (counts in sweep_pending) */
+} op_t;
+
+static void maybe_free(seatd_sweeper_t *sw)
+{
+    if (sw->closing && sw->timer_closed && sw->inflight == 0)
+        free(sw);
+}
+
+static op_t *op_new(seatd_sweeper_t *sw, const char *id, int sweep)
+{
+    op_t *op = seatd_calloc(1, sizeof(*op));
+    op->sw = sw;
+    if (id)
+        snprintf(op->id, sizeof(op->id), "%s", id);
+    op->sweep = sweep;
+    sw->inflight++;
+    if (sweep)
+        sw->sweep_pending++;
+    return op;
+}
+
+/* Ends 'op' (its call answered or was never queued). Returns 1 if the sweeper is gone or
+ * closing: the caller stops. */
+static int op_done(op_t *op)
+{
+    seatd_sweeper_t *sw = op->sw;
+    sw->inflight--;
+    if (op->sweep)
+        sw->sweep_pending--;
+    free(op);
+    if (sw->closing) {
+        maybe_free(sw);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Filing shows under their next deadline
+ * --------------------------------------------------------------------------------------- */
+
+static void on_filed(const struct redisReply *reply, int err, void *data)
+{
+    op_t *op = data;
+    if (err || seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_ERROR)
+        op->sw->stats.errors++;
+    op_done(op);
+}
+
+/* ZADD seatd:due LT 'score' 'id': files the show unless an earlier hint is there. */
+static void file_show(seatd_sweeper_t *sw, const char *id, const char *score, int sweep)
+{
+    const char *argv[] = {"ZADD", SEATD_KEY_DUE, "LT", score, id};
+    op_t *op = op_new(sw, id, sweep);
+    if (seatd_rds_callv(sw->rds, 5, argv, NULL, on_filed, op) < 0) {
+        sw->stats.errors++;
+        op_done(op);
+    }
+}
+
+void seatd_sweeper_hint(seatd_sweeper_t *sw, const char *show_id)
+{
+    if (sw == NULL || sw->closing || !seatd_keys_valid_show_id(show_id))
+        return;
+    file_show(sw, show_id, "0", 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * One sweep: claim due shows, reap each, file each under its next deadline
+ * --------------------------------------------------------------------------------------- */
+
+static void on_reap(const seatd_store_result_t *res, void *data)
+{
+    op_t *op = data;
+    seatd_sweeper_t *sw = op->sw;
+    char id[SEATD_ID_MAX];
+    snprintf(id, sizeof(id), "%s", op->id);
+    if (res->err == 0) {
+        sw->stats.reaps++;
+        sw->stats.reaped += (unsigned long long)seatd_store_get_int(res, "reaped", 0);
+    } else if (res->err != SEATD_ENOSHOW) {
+        sw->stats.errors++;
+    }
+    /* Decide the filing before op_done() (which may free the sweeper when closing). */
+    char score[32] = "";
+    if (res->err == 0) {
+        const char *next = seatd_store_get(res, "next", NULL);
+        if (seatd_store_get_int(res, "due", 0) > 0)
+            snprintf(score, sizeof(score), "%lld", (long long)seatd_store_get_int(res, "now", 0));
+        else if (next && next[0])
+            snprintf(score, sizeof(score), "%s", next);
+    } else if (res->err != SEATD_ENOSHOW) {
+        snprintf(score, sizeof(score), "0"); /* try again at the next sweep */
+    }
+    if (op_done(op))
+        return;
+    if (score[0])
+        file_show(sw, id, score, 1);
+}
+
+static void on_claim(const struct redisReply *reply, int err, void *data)
+{
+    op_t *op = data;
+    seatd_sweeper_t *sw = op->sw;
+    if (err || seatd_rds_reply_type(reply) != SEATD_RDS_REPLY_ARRAY) {
+        sw->stats.errors++;
+        if (!err)
+            seatd_log(SEATD_LOG_WARN, NULL, "sweeper: claim failed", "\"reply\":\"%s\"",
+                      seatd_rds_reply_str(reply, NULL) ? seatd_rds_reply_str(reply, NULL) : "");
+        op_done(op);
+        return;
+    }
+    size_t n = seatd_rds_reply_elements(reply);
+    /* Start the reaps before ending the claim, so sweep_pending never dips to 0 between. */
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        const char *name = seatd_rds_reply_str(seatd_rds_reply_element(reply, i), NULL);
+        const char *id = seatd_rds_reply_str(seatd_rds_reply_element(reply, i + 1), NULL);
+        if (!name || !id || strcmp(name, "id") != 0 || sw->closing)
+            continue;
+        op_t *rop = op_new(sw, id, 1);
+        if (seatd_store_reap(sw->store, id, REAP_MAX, on_reap, rop) < 0) {
+            sw->stats.errors++;
+            char keep[SEATD_ID_MAX];
+            snprintf(keep, sizeof(keep), "%s", id);
+            int valid = seatd_keys_valid_show_id(keep);
+            op_done(rop);
+            if (valid)
+                file_show(sw, keep, "0", 1);
+        }
+    }
+    op_done(op);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The catalogue rescan
+ * --------------------------------------------------------------------------------------- */
+
+static void on_first_deadline(const struct redisReply *reply, int err, void *data)
+{
+    op_t *op = data;
+    seatd_sweeper_t *sw = op->sw;
+    char id[SEATD_ID_MAX], score[32] = "";
+    snprintf(id, sizeof(id), "%s", op->id);
+    if (!err && seatd_rds_reply_elements(reply) == 2) {
+        const char *s = seatd_rds_reply_str(seatd_rds_reply_element(reply, 1), NULL);
+        if (s)
+            snprintf(score, sizeof(score), "%lld", (long long)strtod(s, NULL));
+    }
+    if (op_done(op))
+        return;
+    if (score[0])
+        file_show(sw, id, score, 0);
+}
+
+static void on_catalogue_page(const struct redisReply *reply, int err, void *data)
+{
+    op_t *op = data;
+    seatd_sweeper_t *sw = op->sw;
+    sw->rescan_busy = 0;
+    size_t n = err ? 0 : seatd_rds_reply_elements(reply);
+    if (!sw->closing) {
+        for (size_t i = 0; i < n; i++) {
+            const char *id = seatd_rds_reply_str(seatd_rds_reply_element(reply, i), NULL);
+            char key[SEATD_KEY_MAX];
+            if (!id || seatd_keys_show(key, id, "expiry") < 0)
+                continue;
+            const char *argv[] = {"ZRANGE", key, "0", "0", "WITHSCORES"};
+            op_t *fop = op_new(sw, id, 0);
+            if (seatd_rds_callv(sw->rds, 5, argv, NULL, on_first_deadline, fop) < 0)
+                op_done(fop);
+        }
+        sw->stats.rescans++;
+        sw->rescan_off += RESCAN_PAGE;
+        if (err || n < RESCAN_PAGE) {
+            sw->rescanning = 0;
+            sw->next_rescan_ms = uv_now(sw->loop) + RESCAN_EVERY_MS;
+        }
+    }
+    op_done(op);
+}
+
+static void on_lease(const struct redisReply *reply, int err, void *data)
+{
+    op_t *op = data;
+    seatd_sweeper_t *sw = op->sw;
+    if (!err && seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_STATUS) {
+        sw->rescanning = 1;
+        sw->rescan_off = 0;
+    } else {
+        sw->next_rescan_ms = uv_now(sw->loop) + RESCAN_EVERY_MS; /* another worker has it */
+    }
+    sw->rescan_busy = 0;
+    op_done(op);
+}
+
+static void rescan_step(seatd_sweeper_t *sw)
+{
+    if (sw->rescan_busy)
+        return;
+    if (!sw->rescanning) {
+        if (uv_now(sw->loop) < sw->next_rescan_ms)
+            return;
+        const char *argv[] = {"SET", SEATD_KEY_RESCAN_LEASE, "1", "NX", "PX", RESCAN_LEASE_MS};
+        op_t *op = op_new(sw, NULL, 0);
+        sw->rescan_busy = 1;
+        sw->next_rescan_ms = uv_now(sw->loop) + RESCAN_EVERY_MS;
+        if (seatd_rds_callv(sw->rds, 6, argv, NULL, on_lease, op) < 0) {
+            sw->rescan_busy = 0;
+            op_done(op);
+        }
+        return;
+    }
+    char start[24], stop[24];
+    snprintf(start, sizeof(start), "%ld", sw->rescan_off);
+    snprintf(stop, sizeof(stop), "%ld", sw->rescan_off + RESCAN_PAGE - 1);
+    const char *argv[] = {"ZRANGE", SEATD_KEY_CATALOGUE, start, stop};
+    op_t *op = op_new(sw, NULL, 0);
+    sw->rescan_busy = 1;
+    if (seatd_rds_callv(sw->rds, 4, argv, NULL, on_catalogue_page, op) < 0) {
+        sw->rescan_busy = 0;
+        op_done(op);
+    }
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    seatd_sweeper_t *sw = t->data;
+    if (sw->closing)
+        return;
+    rescan_step(sw);
+    if (sw->sweep_pending > 0)
+        return; /* the previous sweep is still reaping: never overlap */
+    const char *keys[] = {SEATD_KEY_DUE};
+    const char *args[] = {CLAIM_MAX};
+    op_t *op = op_new(sw, NULL, 1);
+    sw->stats.sweeps++;
+    if (seatd_scripts_fcall(sw->scripts, "seatd_sweep_claim", 1, keys, 1, args, NULL, on_claim,
+                            op) < 0) {
+        sw->stats.errors++;
+        op_done(op);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Lifecycle
+ * --------------------------------------------------------------------------------------- */
+
+seatd_sweeper_t *seatd_sweeper_new(uv_loop_t *loop, seatd_rds_t *rds, seatd_scripts_t *scripts,
+                                   seatd_store_t *store, unsigned interval_ms)
+{
+    seatd_sweeper_t *sw = seatd_calloc(1, sizeof(*sw));
+    sw->loop = loop;
+    sw->rds = rds;
+    sw->scripts = scripts;
+    sw->store = store;
+    sw->interval_ms = interval_ms ? interval_ms : 250;
+    uv_timer_init(loop, &sw->timer);
+    sw->timer.data = sw;
+    /* The first rescan soon after start, so a restart picks up holds nobody hinted. */
+    sw->next_rescan_ms = uv_now(loop) + 1000;
+    return sw;
+}
+
+void seatd_sweeper_start(seatd_sweeper_t *sw)
+{
+    uv_timer_start(&sw->timer, on_timer, sw->interval_ms, sw->interval_ms);
+}
+
+void seatd_sweeper_get_stats(const seatd_sweeper_t *sw, seatd_sweeper_stats_t *out)
+{
+    *out = sw->stats;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    seatd_sweeper_t *sw = h->data;
+    sw->timer_closed = 1;
+    maybe_free(sw);
+}
+
+void seatd_sweeper_close(seatd_sweeper_t *sw)
+{
+    if (sw == NULL || sw->closing)
+        return;
+    sw->closing = 1;
+    uv_close((uv_handle_t *)&sw->timer, on_timer_closed);
+}

@@ -1,0 +1,68 @@
+/*
+ * sweeper.h - releases due holds on time, in every worker, without a coordinator.
+ *
+ * Correctness never waits for the sweeper (an expired seat key is simply gone); the sweeper
+ * makes the projection and the deltas follow promptly: an abandoned hold's seats turn
+ * AVAILABLE, with their delta, within about one interval of the deadline.
+ *
+ * State lives in Redis, so any number of workers sweep safely and a restart loses nothing:
+ *   seatd:due  zset  show id -> the earliest deadline (epoch ms, Redis's clock) at which the
+ *                    show may have a hold to reap. A hint index, outside the shows' slots
+ *                    (a hold script cannot write it: cross-slot), so it is written here:
+ *   - seatd_sweeper_hint() after a hold (or a booking attempt) adds the show with score 0
+ *     (ZADD LT: "look at this show soon"); fire and forget.
+ *   - every interval, one FCALL seatd_sweep_claim takes the shows whose score is due and
+ *     removes them (so exactly one worker reaps each); each is reaped with seatd_reap, whose
+ *     reply names the show's next deadline, under which the show is filed again (ZADD LT; a
+ *     hint that arrived meanwhile wins if earlier). Reaping is idempotent.
+ *   - every 30 s one worker (a lease key seatd:sweep:rescan, SET NX PX) walks the catalogue
+ *     seatd:shows in pages and files every show with a non-empty expiry set under its first
+ *     deadline, so a lost hint (a worker that died between claim and filing, a hint that
+ *     failed) costs at most one rescan period.
+ * Keyspace notifications are not used: Redis emits `expired` late under load.
+ *
+ * Lifecycle: seatd_sweeper_new() -> seatd_sweeper_start() -> ... -> seatd_sweeper_close()
+ * (before the Redis client closes; the object frees itself once its timer is closed and
+ * its last Redis callback ran). Loop and threads: one loop, one thread.
+ */
+#ifndef SEATD_SWEEPER_H
+#define SEATD_SWEEPER_H
+
+#include "errors.h"
+
+struct uv_loop_s;
+struct seatd_rds_s;
+struct seatd_scripts_s;
+struct seatd_store_s;
+
+typedef struct seatd_sweeper_s seatd_sweeper_t;
+
+#define SEATD_KEY_DUE "seatd:due"
+#define SEATD_KEY_RESCAN_LEASE "seatd:sweep:rescan"
+
+/* Returns an owned sweeper using 'rds', 'scripts' and 'store' (borrowed; must outlive it)
+ * every 'interval_ms' (250 when 0). */
+seatd_sweeper_t *seatd_sweeper_new(struct uv_loop_s *loop, struct seatd_rds_s *rds,
+                                   struct seatd_scripts_s *scripts, struct seatd_store_s *store,
+                                   unsigned interval_ms);
+
+/* Starts the periodic sweep (the first one after one interval). */
+void seatd_sweeper_start(seatd_sweeper_t *sw);
+
+/* Tells the sweepers that show 'show_id' (borrowed) has a new hold or deadline: it will be
+ * reaped (and filed under its real next deadline) at the next sweep. Fire and forget. */
+void seatd_sweeper_hint(seatd_sweeper_t *sw, const char *show_id);
+
+typedef struct seatd_sweeper_stats_s {
+    unsigned long long sweeps;  /* claims sent */
+    unsigned long long reaps;   /* seatd_reap calls answered */
+    unsigned long long reaped;  /* holds they ended */
+    unsigned long long errors;  /* failed Redis calls */
+    unsigned long long rescans; /* catalogue pages filed */
+} seatd_sweeper_stats_t;
+void seatd_sweeper_get_stats(const seatd_sweeper_t *sw, seatd_sweeper_stats_t *out);
+
+/* Stops sweeping and frees 'sw' asynchronously (see above). NULL is a no-op. */
+void seatd_sweeper_close(seatd_sweeper_t *sw);
+
+#endif
