@@ -67,6 +67,47 @@ static void book_op_free(void *ctx)
     free(op);
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Steps. Every asynchronous step holds the request while it runs (http_request.h rule 19);
+ * these three helpers are the only places that decide what a step's start or end means.
+ * --------------------------------------------------------------------------------------- */
+
+/* After starting a step with return code 'rc': on failure answers and frees 'op';
+ * otherwise holds the request until the step's callback. */
+static void step_started(book_op_t *op, int rc)
+{
+    if (rc < 0) {
+        seatd_req_finish_problem(op->r, rc, NULL, NULL);
+        book_op_free(op);
+        return;
+    }
+    seatd_req_hold(op->r);
+}
+
+/* At a step's end: 1 (and 'op' freed) if nobody waits for the answer any more. */
+static int step_gone(book_op_t *op)
+{
+    if (seatd_req_release(op->r)) {
+        book_op_free(op);
+        return 1;
+    }
+    return 0;
+}
+
+/* At a store step's end: 1 (and 'op' freed) if nobody waits, or if the store failed (then
+ * the failure was answered). */
+static int step_gone_or_failed(book_op_t *op, const seatd_store_result_t *res)
+{
+    if (step_gone(op))
+        return 1;
+    if (res->err) {
+        seatd__reply_store_error(op->r, res);
+        book_op_free(op);
+        return 1;
+    }
+    return 0;
+}
+
 static cJSON *booking_to_json(const seatd_config_t *cfg, const seatd_store_result_t *res)
 {
     cJSON *o = cJSON_CreateObject();
@@ -117,15 +158,8 @@ static void on_booking_final(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
-        book_op_free(op);
+    if (step_gone_or_failed(op, res))
         return;
-    }
-    if (res->err) {
-        seatd__reply_store_error(r, res);
-        book_op_free(op);
-        return;
-    }
     const char *status = seatd_store_get(res, "status", NULL);
     const char *reason = seatd_store_get(res, "reason", NULL);
     cJSON *o = booking_to_json(seatd__app(r)->cfg, res);
@@ -166,12 +200,7 @@ static void answer_with_booking(book_op_t *op)
     seatd_req_t *r = op->r;
     int rc = seatd_store_booking_get(seatd__app(r)->store, op->booking_id, NULL, on_booking_final,
                                      op);
-    if (rc < 0) {
-        seatd_req_finish_problem(r, rc, NULL, NULL);
-        book_op_free(op);
-        return;
-    }
-    seatd_req_hold(r);
+    step_started(op, rc);
 }
 
 /* ---------------------------------------------------------------- a retry waits (see top) */
@@ -200,12 +229,7 @@ static void on_wait_timer(uv_timer_t *t)
     }
     int rc = seatd_store_booking_get(seatd__app(r)->store, op->booking_id, NULL,
                                      on_waited_booking, op);
-    if (rc < 0) {
-        seatd_req_finish_problem(r, rc, NULL, NULL);
-        book_op_free(op);
-        return;
-    }
-    seatd_req_hold(r);
+    step_started(op, rc);
 }
 
 static void wait_for_outcome(book_op_t *op)
@@ -238,10 +262,8 @@ static void on_failed_after_decline(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
-        book_op_free(op);
+    if (step_gone(op))
         return;
-    }
     cJSON *extra = cJSON_CreateObject();
     cJSON_AddStringToObject(extra, "bookingId", op->booking_id);
     cJSON_AddStringToObject(extra, "holdId", op->hold_id);
@@ -259,10 +281,8 @@ static void on_failed_after_loss(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
-        book_op_free(op);
+    if (step_gone(op))
         return;
-    }
     cJSON *extra = cJSON_CreateObject();
     cJSON_AddStringToObject(extra, "bookingId", op->booking_id);
     seatd_metrics_inc(SEATD_METRIC_BOOKING_LOST);
@@ -277,12 +297,7 @@ static void fail_booking(book_op_t *op, const char *reason, seatd_store_cb cb)
 {
     seatd_req_t *r = op->r;
     int rc = seatd_store_book_fail(seatd__app(r)->store, op->booking_id, reason, cb, op);
-    if (rc < 0) {
-        seatd_req_finish_problem(r, rc, NULL, NULL);
-        book_op_free(op);
-        return;
-    }
-    seatd_req_hold(r);
+    step_started(op, rc);
 }
 
 static void on_refund(const seatd_payment_result_t *res, void *data)
@@ -307,12 +322,7 @@ static void on_refund(const seatd_payment_result_t *res, void *data)
     int rc = seatd_store_book_fail_refunded(seatd__app(r)->store, op->booking_id,
                                             "seats_lost_refunded", op->amount, op->refund_key,
                                             on_failed_after_loss, op);
-    if (rc < 0) {
-        seatd_req_finish_problem(r, rc, NULL, NULL);
-        book_op_free(op);
-        return;
-    }
-    seatd_req_hold(r);
+    step_started(op, rc);
 }
 
 static void on_confirm(const seatd_store_result_t *res, void *data)
@@ -379,22 +389,15 @@ static void on_charge(const seatd_payment_result_t *res, void *data)
         answer_with_booking(op);
         return;
     }
-    if (rc < 0) {
-        seatd_req_finish_problem(r, rc, NULL, NULL);
-        book_op_free(op);
-        return;
-    }
-    seatd_req_hold(r);
+    step_started(op, rc);
 }
 
 static void on_begin(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
-        book_op_free(op);
+    if (step_gone(op))
         return;
-    }
     if (res->err) {
         seatd_metrics_inc(SEATD_METRIC_BOOKING_ERROR);
         seatd__reply_store_error(r, res);
@@ -472,27 +475,15 @@ static void begin_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx
         .payment_window_ms = app->cfg->payment_window_ms,
     };
     int rc = seatd_store_book_begin(app->store, &a, on_begin, op);
-    if (rc < 0) {
-        seatd_req_finish_problem(r, rc, NULL, NULL);
-        book_op_free(op);
-        return;
-    }
-    seatd_req_hold(r);
+    step_started(op, rc);
 }
 
 static void on_show_for_booking(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
-        book_op_free(op);
+    if (step_gone_or_failed(op, res))
         return;
-    }
-    if (res->err) {
-        seatd__reply_store_error(r, res);
-        book_op_free(op);
-        return;
-    }
     const char *tiers = seatd_store_get(res, "priceTiers", NULL);
     op->tiers = tiers ? cJSON_Parse(tiers) : NULL;
     if (!cJSON_IsObject(op->tiers)) {
@@ -511,24 +502,12 @@ static void on_hold_for_booking(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
-        book_op_free(op);
+    if (step_gone_or_failed(op, res))
         return;
-    }
-    if (res->err) {
-        seatd__reply_store_error(r, res);
-        book_op_free(op);
-        return;
-    }
     const char *seats = seatd_store_get(res, "seatIds", NULL);
     op->seat_csv = seatd_strdup(seats ? seats : "");
     int rc = seatd_store_show_get(seatd__app(r)->store, op->show_id, on_show_for_booking, op);
-    if (rc < 0) {
-        seatd_req_finish_problem(r, rc, NULL, NULL);
-        book_op_free(op);
-        return;
-    }
-    seatd_req_hold(r);
+    step_started(op, rc);
 }
 
 int seatd_handle_bookings_create(seatd_req_t *r)
