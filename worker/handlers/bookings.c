@@ -558,12 +558,8 @@ int seatd_handle_bookings_create(seatd_req_t *r)
 static void on_booking_get(const seatd_store_result_t *res, void *data)
 {
     seatd_req_t *r = data;
-    if (seatd_req_release(r))
+    if (seatd__done(r, res))
         return;
-    if (res->err) {
-        seatd__reply_store_error(r, res);
-        return;
-    }
     seatd_req_finish_json(r, 200, booking_to_json(seatd__app(r)->cfg, res));
 }
 
@@ -574,10 +570,7 @@ int seatd_handle_bookings_get(seatd_req_t *r)
     if (id == NULL || seatd_keys_parse_id(id, 'b', show) < 0)
         return SEATD_ENOTFOUND;
     int rc = seatd_store_booking_get(seatd__app(r)->store, id, seatd__sub(r), on_booking_get, r);
-    if (rc < 0)
-        return rc;
-    seatd_req_hold(r);
-    return 0;
+    return seatd__started(r, rc);
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -47,6 +47,25 @@ void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
     seatd_req_finish_problem(r, res->err, detail, extra);
 }
 
+int seatd__started(seatd_req_t *r, int rc)
+{
+    if (rc < 0)
+        return rc;
+    seatd_req_hold(r);
+    return 0;
+}
+
+int seatd__done(seatd_req_t *r, const seatd_store_result_t *res)
+{
+    if (seatd_req_release(r))
+        return 1;
+    if (res->err) {
+        seatd__reply_store_error(r, res);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Layouts
  * --------------------------------------------------------------------------------------- */

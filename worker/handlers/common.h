@@ -27,6 +27,16 @@ const char *seatd__sub(seatd_req_t *r);
 /* Answers 'r' with the problem for a failed store result (res->err != 0). */
 void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res);
 
+/*
+ * The two ends of a one-step store call whose context is the request itself:
+ * seatd__started(r, rc) returns 'rc' if the call was refused (the pipeline answers it), else
+ * holds 'r' until the callback and returns 0; in the callback, seatd__done(r, res) returns 1
+ * when there is nothing more to do (the client left, or the store failed and that was
+ * answered), 0 when the handler should answer the success.
+ */
+int seatd__started(seatd_req_t *r, int rc);
+int seatd__done(seatd_req_t *r, const seatd_store_result_t *res);
+
 /* Continuation after a layout lookup: 'l' is borrowed for the call (cache-owned). */
 typedef void (*seatd__layout_cont)(seatd_req_t *r, const struct seatd_layout_s *l, void *ctx);
 /*

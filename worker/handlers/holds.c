@@ -176,12 +176,8 @@ int seatd_handle_holds_create(seatd_req_t *r)
 static void on_hold_get(const seatd_store_result_t *res, void *data)
 {
     seatd_req_t *r = data;
-    if (seatd_req_release(r))
+    if (seatd__done(r, res))
         return;
-    if (res->err) {
-        seatd__reply_store_error(r, res);
-        return;
-    }
     seatd_req_finish_json(r, 200, hold_to_json(res));
 }
 
@@ -197,21 +193,14 @@ int seatd_handle_holds_get(seatd_req_t *r)
     if (!valid_hold_id(id))
         return SEATD_ENOTFOUND;
     int rc = seatd_store_hold_get(seatd__app(r)->store, id, seatd__sub(r), on_hold_get, r);
-    if (rc < 0)
-        return rc;
-    seatd_req_hold(r);
-    return 0;
+    return seatd__started(r, rc);
 }
 
 static void on_release(const seatd_store_result_t *res, void *data)
 {
     seatd_req_t *r = data;
-    if (seatd_req_release(r))
+    if (seatd__done(r, res))
         return;
-    if (res->err) {
-        seatd__reply_store_error(r, res);
-        return;
-    }
     seatd_metrics_inc(SEATD_METRIC_HOLD_RELEASED);
     char show[SEATD_ID_MAX];
     if (seatd_keys_parse_id(seatd_req_param(r, "id"), 'h', show) == 0)
@@ -229,8 +218,5 @@ int seatd_handle_holds_delete(seatd_req_t *r)
     if (!valid_hold_id(id))
         return SEATD_ENOTFOUND;
     int rc = seatd_store_release(seatd__app(r)->store, id, seatd__sub(r), on_release, r);
-    if (rc < 0)
-        return rc;
-    seatd_req_hold(r);
-    return 0;
+    return seatd__started(r, rc);
 }

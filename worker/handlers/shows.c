@@ -231,12 +231,8 @@ int seatd_handle_shows_list(seatd_req_t *r)
 static void on_show(const seatd_store_result_t *res, void *data)
 {
     seatd_req_t *r = data;
-    if (seatd_req_release(r))
+    if (seatd__done(r, res))
         return;
-    if (res->err) {
-        seatd__reply_store_error(r, res);
-        return;
-    }
     seatd_req_finish_json(r, 200, show_to_json(res));
 }
 
@@ -246,10 +242,7 @@ int seatd_handle_shows_get(seatd_req_t *r)
     if (!seatd_keys_valid_show_id(id))
         return SEATD_ENOSHOW;
     int rc = seatd_store_show_get(seatd__app(r)->store, id, on_show, r);
-    if (rc < 0)
-        return rc;
-    seatd_req_hold(r);
-    return 0;
+    return seatd__started(r, rc);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -610,12 +603,8 @@ static int etag_matches(const char *inm, const char *etag)
 static void on_seatmap(const seatd_store_result_t *res, void *data)
 {
     seatd_req_t *r = data;
-    if (seatd_req_release(r))
+    if (seatd__done(r, res))
         return;
-    if (res->err) {
-        seatd__reply_store_error(r, res);
-        return;
-    }
     long long version = seatd_store_get_int(res, "version", 0);
     char etag[32];
     snprintf(etag, sizeof(etag), "\"%lld\"", version);
@@ -669,8 +658,5 @@ int seatd_handle_shows_seats(seatd_req_t *r)
         return 0;
     }
     int rc = seatd_store_seatmap(seatd__app(r)->store, id, on_seatmap, r);
-    if (rc < 0)
-        return rc;
-    seatd_req_hold(r);
-    return 0;
+    return seatd__started(r, rc);
 }
