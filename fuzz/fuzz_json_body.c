@@ -77,6 +77,9 @@ static seatd_layout_t *layouts(const cJSON *root)
         int rc = seatd_layout_from_json(seats, tiers, &lt, why, sizeof(why));
         CHECK((rc == 0) == (lt != NULL));
         CHECK(rc == 0 || why[0] != '\0'); /* a reason on every failure */
+        /* Bookings price a seat by its exact tier name: every tier must be one. */
+        for (size_t i = 0; i < seatd_layout_count(lt); i++)
+            CHECK(cJSON_GetObjectItemCaseSensitive(tiers, seatd_layout_seat(lt, i)->tier) != NULL);
         seatd_layout_free(lt);
     }
     /* A small 'why' buffer must truncate, never overflow. */

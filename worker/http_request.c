@@ -633,6 +633,8 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
 {
     seatd_req_parser_t *p = P(hp);
     seatd_req_t *r = p->cur;
+    if (p->headers_done)
+        return 0; /* a chunked body's trailer section: dropped, never merged (RFC 9110 6.5.1) */
     if (p->last_was_value || r->nhdrs == 0) {
         /* A new field starts. */
         close_value(r);
@@ -659,6 +661,8 @@ static int on_header_value(http_parser *hp, const char *at, size_t len)
 {
     seatd_req_parser_t *p = P(hp);
     seatd_req_t *r = p->cur;
+    if (p->headers_done)
+        return 0; /* a trailer field's value: dropped */
     hdr_t *h = &r->hdrs[r->nhdrs - 1];
     if (!p->last_was_value) {
         seatd_buf_append(&r->hdrbuf, "", 1); /* ends the name */

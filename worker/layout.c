@@ -104,7 +104,8 @@ static int parse_seat(const cJSON *o, const cJSON *tiers, seatd_layout_seat_t *s
         snprintf(why, why_len, "seats[%zu].tier must be 1-32 characters", i);
         return SEATD_EINVAL;
     }
-    if (tiers != NULL && !cJSON_HasObjectItem(tiers, seat->tier)) {
+    /* Case-sensitive, as bookings look the price up ("Premium" is not "premium"). */
+    if (tiers != NULL && cJSON_GetObjectItemCaseSensitive(tiers, seat->tier) == NULL) {
         snprintf(why, why_len, "seats[%zu].tier \"%s\" is not a price tier", i, seat->tier);
         return SEATD_EINVAL;
     }

@@ -196,6 +196,24 @@ Test(http_request, decodes_chunked_bodies)
     }
 }
 
+Test(http_request, drops_chunked_trailer_fields_instead_of_merging_them)
+{
+    /* Found by fuzz/fuzz_http_request: a trailer must never smuggle in a header. */
+    const char *raw = "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "2\r\nok\r\n0\r\nAuthorization: Bearer t\r\nX-Request-Id: smuggled\r\n\r\n";
+    seatd_req_parser_t *p = seatd_req_parser_new(NULL);
+    seatd_req_t *r = NULL;
+    cr_assert_eq(parse_steps(p, raw, strlen(raw), 0, &r, NULL), 0);
+    cr_assert_not_null(r);
+    cr_assert_null(seatd_req_header(r, "authorization"));
+    cr_assert_str_neq(seatd_req_id(r), "smuggled");
+    size_t len = 0;
+    cr_assert_eq(memcmp(seatd_req_body(r, &len), "ok", 2), 0);
+    cr_assert_eq(len, 2);
+    seatd_req_free(r);
+    seatd_req_parser_free(p);
+}
+
 /* ---- limits ----------------------------------------------------------------------------- */
 
 static char *request_with_header_bytes(size_t total)
