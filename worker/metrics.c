@@ -5,8 +5,10 @@
 
 #include "app.h"
 #include "http_server.h"
+#include "live.h"
 #include "rds.h"
 #include "router.h"
+#include "sweeper.h"
 
 typedef struct {
     const char *family;
@@ -115,11 +117,49 @@ static void render_redis(const seatd_app_t *app, seatd_buf_t *out)
                      st.pending, st.connected);
 }
 
+/* One "# HELP / # TYPE / value" block. */
+static void metric(seatd_buf_t *out, const char *name, const char *type, const char *help,
+                   unsigned long long value)
+{
+    seatd_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
+                     value);
+}
+
+static void render_live(const seatd_app_t *app, seatd_buf_t *out)
+{
+    if (app->live) {
+        seatd_live_stats_t st;
+        memset(&st, 0, sizeof(st));
+        seatd_live_get_stats(app->live, &st);
+        metric(out, "seatd_live_watchers", "gauge", "Open seat-map WebSocket connections",
+               st.watchers);
+        metric(out, "seatd_live_shows", "gauge", "Shows this worker is subscribed to", st.shows);
+        metric(out, "seatd_live_frames_total", "counter", "Frames queued to watchers", st.frames);
+        metric(out, "seatd_live_snapshots_total", "counter", "Snapshot frames sent",
+               st.snapshots);
+        metric(out, "seatd_live_resyncs_total", "counter",
+               "Seat-map reads after a version gap or a reconnect", st.resyncs);
+        metric(out, "seatd_live_slow_closed_total", "counter",
+               "Watchers closed for not keeping up", st.slow_closed);
+    }
+    if (app->sweeper) {
+        seatd_sweeper_stats_t st;
+        memset(&st, 0, sizeof(st));
+        seatd_sweeper_get_stats(app->sweeper, &st);
+        metric(out, "seatd_sweeper_sweeps_total", "counter", "Due-show claims sent", st.sweeps);
+        metric(out, "seatd_sweeper_reaped_total", "counter", "Expired holds released by the sweeper",
+               st.reaped);
+        metric(out, "seatd_sweeper_errors_total", "counter", "Failed sweeper Redis calls",
+               st.errors);
+    }
+}
+
 void seatd_metrics_render(const seatd_app_t *app, seatd_buf_t *out)
 {
     render_routes(app, out);
     render_counters(out);
     render_redis(app, out);
+    render_live(app, out);
     if (app->server)
         seatd_buf_printf(out,
                          "# HELP seatd_http_connections Open HTTP connections\n"
