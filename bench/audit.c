@@ -16,7 +16,9 @@
  *   6. --wins N: the hold records of the show number N (records outlive their hold by an
  *      hour, and the show is fresh per scenario); --bookings N: N CONFIRMED bookings;
  *   7. the outbox: one booking.confirmed event per CONFIRMED booking on {s}:bookings;
- *   8. each owner's "booked" count = the seats of their CONFIRMED bookings.
+ *   8. each owner's "booked" count = the seats of their CONFIRMED bookings;
+ *   9. the bits a live hold or a CONFIRMED booking carries ('bits', aligned with its seats)
+ *      are its seats' indexes in the show's layout (the shared seatd:layout:<layoutHash>).
  * Reads only, except seatd_reap under --settle (what the sweeper would do anyway).
  */
 #include <stdarg.h>
@@ -71,7 +73,7 @@ __attribute__((format(printf, 2, 3))) static redisReply *cmd(audit_t *a, const c
     return r;
 }
 
-/* Seat id -> index (linear map through the idx hash, kept as an array scan table). */
+/* Seat id -> index in the layout (an array scan). */
 static int seat_index(const audit_t *a, const char *seat)
 {
     /* Seats are few (<= 20,000) and lookups happen once per booked/held seat. */
@@ -113,6 +115,26 @@ static const char *hfield(const redisReply *h, const char *name)
     return NULL;
 }
 
+/* Check 9: the record 'what' lists 'seats' with 'bits' (comma-joined, aligned); each bit must
+ * be the seat's index in the layout. With 'only' non-NULL, only that seat is checked. */
+static void check_bits(audit_t *a, const char *what, const char *seats, const char *bits,
+                       const char *only)
+{
+    char *s = strdup(seats ? seats : ""), *b = strdup(bits ? bits : "");
+    char *ss = NULL, *bs = NULL;
+    char *seat = strtok_r(s, ",", &ss), *bit = strtok_r(b, ",", &bs);
+    for (; seat; seat = strtok_r(NULL, ",", &ss), bit = bit ? strtok_r(NULL, ",", &bs) : NULL) {
+        if (only && strcmp(only, seat) != 0)
+            continue;
+        int i = seat_index(a, seat);
+        if (!bit || i < 0 || atoi(bit) != i || strspn(bit, "0123456789") != strlen(bit))
+            violation(a, "%s records bit %s for seat %s, whose index in the layout is %d", what,
+                      bit ? bit : "(none)", seat, i);
+    }
+    free(s);
+    free(b);
+}
+
 /* ---- owners' booked counts (check 8) ----------------------------------------------------- */
 
 typedef struct owner_s {
@@ -149,6 +171,7 @@ static void on_booking(audit_t *a, const char *key)
     const char *owner = hfield(h, "owner");
     if (status && strcmp(status, "CONFIRMED") == 0) {
         a->confirmed++;
+        check_bits(a, key, seats, hfield(h, "bits"), NULL);
         long n = 0;
         char *copy = strdup(seats ? seats : ""), *save = NULL;
         for (char *s = strtok_r(copy, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
@@ -181,8 +204,9 @@ static void on_hold(audit_t *a, const char *key)
 static const char seat_probe_lua[] =
     "local v = redis.call('GET', KEYS[1]) "
     "if not v then return {} end "
-    "local h = redis.call('HMGET', ARGV[1] .. v, 'status', 'seats') "
-    "return {v, h[1] or '', h[2] or '', redis.call('GETBIT', KEYS[2], tonumber(ARGV[2]))}";
+    "local h = redis.call('HMGET', ARGV[1] .. v, 'status', 'seats', 'bits') "
+    "return {v, h[1] or '', h[2] or '', redis.call('GETBIT', KEYS[2], tonumber(ARGV[2])), "
+    "h[3] or ''}";
 
 static void on_seat_key(audit_t *a, const char *key)
 {
@@ -196,7 +220,7 @@ static void on_seat_key(audit_t *a, const char *key)
     snprintf(held_key, sizeof held_key, "%s:held", a->prefix);
     snprintf(hold_prefix, sizeof hold_prefix, "%s:hold:", a->prefix);
     redisReply *r = cmd(a, "EVAL %s 2 %s %s %s %d", seat_probe_lua, key, held_key, hold_prefix, i);
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 4) { /* expired meanwhile: fine */
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) { /* expired meanwhile: fine */
         freeReplyObject(r);
         return;
     }
@@ -217,6 +241,8 @@ static void on_seat_key(audit_t *a, const char *key)
         sprintf(list, ",%s,", seats);
         if (!strstr(list, pat))
             violation(a, "seat key %s names a hold that does not list the seat (%s)", key, seats);
+        else
+            check_bits(a, hold, seats, r->element[4]->str, seat);
         free(list);
     }
     freeReplyObject(r);
@@ -309,27 +335,36 @@ int main(int argc, char **argv)
     }
     redisSetTimeout(a.rc, (struct timeval){.tv_sec = 60});
 
-    /* The layout: seat id -> index. */
-    redisReply *idx = cmd(&a, "HGETALL %s:idx", a.prefix);
-    if (idx->type != REDIS_REPLY_ARRAY || idx->elements == 0) {
-        fprintf(stderr, "audit: show %s has no seat index (%s:idx)\n", show, a.prefix);
+    /* The layout: seat i of the shared layout the show names has bit i. */
+    redisReply *lh = cmd(&a, "HGET %s:meta layoutHash", a.prefix);
+    if (lh->type != REDIS_REPLY_STRING) {
+        fprintf(stderr, "audit: show %s has no layoutHash (%s:meta)\n", show, a.prefix);
         return 2;
     }
-    a.nseats = (int)(idx->elements / 2);
-    if (a.nseats > MAX_SEATS)
+    redisReply *lay = cmd(&a, "GET seatd:layout:%s", lh->str);
+    if (lay->type != REDIS_REPLY_STRING) {
+        fprintf(stderr, "audit: show %s: shared layout seatd:layout:%s is missing\n", show, lh->str);
+        return 2;
+    }
+    freeReplyObject(lh);
+    for (const char *p = strstr(lay->str, "{\"id\":\""); p; p = strstr(p + 1, "{\"id\":\""))
+        a.nseats++;
+    if (a.nseats == 0 || a.nseats > MAX_SEATS)
         return 2;
     a.seat_ids = calloc((size_t)a.nseats, sizeof *a.seat_ids);
     a.booked_by = calloc((size_t)a.nseats, sizeof *a.booked_by);
-    for (size_t i = 0; i + 1 < idx->elements; i += 2) {
-        long k = atol(idx->element[i + 1]->str);
-        if (k < 0 || k >= a.nseats || a.seat_ids[k]) {
-            violation(&a, "seat index hash maps %s to a bad or repeated index %s",
-                      idx->element[i]->str, idx->element[i + 1]->str);
-            continue;
-        }
-        a.seat_ids[k] = strdup(idx->element[i]->str);
+    int k = 0;
+    for (const char *p = strstr(lay->str, "{\"id\":\""); p && k < a.nseats;
+         p = strstr(p + 1, "{\"id\":\""), k++) {
+        const char *id = p + 7, *q = strchr(id, '"');
+        if (q)
+            a.seat_ids[k] = strndup(id, (size_t)(q - id));
     }
-    freeReplyObject(idx);
+    freeReplyObject(lay);
+    redisReply *sc = cmd(&a, "HGET %s:meta seatCount", a.prefix);
+    if (sc->type != REDIS_REPLY_STRING || atoi(sc->str) != a.nseats)
+        violation(&a, "the show's seatCount disagrees with its layout's %d seats", a.nseats);
+    freeReplyObject(sc);
 
     if (do_settle)
         settle(&a);

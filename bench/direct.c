@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
 
 enum call_kind_e { CALL_HOLD, CALL_BOOK_BEGIN, CALL_BOOK_CONFIRM, CALL_RELEASE };
 
@@ -35,6 +36,8 @@ typedef struct direct_s {
     redisContext *rc;             /* owned */
     seatd_bench_rng_t rng;        /* this process's randomness */
     char meta_key[64];            /* {s:<id>}:meta */
+    char layout_hash[72];         /* the show's layoutHash (meta) */
+    char bits[SEATD_BENCH_SEATS][12]; /* scenario seat i -> its bit in the show's layout, or "-" */
     call_t *ring;                 /* calls in flight, FIFO; owned */
     size_t cap, head, n;          /* ring capacity, first, count */
     uint64_t record_from_us;      /* calls appended before are warm-up, not measured */
@@ -84,25 +87,73 @@ static void append_hold(direct_t *d)
     call_t *c = push(d, CALL_HOLD);
     int idx[SEATD_BENCH_MAX_PICK];
     char ids[SEATD_BENCH_MAX_PICK][8], ttl[24], maxu[16];
-    const char *sorted[SEATD_BENCH_MAX_PICK];
+    const char *sorted[SEATD_BENCH_MAX_PICK], *bitarg[SEATD_BENCH_MAX_PICK];
     int n = seatd_bench_pick(&d->rng, idx);
     for (int k = 0; k < n; k++) {
         seatd_bench_seat_id(idx[k], ids[k]);
         sorted[k] = ids[k];
     }
     qsort(sorted, (size_t)n, sizeof sorted[0], cmp_str); /* the worker sends them sorted */
+    for (int k = 0; k < n; k++) /* each with its bit in the show's layout, as store.c does */
+        for (int j = 0; j < n; j++)
+            if (sorted[k] == ids[j])
+                bitarg[k] = d->bits[idx[j]];
     c->nseats = n;
     new_id(d, 'h', c->hold_id, sizeof c->hold_id);
     snprintf(c->owner, sizeof c->owner, "u%lld",
              (long long)seatd_bench_rng_range(&d->rng, 0, d->cfg->users - 1));
     snprintf(ttl, sizeof ttl, "%ld", d->cfg->ttl_ms);
     snprintf(maxu, sizeof maxu, "%d", d->cfg->max_per_user);
-    const char *argv[9 + SEATD_BENCH_MAX_PICK] = {
-        "FCALL", "seatd_hold", "1", d->meta_key, c->hold_id, c->owner, ttl, maxu, ""};
-    int argc = 9;
-    for (int k = 0; k < n; k++)
+    const char *argv[10 + 2 * SEATD_BENCH_MAX_PICK] = {
+        "FCALL", "seatd_hold", "1", d->meta_key, c->hold_id, c->owner, ttl, maxu, "",
+        d->layout_hash};
+    int argc = 10;
+    for (int k = 0; k < n; k++) {
         argv[argc++] = sorted[k];
+        argv[argc++] = bitarg[k];
+    }
     redisAppendCommandArgv(d->rc, argc, argv, NULL);
+}
+
+/* Reads the show's layoutHash and its shared layout, and maps every scenario seat to its bit
+ * (its index in the layout's seats array). Returns 0 or -1. */
+static int load_bits(direct_t *d)
+{
+    redisReply *h = redisCommand(d->rc, "HGET %s layoutHash", d->meta_key);
+    if (!h || h->type != REDIS_REPLY_STRING || h->len >= sizeof d->layout_hash) {
+        fprintf(stderr, "loadgen(direct): show %s has no layoutHash\n", d->cfg->show_id);
+        freeReplyObject(h);
+        return -1;
+    }
+    snprintf(d->layout_hash, sizeof d->layout_hash, "%s", h->str);
+    freeReplyObject(h);
+    redisReply *l = redisCommand(d->rc, "GET seatd:layout:%s", d->layout_hash);
+    if (!l || l->type != REDIS_REPLY_STRING) {
+        fprintf(stderr, "loadgen(direct): shared layout %s missing\n", d->layout_hash);
+        freeReplyObject(l);
+        return -1;
+    }
+    for (int i = 0; i < SEATD_BENCH_SEATS; i++)
+        memcpy(d->bits[i], "-", 2);
+    /* The canonical layout lists {"id":"…",…} objects in bit order. */
+    int bit = 0;
+    for (const char *p = strstr(l->str, "{\"id\":\""); p; p = strstr(p + 1, "{\"id\":\""), bit++) {
+        const char *id = p + 7, *q = strchr(id, '"');
+        char seat[8];
+        if (!q || q - id >= (long)sizeof seat)
+            continue;
+        snprintf(seat, sizeof seat, "%.*s", (int)(q - id), id);
+        for (int i = 0; i < SEATD_BENCH_SEATS; i++) {
+            char mine[16];
+            seatd_bench_seat_id(i, mine);
+            if (strcmp(mine, seat) == 0) {
+                snprintf(d->bits[i], sizeof d->bits[i], "%d", bit);
+                break;
+            }
+        }
+    }
+    freeReplyObject(l);
+    return 0;
 }
 
 static void append_release(direct_t *d, const call_t *won)
@@ -217,6 +268,10 @@ int seatd_bench_direct_run(const seatd_bench_cfg_t *cfg, int proc, seatd_bench_s
         return -1;
     }
     redisSetTimeout(d.rc, (struct timeval){.tv_sec = 10});
+    if (load_bits(&d) < 0) {
+        redisFree(d.rc);
+        return -1;
+    }
     d.cap = (size_t)cfg->pipeline * 2 + 4;
     d.ring = calloc(d.cap, sizeof *d.ring);
     if (!d.ring)
@@ -277,13 +332,15 @@ static void created_seat_id(const seatd_bench_cfg_t *cfg, int i, char *out)
         seatd_bench_seat_id(i, out);
 }
 
-static char *layout_doc(const seatd_bench_cfg_t *cfg, const char *show_id)
+/* The canonical seats array of the bench layout: the bytes seatd's layout.c prints for it
+ * (cJSON, unformatted, integers as integers), so its SHA-256 is the address workers expect. */
+static char *layout_seats(const seatd_bench_cfg_t *cfg)
 {
     size_t cap = 64 + (size_t)SEATD_BENCH_SEATS * 96;
     char *out = malloc(cap);
     if (!out)
         abort();
-    size_t len = (size_t)snprintf(out, cap, "{\"showId\":\"%s\",\"seats\":[", show_id);
+    size_t len = (size_t)snprintf(out, cap, "[");
     for (int i = 0; i < SEATD_BENCH_SEATS; i++) {
         char id[16], row[4];
         int rown = i / SEATD_BENCH_PER_ROW, num = i % SEATD_BENCH_PER_ROW + 1;
@@ -295,8 +352,19 @@ static char *layout_doc(const seatd_bench_cfg_t *cfg, const char *show_id)
                                 i ? "," : "", id, row, num, rown < 10 ? "premium" : "standard", num,
                                 rown + 1);
     }
-    snprintf(out + len, cap - len, "]}");
+    snprintf(out + len, cap - len, "]");
     return out;
+}
+
+/* Lowercase hex SHA-256 of 'text' into 'hex' (65 bytes). */
+static void sha256_hex(const char *text, char *hex)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (!EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL) || n != 32)
+        abort();
+    for (unsigned int i = 0; i < n; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
 }
 
 int seatd_bench_direct_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
@@ -304,8 +372,6 @@ int seatd_bench_direct_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
     struct timeval tv = {.tv_sec = 5};
     redisContext *rc = redisConnectWithTimeout(cfg->redis.host, cfg->redis.port, tv);
     char *layout = NULL;
-    const char **argv = NULL;
-    char(*ids)[16] = NULL;
     int ret = -1;
     if (!rc || rc->err) {
         fprintf(stderr, "loadgen(direct): cannot connect to redis %s:%d\n", cfg->redis.host,
@@ -323,16 +389,26 @@ int seatd_bench_direct_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
     snprintf(cfg->show_id, sizeof cfg->show_id, "%s", id);
     freeReplyObject(r);
 
-    char meta[64], ttl[24];
+    char meta[64], ttl[24], hash[65], count[16];
     snprintf(meta, sizeof meta, "{s:%s}:meta", cfg->show_id);
     snprintf(ttl, sizeof ttl, "%d", hold_ttl_s * 1000);
-    layout = layout_doc(cfg, cfg->show_id);
-    argv = calloc(10 + SEATD_BENCH_SEATS, sizeof *argv);
-    ids = calloc(SEATD_BENCH_SEATS, sizeof *ids);
-    if (!argv || !ids)
-        abort();
-    int argc = 0;
-    const char *head[] = {"FCALL",
+    snprintf(count, sizeof count, "%d", SEATD_BENCH_SEATS);
+    layout = layout_seats(cfg);
+    sha256_hex(layout, hash);
+    /* The shared layout first (once per distinct layout: --shows N stores it once), then the
+     * show naming it. */
+    static char stored[65];
+    if (strcmp(stored, hash) != 0) {
+        r = redisCommand(rc, "FCALL seatd_layout_put 1 seatd:layout:%s %s", hash, layout);
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            fprintf(stderr, "loadgen(direct): seatd_layout_put failed: %s\n", r ? r->str : "-");
+            freeReplyObject(r);
+            goto out;
+        }
+        freeReplyObject(r);
+        memcpy(stored, hash, sizeof stored);
+    }
+    const char *argv[] = {"FCALL",
                           "seatd_create_show",
                           "1",
                           meta,
@@ -340,15 +416,10 @@ int seatd_bench_direct_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
                           "1893528000000",
                           ttl,
                           "{\"standard\":1200,\"premium\":1800}",
-                          layout,
-                          ""};
-    for (size_t k = 0; k < sizeof head / sizeof head[0]; k++)
-        argv[argc++] = head[k];
-    for (int i = 0; i < SEATD_BENCH_SEATS; i++) {
-        created_seat_id(cfg, i, ids[i]);
-        argv[argc++] = ids[i];
-    }
-    r = redisCommandArgv(rc, argc, argv, NULL);
+                          hash,
+                          "",
+                          count};
+    r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
     if (!r || r->type == REDIS_REPLY_ERROR) {
         fprintf(stderr, "loadgen(direct): seatd_create_show failed: %s\n", r ? r->str : "-");
         freeReplyObject(r);
@@ -364,8 +435,6 @@ int seatd_bench_direct_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
     freeReplyObject(r);
     ret = 0;
 out:
-    free(ids);
-    free(argv);
     free(layout);
     redisFree(rc);
     return ret;

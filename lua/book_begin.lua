@@ -13,6 +13,7 @@ book_begin.lua - seatd_book_begin: HELD -> PENDING_PAYMENT, and the booking is c
   repeat answers that booking with replayed=1. Seat keys and the hold's deadline move to
   max(deadline, now + window); the original deadline is kept as heldUntil for book_fail.
   No seat changes state, so the version does not move (reaping aside).
+  The booking copies the hold's seat bits ('bits', aligned with seatIds) for cancel.
   The booking enters the show's pending index {s}:pending (bookingId -> started ms), which
   book_confirm and book_fail leave; reconciliation reads it (seatd_pending_due).
   Returns  {"bookingId", id, "holdId", id, "showId", id, "status", "PENDING_PAYMENT"|…,
@@ -69,7 +70,8 @@ local function book_begin(keys, args)
     local held_until = tonumber(h.expiresAt)
     local deadline = math.max(held_until, now + window)
     redis.call('HSET', p .. ':booking:' .. booking_id, 'bookingId', booking_id, 'showId', show_id,
-        'holdId', hold_id, 'owner', owner, 'seatIds', h.seats, 'amount', args[4],
+        'holdId', hold_id, 'owner', owner, 'seatIds', h.seats, 'bits', h.bits or '',
+        'amount', args[4],
         'currency', args[5] or '', 'paymentMethod', args[6] or '', 'status', 'PENDING_PAYMENT',
         'createdAt', now)
     redis.call('ZADD', p .. ':pending', now, booking_id)

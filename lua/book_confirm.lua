@@ -6,7 +6,7 @@ book_confirm.lua - seatd_book_confirm: the payment succeeded; seats HELD -> BOOK
   ARGV[2]  payment reference
   Only if the booking is PENDING_PAYMENT, its hold is PENDING_PAYMENT for this booking, and
   every seat key still names the hold. Effects: seat keys deleted, held bits cleared, booked
-  bits set, booking CONFIRMED (paymentRef, confirmedAt, version), hold BOOKED, owner's hash:
+  bits set (the bits of the hold record), booking CONFIRMED (paymentRef, confirmedAt, version), hold BOOKED, owner's hash:
   hold entry -> "booked" count; version + delta ("booked"); one "booking.confirmed" entry
   XADDed to {s}:bookings in the same script (the outbox); the booking leaves {s}:pending.
   Confirming again answers the same.
@@ -50,12 +50,14 @@ local function book_confirm(keys, args)
     end
 
     ------------------------------------------------------------------ effects (cannot fail)
-    local seats = split_commas(h.seats)
-    for _, seat in ipairs(seats) do
-        local i = tonumber(redis.call('HGET', p .. ':idx', seat))
+    local seats, bits = seats_bits(h.seats, h.bits)
+    for k, seat in ipairs(seats) do
+        local i = bits[k]
         redis.call('DEL', p .. ':seat:' .. seat)
-        redis.call('SETBIT', p .. ':held', i, 0)
-        redis.call('SETBIT', p .. ':booked', i, 1)
+        if i then
+            redis.call('SETBIT', p .. ':held', i, 0)
+            redis.call('SETBIT', p .. ':booked', i, 1)
+        end
         changes[#changes + 1] = {seat, 'booked'}
     end
     redis.call('HSET', hk, 'status', 'BOOKED')

@@ -10,7 +10,7 @@ cancel.lua - seatd_cancel: a CONFIRMED booking is cancelled; its seats become AV
            The policy is the show's meta extra "refundPolicy" ([{"beforeSeconds":s,
            "percent":p},…]; the tier with the largest s <= time left wins) or, without one, the
            default: >= 2 h -> 100 %, >= 30 min -> 50 %, else 0.
-  Effects: booked bits cleared, booking CANCELLED (refund, refundPercent, cancelledAt,
+  Effects: booked bits cleared (the booking's 'bits', copied from its hold), booking CANCELLED (refund, refundPercent, cancelledAt,
   cancelVersion, refundStatus "pending" or "none"), owner's "booked" count decreased,
   version + delta ("available"), one "booking.cancelled" stream entry; a refund > 0 enters
   {s}:refunds (bookingId -> ms) until seatd_refund_done records it, so reconciliation can
@@ -90,9 +90,9 @@ local function cancel(keys, args)
     ------------------------------------------------------------------ effects (cannot fail)
     local changes = {}
     reap_due(p, now, REAP_BATCH, changes)
-    local seats = split_commas(b.seatIds)
-    for _, seat in ipairs(seats) do
-        local i = tonumber(redis.call('HGET', p .. ':idx', seat))
+    local seats, bits = seats_bits(b.seatIds, b.bits)
+    for k, seat in ipairs(seats) do
+        local i = bits[k]
         if i and redis.call('SETBIT', p .. ':booked', i, 0) == 1 then
             changes[#changes + 1] = {seat, 'available'}
         end

@@ -1,5 +1,21 @@
 --[[
-create_show.lua - creates a show once; plus the catalogue and id-sequence helpers.
+create_show.lua - creates a show once; the shared layouts; the catalogue and id sequence.
+
+Layouts are content-addressed and shared: the canonical "seats" array of a layout (JSON, seat
+i has bit i) is stored once under seatd:layout:<sha256 hex of that text>, whatever number of
+shows use it; a show's meta names it by layoutHash. The worker writes the layout
+(seatd_layout_put) before the show that names it, and reads it back by hash; no seat script
+reads it (it is not in the show's slot): the worker sends each seat's bit with its id, and the
+hold script checks the worker's layoutHash against the show's.
+
+seatd_layout_put
+  KEYS[1]  seatd:layout:<64 hex>
+  ARGV[1]  the canonical seats array JSON whose SHA-256 is the key's hex (computed by the
+           worker; Lua has no SHA-256)
+  SET NX: a layout is written once and never changes. An existing key with other content is
+  refused (a corrupt key, or a worker hashing differently), never overwritten.
+  Returns  {"layoutHash", hex, "created", "0"|"1"}
+  Errors   INVAL (bad key, empty text), INTERNAL layout collision <hex>
 
 seatd_create_show
   KEYS[1]  {s:<id>}:meta
@@ -7,13 +23,16 @@ seatd_create_show
   ARGV[2]  startsAt (epoch ms)
   ARGV[3]  holdTtlMs (ms, > 0)
   ARGV[4]  priceTiers (JSON object text)
-  ARGV[5]  layout (the canonical layout JSON document, stored verbatim)
+  ARGV[5]  layoutHash (64 lowercase hex: the shared layout, written before)
   ARGV[6]  extra (JSON object text or "")
-  ARGV[7…] seat ids in index order (seat i has bit i)
-  Writes {s}:meta, {s}:layout, {s}:idx (seat -> index), {s}:held and {s}:booked (zeroed,
-  n bits), {s}:ver = 0.
+  ARGV[7]  seatCount (the layout's seats, >= 1)
+  Writes {s}:meta (title, startsAt, holdTtlMs, priceTiers, layoutHash, seatCount, createdAt,
+  and extra when not "") and {s}:ver = 0. The bitmaps {s}:held and {s}:booked are not
+  created: a missing bitmap reads as all zeros (GETBIT, BITCOUNT, seatd_seatmap's ""), the
+  first SETBIT creates it, and flush() deletes it again once it is all zeros (lib.lua), so a
+  show at rest costs its meta, its version and its catalogue entry.
   Returns  {"showId", id, "version", "0", "createdAt", ms}
-  Errors   EXISTS (meta exists), EMPTY (no seats), DUPSEAT <seat>, INVAL (bad key or ttl)
+  Errors   EXISTS (meta exists), EMPTY (no seats), INVAL (bad key, ttl, hash or count)
 
 seatd_catalogue_add
   KEYS[1]  seatd:shows       ARGV[1] score (startsAt ms)   ARGV[2] show id
@@ -23,6 +42,27 @@ seatd_next_show_id
   KEYS[1]  seatd:show_seq
   Returns  {"showId", next id}
 ]]
+
+-- A layout digest: 64 lowercase hex characters.
+local function is_digest(s)
+    return type(s) == 'string' and #s == 64 and not string.find(s, '[^0-9a-f]')
+end
+
+local function layout_put(keys, args)
+    local key = keys[1] or ''
+    local hash = string.sub(key, 14)
+    if string.sub(key, 1, 13) ~= 'seatd:layout:' or not is_digest(hash) or not args[1]
+        or args[1] == '' then
+        return fail('INVAL', 'layout key and text')
+    end
+    if redis.call('SET', key, args[1], 'NX') then
+        return {'layoutHash', hash, 'created', '1'}
+    end
+    if redis.call('GET', key) ~= args[1] then
+        return fail('INTERNAL', 'layout collision ' .. hash)
+    end
+    return {'layoutHash', hash, 'created', '0'}
+end
 
 local function create_show(keys, args)
     local p, id = show_prefix(keys[1])
@@ -36,38 +76,24 @@ local function create_show(keys, args)
     if not ttl or ttl <= 0 or not tonumber(args[2]) then
         return fail('INVAL', 'holdTtlMs and startsAt must be numbers')
     end
-    local n = #args - 6
-    if n < 1 then
+    if not is_digest(args[5]) then
+        return fail('INVAL', 'layoutHash')
+    end
+    local n = tonumber(args[7])
+    if not n or n < 1 then
         return fail('EMPTY', 'no seats')
     end
-    local seen = {}
-    for i = 7, #args do
-        if seen[args[i]] then
-            return fail('DUPSEAT', args[i])
-        end
-        seen[args[i]] = true
+    if n ~= math.floor(n) or n > 100000 then
+        return fail('INVAL', 'seatCount')
     end
 
     ------------------------------------------------------------------ effects (cannot fail)
     local now = now_ms()
-    redis.call('HSET', keys[1], 'showId', id, 'title', args[1], 'startsAt', args[2],
-        'holdTtlMs', args[3], 'priceTiers', args[4], 'seatCount', n, 'createdAt', now,
-        'extra', args[6])
-    redis.call('SET', p .. ':layout', args[5])
-    local chunk = {}
-    for i = 7, #args do
-        chunk[#chunk + 1] = args[i]
-        chunk[#chunk + 1] = i - 7
-        if #chunk >= 1000 then
-            redis.call('HSET', p .. ':idx', unpack(chunk))
-            chunk = {}
-        end
+    redis.call('HSET', keys[1], 'title', args[1], 'startsAt', args[2], 'holdTtlMs', args[3],
+        'priceTiers', args[4], 'layoutHash', args[5], 'seatCount', n, 'createdAt', now)
+    if args[6] and args[6] ~= '' then
+        redis.call('HSET', keys[1], 'extra', args[6])
     end
-    if #chunk > 0 then
-        redis.call('HSET', p .. ':idx', unpack(chunk))
-    end
-    redis.call('SETBIT', p .. ':held', n - 1, 0)
-    redis.call('SETBIT', p .. ':booked', n - 1, 0)
     redis.call('SET', p .. ':ver', 0)
     return {'showId', id, 'version', '0', 'createdAt', tostring(now)}
 end
@@ -84,6 +110,7 @@ local function next_show_id(keys, args)
     return {'showId', tostring(redis.call('INCR', keys[1]))}
 end
 
+redis.register_function{function_name='seatd_layout_put', callback=layout_put}
 redis.register_function{function_name='seatd_create_show', callback=create_show}
 redis.register_function{function_name='seatd_catalogue_add', callback=catalogue_add}
 redis.register_function{function_name='seatd_next_show_id', callback=next_show_id}

@@ -7,17 +7,26 @@ hold.lua - seatd_hold: holds a set of seats, all or nothing.
   ARGV[3]  ttl (ms; 0 = the show's holdTtlMs)
   ARGV[4]  max seats per user on this show, live holds + booked (0 = no limit)
   ARGV[5]  idempotency key ("" = none)
-  ARGV[6…] seat ids (normalised by the worker: valid, unique, sorted)
+  ARGV[6]  layoutHash: the shared layout the worker took the bits from (see create_show.lua)
+  ARGV[7…] pairs: seat id, its bit index in that layout, or "-" when the seat is not in it
+           (normalised by the worker: valid, unique, sorted by seat id)
+
+  The worker maps seats to bits (bit i = seat i of the show's frozen layout); before any
+  write the script checks that the worker's layoutHash is the show's (a worker holding
+  another layout must never write bits: INVAL), and every bit is an integer in
+  [0, seatCount), unique. A "-" is answered UNKNOWN_SEAT: the worker knows the seat is not in
+  the layout, the script only checks that the layout is the show's.
 
   Order: show, shape and layout checks; the idempotency record (same seats: the stored
   answer with replayed=1; other seats: IDEM_MISMATCH); lazy reaping of the show's due holds
   and of the owner's own; conflict and limit checks; then the effects: SET NX PXAT per seat,
-  held bits, hold record, expiry set, user hash, idempotency record (24 h), version, delta.
+  held bits, hold record (with 'bits', aligned with 'seats'), expiry set, user hash, idempotency record (24 h), version, delta.
 
   Returns  {"holdId", id, "showId", id, "expiresAt", ms, "version", v, "seatIds", "A1,A2",
             "replayed", "0"|"1"}
   Errors   NOSHOW, EMPTY, TOOMANY, DUPSEAT <seat>, UNKNOWN_SEAT <seat>, IDEM_MISMATCH,
-           CONFLICT <seat> <seat>…, LIMIT <have>+<asked>><max>, INVAL <why>
+           CONFLICT <seat> <seat>…, LIMIT <have>+<asked>><max>, INVAL <why> (layout mismatch,
+           bad bit, …)
   A rejected request changes nothing, except that expired holds may have been reaped.
 ]]
 
@@ -28,7 +37,8 @@ local function hold(keys, args)
     if not p then
         return fail('INVAL', 'bad show key')
     end
-    local meta_ttl = redis.call('HGET', keys[1], 'holdTtlMs')
+    local meta = redis.call('HMGET', keys[1], 'holdTtlMs', 'layoutHash', 'seatCount')
+    local meta_ttl, layout_hash, seat_count = meta[1], meta[2], tonumber(meta[3])
     if not meta_ttl then
         return fail('NOSHOW', keys[1])
     end
@@ -45,27 +55,39 @@ local function hold(keys, args)
         return fail('INVAL', 'ttl and max per user')
     end
     local idem = args[5] or ''
-    local seats = {}
-    for i = 6, #args do
-        seats[#seats + 1] = args[i]
+    if not layout_hash or args[6] ~= layout_hash or not seat_count then
+        return fail('INVAL', 'layout mismatch')
     end
-    if #seats == 0 then
+    if (#args - 6) % 2 ~= 0 then
+        return fail('INVAL', 'seat and bit pairs')
+    end
+    local pairs_in = {}
+    for i = 7, #args, 2 do
+        pairs_in[#pairs_in + 1] = {args[i], args[i + 1]}
+    end
+    if #pairs_in == 0 then
         return fail('EMPTY', 'no seats')
     end
-    if #seats > MAX_SEATS_PER_HOLD then
-        return fail('TOOMANY', tostring(#seats))
+    if #pairs_in > MAX_SEATS_PER_HOLD then
+        return fail('TOOMANY', tostring(#pairs_in))
     end
-    table.sort(seats)
-    local idx = {}
-    for i, seat in ipairs(seats) do
+    table.sort(pairs_in, function(a, b) return a[1] < b[1] end)
+    local seats, idx, bit_seen = {}, {}, {}
+    for i, pair in ipairs(pairs_in) do
+        local seat, bit = pair[1], tonumber(pair[2])
         if i > 1 and seats[i - 1] == seat then
             return fail('DUPSEAT', seat)
         end
-        local bit = redis.call('HGET', p .. ':idx', seat)
-        if not bit then
+        if pair[2] == '-' then
             return fail('UNKNOWN_SEAT', seat)
         end
-        idx[i] = tonumber(bit)
+        if not bit or bit ~= math.floor(bit) or bit < 0 or bit >= seat_count
+            or bit_seen[bit] then
+            return fail('INVAL', 'bad bit for seat ' .. seat)
+        end
+        bit_seen[bit] = true
+        seats[i] = seat
+        idx[i] = bit
     end
     local fingerprint = table.concat(seats, ',')
     local idem_key = p .. ':idem:' .. owner .. ':' .. idem
@@ -119,7 +141,7 @@ local function hold(keys, args)
         changes[#changes + 1] = {seat, 'held'}
     end
     redis.call('HSET', p .. ':hold:' .. hold_id, 'owner', owner, 'showId', show_id,
-        'seats', fingerprint, 'status', 'HELD', 'expiresAt', deadline, 'createdAt', now,
+        'seats', fingerprint, 'bits', table.concat(idx, ','), 'status', 'HELD', 'expiresAt', deadline, 'createdAt', now,
         'idemKey', idem, 'bookingId', '')
     redis.call('ZADD', p .. ':expiry', deadline, hold_id)
     redis.call('HSET', p .. ':user:' .. owner, hold_id, #seats)

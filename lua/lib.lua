@@ -85,10 +85,17 @@ local function reply_fields(t, names)
 end
 
 -- Publishes the accumulated seat changes as one delta with a fresh version. Returns the
--- version (unchanged when there was nothing to publish).
+-- version (unchanged when there was nothing to publish). A bitmap left all zeros is deleted:
+-- a missing bitmap reads as zeros everywhere (GETBIT, BITCOUNT, seatd_seatmap's ""), so a
+-- show with no live hold and no booking keeps no bitmap (memory at rest).
 local function flush(p, changes)
     if #changes == 0 then
         return tonumber(redis.call('GET', p .. ':ver') or '0')
+    end
+    for _, bm in ipairs({p .. ':held', p .. ':booked'}) do
+        if redis.call('BITCOUNT', bm) == 0 then
+            redis.call('DEL', bm)
+        end
     end
     local v = redis.call('INCR', p .. ':ver')
     redis.call('PUBLISH', p .. ':ch', '{"v":' .. v .. ',"c":' .. cjson.encode(changes) .. '}')
@@ -101,14 +108,28 @@ local function fail_flush(p, changes, word, detail)
     return fail(word, detail)
 end
 
--- Clears seat 'seat''s held bit when no seat key exists any more, recording the change.
-local function clear_held(p, seat, changes)
-    local idx = redis.call('HGET', p .. ':idx', seat)
-    if not idx then
+-- The seats of a record (hold or booking) with their bit indexes: records carry 'bits', the
+-- comma-joined bit index of each seat, aligned with the seat list (the seat -> bit mapping
+-- is the show's layout, which lives outside the show's slot: the worker sends each seat's bit
+-- to seatd_hold, which checks it against the show's layoutHash and seatCount, and the bits
+-- travel with the hold into its booking). Returns seats, bits; bits[i] is a number, or nil
+-- when the record has none for seat i (then no bit of that seat is touched).
+local function seats_bits(seats_text, bits_text)
+    local seats = split_commas(seats_text)
+    local bits = split_commas(bits_text)
+    for i = 1, #seats do
+        bits[i] = tonumber(bits[i])
+    end
+    return seats, bits
+end
+
+-- Clears seat 'seat''s held bit 'bit' when no seat key exists any more, recording the change.
+local function clear_held(p, seat, bit, changes)
+    if not bit then
         return
     end
-    local was = redis.call('SETBIT', p .. ':held', tonumber(idx), 0)
-    if was == 1 and redis.call('GETBIT', p .. ':booked', tonumber(idx)) == 0 then
+    local was = redis.call('SETBIT', p .. ':held', bit, 0)
+    if was == 1 and redis.call('GETBIT', p .. ':booked', bit) == 0 then
         changes[#changes + 1] = {seat, 'available'}
     end
 end
@@ -117,7 +138,8 @@ end
 -- that still name it are deleted, held bits cleared where no seat key remains, the hold
 -- leaves the expiry set and its owner's hash. A seat key naming another hold is not touched.
 local function end_hold(p, hold_id, h, status, changes)
-    for _, seat in ipairs(split_commas(h.seats)) do
+    local seats, bits = seats_bits(h.seats, h.bits)
+    for i, seat in ipairs(seats) do
         local sk = p .. ':seat:' .. seat
         local v = redis.call('GET', sk)
         if v == hold_id then
@@ -125,7 +147,7 @@ local function end_hold(p, hold_id, h, status, changes)
             v = false
         end
         if not v then
-            clear_held(p, seat, changes)
+            clear_held(p, seat, bits[i], changes)
         end
     end
     local hk = p .. ':hold:' .. hold_id

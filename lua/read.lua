@@ -4,11 +4,17 @@ read.lua - read-only functions (flags no-writes): they never reap, they report.
 seatd_show_get
   KEYS[1] {s:<id>}:meta
   Returns {"showId","title","startsAt","holdTtlMs","priceTiers","seatCount","version",
-           "createdAt","extra"} as name/value pairs.    Errors: NOSHOW
+           "createdAt","extra","layoutHash"} as name/value pairs (showId from the key).
+  Errors: NOSHOW
 
 seatd_layout_get
   KEYS[1] {s:<id>}:meta
-  Returns {"layout", json}                              Errors: NOSHOW
+  Returns {"layoutHash", hex, "seatCount", n}: which shared layout the show was created with
+  (the worker then reads it with seatd_layout_fetch; see create_show.lua).  Errors: NOSHOW
+
+seatd_layout_fetch
+  KEYS[1] seatd:layout:<64 hex>
+  Returns {"seats", the canonical seats array JSON}     Errors: NOTFOUND
 
 seatd_list_shows
   KEYS[1] seatd:shows   ARGV[1] offset   ARGV[2] count
@@ -35,23 +41,32 @@ seatd_booking_get
 ]]
 
 local function show_get(keys, args)
-    local p = show_prefix(keys[1])
+    local p, id = show_prefix(keys[1])
     local m = p and hgetall(keys[1])
     if not m then
         return fail('NOSHOW', keys[1])
     end
+    m.showId = id
     m.version = redis.call('GET', p .. ':ver') or '0'
     return reply_fields(m, {'showId', 'title', 'startsAt', 'holdTtlMs', 'priceTiers',
-        'seatCount', 'version', 'createdAt', 'extra'})
+        'seatCount', 'version', 'createdAt', 'extra', 'layoutHash'})
 end
 
 local function layout_get(keys, args)
     local p = show_prefix(keys[1])
-    local l = p and redis.call('GET', p .. ':layout')
-    if not l then
+    local m = p and redis.call('HMGET', keys[1], 'layoutHash', 'seatCount')
+    if not m or not m[1] then
         return fail('NOSHOW', keys[1])
     end
-    return {'layout', l}
+    return {'layoutHash', m[1], 'seatCount', m[2] or '0'}
+end
+
+local function layout_fetch(keys, args)
+    local l = string.match(keys[1] or '', '^seatd:layout:%x+$') and redis.call('GET', keys[1])
+    if not l then
+        return fail('NOTFOUND', keys[1] or '?')
+    end
+    return {'seats', l}
 end
 
 local function list_shows(keys, args)
@@ -111,6 +126,8 @@ end
 
 redis.register_function{function_name='seatd_show_get', callback=show_get, flags={'no-writes'}}
 redis.register_function{function_name='seatd_layout_get', callback=layout_get,
+    flags={'no-writes'}}
+redis.register_function{function_name='seatd_layout_fetch', callback=layout_fetch,
     flags={'no-writes'}}
 redis.register_function{function_name='seatd_list_shows', callback=list_shows,
     flags={'no-writes'}}

@@ -3,21 +3,23 @@
  *
  * Every key of a show carries the hash tag {s:<showId>}, so a show's keys share one slot:
  *
- *   {s:42}:meta              hash    title, startsAt, holdTtlMs, priceTiers, seatCount, createdAt
- *   {s:42}:layout            string  the frozen layout JSON document
- *   {s:42}:idx               hash    seat id -> bit index (frozen at creation)
+ *   {s:42}:meta              hash    title, startsAt, holdTtlMs, priceTiers, layoutHash,
+ *                                    seatCount, createdAt, extra (only when not empty)
  *   {s:42}:seat:<seatId>     string  the hold id holding the seat; PXAT = the hold deadline
- *   {s:42}:held              bitmap  bit i set <=> seat i has a live seat key
- *   {s:42}:booked            bitmap  bit i set <=> seat i is in a CONFIRMED booking
+ *   {s:42}:held              bitmap  bit i set <=> seat i has a live seat key; absent = all 0
+ *   {s:42}:booked            bitmap  bit i set <=> seat i is in a CONFIRMED booking; absent =
+ *                                    all 0 (an all-zero bitmap is deleted by the scripts)
  *   {s:42}:ver               integer projection version, bumped on every seat change (ETag)
  *   {s:42}:expiry            zset    hold id -> deadline (epoch ms), for reaping
- *   {s:42}:hold:<holdId>     hash    owner, showId, seats, status, expiresAt, createdAt,
- *                                    bookingId, heldUntil, idemKey; no TTL while HELD or
+ *   {s:42}:hold:<holdId>     hash    owner, showId, seats, bits (each seat's bit index, aligned
+ *                                    with seats), status, expiresAt, createdAt, bookingId,
+ *                                    heldUntil, idemKey; no TTL while HELD or
  *                                    PENDING_PAYMENT, 1 h once RELEASED/EXPIRED/BOOKED
  *   {s:42}:user:<sub>        hash    live hold id -> seat count, and "booked" -> seats booked
  *   {s:42}:idem:<sub>:<key>  string  the first answer as JSON (holdId, expiresAt, version,
  *                                    seatIds = the fingerprint), 24 h TTL
- *   {s:42}:booking:<id>      hash    owner, holdId, seats, amount, status, paymentRef, …
+ *   {s:42}:booking:<id>      hash    owner, holdId, seatIds, bits (copied from the hold),
+ *                                    amount, status, paymentRef, …
  *   {s:42}:bookings          stream  booking events (the outbox), appended by the scripts
  *   {s:42}:bookings:dead     stream  events seatd-notify gave up on (dead letters), kept
  *   {s:42}:notified:<g>:<e>  string  seatd-notify's delivery claim of event <e> for group <g>
@@ -25,12 +27,20 @@
  *   {s:42}:pending           zset    bookingId -> ms it started, while PENDING_PAYMENT
  *   {s:42}:refunds           zset    bookingId -> ms cancelled, until the refund is confirmed
  *   {s:42}:ch                channel seat deltas {"v":version,"c":[[seat,status],…]}
+ *   seatd:layout:<sha256>    string  a frozen layout, shared by every show created with it: the
+ *                                    canonical "seats" JSON array (seat i has bit i), stored
+ *                                    once (SET NX) under the SHA-256 hex of its text, never
+ *                                    changed or expired. Read by workers only (layout.h's
+ *                                    seatd_layout_digest() is the address); a show's meta
+ *                                    names it by layoutHash.
  *   seatd:shows              zset    catalogue: show id by startsAt
  *   seatd:show_seq           integer show id sequence
  *   seatd:pending_shows      zset    show id -> hint count: shows reconciliation should look at
  *
  * The scripts receive {s:<id>}:meta as KEYS[1] (it routes the call to the show's slot) and
- * derive the other keys of the same show from its hash tag.
+ * derive the other keys of the same show from its hash tag. No show script reads a shared
+ * layout (another slot): the worker sends each seat's bit with its id and the layout's hash,
+ * which seatd_hold checks against the show's layoutHash before any write.
  *
  * Pure: no I/O.
  */

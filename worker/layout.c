@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <limits.h>
+#include <openssl/evp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@ struct seatd_layout_s {
     seatd_layout_seat_t *seats; /* owned, 'n' seats in index order */
     size_t cap;                 /* hash slots, a power of two >= 2n */
     size_t *slots;              /* owned; seat index + 1, 0 = empty (open addressing) */
+    char digest[SEATD_LAYOUT_DIGEST_LEN + 1]; /* "" until seatd_layout_digest() computed it */
 };
 
 /* ---------------------------------------------------------------------- id index */
@@ -204,11 +206,10 @@ const seatd_layout_seat_t *seatd_layout_seat(const seatd_layout_t *l, size_t i)
     return (l && i < l->n) ? &l->seats[i] : NULL;
 }
 
-char *seatd_layout_to_json(const seatd_layout_t *l, const char *show_id)
+/* The canonical seats array as a cJSON tree (owned by the caller). */
+static cJSON *seats_tree(const seatd_layout_t *l)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "showId", show_id ? show_id : "");
-    cJSON *arr = cJSON_AddArrayToObject(root, "seats");
+    cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; i < l->n; i++) {
         const seatd_layout_seat_t *s = &l->seats[i];
         cJSON *o = cJSON_CreateObject();
@@ -220,9 +221,44 @@ char *seatd_layout_to_json(const seatd_layout_t *l, const char *show_id)
         cJSON_AddNumberToObject(o, "x", s->x);
         cJSON_AddNumberToObject(o, "y", s->y);
     }
+    return arr;
+}
+
+char *seatd_layout_to_json(const seatd_layout_t *l, const char *show_id)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "showId", show_id ? show_id : "");
+    cJSON_AddItemToObject(root, "seats", seats_tree(l));
     char *text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return text;
+}
+
+char *seatd_layout_seats_json(const seatd_layout_t *l)
+{
+    cJSON *arr = seats_tree(l);
+    char *text = cJSON_PrintUnformatted(arr);
+    cJSON_Delete(arr);
+    return text;
+}
+
+const char *seatd_layout_digest(const seatd_layout_t *l)
+{
+    if (l == NULL)
+        return "";
+    if (l->digest[0] == '\0') {
+        seatd_layout_t *m = (seatd_layout_t *)l; /* the memo is not part of the value */
+        char *text = seatd_layout_seats_json(l);
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int mdlen = 0;
+        if (text == NULL || !EVP_Digest(text, strlen(text), md, &mdlen, EVP_sha256(), NULL) ||
+            mdlen * 2 != SEATD_LAYOUT_DIGEST_LEN)
+            abort(); /* out of memory or a broken libcrypto: nothing sensible to go on with */
+        free(text);
+        for (unsigned int i = 0; i < mdlen; i++)
+            snprintf(m->digest + 2 * i, 3, "%02x", md[i]);
+    }
+    return l->digest;
 }
 
 /* ---------------------------------------------------------------------- cache */

@@ -48,6 +48,17 @@ long seatd_layout_find(const seatd_layout_t *l, const char *id);
 /* The canonical layout document {"showId":…,"seats":[…]}: returns owned text (free()). */
 char *seatd_layout_to_json(const seatd_layout_t *l, const char *show_id);
 
+/* The canonical "seats" array alone (what seatd_layout_to_json() puts under "seats"): the
+ * content that is stored once per distinct layout, shared by shows. Returns owned text. */
+char *seatd_layout_seats_json(const seatd_layout_t *l);
+
+/* The layout's content address: lowercase hex SHA-256 of seatd_layout_seats_json(),
+ * SEATD_LAYOUT_DIGEST_LEN characters. Computed on first use and kept with the layout;
+ * borrowed until seatd_layout_free. Two layouts with the same digest have the same seats in
+ * the same order, so bit i means the same seat for both. */
+#define SEATD_LAYOUT_DIGEST_LEN 64
+const char *seatd_layout_digest(const seatd_layout_t *l);
+
 /* Process-wide cache of parsed layouts by show id, bounded to 'max' entries (LRU-ish).
  * seatd_layout_cache_put takes 'l'. seatd_layout_cache_get returns borrowed (valid until the
  * next put). */

@@ -10,14 +10,17 @@
  */
 #include "store.h"
 
+#include <cjson/cJSON.h>
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
 #include "keys.h"
+#include "layout.h"
 #include "log.h"
 #include "mem.h"
 
@@ -25,13 +28,19 @@ struct seatd_store_s {
     seatd_scripts_t *scripts; /* borrowed */
 };
 
-/* One queued operation: the caller's callback and what create_show needs to chain. */
+#define LAYOUT_KEY_PREFIX "seatd:layout:" /* + the layout's digest: the shared layouts */
+
+/* One queued operation: the caller's callback and what the chained operations carry. */
 typedef struct store_op_s {
     seatd_store_t *st;          /* borrowed */
     seatd_store_cb cb;          /* the caller's callback, run exactly once */
     void *data;                 /* the caller's context */
-    char show_id[SEATD_ID_MAX]; /* create_show: the show to catalogue */
+    char show_id[SEATD_ID_MAX]; /* chains: the show */
     char starts_at[24];         /* create_show: its catalogue score */
+    char hash[SEATD_LAYOUT_DIGEST_LEN + 1]; /* chains: the show's layoutHash */
+    seatd_layout_t *layout;     /* create_show: owned until cached */
+    int argc;                   /* chains: the arguments of the next call */
+    char **argv;                /* owned copies */
 } store_op_t;
 
 #define MAX_DECODED_FIELDS 4096 /* list_shows pages are bounded well below this */
@@ -128,6 +137,11 @@ static void decode_error(decoded_t *d, const char *s, size_t len)
     d->res.detail = d->detail;
     d->res.words = d->words;
     d->res.nwords = nw;
+    /* The show's layout is not the one this worker cached (a show id re-created after a
+     * flush): forget every cached layout so the next request reads the real one. Nothing
+     * was written: the hold function checks the hash before its first write. */
+    if (d->res.err == SEATD_EINVAL && strcmp(d->detail, "layout mismatch") == 0)
+        seatd_layout_cache_clear();
 }
 
 /* An array of name/value pairs -> fields. Returns 0 or SEATD_EPROTO. */
@@ -194,6 +208,32 @@ static void decode(decoded_t *d, const redisReply *r, int err)
 
 /* ---------------------------------------------------------------------- calling */
 
+static void op_free(store_op_t *op)
+{
+    for (int i = 0; i < op->argc; i++)
+        free(op->argv[i]);
+    free(op->argv);
+    seatd_layout_free(op->layout);
+    free(op);
+}
+
+/* Keeps owned copies of 'n' strings as the op's arguments. */
+static void op_keep_args(store_op_t *op, int n, const char *const *args)
+{
+    op->argv = seatd_calloc((size_t)n + 1, sizeof(*op->argv));
+    op->argc = n;
+    for (int i = 0; i < n; i++)
+        op->argv[i] = seatd_strdup(args[i]);
+}
+
+/* Ends a chain with the error 'err' through the callback. */
+static void op_fail(store_op_t *op, int err)
+{
+    seatd_store_result_t res = {err, "", 0, NULL, 0, NULL, NULL, NULL};
+    op->cb(&res, op->data);
+    op_free(op);
+}
+
 static void on_reply(const struct redisReply *reply, int err, void *data)
 {
     store_op_t *op = data;
@@ -201,7 +241,7 @@ static void on_reply(const struct redisReply *reply, int err, void *data)
     decode(&d, reply, err);
     op->cb(&d.res, op->data);
     decoded_free(&d);
-    free(op);
+    op_free(op);
 }
 
 static store_op_t *op_new(seatd_store_t *st, seatd_store_cb cb, void *data)
@@ -220,8 +260,85 @@ static int fcall(store_op_t *op, const char *fn, const char *key, int nargs, con
     const char *keys[1] = {key};
     int rc = seatd_scripts_fcall(op->st->scripts, fn, 1, keys, nargs, args, lens, cb, op);
     if (rc < 0)
-        free(op);
+        op_free(op);
     return rc;
+}
+
+/* The next link of a chain, from a callback: a call that cannot be queued ends the chain
+ * with its error through the callback. */
+static void chain(store_op_t *op, const char *fn, const char *key, int nargs, const char **args,
+                  seatd_rds_reply_cb cb)
+{
+    const char *keys[1] = {key};
+    int rc = seatd_scripts_fcall(op->st->scripts, fn, 1, keys, nargs, args, NULL, cb, op);
+    if (rc < 0)
+        op_fail(op, rc);
+}
+
+/* "seatd:layout:<hash>" into 'out' (SEATD_KEY_MAX bytes). */
+static void layout_key(char *out, const char *hash)
+{
+    snprintf(out, SEATD_KEY_MAX, LAYOUT_KEY_PREFIX "%s", hash);
+}
+
+static int valid_digest(const char *s, size_t len)
+{
+    if (s == NULL || len != SEATD_LAYOUT_DIGEST_LEN)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+/* Keeps the show's layoutHash from a seatd_layout_get reply in op->hash and queues the read
+ * of the shared layout with 'next'; or ends the chain with the reply's error. */
+static void fetch_shared_layout(store_op_t *op, const struct redisReply *reply, int err,
+                                seatd_rds_reply_cb next)
+{
+    decoded_t d;
+    decode(&d, reply, err);
+    if (d.res.err != 0) {
+        op->cb(&d.res, op->data);
+        decoded_free(&d);
+        op_free(op);
+        return;
+    }
+    size_t len = 0;
+    const char *hash = seatd_store_get(&d.res, "layoutHash", &len);
+    if (!valid_digest(hash, len)) {
+        decoded_free(&d);
+        seatd_log(SEATD_LOG_ERROR, NULL, "show meta has no valid layoutHash", "\"showId\":\"%s\"",
+                  op->show_id);
+        op_fail(op, SEATD_EINTERNAL);
+        return;
+    }
+    memcpy(op->hash, hash, len + 1);
+    decoded_free(&d);
+    char key[SEATD_KEY_MAX];
+    layout_key(key, op->hash);
+    chain(op, "seatd_layout_fetch", key, 0, NULL, next);
+}
+
+/* The shared layout text from a seatd_layout_fetch reply; NULL after ending the chain with
+ * an error (a show whose shared layout is missing is an internal error). 'd' is freed by the
+ * caller when non-NULL was returned. */
+static const char *shared_layout_text(store_op_t *op, decoded_t *d, const struct redisReply *reply,
+                                      int err, size_t *len)
+{
+    decode(d, reply, err);
+    const char *text = d->res.err == 0 ? seatd_store_get(&d->res, "seats", len) : NULL;
+    if (text != NULL)
+        return text;
+    int e = d->res.err;
+    if (e == 0 || e == SEATD_ENOTFOUND) {
+        seatd_log(SEATD_LOG_ERROR, NULL, "shared layout missing",
+                  "\"showId\":\"%s\",\"layoutHash\":\"%s\"", op->show_id, op->hash);
+        e = SEATD_EINTERNAL;
+    }
+    decoded_free(d);
+    op_fail(op, e);
+    return NULL;
 }
 
 /* The meta key of the show named by 'id' (a hold or booking id of kind 'kind'). */
@@ -262,7 +379,7 @@ static void on_catalogued(const struct redisReply *reply, int err, void *data)
     size_t lens[] = {strlen(op->show_id), 1, 1};
     seatd_store_result_t res = {0, "", 0, NULL, 3, names, values, lens};
     op->cb(&res, op->data);
-    free(op);
+    op_free(op);
 }
 
 static void on_show_created(const struct redisReply *reply, int err, void *data)
@@ -273,10 +390,13 @@ static void on_show_created(const struct redisReply *reply, int err, void *data)
     if (d.res.err != 0) {
         op->cb(&d.res, op->data);
         decoded_free(&d);
-        free(op);
+        op_free(op);
         return;
     }
     decoded_free(&d);
+    /* The show exists with this layout: later holds of this process start from the cache. */
+    seatd_layout_cache_put(op->show_id, op->layout);
+    op->layout = NULL;
     const char *keys[1] = {SEATD_KEY_CATALOGUE};
     const char *args[2] = {op->starts_at, op->show_id};
     if (seatd_scripts_fcall(op->st->scripts, "seatd_catalogue_add", 1, keys, 2, args, NULL,
@@ -284,35 +404,73 @@ static void on_show_created(const struct redisReply *reply, int err, void *data)
         on_catalogued(NULL, SEATD_EUNAVAILABLE, op);
 }
 
+/* The shared layout is stored (or already was): now the show, with the arguments kept. */
+static void on_layout_put(const struct redisReply *reply, int err, void *data)
+{
+    store_op_t *op = data;
+    decoded_t d;
+    decode(&d, reply, err);
+    if (d.res.err != 0) {
+        op->cb(&d.res, op->data);
+        decoded_free(&d);
+        op_free(op);
+        return;
+    }
+    decoded_free(&d);
+    char key[SEATD_KEY_MAX];
+    if (seatd_keys_show(key, op->show_id, "meta") < 0) { /* checked before queueing */
+        op_fail(op, SEATD_EBADID);
+        return;
+    }
+    chain(op, "seatd_create_show", key, op->argc, (const char **)op->argv, on_show_created);
+}
+
 int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a, seatd_store_cb cb,
                             void *data)
 {
-    char key[SEATD_KEY_MAX], starts[24], ttl[24];
+    char key[SEATD_KEY_MAX], starts[24], ttl[24], count[24];
     int rc = seatd_keys_show(key, a->show_id, "meta");
     if (rc < 0)
         return rc;
     if (a->title == NULL || a->price_tiers_json == NULL || a->layout_json == NULL ||
-        a->hold_ttl_ms <= 0 || a->nseats == 0 || a->nseats > 100000)
+        a->hold_ttl_ms <= 0 || a->nseats == 0 || a->nseats > SEATD_LAYOUT_MAX_SEATS)
         return SEATD_EINVAL;
     for (size_t i = 0; i < a->nseats; i++)
         if (!seatd_keys_valid_seat_id(a->seat_ids[i]))
             return SEATD_EBADSEAT;
+    /* The layout as stored and shared: its canonical seats array, addressed by its digest.
+     * seat_ids must be the layout's ids in index order (bit i is seat i). */
+    cJSON *doc = cJSON_Parse(a->layout_json);
+    seatd_layout_t *l = NULL;
+    rc = seatd_layout_from_json(cJSON_GetObjectItemCaseSensitive(doc, "seats"), NULL, &l, NULL, 0);
+    cJSON_Delete(doc);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < a->nseats; i++) {
+        if (seatd_layout_count(l) != a->nseats ||
+            strcmp(seatd_layout_seat(l, i)->id, a->seat_ids[i]) != 0) {
+            seatd_layout_free(l);
+            return SEATD_EINVAL;
+        }
+    }
     snprintf(starts, sizeof(starts), "%" PRId64, a->starts_at_ms);
     snprintf(ttl, sizeof(ttl), "%" PRId64, a->hold_ttl_ms);
-    const char **args = seatd_calloc(6 + a->nseats, sizeof(*args));
-    args[0] = a->title;
-    args[1] = starts;
-    args[2] = ttl;
-    args[3] = a->price_tiers_json;
-    args[4] = a->layout_json;
-    args[5] = a->extra_json ? a->extra_json : "";
-    for (size_t i = 0; i < a->nseats; i++)
-        args[6 + i] = a->seat_ids[i];
+    snprintf(count, sizeof(count), "%zu", a->nseats);
+    const char *hash = seatd_layout_digest(l);
+    const char *show_args[7] = {a->title, starts, ttl, a->price_tiers_json, hash,
+                                a->extra_json ? a->extra_json : "", count};
     store_op_t *op = op_new(st, cb, data);
     snprintf(op->show_id, sizeof(op->show_id), "%s", a->show_id);
     memcpy(op->starts_at, starts, sizeof(starts));
-    rc = fcall(op, "seatd_create_show", key, (int)(6 + a->nseats), args, NULL, on_show_created);
-    free(args);
+    memcpy(op->hash, hash, sizeof(op->hash));
+    op_keep_args(op, 7, show_args);
+    op->layout = l;
+    char lkey[SEATD_KEY_MAX];
+    layout_key(lkey, op->hash);
+    char *text = seatd_layout_seats_json(l);
+    const char *put_args[1] = {text};
+    rc = fcall(op, "seatd_layout_put", lkey, 1, put_args, NULL, on_layout_put);
+    free(text);
     return rc;
 }
 
@@ -338,9 +496,57 @@ int seatd_store_show_get(seatd_store_t *st, const char *show_id, seatd_store_cb 
     return show_read(st, "seatd_show_get", show_id, cb, data);
 }
 
+/* layout_get, last link: the shared layout, checked against its address, rendered as the
+ * show's document. */
+static void on_layout_text(const struct redisReply *reply, int err, void *data)
+{
+    store_op_t *op = data;
+    decoded_t d;
+    size_t len = 0;
+    const char *text = shared_layout_text(op, &d, reply, err, &len);
+    if (text == NULL)
+        return;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    char hex[2 * EVP_MAX_MD_SIZE + 1] = "";
+    if (EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL))
+        for (unsigned int i = 0; i < mdlen; i++)
+            snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    if (strcmp(hex, op->hash) != 0) {
+        decoded_free(&d);
+        seatd_log(SEATD_LOG_ERROR, NULL, "shared layout does not match its hash",
+                  "\"showId\":\"%s\",\"layoutHash\":\"%s\"", op->show_id, op->hash);
+        op_fail(op, SEATD_EINTERNAL);
+        return;
+    }
+    seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_printf(&b, "{\"showId\":\"%s\",\"seats\":", op->show_id);
+    seatd_buf_append(&b, text, len);
+    seatd_buf_append(&b, "}", 1);
+    decoded_free(&d);
+    const char *names[] = {"layout", "layoutHash"};
+    const char *values[] = {b.data, op->hash};
+    size_t lens[] = {b.len, strlen(op->hash)};
+    seatd_store_result_t res = {0, "", 0, NULL, 2, names, values, lens};
+    op->cb(&res, op->data);
+    seatd_buf_free(&b);
+    op_free(op);
+}
+
+static void on_layout_ref(const struct redisReply *reply, int err, void *data)
+{
+    fetch_shared_layout(data, reply, err, on_layout_text);
+}
+
 int seatd_store_layout_get(seatd_store_t *st, const char *show_id, seatd_store_cb cb, void *data)
 {
-    return show_read(st, "seatd_layout_get", show_id, cb, data);
+    char key[SEATD_KEY_MAX];
+    int rc = seatd_keys_show(key, show_id, "meta");
+    if (rc < 0)
+        return rc;
+    store_op_t *op = op_new(st, cb, data);
+    snprintf(op->show_id, sizeof(op->show_id), "%s", show_id);
+    return fcall(op, "seatd_layout_get", key, 0, NULL, NULL, on_layout_ref);
 }
 
 int seatd_store_seatmap(seatd_store_t *st, const char *show_id, seatd_store_cb cb, void *data)
@@ -363,6 +569,94 @@ int seatd_store_list_shows(seatd_store_t *st, long offset, long count, seatd_sto
 
 /* ---------------------------------------------------------------------- holds */
 
+/* Queues seatd_hold for 'op' (its reply runs on_reply): 'base' = hold id, owner, ttl, max,
+ * idem; then the layout's digest and each seat with its bit in 'l', or "-" for a seat that is
+ * not in 'l' (the script answers UNKNOWN_SEAT for it, in its own order of checks, once it has
+ * checked that 'l' is the show's layout). All borrowed, copied. Returns 0, or an error with
+ * 'op' untouched. */
+static int hold_queue(store_op_t *op, const char *key, const char *const *base,
+                      const char *const *seats, size_t n, const seatd_layout_t *l)
+{
+    const char **args = seatd_calloc(6 + 2 * n, sizeof(*args));
+    char(*bits)[24] = seatd_calloc(n ? n : 1, sizeof(*bits));
+    for (int i = 0; i < 5; i++)
+        args[i] = base[i];
+    args[5] = seatd_layout_digest(l);
+    for (size_t i = 0; i < n; i++) {
+        long bit = seatd_layout_find(l, seats[i]);
+        if (bit >= 0)
+            snprintf(bits[i], sizeof(bits[i]), "%ld", bit);
+        else
+            memcpy(bits[i], "-", 2);
+        args[6 + 2 * i] = seats[i];
+        args[7 + 2 * i] = bits[i];
+    }
+    const char *keys[1] = {key};
+    int rc = seatd_scripts_fcall(op->st->scripts, "seatd_hold", 1, keys, (int)(6 + 2 * n), args,
+                                 NULL, on_reply, op);
+    free(bits);
+    free(args);
+    return rc;
+}
+
+/* hold, slow path, last step: the show's layout 'l' (borrowed from the cache) is known to
+ * be the one its meta names; op->argv = base arguments then the seats. */
+static void hold_with_layout(store_op_t *op, const seatd_layout_t *l)
+{
+    const char *const *seats = (const char *const *)op->argv + 5;
+    size_t n = (size_t)op->argc - 5;
+    char key[SEATD_KEY_MAX];
+    int rc = seatd_keys_show(key, op->show_id, "meta");
+    if (rc == 0)
+        rc = hold_queue(op, key, (const char *const *)op->argv, seats, n, l);
+    if (rc < 0)
+        op_fail(op, rc);
+}
+
+/* hold, slow path: the shared layout, parsed, checked against the show's layoutHash, cached. */
+static void on_hold_layout_text(const struct redisReply *reply, int err, void *data)
+{
+    store_op_t *op = data;
+    decoded_t d;
+    size_t len = 0;
+    const char *text = shared_layout_text(op, &d, reply, err, &len);
+    if (text == NULL)
+        return;
+    cJSON *arr = cJSON_ParseWithLength(text, len);
+    decoded_free(&d);
+    seatd_layout_t *l = NULL;
+    int rc = seatd_layout_from_json(arr, NULL, &l, NULL, 0);
+    cJSON_Delete(arr);
+    if (rc < 0 || strcmp(seatd_layout_digest(l), op->hash) != 0) {
+        seatd_layout_free(l);
+        seatd_log(SEATD_LOG_ERROR, NULL, "shared layout does not match its hash",
+                  "\"showId\":\"%s\",\"layoutHash\":\"%s\"", op->show_id, op->hash);
+        op_fail(op, SEATD_EINTERNAL);
+        return;
+    }
+    seatd_layout_cache_put(op->show_id, l);
+    hold_with_layout(op, l);
+}
+
+/* hold, slow path: the show's layoutHash; the cached layout if it is that one. */
+static void on_hold_layout_ref(const struct redisReply *reply, int err, void *data)
+{
+    store_op_t *op = data;
+    const seatd_layout_t *l = seatd_layout_cache_get(op->show_id);
+    if (l != NULL && err == 0 && reply != NULL && reply->type == REDIS_REPLY_ARRAY) {
+        decoded_t d;
+        decode(&d, reply, err);
+        const char *hash = seatd_store_get(&d.res, "layoutHash", NULL);
+        int same = d.res.err == 0 && hash != NULL && strcmp(hash, seatd_layout_digest(l)) == 0;
+        decoded_free(&d);
+        if (same) {
+            hold_with_layout(op, l);
+            return;
+        }
+    }
+    fetch_shared_layout(op, reply, err, on_hold_layout_text);
+}
+
 int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_cb cb, void *data)
 {
     char key[SEATD_KEY_MAX], show[SEATD_ID_MAX], ttl[24], max[24];
@@ -383,17 +677,25 @@ int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_
             return SEATD_EBADSEAT;
     snprintf(ttl, sizeof(ttl), "%" PRId64, a->ttl_ms);
     snprintf(max, sizeof(max), "%d", a->max_per_user);
-    const char **args = seatd_calloc(5 + a->nseats, sizeof(*args));
-    args[0] = a->hold_id;
-    args[1] = a->owner;
-    args[2] = ttl;
-    args[3] = max;
-    args[4] = a->idem_key ? a->idem_key : "";
+    const char *base[5] = {a->hold_id, a->owner, ttl, max, a->idem_key ? a->idem_key : ""};
+    store_op_t *op = op_new(st, cb, data);
+    /* Fast path: the layout is cached (the script checks that it is the show's). Otherwise ask
+     * the show which layout it has, and read that one. */
+    const seatd_layout_t *l = seatd_layout_cache_get(a->show_id);
+    if (l != NULL) {
+        rc = hold_queue(op, key, base, a->seat_ids, a->nseats, l);
+        if (rc < 0)
+            op_free(op);
+        return rc;
+    }
+    snprintf(op->show_id, sizeof(op->show_id), "%s", a->show_id);
+    const char **all = seatd_calloc(5 + a->nseats, sizeof(*all));
+    memcpy(all, base, sizeof(base));
     for (size_t i = 0; i < a->nseats; i++)
-        args[5 + i] = a->seat_ids[i];
-    rc = fcall(op_new(st, cb, data), "seatd_hold", key, (int)(5 + a->nseats), args, NULL, on_reply);
-    free(args);
-    return rc;
+        all[5 + i] = a->seat_ids[i];
+    op_keep_args(op, (int)(5 + a->nseats), all);
+    free(all);
+    return fcall(op, "seatd_layout_get", key, 0, NULL, NULL, on_hold_layout_ref);
 }
 
 /* hold_get and release: (hold id, owner). */

@@ -55,11 +55,15 @@ void seatd_store_free(seatd_store_t *st);
  * ------------------------------------------------------------------------------------- */
 
 /*
- * create_show: writes a show once: meta, frozen layout, seat id -> bit index, zeroed
- * bitmaps, version 0, and adds it to the catalogue. 'show_id' is chosen by the caller
- * (seatd_store_next_show_id). 'layout_json' is the canonical layout document
- * {"showId":…,"seats":[{id,row,number,tier,x,y},…]} in index order; 'seat_ids' lists the
- * same ids in index order. Fields: showId, version. Errors: EXISTS.
+ * create_show: writes a show once: the shared layout (seatd:layout:<digest>, stored once per
+ * distinct layout, see keys.h), then meta naming it (layoutHash, seatCount), version 0, and
+ * adds it to the catalogue; on success the parsed layout is cached (layout.h). 'show_id' is
+ * chosen by the caller (seatd_store_next_show_id). 'layout_json' is the layout document
+ * {"showId":…,"seats":[{id,row,number,tier,x,y},…]} in index order (parsed and stored in
+ * canonical form); 'seat_ids' lists the same ids in index order (else EINVAL).
+ * Synchronous errors also include those of seatd_layout_from_json (EBADSEAT, EDUPSEAT, …).
+ * Fields: showId, version. Errors: EXISTS, INTERNAL (a stored layout under that digest with
+ * other content).
  */
 typedef struct seatd_show_args_s {
     const char *show_id;
@@ -79,11 +83,13 @@ SEATD_MUSTCHECK int seatd_store_create_show(seatd_store_t *st, const seatd_show_
 SEATD_MUSTCHECK int seatd_store_next_show_id(seatd_store_t *st, seatd_store_cb cb, void *data);
 
 /* A show's meta. Fields: showId, title, startsAt (ms), holdTtlMs, priceTiers (JSON),
- * seatCount, version, createdAt. Errors: NOSHOW. */
+ * seatCount, version, createdAt, extra, layoutHash. Errors: NOSHOW. */
 SEATD_MUSTCHECK int seatd_store_show_get(seatd_store_t *st, const char *show_id,
                                          seatd_store_cb cb, void *data);
 
-/* The frozen layout document. Fields: layout (JSON). Errors: NOSHOW. */
+/* The frozen layout document {"showId":…,"seats":[…]}, rendered from the shared layout the
+ * show names (two reads: meta, then the layout, checked against its SHA-256).
+ * Fields: layout (JSON), layoutHash. Errors: NOSHOW, INTERNAL (layout missing or altered). */
 SEATD_MUSTCHECK int seatd_store_layout_get(seatd_store_t *st, const char *show_id,
                                            seatd_store_cb cb, void *data);
 
@@ -100,9 +106,14 @@ SEATD_MUSTCHECK int seatd_store_seatmap(seatd_store_t *st, const char *show_id,
 
 /*
  * hold: all-or-nothing over 'seat_ids' (already normalised by seats.c: valid, unique,
- * sorted). Fields: holdId, showId, expiresAt (epoch ms, Redis clock), version, seatIds
+ * sorted). Each seat goes to the script with its bit index, taken from the show's layout in
+ * layout.h's cache (read from Redis and cached first when missing), and the layout's digest,
+ * which the script checks against the show's layoutHash before any write.
+ * Fields: holdId, showId, expiresAt (epoch ms, Redis clock), version, seatIds
  * (comma-joined), replayed ("1" when answered from the idempotency record).
- * Errors: CONFLICT <seat…>, UNKNOWN_SEAT <seat>, NOSHOW, LIMIT, IDEM_MISMATCH, EMPTY, TOOMANY.
+ * Errors: CONFLICT <seat…>, UNKNOWN_SEAT <seat>, NOSHOW, LIMIT, IDEM_MISMATCH, EMPTY, TOOMANY,
+ * INVAL (this process's cached layout is not the show's), INTERNAL (shared layout missing
+ * or altered).
  */
 typedef struct seatd_hold_args_s {
     const char *show_id;

@@ -1,7 +1,9 @@
 /* Integration tests for lua/hold.lua through store.c: all-or-nothing, validation,
  * idempotency and the per-user limit, against the runner's redis-server. */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 
+#include "layout.h"
 #include "racer.h"
 #include "store_harness.h"
 
@@ -259,6 +261,113 @@ Test(lua_hold, replays_the_first_answer_even_after_the_hold_changed)
     cr_assert_str_eq(th_get(&r, "holdId"), hold_id);
     cr_assert_str_eq(th_get(&r, "expiresAt"), expires);
     cr_assert_str_eq(th_get(&r, "replayed"), "1");
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_hold, refuses_bits_from_another_layout_or_out_of_range_and_changes_nothing)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    redisContext *c = seatd_test_redis_connect();
+    char hash[80], other[80];
+    cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
+    snprintf(other, sizeof(other), "%s", hash);
+    other[0] = other[0] == 'a' ? 'b' : 'a';
+    char *before = th_snapshot(c);
+    static const struct {
+        const char *hash_kind, *seat, *bit, *why;
+    } cases[] = {
+        {"other", "C1", "0", "a worker with another layout"},
+        {"same", "C1", "10", "a bit past seatCount"},
+        {"same", "C1", "-1", "a negative bit"},
+        {"same", "C1", "1.5", "a fractional bit"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *h = strcmp(cases[i].hash_kind, "same") == 0 ? hash : other;
+        char hold_id[SEATD_ID_MAX];
+        cr_assert_eq(seatd_keys_new_id(hold_id, "1", 'h'), 0);
+        const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta", hold_id, "bob", "0", "0",
+                              "", h, cases[i].seat, cases[i].bit};
+        redisReply *rep = redisCommandArgv(c, 12, argv, NULL);
+        cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR, "%s was accepted", cases[i].why);
+        cr_expect(strncmp(rep->str, "INVAL", 5) == 0, "%s: %s", cases[i].why, rep->str);
+        freeReplyObject(rep);
+    }
+    /* Two seats claiming one bit. */
+    const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta", "1-h00000000000000000009",
+                          "bob", "0", "0", "", hash, "C1", "0", "C2", "0"};
+    redisReply *rep = redisCommandArgv(c, 14, argv, NULL);
+    cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR);
+    cr_expect(strncmp(rep->str, "INVAL", 5) == 0, "%s", rep->str);
+    freeReplyObject(rep);
+    char *after = th_snapshot(c);
+    cr_assert_str_eq(after, before, "a refused hold changed the keyspace");
+    free(before);
+    free(after);
+    redisFree(c);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_hold, a_worker_holding_a_stale_layout_writes_no_bits)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    /* This process now believes show 1 has the seats in another order: C1 would be bit 9. */
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 9; i >= 0; i--) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "id", seats10[i]);
+        cJSON_AddStringToObject(o, "row", "C");
+        cJSON_AddNumberToObject(o, "number", i + 1);
+        cJSON_AddItemToArray(arr, o);
+    }
+    seatd_layout_t *stale = NULL;
+    cr_assert_eq(seatd_layout_from_json(arr, NULL, &stale, NULL, 0), 0);
+    cJSON_Delete(arr);
+    seatd_layout_cache_put("1", stale);
+    redisContext *c = seatd_test_redis_connect();
+    char *before = th_snapshot(c);
+    const char *want[] = {"C1", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", want, 0, 0, NULL), SEATD_EINVAL);
+    char *after = th_snapshot(c);
+    cr_assert_str_eq(after, before, "a stale layout wrote something");
+    free(before);
+    free(after);
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_hold, a_worker_without_the_layout_reads_the_shared_one_and_keeps_the_bits_on_the_hold)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    seatd_layout_cache_clear();
+    const char *want[] = {"C7", "C10", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", want, 0, 0, NULL), 0, "err %d %s", r.err, r.detail);
+    cr_assert(seatd_layout_cache_get("1") != NULL, "the layout read is cached");
+    redisContext *c = seatd_test_redis_connect();
+    char v[64];
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:hold:%s bits", th_get(&r, "holdId")), 1);
+    cr_assert_str_eq(v, "9,6", "bits aligned with the sorted seats C10,C7");
+    cr_assert_eq(th_int(c, "GETBIT {s:1}:held 6"), 1);
+    cr_assert_eq(th_int(c, "GETBIT {s:1}:held 9"), 1);
+    cr_assert_eq(th_int(c, "BITCOUNT {s:1}:held"), 2);
+    redisFree(c);
+
+    seatd_layout_cache_clear();
+    const char *unknown[] = {"C1", "Z9", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", unknown, 0, 0, NULL), SEATD_EUNKNOWNSEAT);
+    cr_assert_str_eq(r.detail, "Z9");
+    seatd_layout_cache_clear();
+    cr_assert_eq(th_hold(&t, &r, "77", "alice", want, 0, 0, NULL), SEATD_ENOSHOW);
+    cr_assert_eq(r.done, 1, "the callback ran once");
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
 }

@@ -127,6 +127,41 @@ Test(layout, writes_the_canonical_document_in_index_order)
     cJSON_Delete(seats);
 }
 
+static seatd_layout_t *parse_or_die(const char *json)
+{
+    cJSON *seats = cJSON_Parse(json);
+    seatd_layout_t *l = NULL;
+    cr_assert_eq(seatd_layout_from_json(seats, NULL, &l, NULL, 0), 0, "%s", json);
+    cJSON_Delete(seats);
+    return l;
+}
+
+Test(layout, addresses_a_layout_by_the_sha256_of_its_canonical_seats)
+{
+    seatd_layout_t *a = parse_or_die("[{\"id\":\"C7\",\"row\":\"C\",\"number\":7}]");
+    seatd_layout_t *b = parse_or_die(" [ { \"y\":0, \"number\":7, \"row\":\"C\", \"id\":\"C7\","
+                                     " \"tier\":\"standard\" } ] ");
+    char *text = seatd_layout_seats_json(a);
+    cr_assert_str_eq(text, "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7,\"tier\":\"standard\","
+                           "\"x\":0,\"y\":0}]");
+    free(text);
+    cr_assert_str_eq(seatd_layout_digest(a),
+                     "f768f64eae377ce7fda30c0f1533e6397428022a77ae9f941c4da12cfe22520a");
+    cr_assert_str_eq(seatd_layout_digest(b), seatd_layout_digest(a),
+                     "the same seats in another spelling are the same layout");
+    seatd_layout_t *c = parse_or_die("[{\"id\":\"C7\",\"row\":\"C\",\"number\":7},"
+                                     "{\"id\":\"C8\",\"row\":\"C\",\"number\":8}]");
+    seatd_layout_t *d = parse_or_die("[{\"id\":\"C8\",\"row\":\"C\",\"number\":8},"
+                                     "{\"id\":\"C7\",\"row\":\"C\",\"number\":7}]");
+    cr_assert_str_neq(seatd_layout_digest(c), seatd_layout_digest(d),
+                      "another seat order means other bits: another layout");
+    cr_assert_eq(strlen(seatd_layout_digest(d)), SEATD_LAYOUT_DIGEST_LEN);
+    seatd_layout_free(a);
+    seatd_layout_free(b);
+    seatd_layout_free(c);
+    seatd_layout_free(d);
+}
+
 Test(layout, caches_layouts_by_show_and_evicts_when_full)
 {
     cJSON *seats = make_seats(2);
