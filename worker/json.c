@@ -18,10 +18,11 @@
 static int prescan(const char *text, size_t len)
 {
     int depth = 0, in_string = 0;
+    /* No NUL anywhere, escaped or not (found by fuzz/fuzz_json_body: "\\<NUL>"). */
+    if (memchr(text, '\0', len) != NULL)
+        return SEATD_EBADJSON;
     for (size_t i = 0; i < len; i++) {
         char c = text[i];
-        if (c == '\0')
-            return SEATD_EBADJSON;
         if (in_string) {
             if (c == '\\') {
                 if (i + 1 < len && text[i + 1] == 'u' && i + 5 < len &&

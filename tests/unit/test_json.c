@@ -69,6 +69,9 @@ Test(json, rejects_trailing_bytes_nul_and_escaped_nul)
     cr_assert_eq(seatd_json_parse(esc, strlen(esc), &doc), SEATD_EBADJSON);
     cr_assert_eq(seatd_json_parse("", 0, &doc), SEATD_EBADJSON);
     cr_assert_eq(seatd_json_parse("{\"a\":", 5, &doc), SEATD_EBADJSON);
+    /* A raw NUL right after a backslash inside a string (found by fuzzing). */
+    static const char bs_nul[] = "{\"a\":\"x\\\0y\"}";
+    cr_assert_eq(seatd_json_parse(bs_nul, sizeof(bs_nul) - 1, &doc), SEATD_EBADJSON);
 }
 
 Test(json, parse_body_returns_the_object)
