@@ -10,7 +10,9 @@ book_fail.lua - seatd_book_fail: the payment failed; the hold goes back to HELD.
   for this booking: back to HELD with bookingId cleared and its seat keys' deadline restored
   to heldUntil; if heldUntil has already passed the hold ends EXPIRED instead (seat keys that
   still name it deleted, bits cleared, delta). The booking leaves {s}:pending; a refund is
-  recorded as refund, refundRef, refundStatus "succeeded". Failing again answers the same.
+  recorded as refund, refundRef, refundStatus "succeeded". Failing again answers the same,
+  except that a refund given for an already FAILED booking (a charge that landed late) is
+  recorded once.
   Returns  {"bookingId", id, "status", "FAILED", "holdStatus", "HELD"|"EXPIRED"|…}
   Errors   NOTFOUND, STATE <status> (CONFIRMED, CANCELLED)
 ]]
@@ -28,6 +30,13 @@ local function book_fail(keys, args)
     end
     local hk = p .. ':hold:' .. b.holdId
     if b.status == 'FAILED' then
+        -- A charge that landed after the booking had already failed was refunded: record
+        -- it once (the late-charge path of the worker), so the booking says why.
+        local late = args[3]
+        if late and late ~= '' and tonumber(late) and tonumber(late) >= 0 and not b.refund then
+            redis.call('HSET', bk, 'refund', late, 'refundRef', args[4] or '',
+                'refundStatus', 'succeeded', 'reason', (b.reason or '') .. '+charged_late_refunded')
+        end
         return {'bookingId', booking_id, 'status', 'FAILED',
             'holdStatus', redis.call('HGET', hk, 'status') or ''}
     end

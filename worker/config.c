@@ -214,6 +214,13 @@ int seatd_config_load(seatd_config_t *cfg, int argc, char **argv,
     }
     if (cfg->help)
         return 0;
+    /* A booking is reconciled only after its own charge request has surely ended, or the
+     * reconciler could fail it while the charge is still on its way ("charged, no ticket"). */
+    if (cfg->reconcile_after_ms != 0 && cfg->reconcile_after_ms <= cfg->payment_timeout_ms)
+        return errorf(err, errlen,
+                      "--reconcile-after-ms (%lld) must be longer than --payment-timeout-ms "
+                      "(%lld)",
+                      cfg->reconcile_after_ms, cfg->payment_timeout_ms);
 
     const char *secret = getenv_fn(SECRET_ENV);
     if (secret == NULL || secret[0] == '\0')

@@ -47,7 +47,9 @@ int seatd_keys_valid_sub(const char *s)
 
 int seatd_keys_valid_idem_key(const char *s)
 {
-    return valid_charset(s, 128, "_.:-");
+    /* No ':' — the key follows the user id, which may contain ':', in
+     * {s:<id>}:idem:<sub>:<key>; a colon-free key keeps that split unambiguous. */
+    return valid_charset(s, 128, "_.-");
 }
 
 #define ID_HEX 20 /* hex digits after the kind letter */

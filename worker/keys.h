@@ -60,7 +60,7 @@ int seatd_keys_valid_show_id(const char *s);
 int seatd_keys_valid_seat_id(const char *s);
 /* User ids (JWT sub): ^[A-Za-z0-9_.@:|-]{1,64}$ (no braces, no spaces). */
 int seatd_keys_valid_sub(const char *s);
-/* Idempotency keys: ^[A-Za-z0-9_.:-]{1,128}$. */
+/* Idempotency keys: ^[A-Za-z0-9_.-]{1,128}$ (no ':', see keys.c). */
 int seatd_keys_valid_idem_key(const char *s);
 
 /*

@@ -76,6 +76,8 @@ struct show_s {
     int synced;                /* 'status' is the truth at 'ver' and messages apply in order */
     int subscribed;            /* Redis confirmed the subscription */
     int reading;               /* a seat-map read is in flight */
+    unsigned sub_gen;          /* bumped on every (re)subscription and loss: a read started
+                                  under another generation may miss deltas and is redone */
     uint64_t retry_ms;         /* when to retry a failed read (0: none) */
     int dirty;                 /* on the dirty list: watchers may be behind */
     ring_entry_t *ring;        /* owned: 'ring' entries, versions (ring_lo, ver] */
@@ -410,6 +412,7 @@ static void on_delta(show_t *s, const char *msg, size_t len)
 typedef struct {
     seatd_live_t *lv;
     char id[SEATD_ID_MAX];
+    unsigned gen;              /* the show's sub_gen when the read started */
 } read_op_t;
 
 static int bit(const unsigned char *map, size_t len, size_t i)
@@ -422,6 +425,7 @@ static void on_seatmap(const seatd_store_result_t *res, void *data)
     read_op_t *op = data;
     seatd_live_t *lv = op->lv;
     show_t *s = show_find(lv, op->id);
+    unsigned op_gen = op->gen;
     free(op);
     lv->inflight--;
     if (s == NULL) {
@@ -429,6 +433,7 @@ static void on_seatmap(const seatd_store_result_t *res, void *data)
         return;
     }
     s->reading = 0;
+    unsigned gen = op_gen;
     if (lv->closing || s->nwatchers == 0) {
         show_maybe_free(s);
         maybe_free(lv);
@@ -447,6 +452,12 @@ static void on_seatmap(const seatd_store_result_t *res, void *data)
     }
     if (!s->subscribed)
         return; /* the subscription dropped meanwhile: read again when it is back */
+    if (gen != s->sub_gen) {
+        /* Started before the subscription was lost and made again: deltas published in
+         * between reached nobody, so this map may be stale. Read again. */
+        start_read(s);
+        return;
+    }
     size_t hl = 0, bl = 0;
     const unsigned char *held = (const unsigned char *)seatd_store_get(res, "held", &hl);
     const unsigned char *booked = (const unsigned char *)seatd_store_get(res, "booked", &bl);
@@ -482,6 +493,7 @@ static void start_read(show_t *s)
     read_op_t *op = seatd_calloc(1, sizeof(*op));
     op->lv = lv;
     snprintf(op->id, sizeof(op->id), "%s", s->id);
+    op->gen = s->sub_gen;
     lv->stats.resyncs++;
     s->retry_ms = 0;
     if (seatd_store_seatmap(lv->store, s->id, on_seatmap, op) < 0) {
@@ -523,12 +535,14 @@ static void on_pubsub(int event, const char *channel, const char *payload, size_
     switch (event) {
     case SEATD_PUBSUB_SUBSCRIBED:
         s->subscribed = 1;
+        s->sub_gen++;
         desync(s, 0);
         buffered_clear(s); /* the read that follows covers everything before now */
         start_read(s);
         break;
     case SEATD_PUBSUB_LOST:
         s->subscribed = 0;
+        s->sub_gen++;
         desync(s, 0);
         buffered_clear(s);
         break;

@@ -329,9 +329,11 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (res->err == SEATD_EEXPIRED) {
-        /* Charged, but the seats were lost: give the money back (idempotent by key; the
-         * reconciler sends the very same request, so the gateway refunds once). */
+    if (res->err == SEATD_EEXPIRED ||
+        (res->err == SEATD_ESTATE && res->nwords > 0 && strcmp(res->words[0], "FAILED") == 0)) {
+        /* Charged, but the seats were lost (or the booking was already failed while this
+         * charge was on its way): give the money back (idempotent by key; the reconciler
+         * sends the very same request, so the gateway refunds once). */
         snprintf(op->refund_key, sizeof(op->refund_key), "refund-%s", op->booking_id);
         if (seatd_req_release(r)) {
             /* Nobody waits; reconciliation refunds PENDING bookings by the same key. */
@@ -420,6 +422,13 @@ static void on_begin(const seatd_store_result_t *res, void *data)
         return;
     }
     seatd_reconcile_hint(seatd__app(r)->rds, op->show_id);
+    if (op->amount == 0) {
+        /* Free seats (a 0-priced tier): nothing to charge, confirm at once. */
+        snprintf(op->charge_id, sizeof(op->charge_id), "free");
+        step_started(op, seatd_store_book_confirm(seatd__app(r)->store, op->booking_id,
+                                                  op->charge_id, on_confirm, op));
+        return;
+    }
     char desc[160];
     snprintf(desc, sizeof(desc), "seatd show %s seats %.80s", op->show_id, op->seat_csv);
     int rc = seatd_payment_charge(seatd__app(r)->payment, op->booking_id, op->amount, CURRENCY,

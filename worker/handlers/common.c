@@ -189,7 +189,7 @@ int seatd__idempotency_key_or_reply(seatd_req_t *r, const char *body_key, const 
     const char *key = hdr ? hdr : body_key;
     if (key && !seatd_keys_valid_idem_key(key)) {
         seatd_req_finish_problem(r, SEATD_EINVAL,
-                                 "idempotency keys are 1-128 characters of [A-Za-z0-9_.:-]", NULL);
+                                 "idempotency keys are 1-128 characters of [A-Za-z0-9_.-]", NULL);
         return SEATD_EINVAL;
     }
     *out = key;
