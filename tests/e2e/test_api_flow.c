@@ -200,3 +200,41 @@ Test(api_flow, releasing_a_hold_frees_its_seats)
     cr_assert_eq(res.http.status, 201);
     e2e_res_free(&res);
 }
+
+Test(api_flow, a_free_seat_is_booked_without_charging_the_gateway)
+{
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin",
+                          "{\"title\":\"free preview\",\"startsAt\":\"2030-01-01T20:00:00Z\","
+                          "\"holdTtlSeconds\":300,\"priceTiers\":{\"free\":0},\"seats\":["
+                          "{\"id\":\"F1\",\"row\":\"F\",\"number\":1,\"tier\":\"free\",\"x\":1,\"y\":1}]}",
+                          NULL, &res),
+                 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    char show[32], path[96];
+    snprintf(show, sizeof(show), "%s", e2e_str(&res, "id"));
+    e2e_res_free(&res);
+    hold(show, "frida", "[\"F1\"]", &res);
+    cr_assert_eq(res.http.status, 201);
+    char hold_id[64];
+    snprintf(hold_id, sizeof(hold_id), "%s", e2e_str(&res, "holdId"));
+    e2e_res_free(&res);
+    book(hold_id, "frida", "tok_ok", &res);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert_str_eq(e2e_str(&res, "status"), "CONFIRMED");
+    cr_assert_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(res.json, "amount")), 0);
+    char booking_id[64];
+    snprintf(booking_id, sizeof(booking_id), "%s", e2e_str(&res, "bookingId"));
+    e2e_res_free(&res);
+    /* The gateway never saw it: no charge under the booking's idempotency key. */
+    snprintf(path, sizeof(path), "/v1/charges?idempotencyKey=%s", booking_id);
+    seatd_test_http_response_t g;
+    cr_assert_eq(seatd_test_http_request("127.0.0.1", atoi(getenv("SEATD_E2E_GATEWAY_PORT")), "GET",
+                                         path, NULL, NULL, 0, &g),
+                 0);
+    cr_assert_eq(g.status, 404);
+    seatd_test_http_response_free(&g);
+    long keys, held, booked;
+    e2e_show_counts(show, &keys, &held, &booked);
+    cr_assert_eq(booked, 1);
+}

@@ -93,6 +93,40 @@ Test(lua_book_recovery, a_booking_failed_after_a_refund_records_the_refund)
     cr_assert_eq(th_close(&t), 0);
 }
 
+Test(lua_book_recovery, a_charge_that_lands_after_the_booking_failed_records_its_refund_once)
+{
+    /* The reconciler failed the booking (no charge found yet); the worker's charge then
+     * landed, confirm answered STATE FAILED, and the worker refunded it. */
+    th_t t;
+    th_res_t r = {0};
+    char b[SEATD_ID_MAX];
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats4, 60000), 0);
+    const char *s[] = {"A4", NULL};
+    begin_booking(&t, &r, s, b);
+    cr_assert_eq(th_book_fail(&t, &r, b), 0);
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_book_confirm(t.store, b, "ch_late", th_on_result,
+                                                            &r)),
+                 SEATD_ESTATE);
+    cr_assert_str_eq(r.detail, "FAILED"); /* what the worker checks before refunding */
+    for (int i = 0; i < 2; i++) {
+        th_res_clear(&r);
+        cr_assert_eq(th_finish(&t, &r,
+                               seatd_store_book_fail_refunded(t.store, b, "seats_lost_refunded",
+                                                              i == 0 ? 1200 : 999, "refund-late",
+                                                              th_on_result, &r)),
+                     0);
+        cr_assert_str_eq(th_get(&r, "status"), "FAILED");
+    }
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_booking_get(t.store, b, NULL, th_on_result, &r)), 0);
+    cr_assert_str_eq(th_get(&r, "refund"), "1200", "recorded once, by the first refund");
+    cr_assert_str_eq(th_get(&r, "refundRef"), "refund-late");
+    cr_assert(strstr(th_get(&r, "reason"), "charged_late_refunded") != NULL);
+    cr_assert_eq(th_close(&t), 0);
+}
+
 /* Sets show 1's startsAt to Redis's now + 'in_s' seconds and its meta extra. */
 static void show_starts_in(long long in_s, const char *extra)
 {
