@@ -124,6 +124,7 @@ Test(lua_book_recovery, a_charge_that_lands_after_the_booking_failed_records_its
     cr_assert_str_eq(th_get(&r, "refund"), "1200", "recorded once, by the first refund");
     cr_assert_str_eq(th_get(&r, "refundRef"), "refund-late");
     cr_assert(strstr(th_get(&r, "reason"), "charged_late_refunded") != NULL);
+    th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
 }
 
