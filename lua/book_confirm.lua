@@ -15,15 +15,9 @@ book_confirm.lua - seatd_book_confirm: the payment succeeded; seats HELD -> BOOK
 ]]
 
 local function book_confirm(keys, args)
-    local p = show_prefix(keys[1])
+    local p, booking_id, bk, b = load_booking(keys, args)
     if not p then
-        return fail('INVAL', 'bad show key')
-    end
-    local booking_id = args[1] or ''
-    local bk = p .. ':booking:' .. booking_id
-    local b = hgetall(bk)
-    if not b then
-        return fail('NOTFOUND', args[1] or '?')
+        return booking_id -- the error reply
     end
     if b.status == 'CONFIRMED' then
         return {'bookingId', booking_id, 'status', 'CONFIRMED', 'version', b.version or '0',

@@ -18,15 +18,9 @@ book_fail.lua - seatd_book_fail: the payment failed; the hold goes back to HELD.
 ]]
 
 local function book_fail(keys, args)
-    local p = show_prefix(keys[1])
+    local p, booking_id, bk, b = load_booking(keys, args)
     if not p then
-        return fail('INVAL', 'bad show key')
-    end
-    local booking_id = args[1] or ''
-    local bk = p .. ':booking:' .. booking_id
-    local b = hgetall(bk)
-    if not b then
-        return fail('NOTFOUND', args[1] or '?')
+        return booking_id -- the error reply
     end
     local hk = p .. ':hold:' .. b.holdId
     if b.status == 'FAILED' then

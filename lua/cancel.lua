@@ -55,15 +55,10 @@ local function refund_percent(extra, left_ms)
 end
 
 local function cancel(keys, args)
-    local p = show_prefix(keys[1])
+    local owner = args[2] or ''
+    local p, booking_id, bk, b = load_booking(keys, args, owner)
     if not p then
-        return fail('INVAL', 'bad show key')
-    end
-    local booking_id, owner = args[1] or '', args[2] or ''
-    local bk = p .. ':booking:' .. booking_id
-    local b = hgetall(bk)
-    if not b or (owner ~= '' and b.owner ~= owner) then
-        return fail('NOTFOUND', args[1] or '?')
+        return booking_id -- the error reply
     end
     if b.status == 'CANCELLED' then
         return {'bookingId', booking_id, 'status', 'CANCELLED', 'refund', b.refund,

@@ -74,6 +74,23 @@ local function hgetall(key)
     return t
 end
 
+-- The booking named by ARGV[1] of a booking function: returns p, booking id, booking key and
+-- its fields; or nil and the error reply (bad show key, or NOTFOUND — also when 'owner' is
+-- given and is not the booking's: another user's booking is not confirmed to exist).
+local function load_booking(keys, args, owner)
+    local p = show_prefix(keys[1])
+    if not p then
+        return nil, fail('INVAL', 'bad show key')
+    end
+    local booking_id = args[1] or ''
+    local bk = p .. ':booking:' .. booking_id
+    local b = hgetall(bk)
+    if not b or (owner and owner ~= '' and b.owner ~= owner) then
+        return nil, fail('NOTFOUND', args[1] or '?')
+    end
+    return p, booking_id, bk, b
+end
+
 -- Table of fields -> flat name/value array, in the order of 'names'; missing fields are "".
 local function reply_fields(t, names)
     local out = {}
