@@ -35,8 +35,10 @@ seatd_booking_get
   KEYS[1] {s:<id>}:meta   ARGV[1] booking id   ARGV[2] owner ("" = any owner)
   Returns {"bookingId","showId","holdId","owner","seatIds","amount","currency",
            "paymentMethod","status","paymentRef","createdAt","confirmedAt","reason","refund",
-           "cancelledAt","failedAt","refundStatus","refundRef","refundPercent","startsAt"}
-  (startsAt is the show's, for tickets)
+           "cancelledAt","failedAt","refundStatus","refundRef","refundPercent","startsAt",
+           "version"}
+  (startsAt is the show's, for tickets; version: the show version of the booking's last seat
+  change, confirm or cancel, "" before: a client's ?minVersion= for its own change)
   Errors: NOTFOUND (missing, or another owner's)
 ]]
 
@@ -118,10 +120,11 @@ local function booking_get(keys, args)
         return fail('NOTFOUND', args[1] or '?')
     end
     b.startsAt = redis.call('HGET', keys[1], 'startsAt') or ''
+    b.version = b.cancelVersion or b.version -- the show version of its last seat change
     return reply_fields(b, {'bookingId', 'showId', 'holdId', 'owner', 'seatIds', 'amount',
         'currency', 'paymentMethod', 'status', 'paymentRef', 'createdAt', 'confirmedAt',
         'reason', 'refund', 'cancelledAt', 'failedAt', 'refundStatus', 'refundRef',
-        'refundPercent', 'startsAt'})
+        'refundPercent', 'startsAt', 'version'})
 end
 
 redis.register_function{function_name='seatd_show_get', callback=show_get, flags={'no-writes'}}

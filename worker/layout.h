@@ -16,7 +16,7 @@
 
 #include "errors.h"
 
-#define SEATD_LAYOUT_MAX_SEATS 20000
+#define SEATD_LAYOUT_MAX_SEATS 100000 /* an 80,000-seat stadium fits; a show body stays under 16 MiB */
 
 typedef struct seatd_layout_seat_s {
     char id[17];  /* seat id, ^[A-Za-z0-9_-]{1,16}$ */

@@ -173,8 +173,8 @@ int main(int argc, char **argv)
         .auth = app->auth,
         .on_finish = seatd_handle_live_on_finish,
     };
-    /* POST /v1/shows carries a whole layout (a 2,000-seat screen is ~130 KB). */
-    seatd_req_set_large_body_route("POST", "/v1/shows", 4u << 20);
+    /* POST /v1/shows carries a whole layout (2,000 seats ~130 KB, an 80,000-seat stadium ~6 MB). */
+    seatd_req_set_large_body_route("POST", "/v1/shows", 16u << 20);
     app->server = seatd_http_server_new(app->loop, &hopts, seatd_routes, seatd_nroutes, app);
     if (seatd_http_server_listen(app->server) < 0) {
         fprintf(stderr, "seatd: cannot listen on %s\n", cfg.listen);

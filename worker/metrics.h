@@ -30,6 +30,11 @@ struct seatd_app_s;
     XX(BOOKING_PENDING, "seatd_bookings_total", "outcome=\"pending\"", "")                       \
     XX(BOOKING_LOST, "seatd_bookings_total", "outcome=\"seats_lost\"", "")                       \
     XX(BOOKING_ERROR, "seatd_bookings_total", "outcome=\"error\"", "")                           \
+    XX(SEATMAP_REDIS_READ, "seatd_seatmap_redis_reads_total", "",                                \
+       "Seat-status reads that went to Redis (the rest came from the worker's cache)")           \
+    XX(LAYOUT_FETCH, "seatd_layout_fetches_total", "result=\"fetched\"",                        \
+       "Layout lookups that missed the worker's cache: Redis reads, and waiters on one")           \
+    XX(LAYOUT_COALESCED, "seatd_layout_fetches_total", "result=\"coalesced\"", "")               \
     XX(SEATMAP_304, "seatd_seatmap_total", "result=\"not_modified\"", "Seat map reads by result") \
     XX(SEATMAP_200, "seatd_seatmap_total", "result=\"full\"", "")
 

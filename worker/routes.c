@@ -17,6 +17,8 @@ seatd_route_t seatd_routes[] = {
     ROUTE("GET", "/v1/shows/{id}", "shows_get", seatd_handle_shows_get, 0),
     ROUTE("GET", "/v1/shows/{id}/layout", "shows_layout", seatd_handle_shows_layout, 0),
     ROUTE("GET", "/v1/shows/{id}/seats", "shows_seats", seatd_handle_shows_seats, 0),
+    ROUTE("GET", "/v1/shows/{id}/availability", "shows_availability",
+          seatd_handle_shows_availability, 0),
     ROUTE("GET", "/v1/shows/{id}/seats/ws", "live_ws", seatd_handle_live_ws, 0),
     ROUTE("POST", "/v1/shows/{id}/holds", "holds_create", seatd_handle_holds_create, AUTH | JSON),
     ROUTE("GET", "/v1/holds/{id}", "holds_get", seatd_handle_holds_get, AUTH),

@@ -169,3 +169,25 @@ void e2e_show_counts(const char *id, long *seat_keys, long *held_bits, long *boo
     freeReplyObject(r);
     redisFree(c);
 }
+
+long long e2e_show_version(const char *id)
+{
+    redisContext *c = e2e_redis();
+    redisReply *r = redisCommand(c, "GET {s:%s}:ver", id);
+    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+    freeReplyObject(r);
+    redisFree(c);
+    return v;
+}
+
+int e2e_seat_map(const char *id, long long min_version, e2e_res_t *out)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/shows/%s/seats?minVersion=%lld", id, min_version);
+    return e2e_call("GET", path, NULL, NULL, NULL, out);
+}
+
+double e2e_num(const e2e_res_t *res, const char *name)
+{
+    return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(res->json, name));
+}

@@ -42,5 +42,12 @@ struct redisContext *e2e_redis(void);
 char *e2e_show_snapshot(const char *id);
 /* Number of live seat keys and BITCOUNT of the held bitmap of show 'id'. */
 void e2e_show_counts(const char *id, long *seat_keys, long *held_bits, long *booked_bits);
+/* A number member of the response JSON, or NaN. */
+double e2e_num(const e2e_res_t *res, const char *name);
+/* The show's projection version in Redis now ({s:<id>}:ver). */
+long long e2e_show_version(const char *id);
+/* GET /v1/shows/{id}/seats?minVersion=min_version through nginx: never older than that
+ * version (read-your-writes; no waiting out caches). Returns 0 or -1. */
+int e2e_seat_map(const char *id, long long min_version, e2e_res_t *out);
 
 #endif

@@ -58,7 +58,6 @@ Test(api_flow, browse_hold_book_and_read_the_ticket)
     e2e_res_free(&res);
 
     snprintf(path, sizeof(path), "/v1/shows/%s/seats", show);
-    usleep(30 * 1000); /* past the workers' 20 ms seat-map cache */
     cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
     cr_assert_eq(res.http.status, 200);
     cr_assert_str_eq(seat_status(&res, "B3"), "available");
@@ -70,11 +69,12 @@ Test(api_flow, browse_hold_book_and_read_the_ticket)
     snprintf(hold_id, sizeof(hold_id), "%s", e2e_str(&res, "holdId"));
     cr_assert(strlen(e2e_str(&res, "expiresAt")) > 0);
     cr_assert_not_null(seatd_test_http_header(&res.http, "location"));
+    long long hold_version = (long long)e2e_num(&res, "version");
     e2e_res_free(&res);
 
-    snprintf(path, sizeof(path), "/v1/shows/%s/seats", show);
-    usleep(30 * 1000); /* past the workers' 20 ms seat-map cache */
-    cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
+    /* The buyer's own change is visible at once: the hold's version as ?minVersion=. */
+    cr_assert_eq(e2e_seat_map(show, hold_version, &res), 0);
+    cr_assert(e2e_num(&res, "version") >= hold_version);
     cr_assert_str_eq(seat_status(&res, "B3"), "held");
     cr_assert_str_eq(seat_status(&res, "B4"), "held");
     e2e_res_free(&res);
@@ -92,6 +92,8 @@ Test(api_flow, browse_hold_book_and_read_the_ticket)
     cr_assert_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(res.json, "amount")), 3600);
     char booking_id[64];
     snprintf(booking_id, sizeof(booking_id), "%s", e2e_str(&res, "bookingId"));
+    long long book_version = (long long)e2e_num(&res, "version");
+    cr_assert(book_version > hold_version, "a confirmed booking names its version");
     e2e_res_free(&res);
 
     snprintf(path, sizeof(path), "/v1/bookings/%s", booking_id);
@@ -100,9 +102,7 @@ Test(api_flow, browse_hold_book_and_read_the_ticket)
     cr_assert_str_eq(e2e_str(&res, "status"), "CONFIRMED");
     e2e_res_free(&res);
 
-    snprintf(path, sizeof(path), "/v1/shows/%s/seats", show);
-    usleep(30 * 1000); /* past the workers' 20 ms seat-map cache */
-    cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
+    cr_assert_eq(e2e_seat_map(show, book_version, &res), 0);
     cr_assert_str_eq(seat_status(&res, "B3"), "booked");
     e2e_res_free(&res);
 
@@ -168,11 +168,11 @@ Test(api_flow, an_unchanged_seat_map_answers_304_and_a_hold_changes_the_etag)
 
     hold(show, "carol", "[\"A1\"]", &res);
     cr_assert_eq(res.http.status, 201);
+    char fresh[128];
+    snprintf(fresh, sizeof(fresh), "%s?minVersion=%lld", path, (long long)e2e_num(&res, "version"));
     e2e_res_free(&res);
-    /* Each worker may serve its rendered map for up to 20 ms (shows.c): let it age out. */
-    usleep(50 * 1000);
 
-    cr_assert_eq(e2e_call("GET", path, NULL, NULL, inm, &res), 0);
+    cr_assert_eq(e2e_call("GET", fresh, NULL, NULL, inm, &res), 0);
     cr_assert_eq(res.http.status, 200);
     cr_assert_str_neq(seatd_test_http_header(&res.http, "etag"), first);
     e2e_res_free(&res);

@@ -13,12 +13,37 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define IO_TIMEOUT_MS 5000
 
+/* A connected unix stream socket to 'path', or -1. */
+static int connect_unix(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return -1;
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 static int connect_to(const char *host, int port, int timeout_ms)
 {
+    if (strncmp(host, "unix:", 5) == 0) {
+        int ufd = connect_unix(host + 5);
+        if (ufd >= 0) {
+            struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+            setsockopt(ufd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+            setsockopt(ufd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        }
+        return ufd;
+    }
     char portstr[16];
     snprintf(portstr, sizeof(portstr), "%d", port);
     struct addrinfo hints, *res = NULL;
@@ -216,8 +241,10 @@ int seatd_test_http_request(const char *host, int port, const char *method, cons
         close(fd);
         return -1;
     }
+    int unix_socket = strncmp(host, "unix:", 5) == 0;
     int n = snprintf(req, cap, "%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n%s", method,
-                     path, host, port, headers ? headers : "");
+                     path, unix_socket ? "localhost" : host, unix_socket ? 80 : port,
+                     headers ? headers : "");
     if (body)
         n += snprintf(req + n, cap - (size_t)n, "Content-Length: %zu\r\n", body_len);
     n += snprintf(req + n, cap - (size_t)n, "\r\n");

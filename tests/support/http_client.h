@@ -1,7 +1,8 @@
 /*
  * http_client.h - a tiny blocking HTTP/1.1 client for tests.
  *
- * seatd_test_http_request() opens a TCP connection to host:port, sends one request with
+ * seatd_test_http_request() opens a TCP connection to host:port (or, for a host
+ * "unix:/path", that unix socket; the port is ignored), sends one request with
  * "Connection: close" (plus Host and, when a body is given, Content-Length), reads the
  * response (Content-Length, chunked or read-to-EOF bodies), parses it into 'out' and closes.
  * seatd_test_http_raw() sends arbitrary bytes (pipelining, malformed input) and returns

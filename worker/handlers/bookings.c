@@ -36,6 +36,7 @@
 #include "log.h"
 #include "mem.h"
 #include "metrics.h"
+#include "seatmap.h"
 #include "payment.h"
 #include "reconcile.h"
 #include "ticket.h"
@@ -132,6 +133,9 @@ static cJSON *booking_to_json(const seatd_config_t *cfg, const seatd_store_resul
         if (t)
             seatd__json_add_time(o, times[i], t);
     }
+    const char *version = seatd_store_get(res, "version", NULL);
+    if (version && version[0]) /* the seat map's ?minVersion= that shows this change */
+        cJSON_AddNumberToObject(o, "version", (double)seatd_store_get_int(res, "version", 0));
     const char *refund = seatd_store_get(res, "refund", NULL);
     if (refund && refund[0])
         cJSON_AddNumberToObject(o, "refund", (double)seatd_store_get_int(res, "refund", 0));
@@ -360,7 +364,7 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
         return;
     }
     seatd_metrics_inc(SEATD_METRIC_BOOKING_CONFIRMED);
-    seatd__seatmap_invalidate(op->show_id);
+    seatd_seatmap_invalidate(op->show_id);
     answer_with_booking(op);
 }
 
@@ -666,7 +670,7 @@ static void on_cancelled(const seatd_store_result_t *res, void *data)
         free(op);
         return;
     }
-    seatd__seatmap_invalidate(op->show_id);
+    seatd_seatmap_invalidate(op->show_id);
     seatd_app_t *app = seatd__app(r);
     const char *rs = seatd_store_get(res, "refundStatus", NULL);
     const char *ref = seatd_store_get(res, "paymentRef", NULL);

@@ -12,6 +12,7 @@
 #include "keys.h"
 #include "layout.h"
 #include "mem.h"
+#include "metrics.h"
 #include "timefmt.h"
 
 seatd_app_t *seatd__app(seatd_req_t *r)
@@ -70,48 +71,94 @@ int seatd__done(seatd_req_t *r, const seatd_store_result_t *res)
  * Layouts
  * --------------------------------------------------------------------------------------- */
 
-typedef struct {
+/*
+ * A cold worker (just started, or a show it has not served yet) may get hundreds of requests
+ * for one show before its layout arrives: they wait on one fetch per show instead of each
+ * reading the ~160 KB layout (one Redis read per show, many waiters).
+ */
+typedef struct layout_waiter_s {
     seatd_req_t *r;
-    char show_id[SEATD_ID_MAX];
     seatd__layout_cont cont;
     void (*fail)(void *ctx);
     void *ctx;
-} layout_op_t;
+    struct layout_waiter_s *next;
+} layout_waiter_t;
 
-static void on_layout(const seatd_store_result_t *res, void *data)
+typedef struct layout_fetch_s {
+    char show_id[SEATD_ID_MAX];
+    layout_waiter_t *waiters; /* newest first */
+    struct layout_fetch_s *next;
+} layout_fetch_t;
+
+static layout_fetch_t *fetches; /* in flight */
+
+static layout_fetch_t *fetch_find(const char *show_id)
 {
-    layout_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
-        if (op->fail)
-            op->fail(op->ctx);
-        free(op);
-        return;
-    }
-    if (res->err) {
-        seatd__reply_store_error(r, res);
-        goto fail;
-    }
+    for (layout_fetch_t *f = fetches; f; f = f->next)
+        if (strcmp(f->show_id, show_id) == 0)
+            return f;
+    return NULL;
+}
+
+static void fetch_unlink(layout_fetch_t *f)
+{
+    layout_fetch_t **pp = &fetches;
+    while (*pp != f)
+        pp = &(*pp)->next;
+    *pp = f->next;
+}
+
+/* The parsed layout of a seatd_store_layout_get() answer, or NULL. */
+static seatd_layout_t *layout_from_result(const seatd_store_result_t *res)
+{
     const char *text = seatd_store_get(res, "layout", NULL);
     cJSON *doc = text ? cJSON_Parse(text) : NULL;
     seatd_layout_t *l = NULL;
     char why[128];
-    if (doc == NULL ||
-        seatd_layout_from_json(cJSON_GetObjectItemCaseSensitive(doc, "seats"), NULL, &l, why,
-                               sizeof(why)) < 0) {
-        cJSON_Delete(doc);
-        seatd_req_finish_problem(r, SEATD_EINTERNAL, "the stored layout is unreadable", NULL);
-        goto fail;
-    }
+    if (doc && seatd_layout_from_json(cJSON_GetObjectItemCaseSensitive(doc, "seats"), NULL, &l,
+                                      why, sizeof(why)) < 0)
+        l = NULL;
     cJSON_Delete(doc);
-    seatd_layout_cache_put(op->show_id, l);
-    op->cont(r, seatd_layout_cache_get(op->show_id), op->ctx);
-    free(op);
-    return;
-fail:
-    if (op->fail)
-        op->fail(op->ctx);
-    free(op);
+    return l;
+}
+
+static void on_layout(const seatd_store_result_t *res, void *data)
+{
+    layout_fetch_t *f = data;
+    fetch_unlink(f); /* before any continuation runs: a new request starts a new fetch */
+    seatd_layout_t *l = res->err ? NULL : layout_from_result(res);
+    if (l)
+        seatd_layout_cache_put(f->show_id, l);
+    /* Oldest waiter first: the list was built newest first. */
+    layout_waiter_t *rev = NULL;
+    for (layout_waiter_t *w = f->waiters, *next; w; w = next) {
+        next = w->next;
+        w->next = rev;
+        rev = w;
+    }
+    for (layout_waiter_t *w = rev, *next; w; w = next) {
+        next = w->next;
+        const seatd_layout_t *cached = l ? seatd_layout_cache_get(f->show_id) : NULL;
+        if (seatd_req_release(w->r)) {
+            if (w->fail)
+                w->fail(w->ctx);
+        } else if (res->err) {
+            seatd__reply_store_error(w->r, res);
+            if (w->fail)
+                w->fail(w->ctx);
+        } else if (cached == NULL) {
+            seatd_req_finish_problem(w->r, l ? SEATD_EOVERLOAD : SEATD_EINTERNAL,
+                                     l ? "too many shows read at once, retry"
+                                       : "the stored layout is unreadable",
+                                     NULL);
+            if (w->fail)
+                w->fail(w->ctx);
+        } else {
+            w->cont(w->r, cached, w->ctx);
+        }
+        free(w);
+    }
+    free(f);
 }
 
 int seatd__with_layout(seatd_req_t *r, const char *show_id, seatd__layout_cont cont,
@@ -124,17 +171,25 @@ int seatd__with_layout(seatd_req_t *r, const char *show_id, seatd__layout_cont c
         cont(r, l, ctx);
         return 0;
     }
-    layout_op_t *op = seatd_calloc(1, sizeof(*op));
-    op->r = r;
-    snprintf(op->show_id, sizeof(op->show_id), "%s", show_id);
-    op->cont = cont;
-    op->fail = fail;
-    op->ctx = ctx;
-    int rc = seatd_store_layout_get(seatd__app(r)->store, show_id, on_layout, op);
-    if (rc < 0) {
-        free(op);
-        return rc;
+    layout_fetch_t *f = fetch_find(show_id);
+    if (f == NULL) {
+        f = seatd_calloc(1, sizeof(*f));
+        snprintf(f->show_id, sizeof(f->show_id), "%s", show_id);
+        f->next = fetches; /* listed first: the answer may come before the call returns */
+        fetches = f;
+        int rc = seatd_store_layout_get(seatd__app(r)->store, show_id, on_layout, f);
+        if (rc < 0) {
+            fetch_unlink(f);
+            free(f);
+            return rc;
+        }
+        seatd_metrics_inc(SEATD_METRIC_LAYOUT_FETCH);
+    } else {
+        seatd_metrics_inc(SEATD_METRIC_LAYOUT_COALESCED);
     }
+    layout_waiter_t *w = seatd_calloc(1, sizeof(*w));
+    *w = (layout_waiter_t){.r = r, .cont = cont, .fail = fail, .ctx = ctx, .next = f->waiters};
+    f->waiters = w;
     seatd_req_hold(r);
     return 0;
 }

@@ -48,10 +48,6 @@ typedef void (*seatd__layout_cont)(seatd_req_t *r, const struct seatd_layout_s *
 int seatd__with_layout(seatd_req_t *r, const char *show_id, seatd__layout_cont cont,
                        void (*fail)(void *ctx), void *ctx);
 
-/* Forgets this worker's cached seat map of 'show_id' (after a change it made itself). Other
- * workers' caches age out within milliseconds (shows.c, SEATMAP_CACHE_MS). */
-void seatd__seatmap_invalidate(const char *show_id);
-
 /* Adds "expiresAt"-style ISO member 'name' for epoch ms 'ms' to object 'obj' (cJSON *). */
 void seatd__json_add_time(void *obj, const char *name, int64_t ms);
 /* Adds a JSON array of strings from a comma-joined list 'csv' as member 'name' of 'obj'. */

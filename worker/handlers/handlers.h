@@ -14,7 +14,10 @@ int seatd_handle_shows_list(seatd_req_t *r);
 int seatd_handle_shows_get(seatd_req_t *r);
 int seatd_handle_shows_create(seatd_req_t *r);
 int seatd_handle_shows_layout(seatd_req_t *r);
+
+/* seatmap.c */
 int seatd_handle_shows_seats(seatd_req_t *r);
+int seatd_handle_shows_availability(seatd_req_t *r);
 
 /* holds.c */
 int seatd_handle_holds_create(seatd_req_t *r);

@@ -1,0 +1,174 @@
+/*
+ * seatmap.c - GET /v1/shows/{id}/availability (the bitmap projection) and
+ * GET /v1/shows/{id}/seats (the same status as a JSON object per seat id).
+ *
+ * Both answer from this worker's seat-map cache (seatmap.h) when it is fresh and at least at
+ * the client's ?minVersion=, else from one atomic Redis read (seatd_seatmap) that refills it.
+ * ETag = the version; If-None-Match answers 304. Cache-Control allows a shared cache to serve
+ * an answer for 1 s and 1 s more while it refreshes it: nginx keeps that micro-cache in front
+ * (nginx/seatd.conf.in), tells browsers no-cache, and lets a ?minVersion= request bypass and
+ * refresh it. The bound is SEATD_SEATMAP_SHARED_CACHE below; README "Freshness".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "common.h"
+#include "handlers.h"
+#include "http_request.h"
+#include "keys.h"
+#include "layout.h"
+#include "mem.h"
+#include "metrics.h"
+#include "seatmap.h"
+#include "store.h"
+
+/* How long a shared cache (nginx) may serve one answer: the staleness bound of plain reads. */
+#define SEATD_SEATMAP_SHARED_CACHE "public, max-age=1, stale-while-revalidate=1"
+
+typedef enum { MAP_AVAILABILITY, MAP_STATUS } map_kind_t;
+
+typedef struct {
+    seatd_req_t *r;
+    map_kind_t kind;
+    long long min_version;
+} map_op_t;
+
+/* True when the If-None-Match header lists 'etag' (or is "*"). */
+static int etag_matches(const char *inm, const char *etag)
+{
+    if (inm == NULL)
+        return 0;
+    if (strcmp(inm, "*") == 0)
+        return 1;
+    size_t elen = strlen(etag);
+    for (const char *p = inm; (p = strstr(p, etag)) != NULL; p += elen) {
+        char after = p[elen];
+        if (after == '\0' || after == ',' || after == ' ')
+            return 1;
+    }
+    return 0;
+}
+
+/* Answers 'op' from entry 'm' ('l': the show's layout, MAP_STATUS only) and frees 'op'. */
+static void answer(map_op_t *op, seatd_seatmap_t *m, const seatd_layout_t *l)
+{
+    seatd_req_t *r = op->r;
+    char etag[32];
+    snprintf(etag, sizeof(etag), "\"%lld\"", m->version);
+    seatd_req_add_header(r, "ETag", etag);
+    seatd_req_add_header(r, "Cache-Control", SEATD_SEATMAP_SHARED_CACHE);
+    if (etag_matches(seatd_req_header(r, "if-none-match"), etag)) {
+        seatd_metrics_inc(SEATD_METRIC_SEATMAP_304);
+        seatd_req_finish(r, 304, NULL, NULL, 0);
+    } else {
+        size_t len;
+        const char *body = op->kind == MAP_AVAILABILITY ? seatd_seatmap_availability(m, &len)
+                                                        : seatd_seatmap_status(m, l, &len);
+        seatd_metrics_inc(SEATD_METRIC_SEATMAP_200);
+        seatd_req_finish(r, 200, "application/json", body, len);
+    }
+    free(op);
+}
+
+static void on_read(const seatd_store_result_t *res, void *data)
+{
+    map_op_t *op = data;
+    seatd_req_t *r = op->r;
+    if (seatd__done(r, res)) {
+        free(op);
+        return;
+    }
+    const char *id = seatd_req_param(r, "id");
+    size_t held_len = 0, booked_len = 0;
+    const char *held = seatd_store_get(res, "held", &held_len);
+    const char *booked = seatd_store_get(res, "booked", &booked_len);
+    seatd_seatmap_t *m = seatd_seatmap_put(
+        id, seatd_store_get_int(res, "version", 0), (size_t)seatd_store_get_int(res, "seatCount", 0),
+        held, held_len, booked, booked_len, seatd_seatmap_now_ms());
+    const seatd_layout_t *l = NULL;
+    if (op->kind == MAP_STATUS && (l = seatd_layout_cache_get(id)) == NULL) {
+        /* Evicted by other shows' layouts while Redis answered: rare, and honest to say. */
+        seatd_req_finish_problem(r, SEATD_EOVERLOAD, "too many shows read at once, retry", NULL);
+        free(op);
+        return;
+    }
+    answer(op, m, l);
+}
+
+/* Answers from the cache when it can, else reads Redis. Frees 'op' either way. */
+static void serve(map_op_t *op, const seatd_layout_t *l)
+{
+    seatd_req_t *r = op->r;
+    const char *id = seatd_req_param(r, "id");
+    seatd_seatmap_t *m = seatd_seatmap_get(id, op->min_version);
+    if (m) {
+        answer(op, m, l);
+        return;
+    }
+    seatd_metrics_inc(SEATD_METRIC_SEATMAP_REDIS_READ);
+    int rc = seatd_store_seatmap(seatd__app(r)->store, id, on_read, op);
+    if (rc < 0) {
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+        free(op);
+        return;
+    }
+    seatd_req_hold(r);
+}
+
+static void status_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
+{
+    (void)r;
+    serve(ctx, l);
+}
+
+/* A new op for 'r', or NULL when the request was answered (bad id or minVersion). */
+static map_op_t *map_op_or_reply(seatd_req_t *r, map_kind_t kind, int *rc)
+{
+    *rc = 0;
+    if (!seatd_keys_valid_show_id(seatd_req_param(r, "id"))) {
+        *rc = SEATD_ENOSHOW;
+        return NULL;
+    }
+    long long min_version = 0;
+    const char *v = seatd_req_query(r, "minVersion");
+    if (v) {
+        char *end = NULL;
+        min_version = strtoll(v, &end, 10);
+        if (v[0] < '0' || v[0] > '9' || *end != '\0' || min_version < 0 ||
+            strlen(v) > 18) {
+            seatd_req_finish_problem(r, SEATD_EINVAL,
+                                     "query parameter 'minVersion' must be a non-negative integer "
+                                     "(the version of your own hold, release or booking)",
+                                     NULL);
+            return NULL;
+        }
+    }
+    map_op_t *op = seatd_calloc(1, sizeof(*op));
+    op->r = r;
+    op->kind = kind;
+    op->min_version = min_version;
+    return op;
+}
+
+int seatd_handle_shows_availability(seatd_req_t *r)
+{
+    int rc;
+    map_op_t *op = map_op_or_reply(r, MAP_AVAILABILITY, &rc);
+    if (op)
+        serve(op, NULL);
+    return rc;
+}
+
+int seatd_handle_shows_seats(seatd_req_t *r)
+{
+    int rc;
+    map_op_t *op = map_op_or_reply(r, MAP_STATUS, &rc);
+    if (op == NULL)
+        return rc;
+    rc = seatd__with_layout(r, seatd_req_param(r, "id"), status_with_layout, free, op);
+    if (rc < 0)
+        free(op);
+    return rc;
+}
