@@ -25,6 +25,7 @@
     show: null,
     layout: [],            // [{id,row,number,tier,x,y}]
     seatById: new Map(),
+    seatIdAt: [],          // layout index -> seat id (bit i of the availability bitmaps)
     els: new Map(),        // seat id -> SVG element
     status: new Map(),     // seat id -> available|held|booked (the server's word)
     version: null,
@@ -559,19 +560,40 @@
     }
   }
 
+  /* Bit i of a base64 bitmap (bit 0 = the most significant bit of byte 0; past the end: 0). */
+  function bitmapBits(b64) {
+    const bytes = atob(b64 || '');
+    return (i) => (i >> 3) < bytes.length && ((bytes.charCodeAt(i >> 3) >> (7 - (i & 7))) & 1) === 1;
+  }
+
+  /* The availability resource (two bitmaps, under 1 KB for 2,000 seats) as a status map. */
+  function availabilitySeats(body) {
+    const held = bitmapBits(body.held);
+    const booked = bitmapBits(body.booked);
+    const seats = {};
+    state.seatIdAt.forEach((id, i) => {
+      if (id) seats[id] = booked(i) ? 'booked' : held(i) ? 'held' : 'available';
+    });
+    return seats;
+  }
+
+  /* Reads the seat status. 'minVersion' (the version of this buyer's own change) makes any
+   * cache on the way answer at least that new; plain reads may be up to ~2 s old. */
   let refreshing = null;
-  function refreshSeats(conditional) {
-    if (refreshing) return refreshing;
+  function refreshSeats(conditional, minVersion) {
+    if (refreshing && minVersion == null) return refreshing;
     const headers = conditional && state.etag ? { 'If-None-Match': state.etag } : {};
-    refreshing = api('GET', `/v1/shows/${encodeURIComponent(state.showId)}/seats`, undefined, headers)
+    const q = minVersion != null ? `?minVersion=${minVersion}` : '';
+    const p = api('GET', `/v1/shows/${encodeURIComponent(state.showId)}/availability${q}`, undefined, headers)
       .then((res) => {
         if (res.status === 200 && res.body && typeof res.body.version === 'number') {
-          applySnapshot(res.body.version, res.body.seats);
+          applySnapshot(res.body.version, availabilitySeats(res.body));
         }
         return res.status;
       })
-      .finally(() => { refreshing = null; });
-    return refreshing;
+      .finally(() => { if (refreshing === p) refreshing = null; });
+    refreshing = p;
+    return p;
   }
 
   function schedulePoll() {
@@ -603,20 +625,24 @@
       return;
     }
     state.ws = ws;
+    // The feed works: stop the fast polling.
+    const live = () => {
+      if (state.ws !== ws || state.wsLive) return;
+      state.wsLive = true;
+      state.wsAttempt = 0;
+      setLive('ws');
+      schedulePoll();
+    };
+    ws.onopen = live; // live as soon as it is open, even on a show where nothing changes
     ws.onmessage = (ev) => {
       let msg;
       try { msg = JSON.parse(ev.data); } catch (_) { return; }
       if (typeof msg.version !== 'number') return;
       if (msg.type === 'snapshot') applySnapshot(msg.version, msg.seats);
       else if (msg.type === 'delta') applyDelta(msg);
+      else if (msg.type === 'version') { if (state.version == null || msg.version > state.version) refreshSeats(false, msg.version); }
       else return;
-      // The feed works (a reconnect with ?since= may start with deltas): stop the fast polling.
-      if (!state.wsLive) {
-        state.wsLive = true;
-        state.wsAttempt = 0;
-        setLive('ws');
-        schedulePoll();
-      }
+      live();
     };
     ws.onclose = () => { if (state.ws === ws) wsDown(); };
     ws.onerror = () => { /* onclose follows */ };
@@ -706,6 +732,7 @@
       for (const id of ids) state.status.set(id, 'held');
       state.selected.clear();
       paintAll();
+      if (typeof b.version === 'number') refreshSeats(false, b.version); // the map as of our hold
       setPhase('hold');
       startCountdown();
       say(`Held ${seatListText(ids)} for you. Pay before the timer runs out.`, 'success');
@@ -951,6 +978,8 @@
     state.layout = layoutRes.body.seats.filter((s) => s && typeof s.id === 'string' &&
       typeof s.x === 'number' && typeof s.y === 'number');
     state.seatById = new Map(state.layout.map((s) => [s.id, s]));
+    // Seat i of the layout is bit i of the availability bitmaps.
+    state.seatIdAt = layoutRes.body.seats.map((s) => (s && typeof s.id === 'string' ? s.id : null));
 
     drawMap();
     initMapEvents();

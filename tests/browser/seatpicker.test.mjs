@@ -97,7 +97,7 @@ async function newContext(opts = {}) {
 }
 
 /* A page's view of the seat feed, which the test can stall (a slow network), then release:
- * WebSocket frames from the server and the GET …/seats polls are held back while frozen. */
+ * WebSocket frames from the server and the GET …/availability polls are held back while frozen. */
 async function installFeedValve(page) {
   const valve = { frozen: false, waiting: [], wsOpened: 0, wsFrames: 0 };
   const flushOrQueue = (fn) => (valve.frozen ? valve.waiting.push(fn) : fn());
@@ -117,7 +117,7 @@ async function installFeedValve(page) {
     ws.onMessage((msg) => server.send(msg));
     ws.onClose((code, reason) => server.close(closeArgs(code, reason)));
   });
-  await page.route(/\/v1\/shows\/[^/]+\/seats(\?.*)?$/, (route) => flushOrQueue(() => route.continue()));
+  await page.route(/\/v1\/shows\/[^/]+\/(seats|availability)(\?.*)?$/, (route) => flushOrQueue(() => route.continue()));
   valve.freeze = () => { valve.frozen = true; };
   valve.thaw = () => {
     valve.frozen = false;
@@ -308,6 +308,28 @@ test('on a 375x667 phone: the map fits, controls stack, tap targets are at least
   await page.tap('#release-btn');
   await page.waitForFunction(() => /released/.test(document.querySelector('#message').textContent));
   await expectSeat(page, 'B4', 'available', 1000, 'phone release');
+  noPageErrors(page);
+});
+
+test('on a show where nothing happens, the page says "live" within a second of loading', async () => {
+  const res = await apiCall('POST', '/v1/shows', tokens.admin, { ...showBody(), title: `Quiet ${RUN_TAG}` });
+  assert.equal(res.status, 201, res.text);
+  const ctx = await newContext();
+  const page = await ctx.newPage();
+  page.on('pageerror', (err) => { page.__errors = (page.__errors || []).concat(String(err)); });
+  const requests = [];
+  page.on('request', (req) => requests.push(new URL(req.url()).pathname));
+  const started = Date.now();
+  await page.goto(`${BASE}/?show=${encodeURIComponent(res.body.id)}&token=${encodeURIComponent(tokens.a)}`);
+  await page.waitForFunction(() => document.querySelector('#live')?.dataset.mode === 'ws',
+    undefined, { timeout: 1000, polling: 20 });
+  const ms = Date.now() - started;
+  assert.equal(await page.textContent('#live'), 'live');
+  assert.ok(ms <= 1000, `live after ${ms} ms`);
+  // The map came from the bitmaps, not the per-seat JSON.
+  await page.waitForFunction(() => document.querySelector('#map [data-seat="A1"]').dataset.status === 'available');
+  assert.ok(requests.some((p) => p.endsWith('/availability')), 'the page read /availability');
+  assert.ok(!requests.some((p) => p.endsWith('/seats')), 'the page did not read the JSON map');
   noPageErrors(page);
 });
 
