@@ -2,6 +2,7 @@
 #include "log.h"
 #include "buf.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,15 @@
 
 static int min_level = SEATD_LOG_INFO;
 static char worker_name[64];
+
+/* Batching (seatd_log_set_batching): lines wait here for seatd_log_flush(). */
+#define LOG_BATCH_MAX (64 * 1024) /* flushed at once past this */
+static int batching;
+static seatd_buf_t batch = SEATD_BUF_INIT;
+
+/* The second-resolution part of the timestamp, formatted once per second. */
+static time_t ts_sec = -1;
+static char ts_text[32];
 
 static const char *level_names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
 
@@ -33,20 +43,35 @@ void seatd_log_set_worker(const char *name)
     strncpy(worker_name, name, sizeof(worker_name) - 1);
 }
 
+static void write_all(const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(STDERR_FILENO, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return; /* nowhere to report it */
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
 void seatd_log(int level, const char *req, const char *msg, const char *fmt, ...)
 {
     if (level < min_level || level < 0 || level > SEATD_LOG_ERROR)
         return;
     struct timeval tv;
     gettimeofday(&tv, NULL);
-    struct tm tm;
-    gmtime_r(&tv.tv_sec, &tm);
-    char ts[32];
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (tv.tv_sec != ts_sec) {
+        struct tm tm;
+        gmtime_r(&tv.tv_sec, &tm);
+        strftime(ts_text, sizeof(ts_text), "%Y-%m-%dT%H:%M:%S", &tm);
+        ts_sec = tv.tv_sec;
+    }
 
     seatd_buf_t b = SEATD_BUF_INIT;
-    seatd_buf_printf(&b, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\"", ts, (long)(tv.tv_usec / 1000),
-                     level_names[level]);
+    seatd_buf_printf(&b, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\"", ts_text,
+                     (long)(tv.tv_usec / 1000), level_names[level]);
     if (worker_name[0])
         seatd_buf_printf(&b, ",\"worker\":\"%s\"", worker_name);
     if (req && req[0]) {
@@ -65,7 +90,28 @@ void seatd_log(int level, const char *req, const char *msg, const char *fmt, ...
         va_end(ap);
     }
     seatd_buf_puts(&b, "}\n");
-    ssize_t rc = write(STDERR_FILENO, b.data, b.len);
-    (void)rc;
+    if (batching && level < SEATD_LOG_WARN) {
+        seatd_buf_append(&batch, b.data, b.len);
+        if (batch.len >= LOG_BATCH_MAX)
+            seatd_log_flush();
+    } else {
+        seatd_log_flush(); /* keep the order of lines */
+        write_all(b.data, b.len);
+    }
     seatd_buf_free(&b);
+}
+
+void seatd_log_set_batching(int on)
+{
+    if (!on)
+        seatd_log_flush();
+    batching = on;
+}
+
+void seatd_log_flush(void)
+{
+    if (batch.len == 0)
+        return;
+    write_all(batch.data, batch.len);
+    seatd_buf_reset(&batch);
 }

@@ -5,7 +5,13 @@
  * nginx passes in X-Request-Id). Extra members come as a printf format that produces JSON
  * members, e.g. seatd_log(SEATD_LOG_INFO, NULL, "listening", "\"port\":%d", port). Strings
  * that came from outside must be escaped first (seatd_buf_json_escape).
- * Single-threaded use per process; a line is written with one write() so lines never interleave.
+ * Single-threaded use per process; lines are written whole, so they never interleave.
+ *
+ * Batching: a busy worker logs one line per request, and a write() per line was one of the
+ * largest costs of a request. With batching on, DEBUG and INFO lines collect in memory and go
+ * out in one write() when the owner calls seatd_log_flush() (the worker: once per event-loop
+ * iteration) or 64 KiB have collected; a WARN or ERROR line flushes what waits, then itself,
+ * at once. A process killed with SIGKILL loses at most the lines of its last loop iteration.
  */
 #ifndef SEATD_LOG_H
 #define SEATD_LOG_H
@@ -18,6 +24,11 @@ void seatd_log_set_level(int level);
 int seatd_log_level_parse(const char *name);
 /* Sets a constant member added to every line (e.g. the worker's id); 'name' is copied. */
 void seatd_log_set_worker(const char *name);
+
+/* Batches INFO/DEBUG lines until seatd_log_flush() when 'on'; off flushes first. */
+void seatd_log_set_batching(int on);
+/* Writes the batched lines, if any. */
+void seatd_log_flush(void);
 
 /* Writes one line. 'req' (may be NULL) and 'msg' are borrowed; 'msg' is escaped here. */
 void seatd_log(int level, const char *req, const char *msg, const char *fmt, ...)

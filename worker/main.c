@@ -34,6 +34,7 @@ typedef struct {
     seatd_app_t app;
     uv_signal_t sigterm;
     uv_signal_t sigint;
+    uv_prepare_t log_flush; /* writes the batched log lines before the loop waits (log.h) */
     seatd_reconcile_t *reconcile; /* settles payments left pending (reconcile.h) */
     char redis_host[1280]; /* host name or unix socket path from --redis */
     int redis_port;
@@ -82,6 +83,14 @@ static void on_drained(seatd_http_server_t *srv, void *data)
     app->rds = NULL;
     uv_close((uv_handle_t *)&W.sigterm, NULL);
     uv_close((uv_handle_t *)&W.sigint, NULL);
+    uv_close((uv_handle_t *)&W.log_flush, NULL);
+    seatd_log_set_batching(0);
+}
+
+static void on_log_flush(uv_prepare_t *h)
+{
+    (void)h;
+    seatd_log_flush();
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -184,10 +193,15 @@ int main(int argc, char **argv)
     uv_signal_start(&W.sigterm, on_signal, SIGTERM);
     uv_signal_init(app->loop, &W.sigint);
     uv_signal_start(&W.sigint, on_signal, SIGINT);
+    uv_prepare_init(app->loop, &W.log_flush);
+    uv_prepare_start(&W.log_flush, on_log_flush);
+    uv_unref((uv_handle_t *)&W.log_flush); /* never what keeps the worker running */
+    seatd_log_set_batching(1);
     seatd_log(SEATD_LOG_INFO, NULL, "listening", "\"listen\":\"%s\",\"redis\":\"%s\"", cfg.listen,
               cfg.redis);
 
     uv_run(app->loop, UV_RUN_DEFAULT);
+    seatd_log_set_batching(0);
 
     seatd_http_server_free(app->server);
     seatd_auth_free(app->auth);
