@@ -10,6 +10,9 @@
  *
  * Usage: seatd_ws_fanout --port P --worker-pid PID [--clients 5000] [--procs 4]
  *                        [--holds 400] [--rate 50] [--seats 2000]
+ *        seatd_ws_fanout --port P --show ID --watch-ms MS [--clients 1000] [--procs 2]
+ * The second form only watches an existing show (bench/run's on-sale mix, where the holds come
+ * from the load generator): it counts the frames and checks every delta chains on the last.
  * Needs SEATD_JWT_SECRET (to mint the admin and user tokens). bench/ws_fanout.sh starts Redis
  * and one worker and runs this; see there.
  */
@@ -48,6 +51,8 @@ typedef struct {
     volatile long long received;           /* held-seat changes received */
     volatile long long dup;                /* a seat seen held twice by one client */
     volatile long long broken;             /* deltas that did not chain */
+    volatile long long frames;             /* text frames received (watch mode) */
+    volatile int watch;                    /* watch mode: no per-seat bookkeeping */
     float lat_us[MAX_SAMPLES];
 } shared_t;
 
@@ -144,6 +149,11 @@ static void on_msg(seatd_ws_t *ws, int opcode, const uint8_t *data, size_t len, 
         if (from != c->ver + 1)
             __sync_fetch_and_add(&SH->broken, 1);
         c->ver = (long long)cJSON_GetObjectItemCaseSensitive(j, "version")->valuedouble;
+        if (SH->watch) {
+            cJSON_Delete(j);
+            __sync_fetch_and_add(&SH->frames, 1);
+            return;
+        }
         const cJSON *ch = NULL;
         cJSON_ArrayForEach(ch, cJSON_GetObjectItemCaseSensitive(j, "changes"))
         {
@@ -277,9 +287,47 @@ static int cmp_float(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Watch mode: 'clients' watchers on show 'show' for 'ms' once all are connected, then the
+ * figures. */
+static int watch_only(const char *show, int clients, int procs, int ms)
+{
+    SH = mmap(NULL, sizeof(*SH), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (SH == MAP_FAILED)
+        return 1;
+    SH->watch = 1;
+    setenv("WSF_SHOW", show, 1);
+    long long t0 = now_ns();
+    int *pids = calloc((size_t)procs, sizeof(int));
+    for (int p = 0; p < procs; p++) {
+        int n = clients / procs + (p < clients % procs);
+        fflush(NULL);
+        if ((pids[p] = fork()) == 0)
+            client_proc(n);
+    }
+    while (SH->ready < clients && now_ns() - t0 < 60000000000LL)
+        usleep(20000);
+    double connect_s = (double)(now_ns() - t0) / 1e9;
+    printf("ws_fanout watch connected=%d\n", SH->ready); /* bench/run starts the load now */
+    fflush(stdout);
+    long long f0 = SH->frames, t1 = now_ns();
+    while (now_ns() - t1 < (long long)ms * 1000000LL)
+        usleep(20000);
+    double secs = (double)(now_ns() - t1) / 1e9;
+    long long frames = SH->frames - f0;
+    SH->stop = 1;
+    for (int p = 0; p < procs; p++)
+        waitpid(pids[p], NULL, 0);
+    printf("ws_fanout watch clients=%d connected=%d connect_s=%.2f frames=%lld frames_per_s=%.0f "
+           "broken_chain=%lld\n",
+           clients, SH->ready, connect_s, frames, secs > 0 ? frames / secs : 0.0, SH->broken);
+    free(pids);
+    return SH->ready == clients && SH->broken == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-    int clients = 5000, procs = 4, holds = 400, rate = 50, worker_pid = 0;
+    int clients = 5000, procs = 4, holds = 400, rate = 50, worker_pid = 0, watch_ms = 0;
+    const char *existing = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--port"))
             PORT = atoi(argv[i + 1]);
@@ -295,7 +343,13 @@ int main(int argc, char **argv)
             rate = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--seats"))
             NSEATS = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--show"))
+            existing = argv[i + 1];
+        else if (!strcmp(argv[i], "--watch-ms"))
+            watch_ms = atoi(argv[i + 1]);
     }
+    if (existing && watch_ms > 0)
+        return watch_only(existing, clients, procs, watch_ms);
     const char *secret = getenv("SEATD_JWT_SECRET");
     seatd_auth_t *auth = NULL;
     char *admin = NULL, *user = NULL;
