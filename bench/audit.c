@@ -20,6 +20,7 @@
  *   9. the bits a live hold or a CONFIRMED booking carries ('bits', aligned with its seats)
  *      are its seats' indexes in the show's layout (the shared seatd:layout:<layoutHash>).
  * Reads only, except seatd_reap under --settle (what the sweeper would do anyway).
+ * With REDISCLI_AUTH set it authenticates first (as SEATD_AUDIT_REDIS_USER when set).
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -334,6 +335,18 @@ int main(int argc, char **argv)
         return 2;
     }
     redisSetTimeout(a.rc, (struct timeval){.tv_sec = 60});
+    /* A Redis with ACLs: the password as redis-cli takes it (REDISCLI_AUTH), for the user
+     * SEATD_AUDIT_REDIS_USER (default: the default user). */
+    const char *pass = getenv("REDISCLI_AUTH"), *user = getenv("SEATD_AUDIT_REDIS_USER");
+    if (pass && pass[0]) {
+        redisReply *r = user && user[0] ? cmd(&a, "AUTH %s %s", user, pass)
+                                        : cmd(&a, "AUTH %s", pass);
+        if (r->type == REDIS_REPLY_ERROR) {
+            fprintf(stderr, "audit: AUTH: %s\n", r->str);
+            return 2;
+        }
+        freeReplyObject(r);
+    }
 
     /* The layout: seat i of the shared layout the show names has bit i. */
     redisReply *lh = cmd(&a, "HGET %s:meta layoutHash", a.prefix);

@@ -9,9 +9,12 @@
  */
 #include "loadgen.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <http_parser.h>
 #include <uv.h>
@@ -62,6 +65,9 @@ typedef struct conn_s {
     int hfield_done;          /* the value part started */
     char hvalue[64];          /* the ETag value being parsed */
     size_t hvalue_len;        /* its length */
+    char retry_after[16];     /* the answer's Retry-After (--log) */
+    size_t retry_after_len;   /* its length */
+    char idem[48];            /* the hold's idempotency key (--idem), "" without */
     char body[CONN_BODY];     /* the first CONN_BODY-1 bytes of the answer body */
     size_t body_len;          /* their count */
     char wbuf[CONN_WBUF];     /* the request */
@@ -90,6 +96,10 @@ struct proc_s {
     seatd_bench_rng_t rng;         /* this process's randomness */
     char **tokens_by_user;         /* minted lazily, owned */
     http_parser_settings settings; /* parser callbacks */
+    int log_fd;                    /* --log: O_APPEND, -1 without */
+    char logbuf[16384];            /* lines not written yet */
+    size_t loglen;                 /* their bytes */
+    uint64_t idem_seq;             /* --idem: keys made so far */
 };
 
 static void conn_next(conn_t *c);
@@ -155,6 +165,52 @@ static void on_tcp_closed_for_retry(uv_handle_t *h)
     uv_timer_start(&c->backoff, on_backoff, 100, 0);
 }
 
+/* ---- the outcome log (--log) -------------------------------------------------------------- */
+
+static void log_flush(proc_t *p)
+{
+    for (size_t off = 0; off < p->loglen;) {
+        ssize_t w = write(p->log_fd, p->logbuf + off, p->loglen - off);
+        if (w <= 0)
+            break; /* the log is best effort; the counters still count */
+        off += (size_t)w;
+    }
+    p->loglen = 0;
+}
+
+/* Appends the outcome of the request in flight on 'c' (status 0: no answer). */
+static void log_outcome(conn_t *c, int status)
+{
+    proc_t *p = c->p;
+    if (p->log_fd < 0 || c->op == SEATD_BENCH_OP_SEATMAP)
+        return;
+    char id[72] = "-", info[48] = "-", type[96];
+    if (c->op == SEATD_BENCH_OP_BOOK && (status == 200 || status == 201 || status == 202)) {
+        if (seatd_bench_json_str(c->body, "bookingId", id, sizeof id) != 0)
+            snprintf(id, sizeof id, "-");
+        if (seatd_bench_json_str(c->body, "status", info, sizeof info) != 0)
+            snprintf(info, sizeof info, "-");
+    } else if (status == 201 || status == 200 || status == 204) {
+        snprintf(id, sizeof id, "%s", c->hold_id[0] ? c->hold_id : "-");
+    } else if (status >= 400 && seatd_bench_json_str(c->body, "type", type, sizeof type) == 0) {
+        const char *slash = strrchr(type, '/');
+        snprintf(info, sizeof info, "%.40s", slash ? slash + 1 : type);
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    static const char *const names[] = {"hold", "book", "release", "seatmap"};
+    if (p->loglen > sizeof p->logbuf - 512)
+        log_flush(p);
+    int n = snprintf(p->logbuf + p->loglen, sizeof p->logbuf - p->loglen,
+                     "%lld %s %d u%d %s %s %s %s %llu\n",
+                     (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, names[c->op], status,
+                     c->user, c->op == SEATD_BENCH_OP_HOLD && c->idem[0] ? c->idem : "-", id,
+                     c->retry_after_len ? c->retry_after : "-", info,
+                     (unsigned long long)(seatd_bench_now_us() - c->t0));
+    if (n > 0 && (size_t)n < sizeof p->logbuf - p->loglen)
+        p->loglen += (size_t)n;
+}
+
 /* Drops the socket; reconnects after a short delay unless the run is stopping. */
 static void conn_drop(conn_t *c, int count_error)
 {
@@ -162,8 +218,10 @@ static void conn_drop(conn_t *c, int count_error)
         return;
     if (count_error)
         c->p->slot->conn_errors++;
-    if (c->state == CONN_BUSY && !c->answered)
+    if (c->state == CONN_BUSY && !c->answered) {
         c->p->slot->status[c->op][0]++; /* the answer never came */
+        log_outcome(c, 0);
+    }
     c->state = CONN_CLOSING;
     uv_close((uv_handle_t *)&c->io, on_tcp_closed_for_retry);
 }
@@ -185,6 +243,8 @@ static void send_request(conn_t *c, int op)
     c->hfield_len = 0;
     c->hfield_done = 0;
     c->hvalue_len = 0;
+    c->retry_after_len = 0;
+    c->retry_after[0] = '\0';
     http_parser_init(&c->parser, HTTP_RESPONSE);
     c->parser.data = c;
     c->t0 = seatd_bench_now_us();
@@ -202,14 +262,24 @@ static void format_hold(conn_t *c)
     int n = seatd_bench_pick(&p->rng, idx);
     c->nseats = n;
     c->user = (int)seatd_bench_rng_range(&p->rng, 0, p->cfg->users - 1);
-    char body[160];
+    char body[256];
     size_t bl = (size_t)snprintf(body, sizeof body, "{\"seatIds\":[");
     for (int k = 0; k < n; k++) {
         char id[8];
         seatd_bench_seat_id(idx[k], id);
         bl += (size_t)snprintf(body + bl, sizeof body - bl, "%s\"%s\"", k ? "," : "", id);
     }
-    bl += (size_t)snprintf(body + bl, sizeof body - bl, "]}");
+    c->idem[0] = '\0';
+    c->hold_id[0] = '\0';
+    if (p->cfg->idem) {
+        snprintf(c->idem, sizeof c->idem, "f%llx-%d-%llu",
+                 (unsigned long long)(p->cfg->seed & 0xffffffffu), c->index,
+                 (unsigned long long)++p->idem_seq);
+        bl += (size_t)snprintf(body + bl, sizeof body - bl, "],\"idempotencyKey\":\"%s\"}",
+                               c->idem);
+    } else {
+        bl += (size_t)snprintf(body + bl, sizeof body - bl, "]}");
+    }
     c->wlen = (size_t)snprintf(c->wbuf, sizeof c->wbuf,
                                "POST /v1/shows/%s/holds HTTP/1.1\r\nHost: bench\r\n"
                                "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
@@ -223,8 +293,11 @@ static void format_follow(conn_t *c, int op)
     const char *tok = user_token(p, c->user);
     if (op == SEATD_BENCH_OP_BOOK) {
         char body[160];
-        int bl = snprintf(body, sizeof body, "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_ok\"}",
-                          c->hold_id);
+        const seatd_bench_cfg_t *cfg = p->cfg;
+        const char *pay =
+            cfg->npay ? cfg->pay[seatd_bench_rng_range(&p->rng, 0, cfg->npay - 1)] : "tok_ok";
+        int bl = snprintf(body, sizeof body, "{\"holdId\":\"%s\",\"paymentMethod\":\"%s\"}",
+                          c->hold_id, pay);
         c->wlen = (size_t)snprintf(c->wbuf, sizeof c->wbuf,
                                    "POST /v1/bookings HTTP/1.1\r\nHost: bench\r\n"
                                    "Authorization: Bearer %s\r\n"
@@ -309,6 +382,12 @@ static int on_header_value(http_parser *hp, const char *at, size_t len)
 {
     conn_t *c = hp->data;
     c->hfield_done = 1;
+    if (strcmp(c->hfield, "retry-after") == 0) {
+        for (size_t i = 0; i < len && c->retry_after_len + 1 < sizeof c->retry_after; i++)
+            c->retry_after[c->retry_after_len++] = at[i];
+        c->retry_after[c->retry_after_len] = '\0';
+        return 0;
+    }
     if (strcmp(c->hfield, "etag") != 0)
         return 0;
     for (size_t i = 0; i < len && c->hvalue_len + 1 < sizeof c->hvalue; i++)
@@ -378,6 +457,7 @@ static int on_message_complete(http_parser *hp)
     default:
         break;
     }
+    log_outcome(c, status);
     return 0;
 }
 
@@ -527,6 +607,14 @@ int seatd_bench_http_run(const seatd_bench_cfg_t *cfg, int proc, seatd_bench_slo
     p.settings.on_header_value = on_header_value;
     p.settings.on_body = on_body;
     p.settings.on_message_complete = on_message_complete;
+    p.log_fd = -1;
+    if (cfg->log_path) {
+        p.log_fd = open(cfg->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (p.log_fd < 0) {
+            perror("loadgen: --log");
+            return -1;
+        }
+    }
     p.tokens_by_user = calloc((size_t)cfg->users, sizeof *p.tokens_by_user);
     p.nconns = cfg->conns;
     p.conns = calloc((size_t)p.nconns, sizeof *p.conns);
@@ -568,6 +656,10 @@ int seatd_bench_http_run(const seatd_bench_cfg_t *cfg, int proc, seatd_bench_slo
     uint64_t end = p.last_us > p.record_from_us ? p.last_us : seatd_bench_now_us();
     slot->elapsed_s = end > p.record_from_us ? (double)(end - p.record_from_us) / 1e6 : 0;
     int rc = uv_loop_close(&p.loop) == 0 ? 0 : -1;
+    if (p.log_fd >= 0) {
+        log_flush(&p);
+        close(p.log_fd);
+    }
     for (int i = 0; i < cfg->users; i++)
         free(p.tokens_by_user[i]);
     free(p.tokens_by_user);

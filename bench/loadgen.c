@@ -7,12 +7,20 @@
  *                 [--count N]
  *                 [--rate R] [--book-pct P] [--release-pct Q] [--users U] [--hold-ttl S]
  *                 [--seatmap [--inm] [--gzip]] [--secret S]
+ *                 [--pay TOK[,TOK…]] [--idem] [--log FILE]
  *
  * Each HTTP connection is one virtual user at a time, in a closed loop (or paced by --rate):
  * POST /v1/shows/{id}/holds for 1-4 seats (scenario.h); a 201 is then booked
  * (POST /v1/bookings {holdId, paymentMethod:"tok_ok"}) with probability P %, released
  * (DELETE /v1/holds/{id}) with probability Q %, or left to expire. --seatmap instead reads
  * GET /v1/shows/{id}/seats, with --inm sending the connection's last ETag in If-None-Match.
+ *
+ * For the fault suite (tests/faults/run): --pay picks each booking's paymentMethod at random
+ * from the list (default tok_ok); --idem sends a unique idempotencyKey with every hold;
+ * --log FILE appends one line per answered (or dropped) hold, booking and release:
+ *   <wall ms> <op> <http status, 0: no answer> <user> <idempotency key|-> <holdId/bookingId|->
+ *   <Retry-After|-> <problem slug or booking status|-> <latency us>
+ * (each load process writes its own lines; lines are not in time order across processes).
  *
  * --warmup S runs S seconds first without measuring (connections, caches, nginx's upstream
  * keep-alive pool); the 'totals' line still counts every hold won, for the audit.
@@ -166,6 +174,7 @@ static void usage(void)
             "         [--release-pct Q]\n"
             "         [--users U] [--hold-ttl S] [--ttl-ms MS] [--max-per-user M]\n"
             "         [--seatmap [--inm] [--gzip]] [--secret S (or SEATD_JWT_SECRET)] [--seed N]\n"
+            "         [--pay TOK[,TOK...]] [--idem] [--log FILE]\n"
             "       seatd_loadgen (--direct --redis H:P | --target H:P) --create-only\n"
             "         [--shows N] [--numeric-seats] [--hold-ttl S]\n"
             "Prints the show id (show id=…, the last one created), one line per operation,\n"
@@ -245,6 +254,18 @@ int main(int argc, char **argv)
             cfg.secret = v;
         } else if (ARG("--seed")) {
             cfg.seed = strtoull(v, NULL, 10);
+        } else if (ARG("--pay")) {
+            char copy[256], *save = NULL;
+            snprintf(copy, sizeof copy, "%s", v);
+            for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (cfg.npay == 8 || strlen(t) >= sizeof cfg.pay[0])
+                    return usage(), 2;
+                snprintf(cfg.pay[cfg.npay++], sizeof cfg.pay[0], "%s", t);
+            }
+        } else if (strcmp(a, "--idem") == 0) {
+            cfg.idem = 1;
+        } else if (ARG("--log")) {
+            cfg.log_path = v;
         } else {
             usage();
             return 2;

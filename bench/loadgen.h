@@ -49,6 +49,11 @@ typedef struct seatd_bench_cfg_s {
     uint64_t seed;              /* randomness, varied per process */
     int numeric_seats;          /* direct show creation: seat ids "000000000000" … (the
                                    12-digit form of redis-benchmark's __rand_int__) */
+    /* The fault suite's additions (HTTP driver; see tests/faults/run): */
+    char pay[8][32];      /* payment methods, one picked at random per booking (tok_ok) */
+    int npay;             /* their count (0: tok_ok) */
+    int idem;             /* send a unique idempotencyKey with every hold */
+    const char *log_path; /* append one line per hold/booking/release outcome (see loadgen.c) */
 } seatd_bench_cfg_t;
 
 /* Runs process number 'proc' of the HTTP driver until done; counters go to 'slot'.
