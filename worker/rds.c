@@ -7,7 +7,8 @@
  *   - conn_t is one pooled connection: a hiredis async context attached to the loop with
  *     rds_uv.c (our adapter: a socket error reaches hiredis when it happens), its state
  *     (CLOSED, CONNECTING, CONNECTED), the list of commands in flight on it, and one timer
- *     whose meaning follows the state: the reconnect backoff when CLOSED, the connect deadline when CONNECTING, the command deadlines when CONNECTED.
+ *     whose meaning follows the state: the reconnect backoff when CLOSED, the connect
+ *     deadline when CONNECTING, the command deadlines when CONNECTED.
  *   - cmd_t is one command, allocated in one block with its copied arguments. It is on the
  *     queue (cmd->conn == NULL) or in flight on exactly one connection, and completes exactly
  *     once: with its reply, or with an error when it times out, its connection is lost or the
@@ -536,7 +537,7 @@ static void on_queue_timer(uv_timer_t *t)
 static void conn_connect_failed(conn_t *c)
 {
     seatd_rds_t *rds = c->rds;
-    c->rds->stats.connect_failures++;
+    rds->stats.connect_failures++;
     if (rds->closing || seatd_rds_is_ready(rds))
         return;
     rds->unreachable = 1;

@@ -99,11 +99,11 @@ typedef struct comp_s {
 } comp_t;
 
 static struct {
-    seatd_app_t *app;   /* borrowed: the worker's app (one per process) */
+    seatd_app_t *app; /* borrowed: the worker's app (one per process) */
     comp_t *head, *tail;
     unsigned n;
-    uv_timer_t *timer;  /* owned while the queue is non-empty */
-    int busy;           /* a Redis call for the head is in flight */
+    uv_timer_t *timer; /* owned while the queue is non-empty */
+    int busy;          /* a Redis call for the head is in flight */
     uint64_t backoff_ms;
 } comp;
 
@@ -181,8 +181,8 @@ static void comp_delete_idem(void)
 {
     comp_t *e = comp.head;
     const char *argv[] = {"DEL", e->idem_key};
-    if (!comp.app->rds || seatd_rds_callv(comp.app->rds, 2, argv, NULL, on_comp_idem_deleted,
-                                          NULL) != 0) {
+    if (!comp.app->rds ||
+        seatd_rds_callv(comp.app->rds, 2, argv, NULL, on_comp_idem_deleted, NULL) != 0) {
         comp_retry_later();
         return;
     }
