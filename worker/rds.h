@@ -48,8 +48,8 @@ typedef struct seatd_rds_opts_s {
 
 /*
  * Called with the reply, borrowed for the duration of the callback (NULL when 'err' != 0).
- * 'err' is 0, or SEATD_EUNAVAILABLE (never sent: no connection before the deadline; or sent
- * on a connection that was then lost, outcome unknown), SEATD_ETIMEOUT (sent, no answer
+ * 'err' is 0, or SEATD_EUNAVAILABLE (never sent: no connection before the deadline, or Redis
+ * unreachable; or sent on a connection that was then lost, outcome unknown), SEATD_ETIMEOUT (sent, no answer
  * before the deadline, outcome unknown),
  * SEATD_EOVERLOAD (never: that is returned synchronously) or SEATD_ESHUTDOWN.
  * A Redis error reply (REDIS_REPLY_ERROR) arrives with 'err' == 0: the caller decodes it.

@@ -135,20 +135,32 @@ static void out_start(void)
     close(fds[0]);
 }
 
+/* Drains the worker with SIGTERM; its exit status (0: drained, loop closed cleanly, with
+ * nothing left open, the compensation timer included), or -1 if it had to be killed. */
+static int out_worker_stop(void)
+{
+    if (O.pid <= 0)
+        return -1;
+    kill(O.pid, SIGTERM);
+    for (int i = 0; i < 100; i++) {
+        int st = 0;
+        if (waitpid(O.pid, &st, WNOHANG) == O.pid) {
+            O.pid = 0;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        }
+        usleep(50000);
+    }
+    kill(O.pid, SIGKILL);
+    waitpid(O.pid, NULL, 0);
+    O.pid = 0;
+    return -1;
+}
+
 static void out_stop(void)
 {
     if (O.stopped)
         kill(O.redis.pid, SIGCONT);
-    if (O.pid > 0) {
-        kill(O.pid, SIGTERM);
-        int st = 0;
-        for (int i = 0; i < 100 && waitpid(O.pid, &st, WNOHANG) != O.pid; i++)
-            usleep(50000);
-        if (kill(O.pid, 0) == 0) {
-            kill(O.pid, SIGKILL);
-            waitpid(O.pid, NULL, 0);
-        }
-    }
+    out_worker_stop();
     seatd_test_redis_stop(&O.redis);
 }
 
@@ -249,6 +261,7 @@ Test(outage, healthz_fails_with_retry_after_while_redis_hangs)
     seatd_test_http_response_free(&res);
     redis_signal(SIGCONT);
     cr_assert_eq(wait_health(200, 10000), 0, "healthz did not recover after SIGCONT");
+    cr_assert_eq(out_worker_stop(), 0, "the worker did not drain and close cleanly");
 }
 
 /* One hold in a child process; the exit code carries the answer: 0 = 201, 5 = 503 with
@@ -367,4 +380,26 @@ Test(outage, holds_answered_5xx_while_redis_hangs_are_not_left_held)
     still = held_seats(rc, show, 1, held);
     cr_assert_eq(still, 1, "the retried hold holds its seat");
     redisFree(rc);
+    cr_assert_eq(out_worker_stop(), 0, "the worker did not drain and close cleanly");
+}
+
+Test(outage, a_worker_draining_with_compensations_pending_still_closes_cleanly)
+{
+    char show[32];
+    cr_assert_eq(wait_health(200, 5000), 0, "the worker never became healthy");
+    create_show(4, show, sizeof(show));
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    seatd_test_http_response_t res;
+    cr_assert_eq(request("POST", path, "warm", 0, NULL, "{\"seatIds\":[\"A4\"]}", &res), 0);
+    cr_assert_eq(res.status, 201);
+    seatd_test_http_response_free(&res);
+    redis_signal(SIGSTOP);
+    for (int i = 1; i <= 3; i++) {
+        cr_assert_eq(hold_child(show, i), 5, "hold %d was not answered 503 + Retry-After", i);
+    }
+    /* Redis still hung: the compensations cannot run; draining drops them (logged) and the
+     * worker's loop still closes with nothing left open. */
+    cr_assert_eq(out_worker_stop(), 0, "the worker did not drain and close cleanly");
+    redis_signal(SIGCONT);
 }
