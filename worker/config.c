@@ -66,6 +66,8 @@ static const row_t rows[] = {
     {"reconcile-after-ms", "SEATD_RECONCILE_AFTER_MS", T_INT, 0, 86400000, "0",
      F(reconcile_after_ms),
      "settle bookings pending payment this long (0: twice --payment-timeout-ms)"},
+    {"health-timeout-ms", "SEATD_HEALTH_TIMEOUT_MS", T_INT, 10, 60000, "250",
+     F(health_timeout_ms), "/healthz fails (503) when Redis does not answer PING this soon"},
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))

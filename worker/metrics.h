@@ -36,7 +36,12 @@ struct seatd_app_s;
        "Layout lookups that missed the worker's cache: Redis reads, and waiters on one")           \
     XX(LAYOUT_COALESCED, "seatd_layout_fetches_total", "result=\"coalesced\"", "")               \
     XX(SEATMAP_304, "seatd_seatmap_total", "result=\"not_modified\"", "Seat map reads by result") \
-    XX(SEATMAP_200, "seatd_seatmap_total", "result=\"full\"", "")
+    XX(SEATMAP_200, "seatd_seatmap_total", "result=\"full\"", "")                                 \
+    XX(HOLD_COMP_RELEASED, "seatd_hold_compensations_total", "outcome=\"released\"",           \
+       "Holds answered 5xx, by what their compensation found")                                   \
+    XX(HOLD_COMP_ABSENT, "seatd_hold_compensations_total", "outcome=\"absent\"", "")           \
+    XX(HOLD_COMP_KEPT, "seatd_hold_compensations_total", "outcome=\"kept\"", "")               \
+    XX(HOLD_COMP_DROPPED, "seatd_hold_compensations_total", "outcome=\"dropped\"", "")
 
 enum seatd_metric_e {
 #define SEATD_METRIC_ENUM(name, family, labels, help) SEATD_METRIC_##name,

@@ -14,7 +14,6 @@
  */
 #include "pubsub.h"
 
-#include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <stdint.h>
@@ -24,6 +23,7 @@
 
 #include "log.h"
 #include "mem.h"
+#include "rds_uv.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -199,7 +199,7 @@ static void connect_now(seatd_pubsub_t *ps)
         schedule_reconnect(ps);
         return;
     }
-    if (ac->err || redisLibuvAttach(ac, ps->loop) != REDIS_OK) {
+    if (ac->err || seatd_rds_uv_attach(ac, ps->loop) != 0) {
         redisAsyncFree(ac);
         schedule_reconnect(ps);
         return;

@@ -5,9 +5,10 @@
  *   - seatd_rds_t owns the pool, the queue of commands waiting for a ready connection, one
  *     queue timer (deadlines of queued commands, then the deferred teardown) and the stats.
  *   - conn_t is one pooled connection: a hiredis async context attached to the loop with
- *     adapters/libuv.h, its state (CLOSED, CONNECTING, CONNECTED), the list of commands in
- *     flight on it, and one timer whose meaning follows the state: the reconnect backoff
- *     when CLOSED, the connect deadline when CONNECTING, the command deadlines when CONNECTED.
+ *     rds_uv.c (our adapter: a socket error reaches hiredis when it happens), its state
+ *     (CLOSED, CONNECTING, CONNECTED), the list of commands in flight on it, and one timer
+ *     whose meaning follows the state: the reconnect backoff when CLOSED, the connect
+ *     deadline when CONNECTING, the command deadlines when CONNECTED.
  *   - cmd_t is one command, allocated in one block with its copied arguments. It is on the
  *     queue (cmd->conn == NULL) or in flight on exactly one connection, and completes exactly
  *     once: with its reply, or with an error when it times out, its connection is lost or the
@@ -27,7 +28,6 @@
  */
 #include "rds.h"
 
-#include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <stdint.h>
@@ -39,6 +39,7 @@
 #include "buf.h"
 #include "log.h"
 #include "mem.h"
+#include "rds_uv.h"
 
 #define DEFAULT_HOST "127.0.0.1"
 #define DEFAULT_PORT 6379
@@ -101,6 +102,8 @@ struct seatd_rds_s {
     unsigned pending;            /* queued + in flight */
     unsigned rr;                 /* round-robin start for dispatch ties */
     int closing;                 /* seatd_rds_close() was called */
+    int unreachable;             /* a connect attempt failed and no connection is ready:
+                                    queued commands fail at once instead of at their deadline */
     int handles_open;            /* uv handles not yet closed; free at 0 */
     seatd_rds_ready_cb ready_cb; /* hook run on every (re)connection */
     void *ready_data;            /* passed to 'ready_cb' */
@@ -110,6 +113,7 @@ struct seatd_rds_s {
 
 static void conn_connect(conn_t *c);
 static void dispatch(seatd_rds_t *rds);
+static void conn_connect_failed(conn_t *c);
 
 /* ----------------------------------------------------------------------------------------
  * Small helpers
@@ -303,6 +307,7 @@ static void on_conn_timer(uv_timer_t *t)
     case CONN_CONNECTING: /* connect deadline */
         log_conn(SEATD_LOG_WARN, c, "redis connect timed out", NULL);
         conn_drop(c);
+        conn_connect_failed(c);
         break;
     case CONN_CONNECTED: {
         uint64_t now = now_ms();
@@ -363,11 +368,13 @@ static void on_connect(const redisAsyncContext *cac, int status)
         /* hiredis frees the context after this callback returns. */
         log_conn(SEATD_LOG_DEBUG, c, "redis connect failed", cac->errstr);
         conn_mark_lost(c);
+        conn_connect_failed(c);
         return;
     }
     uv_timer_stop(&c->timer);
     c->state = CONN_CONNECTED;
     c->backoff_ms = 0;
+    rds->unreachable = 0;
     if (c->ever_connected)
         rds->stats.reconnects++;
     c->ever_connected = 1;
@@ -406,10 +413,11 @@ static void conn_connect(conn_t *c)
         log_conn(SEATD_LOG_DEBUG, c, "redis connect failed", ac->errstr);
         redisAsyncFree(ac);
         conn_schedule_reconnect(c);
+        conn_connect_failed(c);
         return;
     }
     ac->data = c;
-    if (redisLibuvAttach(ac, rds->loop) != REDIS_OK) {
+    if (seatd_rds_uv_attach(ac, rds->loop) != 0) {
         log_conn(SEATD_LOG_WARN, c, "redis connect failed", "cannot attach to the loop");
         redisAsyncFree(ac);
         conn_schedule_reconnect(c);
@@ -468,6 +476,11 @@ static void arm_queue_timer(seatd_rds_t *rds)
         uv_timer_stop(&rds->qtimer);
         return;
     }
+    if (rds->unreachable) {
+        /* Redis refused us: fail what waits on the next loop turn, not at its deadline. */
+        uv_timer_start(&rds->qtimer, on_queue_timer, 0, 0);
+        return;
+    }
     if (uv_is_active((uv_handle_t *)&rds->qtimer))
         return; /* it fires no later than the head's deadline and re-arms itself */
     uint64_t now = now_ms(), d = rds->queue.head->deadline_ms;
@@ -493,18 +506,41 @@ static void dispatch(seatd_rds_t *rds)
     arm_queue_timer(rds);
 }
 
-/* Queued commands whose deadline passed never reached Redis: they fail with EUNAVAILABLE
- * (see rds.h: "never sent", safe to retry). */
+/* Queued commands whose deadline passed, or all of them while Redis is unreachable, never
+ * reached Redis: they fail with EUNAVAILABLE (see rds.h: "never sent", safe to retry). A
+ * callback that queues a new command while unreachable sees it failed on a later turn. */
 static void on_queue_timer(uv_timer_t *t)
 {
     seatd_rds_t *rds = CONTAINER_OF(t, seatd_rds_t, qtimer);
     uint64_t now = now_ms();
-    while (rds->queue.head && rds->queue.head->deadline_ms <= now) {
+    cmd_list_t due = {0};
+    while (rds->queue.head && (rds->unreachable || rds->queue.head->deadline_ms <= now)) {
         cmd_t *cmd = rds->queue.head;
         list_remove(&rds->queue, cmd);
+        list_push_tail(&due, cmd);
+    }
+    while (due.head) {
+        cmd_t *cmd = due.head;
+        list_remove(&due, cmd);
         rds->pending--;
+        if (rds->unreachable && !rds->closing)
+            rds->stats.refused++;
         cmd_finish(cmd, NULL, rds->closing ? SEATD_ESHUTDOWN : SEATD_EUNAVAILABLE);
     }
+    if (!rds->closing)
+        arm_queue_timer(rds);
+}
+
+/* A connect attempt of 'c' failed (refused, reset, or its deadline): when no connection is
+ * ready, Redis is unreachable, and waiting commands fail now rather than at their deadline.
+ * The reconnect backoff keeps running; the first successful connect clears the state. */
+static void conn_connect_failed(conn_t *c)
+{
+    seatd_rds_t *rds = c->rds;
+    rds->stats.connect_failures++;
+    if (rds->closing || seatd_rds_is_ready(rds))
+        return;
+    rds->unreachable = 1;
     arm_queue_timer(rds);
 }
 

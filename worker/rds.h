@@ -5,7 +5,11 @@
  * Lifecycle: seatd_rds_new() starts connecting every pooled connection at once and returns;
  * commands may be queued before any connection is up (they wait in a bounded queue and are
  * sent when one connects, or fail with SEATD_EUNAVAILABLE when their deadline passes while
- * still queued: such a command never reached Redis and is safe to retry).
+ * still queued: such a command never reached Redis and is safe to retry). Once a connect
+ * attempt has failed and no connection is ready (Redis refused us, or did not accept within
+ * the connect deadline), Redis is "unreachable": queued and new commands fail with
+ * SEATD_EUNAVAILABLE on the next loop turn instead of waiting for their deadline, until a
+ * connection succeeds again. Socket errors are seen when they happen (rds_uv.c).
  * seatd_rds_close() begins an asynchronous teardown: every pending callback fires with
  * SEATD_ESHUTDOWN, handles are closed, and the object frees itself in its last close callback,
  * so uv_run() returns and uv_loop_close() succeeds afterwards.
@@ -44,8 +48,8 @@ typedef struct seatd_rds_opts_s {
 
 /*
  * Called with the reply, borrowed for the duration of the callback (NULL when 'err' != 0).
- * 'err' is 0, or SEATD_EUNAVAILABLE (never sent: no connection before the deadline; or sent
- * on a connection that was then lost, outcome unknown), SEATD_ETIMEOUT (sent, no answer
+ * 'err' is 0, or SEATD_EUNAVAILABLE (never sent: no connection before the deadline, or Redis
+ * unreachable; or sent on a connection that was then lost, outcome unknown), SEATD_ETIMEOUT (sent, no answer
  * before the deadline, outcome unknown),
  * SEATD_EOVERLOAD (never: that is returned synchronously) or SEATD_ESHUTDOWN.
  * A Redis error reply (REDIS_REPLY_ERROR) arrives with 'err' == 0: the caller decodes it.
@@ -88,6 +92,8 @@ typedef struct seatd_rds_stats_s {
     unsigned long long errors;      /* commands failed (unavailable, timeout, shutdown) */
     unsigned long long timeouts;    /* of which timed out */
     unsigned long long reconnects;  /* successful connections after the first */
+    unsigned long long connect_failures; /* connect attempts that failed (error or deadline) */
+    unsigned long long refused;     /* of 'errors': failed at once, Redis being unreachable */
     unsigned long long rtt_us_sum;  /* summed round-trip time of completed commands */
     unsigned int pending;           /* queued + in flight now */
     unsigned int connected;         /* connections ready now */

@@ -1,9 +1,12 @@
 /* End-to-end: Redis stopped mid-run -> 503 with Retry-After; started again -> the same worker
  * processes serve again, with no restart. */
 #include <criterion/criterion.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "e2e.h"
@@ -76,4 +79,94 @@ Test(api_redis_down, answers_503_while_redis_is_down_and_recovers_without_restar
     cr_assert(all_workers_alive());
     free(pids);
     free(pids_after);
+}
+
+/* Redis hung (SIGSTOP) under holds, through nginx: every hold is answered 503 with
+ * Retry-After (not 504), /healthz fails, and once Redis continues no hold answered 5xx is
+ * still held (the workers compensate), waited for as a condition with a deadline. */
+#define HUNG_HOLDS 12
+
+static int hung_hold(const char *path, int i)
+{
+    char sub[32], extra[64], body[64];
+    snprintf(sub, sizeof(sub), "hung%d", i);
+    snprintf(extra, sizeof(extra), "Idempotency-Key: hung-%d\r\n", i);
+    snprintf(body, sizeof(body), "{\"seatIds\":[\"A%d\"]}", i);
+    e2e_res_t res;
+    if (e2e_call("POST", path, sub, body, extra, &res) != 0)
+        return 9;
+    int code = res.http.status == 201                                                       ? 0
+               : res.http.status == 503 && seatd_test_http_header(&res.http, "retry-after") ? 5
+               : res.http.status >= 500                                                     ? 4
+                                                                                            : 9;
+    e2e_res_free(&res);
+    return code;
+}
+
+Test(api_redis_down, a_hung_redis_answers_503_and_leaves_no_refused_hold_held)
+{
+    char show[32], path[96], pidfile[512];
+    cr_assert_eq(e2e_create_show(2, HUNG_HOLDS, 300, show), 0);
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    snprintf(pidfile, sizeof(pidfile), "%s/redis.pid", getenv("SEATD_E2E_RUN"));
+    FILE *f = fopen(pidfile, "r");
+    cr_assert_not_null(f);
+    int rpid = 0;
+    cr_assert_eq(fscanf(f, "%d", &rpid), 1);
+    fclose(f);
+
+    /* Warm every worker's layout cache (nginx spreads these), so the holds reach Redis. */
+    for (int i = 1; i <= HUNG_HOLDS; i++) {
+        char sub[32], body[64];
+        snprintf(sub, sizeof(sub), "warm%d", i);
+        snprintf(body, sizeof(body), "{\"seatIds\":[\"B%d\"]}", i);
+        e2e_res_t w;
+        cr_assert_eq(e2e_call("POST", path, sub, body, NULL, &w), 0);
+        cr_assert_eq(w.http.status, 201);
+        e2e_res_free(&w);
+    }
+
+    cr_assert_eq(kill(rpid, SIGSTOP), 0);
+    int pids[HUNG_HOLDS + 1], codes[HUNG_HOLDS + 1];
+    for (int i = 1; i <= HUNG_HOLDS; i++) {
+        fflush(NULL);
+        pids[i] = fork();
+        if (pids[i] == 0)
+            _exit(hung_hold(path, i));
+    }
+    for (int i = 1; i <= HUNG_HOLDS; i++) {
+        int st = 0;
+        codes[i] = pids[i] > 0 && waitpid(pids[i], &st, 0) == pids[i] && WIFEXITED(st)
+                       ? WEXITSTATUS(st)
+                       : 9;
+    }
+    e2e_res_t res;
+    int health = e2e_call("GET", "/healthz", NULL, NULL, NULL, &res) == 0 ? res.http.status : 0;
+    int health_retry = health && seatd_test_http_header(&res.http, "retry-after") != NULL;
+    if (health)
+        e2e_res_free(&res);
+    kill(rpid, SIGCONT);
+
+    for (int i = 1; i <= HUNG_HOLDS; i++)
+        cr_assert_eq(codes[i], 5, "hold %d: answer class %d (0: 201, 4: 504 or bare 503)", i,
+                     codes[i]);
+    cr_assert_eq(health, 503, "healthz answered %d while redis was stopped", health);
+    cr_assert(health_retry, "healthz 503 without Retry-After");
+
+    redisContext *c = e2e_redis();
+    long held = -1;
+    for (int waited = 0; waited <= 15000; waited += 50) {
+        held = 0;
+        for (int i = 1; i <= HUNG_HOLDS; i++) {
+            redisReply *r = redisCommand(c, "EXISTS {s:%s}:seat:A%d", show, i);
+            cr_assert(r && r->type == REDIS_REPLY_INTEGER);
+            held += r->integer;
+            freeReplyObject(r);
+        }
+        if (held == 0)
+            break;
+        usleep(50 * 1000);
+    }
+    redisFree(c);
+    cr_assert_eq(held, 0, "%ld seats of holds answered 503 are still held", held);
 }

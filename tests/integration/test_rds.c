@@ -626,22 +626,123 @@ Test(rds, closes_safely_from_inside_a_reply_callback)
     cr_assert_eq(c.errs[1], SEATD_ESHUTDOWN, "the blocked command is failed by the close");
 }
 
-Test(rds, fails_queued_commands_as_unavailable_when_redis_is_unreachable)
+/* ---------------------------------------------------------------------------------------
+ * Connection errors are seen when they happen (rds_uv.c), not at a deadline. Each test runs
+ * with a 5 s command deadline and a sentinel timer at half of it: the answer must come first,
+ * through the error path (EUNAVAILABLE, no timeout counted).
+ * ------------------------------------------------------------------------------------- */
+
+#define SLOW_DEADLINE_MS 5000
+
+typedef struct sentinel_s {
+    uv_timer_t t;
+    int fired; /* the sentinel ran before the answer */
+    int done;  /* what run_until waits on: the answer or the sentinel */
+    probe_t p; /* the answer */
+} sentinel_t;
+
+static void on_sentinel(uv_timer_t *t)
 {
-    uv_loop_t *loop = seatd_test_loop_new();
-    seatd_rds_opts_t o = {.host = "127.0.0.1", .port = 1, .pool_size = 2, .timeout_ms = 150};
-    seatd_rds_t *rds = seatd_rds_new(loop, &o);
-    int done = 0;
-    probe_t p = {.done_counter = &done};
+    sentinel_t *s = t->data;
+    s->fired = 1;
+    s->done = 1;
+}
+
+static void on_sentinel_probe(const struct redisReply *reply, int err, void *data)
+{
+    sentinel_t *s = data;
+    on_probe(reply, err, &s->p);
+    s->done = 1;
+}
+
+/* Sends PING and runs the loop until it is answered or half the command deadline passed. */
+static void ping_against_sentinel(uv_loop_t *loop, seatd_rds_t *rds, sentinel_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    uv_timer_init(loop, &s->t);
+    s->t.data = s;
+    uv_timer_start(&s->t, on_sentinel, SLOW_DEADLINE_MS / 2, 0);
     const char *ping[] = {"PING"};
-    uint64_t t0 = uv_hrtime();
-    cr_assert_eq(call(rds, &p, 1, ping), 0);
-    cr_assert_eq(seatd_test_loop_run_until(loop, &done, 3000), 0);
-    uint64_t ms = (uv_hrtime() - t0) / 1000000u;
-    cr_assert_eq(p.err, SEATD_EUNAVAILABLE, "got %s", seatd_err_name(p.err));
-    cr_assert_geq(ms, 140, "failed after %llu ms, before its deadline", (unsigned long long)ms);
-    cr_assert_lt(ms, 1000);
+    cr_assert_eq(seatd_rds_callv(rds, 1, ping, NULL, on_sentinel_probe, s), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &s->done, SLOW_DEADLINE_MS * 2), 0);
+    uv_close((uv_handle_t *)&s->t, NULL);
+}
+
+Test(rds, fails_commands_at_once_when_the_connect_is_refused_not_at_their_deadline)
+{
+    /* A port nobody listens on: connect() is refused asynchronously (POLLERR), which the
+     * packaged hiredis adapter dropped, so the command waited for its 5 s deadline. */
+    seatd_test_redis_t fx;
+    cr_assert_eq(seatd_test_redis_start(&fx), 0);
+    int port = fx.port;
+    seatd_test_redis_stop(&fx); /* now refused */
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_opts_t o = {.host = "127.0.0.1", .port = port, .pool_size = 2,
+                          .timeout_ms = SLOW_DEADLINE_MS};
+    seatd_rds_t *rds = seatd_rds_new(loop, &o);
+    sentinel_t s;
+    ping_against_sentinel(loop, rds, &s);
+    cr_assert_eq(s.fired, 0, "the answer did not come before half the command deadline");
+    cr_assert_eq(s.p.calls, 1);
+    cr_assert_eq(s.p.err, SEATD_EUNAVAILABLE, "got %s", seatd_err_name(s.p.err));
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.timeouts, 0, "answered by a deadline, not by the connection error");
+    cr_assert_geq(st.connect_failures, 1);
+    cr_assert_eq(st.refused, 1, "the command failed through the unreachable path");
     cr_assert_eq(seatd_rds_is_ready(rds), 0);
+
+    /* Still unreachable: a command queued later fails at once as well. */
+    sentinel_t again;
+    ping_against_sentinel(loop, rds, &again);
+    cr_assert_eq(again.fired, 0);
+    cr_assert_eq(again.p.err, SEATD_EUNAVAILABLE);
     close_and_check(loop, rds);
-    cr_assert_eq(p.calls, 1);
+    cr_assert_eq(s.p.calls, 1);
+    cr_assert_eq(again.p.calls, 1);
+}
+
+Test(rds, fails_commands_at_once_after_redis_is_killed_not_at_their_deadline)
+{
+    seatd_test_redis_t fx;
+    cr_assert_eq(seatd_test_redis_start(&fx), 0);
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_opts_t o = {.host = "127.0.0.1", .port = fx.port, .pool_size = 1,
+                          .timeout_ms = SLOW_DEADLINE_MS};
+    seatd_rds_t *rds = seatd_rds_new(loop, &o);
+    cr_assert_eq(wait_connected(loop, rds, 1, 3000), 0);
+
+    /* The server stops reading, gets a command it never reads, and is killed: the kernel
+     * resets the connection (unread data), which libuv reports as a poll error. */
+    cr_assert_eq(kill(fx.pid, SIGSTOP), 0);
+    int done = 0;
+    probe_t inflight = {.done_counter = &done};
+    const char *set[] = {"SET", "rds:lost", "1"};
+    cr_assert_eq(call(rds, &inflight, 3, set), 0);
+    for (int i = 0; i < 3; i++)
+        uv_run(loop, UV_RUN_NOWAIT); /* the socket is writable: the command is written */
+    cr_assert_eq(done, 0);
+    cr_assert_eq(kill(fx.pid, SIGKILL), 0);
+    seatd_test_redis_stop(&fx); /* reaps it */
+
+    sentinel_t s = {0};
+    uv_timer_init(loop, &s.t);
+    s.t.data = &s;
+    uv_timer_start(&s.t, on_sentinel, SLOW_DEADLINE_MS / 2, 0);
+    cr_assert_eq(run_until_count(loop, &done, 1, SLOW_DEADLINE_MS * 2), 0);
+    cr_assert_eq(s.fired, 0, "the reset was seen only at the deadline");
+    uv_close((uv_handle_t *)&s.t, NULL);
+    cr_assert_eq(inflight.err, SEATD_EUNAVAILABLE, "got %s", seatd_err_name(inflight.err));
+
+    /* The reconnect is refused: the next command fails at once too. */
+    sentinel_t next;
+    ping_against_sentinel(loop, rds, &next);
+    cr_assert_eq(next.fired, 0, "the refused reconnect was seen only at the deadline");
+    cr_assert_eq(next.p.err, SEATD_EUNAVAILABLE, "got %s", seatd_err_name(next.p.err));
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.timeouts, 0);
+    close_and_check(loop, rds);
+    cr_assert_eq(inflight.calls, 1);
+    cr_assert_eq(next.p.calls, 1);
 }

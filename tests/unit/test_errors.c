@@ -29,3 +29,12 @@ Test(errors, every_code_has_a_distinct_type_slug_or_shares_by_design)
         cr_assert(seatd_err_http_status(e) >= 400 && seatd_err_http_status(e) < 600);
     }
 }
+
+Test(errors, a_store_that_does_not_answer_in_time_is_503_never_504)
+{
+    /* A hung Redis is "unavailable, retry later" (503, which always gets Retry-After), not a
+     * bare gateway timeout: no code maps to 504. */
+    cr_assert_eq(seatd_err_http_status(SEATD_ETIMEOUT), 503);
+    for (int e = SEATD__EBASE + 1; e < SEATD__ELAST; e++)
+        cr_assert_neq(seatd_err_http_status(e), 504, "%s maps to 504", seatd_err_name(e));
+}
