@@ -4,7 +4,7 @@ ratelimit.lua - seatd_rate_hit: one fixed-window request counter per key (issue 
 KEYS[1] = the counter, e.g. "seatd:rate:hold:<sub>" (its own slot: it belongs to no show).
 ARGV[1] = requests allowed per window, ARGV[2] = the window in ms.
 Counts this request; within the limit -> {"count", n, "resetMs", ms left}; past it -> the
-error "RATELIMIT <ms left>" (mapped to 429 by the worker). The counter's key carries the
+error "RATELIMIT too many requests from this user; retry in <s> s" (429 from the worker). The counter's key carries the
 window as its TTL, set in the same script, so a counter never outlives its window.
 ]]
 
@@ -21,7 +21,8 @@ local function rate_hit(keys, args)
         left = window
     end
     if n > limit then
-        return redis.error_reply('RATELIMIT ' .. left)
+        return redis.error_reply('RATELIMIT too many requests from this user; retry in ' ..
+                                 math.ceil(left / 1000) .. ' s')
     end
     return {'count', tostring(n), 'resetMs', tostring(left)}
 end

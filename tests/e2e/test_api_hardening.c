@@ -239,8 +239,32 @@ static void assert_refused(redisContext *c, const char *who, const char *prefix,
         assert_refused(c, who, prefix, (int)(sizeof(argv_) / sizeof(argv_[0])), argv_);            \
     } while (0)
 
+/* Entries of Redis's ACL LOG (denied commands) so far; their commands into 'out'. */
+static size_t acl_log(redisContext *admin, char *out, size_t size)
+{
+    redisReply *r = redisCommand(admin, "ACL LOG 50");
+    cr_assert(r && r->type == REDIS_REPLY_ARRAY);
+    size_t n = r->elements;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *e = r->element[i];
+        for (size_t k = 0; k + 1 < e->elements; k += 2)
+            if (e->element[k]->str && strcmp(e->element[k]->str, "object") == 0 &&
+                e->element[k + 1]->str)
+                snprintf(out + strlen(out), size - strlen(out), "%s ", e->element[k + 1]->str);
+    }
+    freeReplyObject(r);
+    return n;
+}
+
 Test(api_hardening, redis_refuses_anonymous_clients_and_confines_the_worker_and_loader_users)
 {
+    /* Nothing seatd itself sent so far was denied (tests/e2e/run checks the rest at the end:
+     * this test resets the log after its own deliberate refusals). */
+    char denied[1024];
+    redisContext *admin = e2e_redis();
+    cr_assert_eq(acl_log(admin, denied, sizeof(denied)), 0, "redis denied: %s", denied);
+
     redisContext *anon = redis_as(NULL, NULL);
     REFUSE(anon, "an anonymous client", "NOAUTH", "PING");
     REFUSE(anon, "an anonymous client", "NOAUTH", "FLUSHALL");
@@ -277,6 +301,11 @@ Test(api_hardening, redis_refuses_anonymous_clients_and_confines_the_worker_and_
     REFUSE(l, "the loader user", "NOPERM", "FLUSHALL");
     REFUSE(l, "the loader user", "NOPERM", "FUNCTION", "FLUSH");
     redisFree(l);
+
+    cr_assert_geq(acl_log(admin, denied, sizeof(denied)), 10);
+    redisReply *reset = redisCommand(admin, "ACL LOG RESET");
+    freeReplyObject(reset);
+    redisFree(admin);
 }
 
 /* A hold of one seat of a fresh 1x5 show as 'sub' through nginx; the HTTP status. */
@@ -772,4 +801,15 @@ Test(api_hardening_defaults, the_default_limits_trigger)
     }
     close(fd);
     cr_assert(closed, "a connection trickling its headers stayed open for 30 s");
+
+    /* Stop it here so its workers' sanitizer reports (if built so) fail this test. */
+    char env[1024], cmd[2048];
+    shell_env(&s, env, sizeof(env));
+    snprintf(cmd, sizeof(cmd), "%s %s/deploy/down >/dev/null 2>&1", env, SEATD_SOURCE_DIR);
+    (void)system(cmd);
+    snprintf(cmd, sizeof(cmd),
+             "grep -lE 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:' "
+             "%s/logs/worker-*.log >&2",
+             s.run);
+    cr_assert_neq(system(cmd), 0, "sanitizer reports in the defaults stack's worker logs");
 }
