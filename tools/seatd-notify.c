@@ -125,10 +125,9 @@ static redisReply *cmd(int argc, const char **argv)
                 continue;
             }
             if (G.redis_password[0]) {
-                redisReply *a =
-                    G.redis_user[0]
-                        ? redisCommand(G.c, "AUTH %s %s", G.redis_user, G.redis_password)
-                        : redisCommand(G.c, "AUTH %s", G.redis_password);
+                redisReply *a = G.redis_user[0] ? redisCommand(G.c, "AUTH %s %s", G.redis_user,
+                                                               G.redis_password)
+                                                : redisCommand(G.c, "AUTH %s", G.redis_password);
                 int refused = a == NULL || a->type == REDIS_REPLY_ERROR;
                 if (refused)
                     logf_("redis refused the credentials of user %s", G.redis_user);

@@ -68,8 +68,8 @@ static const row_t rows[] = {
      "settle bookings pending payment this long (0: twice --payment-timeout-ms)"},
     {"redis-user", "SEATD_REDIS_USER", T_STR, 0, 0, "", F(redis_user),
      "Redis ACL user of the worker's connections (empty: no AUTH, or the default user)"},
-    {"redis-password-file", "SEATD_REDIS_PASSWORD_FILE", T_STR, 0, 0, "",
-     F(redis_password_file), "file holding the Redis password of --redis-user (empty: none)"},
+    {"redis-password-file", "SEATD_REDIS_PASSWORD_FILE", T_STR, 0, 0, "", F(redis_password_file),
+     "file holding the Redis password of --redis-user (empty: none)"},
     {"redis-loader-user", "SEATD_REDIS_LOADER_USER", T_STR, 0, 0, "", F(redis_loader_user),
      "Redis ACL user that loads the Functions library on a short connection of its own "
      "(empty: the worker's connections load it)"},

@@ -47,8 +47,8 @@ struct seatd_scripts_s {
     struct uv_loop_s *loop;   /* borrowed; set with the loader */
     seatd_rds_opts_t lopts;   /* loader connection options; strings owned below */
     char *lhost, *lunix, *luser, *lpass; /* owned copies for 'lopts' */
-    seatd_rds_t *lrds;        /* the short loader connection while a load runs, else NULL */
-    struct fcall_s *waiting;  /* FCALLs waiting for the running load, linked by 'next' */
+    seatd_rds_t *lrds;       /* the short loader connection while a load runs, else NULL */
+    struct fcall_s *waiting; /* FCALLs waiting for the running load, linked by 'next' */
 };
 
 /* One FCALL, kept with its arguments so it can be retried once. */

@@ -659,8 +659,7 @@ static void on_hold_layout_ref(const struct redisReply *reply, int err, void *da
     fetch_shared_layout(op, reply, err, on_hold_layout_text);
 }
 
-static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_cb cb,
-                      void *data)
+static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_cb cb, void *data)
 {
     char key[SEATD_KEY_MAX], show[SEATD_ID_MAX], ttl[24], max[24];
     int rc = seatd_keys_show(key, a->show_id, "meta");

@@ -184,11 +184,20 @@ Test(api_hardening, runtime_folder_secrets_logs_and_sockets_are_private)
     const char *run = run_dir();
     char path[1024];
     assert_private(run);
-    static const char *files[] = {"jwt_secret",         "admin.token",        "alice.token",
-                                  "redis-admin.pass",   "redis-worker.pass",  "redis-loader.pass",
-                                  "redis.conf",         "nginx.conf",         "gateway-ledger.jsonl",
-                                  "logs/gateway.log",   "logs/nginx-access.log",
-                                  "logs/notifications.log", "logs/worker-1.log", "logs/redis.log"};
+    static const char *files[] = {"jwt_secret",
+                                  "admin.token",
+                                  "alice.token",
+                                  "redis-admin.pass",
+                                  "redis-worker.pass",
+                                  "redis-loader.pass",
+                                  "redis.conf",
+                                  "nginx.conf",
+                                  "gateway-ledger.jsonl",
+                                  "logs/gateway.log",
+                                  "logs/nginx-access.log",
+                                  "logs/notifications.log",
+                                  "logs/worker-1.log",
+                                  "logs/redis.log"};
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         snprintf(path, sizeof(path), "%s/%s", run, files[i]);
         assert_private(path);
@@ -406,7 +415,8 @@ Test(api_hardening, redis_restart_replays_its_aof_under_the_acl)
     snprintf(cmd, sizeof(cmd),
              "export REDISCLI_AUTH=$(cat %s/redis-admin.pass); "
              "redis-cli --no-auth-warning -p %d shutdown >/dev/null 2>&1; "
-             "for i in $(seq 50); do kill -0 $(cat %s/redis.pid 2>/dev/null) 2>/dev/null || break; sleep 0.1; done; "
+             "for i in $(seq 50); do kill -0 $(cat %s/redis.pid 2>/dev/null) 2>/dev/null || break; "
+             "sleep 0.1; done; "
              "redis-server %s/redis.conf && for i in $(seq 100); do "
              "[ \"$(redis-cli --no-auth-warning -p %d ping 2>/dev/null)\" = PONG ] && exit 0; "
              "sleep 0.1; done; exit 1",
