@@ -707,6 +707,7 @@ Test(api_hardening_defaults, the_default_limits_trigger)
              show);
     int n = until_429("127.0.0.4", s.port, req, 100, &r);
     cr_assert_geq(n, 1, "hold creation from one address is not rate-limited (%d)", n);
+    fprintf(stderr, "defaults: hold creation from one address: 429 after %d requests\n", n);
     assert_problem(&r, "the hold rate limit");
     cr_assert_not_null(raw_header(&r, "retry-after"));
 
@@ -716,6 +717,7 @@ Test(api_hardening_defaults, the_default_limits_trigger)
              "Content-Length: 2\r\nConnection: close\r\n\r\n{}");
     n = until_429("127.0.0.5", s.port, req, 100, &r);
     cr_assert_geq(n, 1, "booking attempts from one address are not rate-limited (%d)", n);
+    fprintf(stderr, "defaults: booking POSTs from one address: 429 after %d requests\n", n);
     assert_problem(&r, "the booking rate limit");
     cr_assert_not_null(raw_header(&r, "retry-after"));
 
@@ -738,6 +740,7 @@ Test(api_hardening_defaults, the_default_limits_trigger)
                       r.body);
     }
     cr_assert_geq(before, 1, "one user's holds are not limited per user");
+    fprintf(stderr, "defaults: one user's holds: 429 from the worker after %d requests\n", before);
     assert_problem(&r, "the per-user hold limit");
     cr_assert_not_null(raw_header(&r, "retry-after"));
     cr_assert_not_null(raw_header(&r, "x-request-id"), "that 429 did not come from a worker");
@@ -811,6 +814,8 @@ Test(api_hardening_defaults, the_default_limits_trigger)
     }
     close(fd);
     cr_assert(closed, "a connection trickling its headers stayed open for 30 s");
+    fprintf(stderr, "defaults: a trickled request head was cut after %.1f s\n",
+            now_s() - (deadline - 30));
 
     /* Stop it here so its workers' sanitizer reports (if built so) fail this test. */
     char env[1024], cmd[2048];
