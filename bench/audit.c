@@ -334,6 +334,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "audit: cannot connect to redis %s:%d\n", host, port);
         return 2;
     }
+    {
+        /* deploy/up's Redis refuses anonymous clients: AUTH as redis-cli does. */
+        const char *pw = getenv("REDISCLI_AUTH");
+        redisReply *ar = pw && pw[0] ? redisCommand(a.rc, "AUTH %s", pw) : NULL;
+        if (ar)
+            freeReplyObject(ar);
+    }
     redisSetTimeout(a.rc, (struct timeval){.tv_sec = 60});
     /* A Redis with ACLs: the password as redis-cli takes it (REDISCLI_AUTH), for the user
      * SEATD_AUDIT_REDIS_USER (default: the default user). */

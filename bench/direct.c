@@ -267,6 +267,13 @@ int seatd_bench_direct_run(const seatd_bench_cfg_t *cfg, int proc, seatd_bench_s
         redisFree(d.rc);
         return -1;
     }
+    {
+        /* deploy/up's Redis refuses anonymous clients: AUTH as redis-cli does. */
+        const char *pw = getenv("REDISCLI_AUTH");
+        redisReply *ar = pw && pw[0] ? redisCommand(d.rc, "AUTH %s", pw) : NULL;
+        if (ar)
+            freeReplyObject(ar);
+    }
     redisSetTimeout(d.rc, (struct timeval){.tv_sec = 10});
     if (load_bits(&d) < 0) {
         redisFree(d.rc);
@@ -377,6 +384,13 @@ int seatd_bench_direct_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
         fprintf(stderr, "loadgen(direct): cannot connect to redis %s:%d\n", cfg->redis.host,
                 cfg->redis.port);
         goto out;
+    }
+    {
+        /* deploy/up's Redis refuses anonymous clients: AUTH as redis-cli does. */
+        const char *pw = getenv("REDISCLI_AUTH");
+        redisReply *ar = pw && pw[0] ? redisCommand(rc, "AUTH %s", pw) : NULL;
+        if (ar)
+            freeReplyObject(ar);
     }
     redisReply *r = redisCommand(rc, "FCALL seatd_next_show_id 1 seatd:show_seq");
     const char *id = r ? field(r, "showId") : NULL;

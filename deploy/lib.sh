@@ -22,3 +22,12 @@ wait_for() { # wait_for <seconds> <command…>: polls until the command succeeds
 }
 
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+redis_admin() { # redis_admin <args…>: redis-cli as this stack's admin (the default user)
+    if [ -s "$SEATD_RUN_DIR/redis-admin.pass" ]; then
+        REDISCLI_AUTH="$(cat "$SEATD_RUN_DIR/redis-admin.pass")" redis-cli --no-auth-warning \
+            -p "$SEATD_REDIS_PORT" "$@"
+    else
+        redis-cli -p "$SEATD_REDIS_PORT" "$@"
+    fi
+}

@@ -6,6 +6,10 @@
  *   seatd-notify --redis 127.0.0.1:6379 [--group notifiers] [--consumer <host-pid>]
  *                --log notifications.log [--max-deliveries 5] [--retry-base-ms 500]
  *                [--refresh-ms 1000] [--deliver-delay-ms 0]
+ *                [--redis-user USER --redis-password-file FILE]
+ *
+ * Redis credentials: "AUTH USER <password>" on every connection, the password read from the
+ * file (first line); also from SEATD_REDIS_USER / SEATD_REDIS_PASSWORD_FILE.
  *
  * Streams: one per show, in the show's hash slot (the script that changes a booking appends
  * its event in the same atomic step). They are discovered from the catalogue seatd:shows,
@@ -70,6 +74,8 @@ static struct {
     int log_fd;
     stream_t *streams;
     size_t nstreams;
+    char redis_user[128];     /* ACL user, or "" */
+    char redis_password[256]; /* its password, or "": no AUTH */
 } G;
 
 static volatile sig_atomic_t stop_flag;
@@ -117,6 +123,22 @@ static redisReply *cmd(int argc, const char **argv)
             if (G.c == NULL || G.c->err) {
                 sleep_ms(500);
                 continue;
+            }
+            if (G.redis_password[0]) {
+                redisReply *a = G.redis_user[0] ? redisCommand(G.c, "AUTH %s %s", G.redis_user,
+                                                               G.redis_password)
+                                                : redisCommand(G.c, "AUTH %s", G.redis_password);
+                int refused = a == NULL || a->type == REDIS_REPLY_ERROR;
+                if (refused)
+                    logf_("redis refused the credentials of user %s", G.redis_user);
+                if (a)
+                    freeReplyObject(a);
+                if (refused) {
+                    redisFree(G.c);
+                    G.c = NULL;
+                    sleep_ms(500);
+                    continue;
+                }
             }
         }
         redisReply *r = redisCommandArgv(G.c, argc, argv, NULL);
@@ -411,7 +433,8 @@ static void usage(void)
 {
     fprintf(stderr, "usage: seatd-notify --redis host:port --log FILE [--group notifiers]\n"
                     "       [--consumer NAME] [--max-deliveries 5] [--retry-base-ms 500]\n"
-                    "       [--refresh-ms 1000] [--deliver-delay-ms 0]\n");
+                    "       [--refresh-ms 1000] [--deliver-delay-ms 0]\n"
+                    "       [--redis-user USER] [--redis-password-file FILE]\n");
     exit(2);
 }
 
@@ -425,6 +448,8 @@ int main(int argc, char **argv)
     char host[64] = "";
     gethostname(host, sizeof(host) - 1);
     snprintf(G.consumer, sizeof(G.consumer), "%s-%ld", host, (long)getpid());
+    const char *user = getenv("SEATD_REDIS_USER");
+    const char *pass_file = getenv("SEATD_REDIS_PASSWORD_FILE");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (i + 1 >= argc)
@@ -446,8 +471,22 @@ int main(int argc, char **argv)
             G.refresh_ms = atol(v);
         else if (strcmp(a, "--deliver-delay-ms") == 0)
             G.delay_ms = atol(v);
+        else if (strcmp(a, "--redis-user") == 0)
+            user = v;
+        else if (strcmp(a, "--redis-password-file") == 0)
+            pass_file = v;
         else
             usage();
+    }
+    snprintf(G.redis_user, sizeof(G.redis_user), "%s", user ? user : "");
+    if (pass_file && pass_file[0]) {
+        FILE *pf = fopen(pass_file, "r");
+        if (pf == NULL || fgets(G.redis_password, sizeof(G.redis_password), pf) == NULL) {
+            fprintf(stderr, "seatd-notify: cannot read %s\n", pass_file);
+            return 2;
+        }
+        fclose(pf);
+        G.redis_password[strcspn(G.redis_password, "\r\n")] = '\0';
     }
     const char *colon = strrchr(redis, ':');
     if (G.log_path == NULL || colon == NULL || G.max_deliveries < 1 || G.retry_base_ms < 1 ||
@@ -455,7 +494,7 @@ int main(int argc, char **argv)
         usage();
     snprintf(G.host, sizeof(G.host), "%.*s", (int)(colon - redis), redis);
     G.port = atoi(colon + 1);
-    G.log_fd = open(G.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    G.log_fd = open(G.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (G.log_fd < 0) {
         fprintf(stderr, "seatd-notify: cannot open %s: %s\n", G.log_path, strerror(errno));
         return 1;

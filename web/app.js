@@ -209,13 +209,15 @@
   }
 
   function initIdentity() {
-    const params = new URLSearchParams(location.search);
+    // The token comes in the fragment (#token=…), which browsers never send to the server,
+    // so it reaches no access log; a ?token= in the query is not read (it would be logged).
+    const params = new URLSearchParams(location.hash.replace(/^#/, ''));
     let token = params.get('token');
     if (token) {
       // Keep it, then take it out of the address bar (and of the history).
       params.delete('token');
-      const q = params.toString();
-      history.replaceState(null, '', location.pathname + (q ? '?' + q : '') + location.hash);
+      const h = params.toString();
+      history.replaceState(null, '', location.pathname + location.search + (h ? '#' + h : ''));
       setToken(token, true);
     } else {
       try { token = localStorage.getItem(TOKEN_KEY) || ''; } catch (_) { token = ''; }

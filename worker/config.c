@@ -68,6 +68,20 @@ static const row_t rows[] = {
      "settle bookings pending payment this long (0: twice --payment-timeout-ms)"},
     {"health-timeout-ms", "SEATD_HEALTH_TIMEOUT_MS", T_INT, 10, 60000, "250",
      F(health_timeout_ms), "/healthz fails (503) when Redis does not answer PING this soon"},
+    {"redis-user", "SEATD_REDIS_USER", T_STR, 0, 0, "", F(redis_user),
+     "Redis ACL user of the worker's connections (empty: no AUTH, or the default user)"},
+    {"redis-password-file", "SEATD_REDIS_PASSWORD_FILE", T_STR, 0, 0, "", F(redis_password_file),
+     "file holding the Redis password of --redis-user (empty: none)"},
+    {"redis-loader-user", "SEATD_REDIS_LOADER_USER", T_STR, 0, 0, "", F(redis_loader_user),
+     "Redis ACL user that loads the Functions library on a short connection of its own "
+     "(empty: the worker's connections load it)"},
+    {"redis-loader-password-file", "SEATD_REDIS_LOADER_PASSWORD_FILE", T_STR, 0, 0, "",
+     F(redis_loader_password_file), "file holding the password of --redis-loader-user"},
+    {"hold-rate-per-user", "SEATD_HOLD_RATE_PER_USER", T_INT, 0, 1000000, "30",
+     F(hold_rate_per_user),
+     "hold requests one user may make per --hold-rate-window-ms, then 429 (0: no limit)"},
+    {"hold-rate-window-ms", "SEATD_HOLD_RATE_WINDOW_MS", T_INT, 100, 3600000, "60000",
+     F(hold_rate_window_ms), "window of the per-user hold rate limit"},
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))

@@ -44,6 +44,12 @@ typedef struct seatd_config_s {
     long long reconcile_interval_ms;        /* --reconcile-interval-ms: payment reconciler tick */
     long long reconcile_after_ms;           /* --reconcile-after-ms: 0 = 2 x payment timeout */
     long long health_timeout_ms;            /* --health-timeout-ms: /healthz PING deadline */
+    char redis_user[SEATD_CONFIG_STR_MAX];  /* --redis-user: ACL user of the pool, or "" */
+    char redis_password_file[SEATD_CONFIG_STR_MAX];        /* --redis-password-file, or "" */
+    char redis_loader_user[SEATD_CONFIG_STR_MAX];          /* --redis-loader-user, or "" */
+    char redis_loader_password_file[SEATD_CONFIG_STR_MAX]; /* --redis-loader-password-file */
+    long long hold_rate_per_user;             /* --hold-rate-per-user: holds per window, 0 = off */
+    long long hold_rate_window_ms;            /* --hold-rate-window-ms */
     char jwt_secret[SEATD_CONFIG_SECRET_MAX]; /* SEATD_JWT_SECRET only; never logged */
     size_t jwt_secret_len;                  /* bytes in 'jwt_secret' */
     int help;                               /* 1 if --help was given: print and exit 0 */

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "mem.h"
 #include "payment.h"
+#include "pubsub.h"
 #include "rds.h"
 #include "reconcile.h"
 #include "routes.h"
@@ -47,7 +48,7 @@ static worker_t W;
 static int parse_redis_addr(const char *spec)
 {
     if (strncmp(spec, "unix:", 5) == 0) {
-        snprintf(W.redis_host, sizeof(W.redis_host), "%s", spec + 5);
+        snprintf(W.redis_host, sizeof(W.redis_host), "%.1200s", spec + 5);
         W.redis_port = 0;
         return W.redis_host[0] ? 0 : -1;
     }
@@ -61,6 +62,24 @@ static int parse_redis_addr(const char *spec)
         return -1;
     W.redis_port = (int)port;
     return 0;
+}
+
+/* Reads a one-line secret file (a trailing newline is dropped) into 'out'; 0 or -1. */
+static int read_secret_file(const char *path, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (path[0] == '\0')
+        return 0;
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    size_t n = fread(out, 1, size - 1, f);
+    int bad = ferror(f) || !feof(f) || n == 0;
+    fclose(f);
+    out[n] = '\0';
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+        out[--n] = '\0';
+    return bad || n == 0 ? -1 : 0;
 }
 
 static void on_drained(seatd_http_server_t *srv, void *data)
@@ -145,6 +164,13 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    static char redis_pass[256], loader_pass[256];
+    if (read_secret_file(cfg.redis_password_file, redis_pass, sizeof(redis_pass)) < 0 ||
+        read_secret_file(cfg.redis_loader_password_file, loader_pass, sizeof(loader_pass)) < 0) {
+        fprintf(stderr, "seatd: cannot read a Redis password file (--redis-password-file, "
+                        "--redis-loader-password-file): missing, empty or too long\n");
+        return 2;
+    }
     seatd_rds_opts_t ropts = {
         .host = W.redis_port ? W.redis_host : NULL,
         .port = W.redis_port,
@@ -152,10 +178,22 @@ int main(int argc, char **argv)
         .pool_size = (int)cfg.redis_pool,
         .timeout_ms = (int)cfg.redis_timeout_ms,
         .max_pending = (int)cfg.redis_max_pending,
+        .user = cfg.redis_user,
+        .password = redis_pass,
     };
     app->rds = seatd_rds_new(app->loop, &ropts);
     app->scripts = seatd_scripts_new(app->rds);
+    if (cfg.redis_loader_user[0] || loader_pass[0]) {
+        /* The library is loaded by its own Redis user on a short connection (scripts.h). */
+        seatd_rds_opts_t lopts = ropts;
+        lopts.user = cfg.redis_loader_user;
+        lopts.password = loader_pass;
+        if (seatd_scripts_set_loader(app->scripts, app->loop, &lopts) < 0)
+            seatd_log(SEATD_LOG_WARN, NULL, "lua library load not sent", NULL);
+    }
+    seatd_pubsub_set_auth(cfg.redis_user, redis_pass);
     app->store = seatd_store_new(app->scripts);
+    seatd_store_set_hold_rate(app->store, cfg.hold_rate_per_user, cfg.hold_rate_window_ms);
     app->payment =
         seatd_payment_new(app->loop, cfg.gateway_url, (int)cfg.payment_timeout_ms);
     app->sweeper = seatd_sweeper_new(app->loop, app->rds, app->scripts, app->store,

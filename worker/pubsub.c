@@ -163,6 +163,26 @@ static void lost(seatd_pubsub_t *ps)
     schedule_reconnect(ps);
 }
 
+/* See seatd_pubsub_set_auth(); owned, process-wide. */
+static char *auth_user, *auth_password;
+
+void seatd_pubsub_set_auth(const char *user, const char *password)
+{
+    free(auth_user);
+    free(auth_password);
+    auth_user = user && user[0] ? seatd_strdup(user) : NULL;
+    auth_password = password && password[0] ? seatd_strdup(password) : NULL;
+}
+
+static void on_auth_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+    const redisReply *reply = r;
+    (void)ac;
+    (void)privdata;
+    if (reply && reply->type == REDIS_REPLY_ERROR)
+        seatd_log(SEATD_LOG_ERROR, NULL, "pubsub: redis refused the credentials", NULL);
+}
+
 static void on_connect(const redisAsyncContext *cac, int status)
 {
     seatd_pubsub_t *ps = cac->data;
@@ -174,6 +194,11 @@ static void on_connect(const redisAsyncContext *cac, int status)
         ps->ac = NULL; /* hiredis frees it after this callback */
         schedule_reconnect(ps);
         return;
+    }
+    if (auth_password) {
+        /* First on the wire: the SUBSCRIBEs below run as the authenticated user. */
+        const char *argv[3] = {"AUTH", auth_user ? auth_user : auth_password, auth_password};
+        (void)redisAsyncCommandArgv(ps->ac, on_auth_reply, NULL, auth_user ? 3 : 2, argv, NULL);
     }
     ps->connected = 1;
     ps->backoff_ms = 0;

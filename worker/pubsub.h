@@ -41,6 +41,11 @@ enum seatd_pubsub_event_e {
 typedef void (*seatd_pubsub_event_cb)(int event, const char *channel, const char *payload,
                                       size_t len, void *data);
 
+/* Credentials sent as "AUTH [user] password" first on every pubsub (re)connection, for
+ * every subscriber created afterwards ('user' may be NULL; both copied; NULL password: none).
+ * Process-wide, set once at start-up before the loop runs. */
+void seatd_pubsub_set_auth(const char *user, const char *password);
+
 /* Returns an owned subscriber connecting to 'host':'port' or to 'unix_path' when it is not
  * NULL (strings borrowed, copied). Events go to 'cb' with 'data'. */
 seatd_pubsub_t *seatd_pubsub_new(struct uv_loop_s *loop, const char *host, int port,

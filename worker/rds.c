@@ -93,6 +93,7 @@ struct seatd_rds_s {
     char *host;                  /* owned */
     int port;                    /* TCP port */
     char *unix_path;             /* owned; NULL for TCP */
+    char *user, *password;       /* owned; AUTH on connect when 'password' is set */
     int pool_size;               /* connections in 'conns' */
     uint64_t timeout_ms;         /* per-command deadline */
     unsigned max_pending;        /* bound on queued + in flight */
@@ -358,6 +359,30 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     cmd_finish(cmd, r, 0);
 }
 
+static void on_auth_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+    const redisReply *reply = r;
+    conn_t *c = privdata;
+    if (reply && reply->type == REDIS_REPLY_ERROR && c->ac == ac)
+        log_conn(SEATD_LOG_ERROR, c, "redis refused the credentials", reply->str);
+}
+
+/* AUTH is the first command on a new connection: hiredis writes in order, so everything
+ * queued after it runs as the authenticated user. Not tracked as a command: a hung server
+ * is caught by the deadlines of the commands behind it. */
+static void conn_auth(conn_t *c)
+{
+    seatd_rds_t *rds = c->rds;
+    const char *argv[3] = {"AUTH", rds->user, rds->password};
+    int argc = 3;
+    if (!rds->user) {
+        argv[1] = rds->password;
+        argc = 2;
+    }
+    if (redisAsyncCommandArgv(c->ac, on_auth_reply, c, argc, argv, NULL) != REDIS_OK)
+        log_conn(SEATD_LOG_WARN, c, "redis AUTH not sent", c->ac->errstr);
+}
+
 static void on_connect(const redisAsyncContext *cac, int status)
 {
     conn_t *c = cac->data;
@@ -381,6 +406,8 @@ static void on_connect(const redisAsyncContext *cac, int status)
     if (rds->closing)
         return;
     log_conn(SEATD_LOG_INFO, c, "redis connected", NULL);
+    if (rds->password)
+        conn_auth(c);
     if (rds->ready_cb)
         rds->ready_cb(rds, c, rds->ready_data);
     if (c->state != CONN_CONNECTED || rds->closing)
@@ -559,6 +586,8 @@ seatd_rds_t *seatd_rds_new(uv_loop_t *loop, const seatd_rds_opts_t *opts)
     rds->host = seatd_strdup(o.host ? o.host : DEFAULT_HOST);
     rds->port = o.port > 0 ? o.port : DEFAULT_PORT;
     rds->unix_path = o.unix_path ? seatd_strdup(o.unix_path) : NULL;
+    rds->user = o.user && o.user[0] ? seatd_strdup(o.user) : NULL;
+    rds->password = o.password && o.password[0] ? seatd_strdup(o.password) : NULL;
     rds->pool_size = o.pool_size > 0 ? o.pool_size : DEFAULT_POOL;
     rds->timeout_ms = (uint64_t)(o.timeout_ms > 0 ? o.timeout_ms : DEFAULT_TIMEOUT_MS);
     rds->max_pending = (unsigned)(o.max_pending > 0 ? o.max_pending : DEFAULT_MAX_PENDING);
@@ -663,6 +692,8 @@ static void on_handle_closed(uv_handle_t *h)
     free(rds->conns);
     free(rds->host);
     free(rds->unix_path);
+    free(rds->user);
+    free(rds->password);
     free(rds);
 }
 

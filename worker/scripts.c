@@ -12,6 +12,13 @@
  * REPLACE; once it is answered, the FCALL is sent again, once. The caller's callback still
  * runs exactly once: with the retried call's outcome.
  *
+ * Loading with a separate credential (seatd_scripts_set_loader(), what deploy/up uses): the
+ * workers' own Redis user may not run FUNCTION LOAD. Then nothing is loaded on the pool's
+ * connections; instead a short connection is opened as the loader user, sends one
+ * FUNCTION LOAD REPLACE and is closed: once at start, and again whenever an FCALL answers
+ * "Function not found". FCALLs that miss the function while such a load is running wait for
+ * it (one load at a time) and are then retried once, as above.
+ *
  * Lifetime: every operation in flight holds a reference on the seatd_scripts_t, so
  * seatd_scripts_free() may be called while loads or calls are pending; the object is freed
  * when the last one completes (rds_close() completes them all with SEATD_ESHUTDOWN).
@@ -37,6 +44,11 @@ struct seatd_scripts_s {
     unsigned long load_count; /* successful FUNCTION LOADs */
     unsigned refs;            /* 1 for the owner + 1 per operation in flight */
     int freed;                /* seatd_scripts_free() was called */
+    struct uv_loop_s *loop;   /* borrowed; set with the loader */
+    seatd_rds_opts_t lopts;   /* loader connection options; strings owned below */
+    char *lhost, *lunix, *luser, *lpass; /* owned copies for 'lopts' */
+    seatd_rds_t *lrds;       /* the short loader connection while a load runs, else NULL */
+    struct fcall_s *waiting; /* FCALLs waiting for the running load, linked by 'next' */
 };
 
 /* One FCALL, kept with its arguments so it can be retried once. */
@@ -45,6 +57,7 @@ typedef struct fcall_s {
     seatd_rds_reply_cb cb; /* the caller's callback, runs exactly once */
     void *data;            /* passed to 'cb' */
     int retried;           /* the reload-and-retry was used */
+    struct fcall_s *next;  /* in s->waiting */
     int argc;              /* FCALL fn nkeys keys... args... */
     const char **argv;     /* in the same block */
     size_t *argvlen;       /* in the same block */
@@ -52,8 +65,13 @@ typedef struct fcall_s {
 
 static void release(seatd_scripts_t *s)
 {
-    if (--s->refs == 0)
+    if (--s->refs == 0) {
+        free(s->lhost);
+        free(s->lunix);
+        free(s->luser);
+        free(s->lpass);
         free(s);
+    }
 }
 
 const char *seatd_scripts_library_source(size_t *len)
@@ -142,6 +160,7 @@ void seatd_scripts_free(seatd_scripts_t *s)
         return;
     seatd_rds_set_ready_hook(s->rds, NULL, NULL);
     s->freed = 1;
+    seatd_rds_close(s->lrds); /* its load completes with SEATD_ESHUTDOWN */
     release(s);
 }
 
@@ -189,6 +208,81 @@ static void after_retry_load(const struct redisReply *reply, int err, void *data
         fcall_finish(f, NULL, rc);
 }
 
+/* ----------------------------------------------------------------------------------------
+ * Loading through a short connection as the loader user
+ * -------------------------------------------------------------------------------------- */
+
+static void after_loader_load(const struct redisReply *reply, int err, void *data)
+{
+    seatd_scripts_t *s = data;
+    int rc = note_load(s, reply, err);
+    seatd_rds_close(s->lrds); /* deferred to the next loop turn: safe inside its callback */
+    s->lrds = NULL;
+    fcall_t *f = s->waiting;
+    s->waiting = NULL;
+    while (f) {
+        fcall_t *next = f->next;
+        /* As after_retry_load: retry even if the load was refused, so the call's own error
+         * reaches the caller; an unanswered load fails the call with its error. */
+        if (err || s->freed) {
+            fcall_finish(f, NULL, err ? err : SEATD_ESHUTDOWN);
+        } else {
+            int crc = seatd_rds_callv(s->rds, f->argc, f->argv, f->argvlen, on_fcall_reply, f);
+            if (crc)
+                fcall_finish(f, NULL, crc);
+        }
+        f = next;
+    }
+    (void)rc;
+    release(s);
+}
+
+/* Starts one load on a fresh loader connection unless one is running. 0 or an error. */
+static int loader_start(seatd_scripts_t *s)
+{
+    if (s->lrds)
+        return 0;
+    if (s->freed)
+        return SEATD_ESHUTDOWN;
+    s->lrds = seatd_rds_new(s->loop, &s->lopts);
+    size_t lens[4];
+    load_lens(lens);
+    int rc = seatd_rds_callv(s->lrds, 4, load_argv, lens, after_loader_load, s);
+    if (rc) {
+        seatd_rds_close(s->lrds);
+        s->lrds = NULL;
+        return rc;
+    }
+    s->refs++;
+    return 0;
+}
+
+static char *dup_or_null(const char *v)
+{
+    return v && v[0] ? seatd_strdup(v) : NULL;
+}
+
+int seatd_scripts_set_loader(seatd_scripts_t *s, struct uv_loop_s *loop,
+                             const seatd_rds_opts_t *opts)
+{
+    if (!s || !loop || !opts || s->loop)
+        return SEATD_EINVAL;
+    s->loop = loop;
+    s->lhost = dup_or_null(opts->host);
+    s->lunix = dup_or_null(opts->unix_path);
+    s->luser = dup_or_null(opts->user);
+    s->lpass = dup_or_null(opts->password);
+    s->lopts = *opts;
+    s->lopts.host = s->lhost;
+    s->lopts.unix_path = s->lunix;
+    s->lopts.user = s->luser;
+    s->lopts.password = s->lpass;
+    s->lopts.pool_size = 1;
+    /* The pool's own connections no longer load: their user may not. */
+    seatd_rds_set_ready_hook(s->rds, NULL, NULL);
+    return loader_start(s);
+}
+
 static void on_fcall_reply(const struct redisReply *reply, int err, void *data)
 {
     fcall_t *f = data;
@@ -197,10 +291,18 @@ static void on_fcall_reply(const struct redisReply *reply, int err, void *data)
         seatd_log(SEATD_LOG_WARN, NULL, "lua function missing, reloading the library",
                   "\"function\":\"%.*s\"", (int)(f->argvlen[1] < 64 ? f->argvlen[1] : 64),
                   f->argv[1]);
-        size_t lens[4];
-        load_lens(lens);
-        if (seatd_rds_callv(f->s->rds, 4, load_argv, lens, after_retry_load, f) == 0)
-            return;
+        if (f->s->loop) {
+            f->next = f->s->waiting;
+            f->s->waiting = f;
+            if (loader_start(f->s) == 0)
+                return;
+            f->s->waiting = f->next;
+        } else {
+            size_t lens[4];
+            load_lens(lens);
+            if (seatd_rds_callv(f->s->rds, 4, load_argv, lens, after_retry_load, f) == 0)
+                return;
+        }
         /* Could not even queue the reload: the caller gets the original answer. */
     }
     fcall_finish(f, reply, err);

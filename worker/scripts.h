@@ -11,6 +11,7 @@
  * seatd_scripts_new() registers a ready hook on 'rds' that loads the library on every
  * (re)connection before commands flow. A call that still finds the function missing
  * ("Function not found", e.g. after FUNCTION FLUSH) reloads the library and retries once.
+ * With seatd_scripts_set_loader() the loads go through a separate, short connection instead.
  *
  * Loop and threads: those of the rds client.
  */
@@ -28,6 +29,17 @@ typedef struct seatd_scripts_s seatd_scripts_t;
  * seatd_scripts_free() before closing 'rds'. */
 seatd_scripts_t *seatd_scripts_new(seatd_rds_t *rds);
 void seatd_scripts_free(seatd_scripts_t *s);
+
+struct uv_loop_s;
+/*
+ * Loads the library through a separate credential instead of the pool's connections (whose
+ * Redis user need not be allowed FUNCTION LOAD): a short connection made with 'opts' (copied;
+ * its pool size is forced to 1) sends FUNCTION LOAD REPLACE and is closed, once now and again
+ * whenever an FCALL answers "Function not found"; calls that missed the function wait for that
+ * load and are retried once. Call once, before the loop runs. 0, or SEATD_EINVAL.
+ */
+SEATD_MUSTCHECK int seatd_scripts_set_loader(seatd_scripts_t *s, struct uv_loop_s *loop,
+                                             const seatd_rds_opts_t *opts);
 
 /* The library source (all files concatenated), for tests and `seatctl lua`. Borrowed, static. */
 const char *seatd_scripts_library_source(size_t *len);

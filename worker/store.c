@@ -26,6 +26,8 @@
 
 struct seatd_store_s {
     seatd_scripts_t *scripts; /* borrowed */
+    long long hold_rate;      /* hold requests per user per window; 0: no limit */
+    long long hold_window_ms; /* that window */
 };
 
 #define LAYOUT_KEY_PREFIX "seatd:layout:" /* + the layout's digest: the shared layouts */
@@ -657,7 +659,7 @@ static void on_hold_layout_ref(const struct redisReply *reply, int err, void *da
     fetch_shared_layout(op, reply, err, on_hold_layout_text);
 }
 
-int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_cb cb, void *data)
+static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_cb cb, void *data)
 {
     char key[SEATD_KEY_MAX], show[SEATD_ID_MAX], ttl[24], max[24];
     int rc = seatd_keys_show(key, a->show_id, "meta");
@@ -696,6 +698,93 @@ int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_
     op_keep_args(op, (int)(5 + a->nseats), all);
     free(all);
     return fcall(op, "seatd_layout_get", key, 0, NULL, NULL, on_hold_layout_ref);
+}
+
+/* The per-user hold rate limit (issue 9): a fixed-window counter in Redis, counted before the
+ * hold is tried (so refused and conflicting attempts count too). The hold's arguments are
+ * copied to survive the round trip. */
+typedef struct rate_op_s {
+    seatd_store_t *st;
+    seatd_store_cb cb;
+    void *data;
+    seatd_hold_args_t a; /* strings below, owned */
+    char **seats;        /* owned copies of the seat ids */
+    char *show_id, *hold_id, *owner, *idem_key;
+} rate_op_t;
+
+static void rate_op_free(rate_op_t *r)
+{
+    for (size_t i = 0; i < r->a.nseats; i++)
+        free(r->seats[i]);
+    free(r->seats);
+    free(r->show_id);
+    free(r->hold_id);
+    free(r->owner);
+    free(r->idem_key);
+    free(r);
+}
+
+static void on_rate_reply(const struct redisReply *reply, int err, void *data)
+{
+    rate_op_t *r = data;
+    decoded_t d;
+    decode(&d, reply, err);
+    if (d.res.err != 0) {
+        r->cb(&d.res, r->data);
+    } else {
+        int rc = hold_start(r->st, &r->a, r->cb, r->data);
+        if (rc < 0) {
+            seatd_store_result_t res = {rc, "", 0, NULL, 0, NULL, NULL, NULL};
+            r->cb(&res, r->data);
+        }
+    }
+    decoded_free(&d);
+    rate_op_free(r);
+}
+
+void seatd_store_set_hold_rate(seatd_store_t *st, long long per_window, long long window_ms)
+{
+    st->hold_rate = per_window > 0 && window_ms > 0 ? per_window : 0;
+    st->hold_window_ms = window_ms;
+}
+
+int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_cb cb, void *data)
+{
+    if (st->hold_rate == 0 || a->owner == NULL)
+        return hold_start(st, a, cb, data);
+    char key[SEATD_KEY_MAX], limit[24], window[24];
+    if (!seatd_keys_valid_sub(a->owner) || a->nseats > 1000 || a->show_id == NULL ||
+        a->hold_id == NULL)
+        return hold_start(st, a, cb, data); /* its own checks answer */
+    int n = snprintf(key, sizeof(key), "seatd:rate:hold:%s", a->owner);
+    if (n < 0 || (size_t)n >= sizeof(key))
+        return SEATD_EBADID;
+    snprintf(limit, sizeof(limit), "%lld", st->hold_rate);
+    snprintf(window, sizeof(window), "%lld", st->hold_window_ms);
+    rate_op_t *r = seatd_calloc(1, sizeof(*r));
+    r->st = st;
+    r->cb = cb;
+    r->data = data;
+    r->a = *a;
+    r->show_id = seatd_strdup(a->show_id);
+    r->hold_id = seatd_strdup(a->hold_id);
+    r->owner = seatd_strdup(a->owner);
+    r->idem_key = a->idem_key ? seatd_strdup(a->idem_key) : NULL;
+    r->seats = seatd_calloc(a->nseats + 1, sizeof(*r->seats));
+    for (size_t i = 0; i < a->nseats; i++)
+        r->seats[i] = seatd_strdup(a->seat_ids[i] ? a->seat_ids[i] : "");
+    r->a.show_id = r->show_id;
+    r->a.hold_id = r->hold_id;
+    r->a.owner = r->owner;
+    r->a.idem_key = r->idem_key;
+    r->a.seat_ids = (const char *const *)r->seats;
+    const char *keys[1] = {key};
+    const char *args[2] = {limit, window};
+    int rc = seatd_scripts_fcall(st->scripts, "seatd_rate_hit", 1, keys, 2, args, NULL,
+                                 on_rate_reply, r);
+    if (rc < 0)
+        rate_op_free(r);
+    return rc;
 }
 
 /* hold_get and release: (hold id, owner). */

@@ -127,6 +127,11 @@ typedef struct seatd_hold_args_s {
 } seatd_hold_args_t;
 SEATD_MUSTCHECK int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a,
                                      seatd_store_cb cb, void *data);
+/* Per-user hold rate limit: with 'per_window' > 0 every seatd_store_hold() first counts one
+ * request of its owner in a fixed window of 'window_ms' (the Redis key
+ * "seatd:rate:hold:<sub>", function seatd_rate_hit) and answers RATELIMIT (429) past it.
+ * 0 turns it off (the default). */
+void seatd_store_set_hold_rate(seatd_store_t *st, long long per_window, long long window_ms);
 
 /* A hold, as its owner sees it. Fields: holdId, showId, owner, seatIds, status, expiresAt,
  * createdAt, bookingId (may be ""). Errors: NOTFOUND (missing or another owner's). */

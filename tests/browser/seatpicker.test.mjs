@@ -130,7 +130,7 @@ async function openPicker(ctx, token, { valve = false } = {}) {
   const page = await ctx.newPage();
   page.on('pageerror', (err) => { page.__errors = (page.__errors || []).concat(String(err)); });
   const feed = valve ? await installFeedValve(page) : null;
-  await page.goto(`${BASE}/?show=${encodeURIComponent(showId)}&token=${encodeURIComponent(token)}`);
+  await page.goto(`${BASE}/?show=${encodeURIComponent(showId)}#token=${encodeURIComponent(token)}`);
   await page.waitForSelector('#map [data-seat="E10"]');
   // The status map has arrived once some seat carries a status class.
   await page.waitForFunction(() => document.querySelector('#map [data-seat="A1"]').dataset.status);

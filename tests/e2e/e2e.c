@@ -103,12 +103,40 @@ int e2e_create_show(int rows, int per_row, int ttl_s, char *id)
     return id[0] ? 0 : -1;
 }
 
+int e2e_redis_password(const char *file, char *out, size_t size)
+{
+    char path[1024];
+    const char *run = getenv("SEATD_E2E_RUN");
+    out[0] = '\0';
+    if (run == NULL)
+        return -1;
+    snprintf(path, sizeof(path), "%s/%s", run, file);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    if (fgets(out, (int)size, f) == NULL)
+        out[0] = '\0';
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+    return out[0] ? 0 : -1;
+}
+
 redisContext *e2e_redis(void)
 {
     redisContext *c = redisConnect("127.0.0.1", env_int("SEATD_E2E_REDIS_PORT"));
     if (c == NULL || c->err) {
         fprintf(stderr, "e2e: cannot connect to redis\n");
         abort();
+    }
+    /* The stack's Redis refuses anonymous clients: log in as its admin, the default user. */
+    char pass[256];
+    if (e2e_redis_password("redis-admin.pass", pass, sizeof(pass)) == 0) {
+        redisReply *r = redisCommand(c, "AUTH %s", pass);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            fprintf(stderr, "e2e: redis refused the admin credentials\n");
+            abort();
+        }
+        freeReplyObject(r);
     }
     return c;
 }

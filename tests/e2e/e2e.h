@@ -36,7 +36,11 @@ const char *e2e_str(const e2e_res_t *res, const char *name);
  * admin; writes its id into 'id' (32 bytes). Returns 0 or -1. */
 int e2e_create_show(int rows, int per_row, int ttl_s, char *id);
 
-/* A synchronous connection to the stack's Redis (aborts on failure). Owned (redisFree). */
+/* The password in the stack's runtime folder file 'file' (e.g. "redis-admin.pass") into
+ * 'out' ('size' bytes); 0, or -1 when there is none. */
+int e2e_redis_password(const char *file, char *out, size_t size);
+/* A synchronous connection to the stack's Redis as its admin user (aborts on failure).
+ * Owned (redisFree). */
 struct redisContext *e2e_redis(void);
 /* Every key of show 'id' with its type and DUMP, sorted, as one owned string (free()). */
 char *e2e_show_snapshot(const char *id);

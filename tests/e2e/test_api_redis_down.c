@@ -45,7 +45,10 @@ Test(api_redis_down, answers_503_while_redis_is_down_and_recovers_without_restar
     const char *run = getenv("SEATD_E2E_RUN");
     int rport = atoi(getenv("SEATD_E2E_REDIS_PORT"));
 
-    snprintf(cmd, sizeof(cmd), "redis-cli -p %d shutdown >/dev/null 2>&1; sleep 0.3", rport);
+    snprintf(cmd, sizeof(cmd),
+             "REDISCLI_AUTH=$(cat %s/redis-admin.pass) redis-cli --no-auth-warning -p %d "
+             "shutdown >/dev/null 2>&1; sleep 0.3",
+             run, rport);
     cr_assert_eq(system(cmd) >> 8, 0);
 
     e2e_res_t res;
