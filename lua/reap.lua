@@ -1,5 +1,5 @@
 --[[
-reap.lua - seatd_reap: ends up to 'max' holds of one show whose deadline has passed.
+reap.lua - seatd_reap: ends up to 'max' holds of one show whose deadline has come (expiresAt <= now).
 
   KEYS[1]  {s:<id>}:meta
   ARGV[1]  max holds to reap (1..10000)

@@ -202,8 +202,8 @@ int seatd_json_check_string(seatd_json_check_t *v, const cJSON *obj, const char 
     return 0;
 }
 
-int seatd_json_check_int(seatd_json_check_t *v, const cJSON *obj, const char *name,
-                         long long min, long long max, int required, long long *out)
+int seatd_json_check_int(seatd_json_check_t *v, const cJSON *obj, const char *name, long long min,
+                         long long max, int required, long long *out)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
     if (it == NULL || cJSON_IsNull(it)) {
@@ -274,8 +274,8 @@ int seatd_json_get_string_or_reply(seatd_req_t *r, const cJSON *obj, const char 
     return seatd_json_check_done_or_reply(&v, r);
 }
 
-int seatd_json_get_int_or_reply(seatd_req_t *r, const cJSON *obj, const char *name,
-                                long long min, long long max, int required, long long *out)
+int seatd_json_get_int_or_reply(seatd_req_t *r, const cJSON *obj, const char *name, long long min,
+                                long long max, int required, long long *out)
 {
     seatd_json_check_t v;
     seatd_json_check_init(&v);

@@ -3,8 +3,9 @@
  * fields, and reply 400/415 on failure.
  *
  * Functions ending in _or_reply answer the request themselves on failure (problem+json with
- * a detail naming the field and "invalidParams" listing it) and return a negative SEATD_E*. A handler may simply return that
- * code: the pipeline sees the request is already answered and does not answer again.
+ * a detail naming the field and "invalidParams" listing it) and return a negative SEATD_E*. A
+ * handler may simply return that code: the pipeline sees the request is already answered and does
+ * not answer again.
  *
  *     cJSON *body = NULL;
  *     int rc = seatd_json_parse_body_or_reply(r, &body);
@@ -91,9 +92,8 @@ int seatd_json_check_string(seatd_json_check_t *v, const struct cJSON *obj, cons
 int seatd_json_check_int(seatd_json_check_t *v, const struct cJSON *obj, const char *name,
                          long long min, long long max, int required, long long *out);
 /* As seatd_json_get_string_array_or_reply(), recording instead of answering. */
-int seatd_json_check_string_array(seatd_json_check_t *v, const struct cJSON *obj,
-                                  const char *name, size_t max_items, size_t max_len,
-                                  const char ***arr, size_t *n);
+int seatd_json_check_string_array(seatd_json_check_t *v, const struct cJSON *obj, const char *name,
+                                  size_t max_items, size_t max_len, const char ***arr, size_t *n);
 /*
  * Returns 0 when nothing failed. Otherwise answers 'r' with the first failure's problem
  * (its detail, plus "invalidParams") and returns that code. Either way 'v' is cleared.

@@ -319,9 +319,9 @@ Test(api_bad_input, a_400_names_every_bad_field)
     char show[32], path[96];
     cr_assert_eq(e2e_create_show(1, 5, 300, show), 0);
     snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
-    cr_assert_eq(e2e_call("POST", path, "fuzzer", "{\"seatIds\":5,\"idempotencyKey\":\"a b\"}",
-                          NULL, &res),
-                 0);
+    cr_assert_eq(
+        e2e_call("POST", path, "fuzzer", "{\"seatIds\":5,\"idempotencyKey\":\"a b\"}", NULL, &res),
+        0);
     assert_problem(&res, 400, "bad-request", "two bad hold fields");
     assert_invalid_params(&res, (const char *const[]){"seatIds", "idempotencyKey", NULL});
     e2e_res_free(&res);
@@ -350,8 +350,8 @@ Test(api_bad_input, a_415_says_what_it_accepts)
     snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s\r\nContent-Type: text/plain\r\n",
              e2e_token("fuzzer", 0));
     static const char body[] = "{\"holdId\":\"1-h0\",\"paymentMethod\":\"tok_ok\"}";
-    cr_assert_eq(seatd_test_http_request("127.0.0.1", e2e_port(), "POST", "/v1/bookings", hdr,
-                                         body, sizeof(body) - 1, &res),
+    cr_assert_eq(seatd_test_http_request("127.0.0.1", e2e_port(), "POST", "/v1/bookings", hdr, body,
+                                         sizeof(body) - 1, &res),
                  0);
     cr_assert_eq(res.status, 415);
     const char *accept = seatd_test_http_header(&res, "accept-post");
@@ -389,9 +389,8 @@ Test(api_bad_input, no_answer_names_a_redis_key_or_shows_a_redis_error)
     };
     for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
         e2e_res_t res;
-        cr_assert_eq(e2e_call(probes[i].method, probes[i].path, "fuzzer", probes[i].body, NULL,
-                              &res),
-                     0);
+        cr_assert_eq(
+            e2e_call(probes[i].method, probes[i].path, "fuzzer", probes[i].body, NULL, &res), 0);
         assert_problem(&res, probes[i].status, NULL, probes[i].path);
         assert_no_internals(&res, probes[i].path);
         e2e_res_free(&res);

@@ -150,8 +150,8 @@ Test(lua_expiry, held_bits_are_cleared_by_lazy_reaping_and_by_reap)
  * hold. The probes are bounded in count and time.
  * --------------------------------------------------------------------------------------- */
 
-#define PROBE_TRIES 200      /* attempts per assertion, each a fresh hold */
-#define PROBE_HOLD_TTL 15    /* ms: short, so an attempt takes ~15 ms */
+#define PROBE_TRIES 200   /* attempts per assertion, each a fresh hold */
+#define PROBE_HOLD_TTL 15 /* ms: short, so an attempt takes ~15 ms */
 #define PROBE_DEADLINE_MS 20000
 
 static long long time_of(const redisReply *t)
@@ -215,8 +215,8 @@ static long long fhold(redisContext *c, const char *owner, const char *seat, con
     cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
     cr_assert_eq(seatd_keys_new_id(hold_id, "1", 'h'), 0);
     snprintf(ttl_s, sizeof(ttl_s), "%lld", ttl);
-    const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta", hold_id, owner, ttl_s, "0",
-                          "",      hash,         seat, bit};
+    const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta", hold_id, owner,
+                          ttl_s,   "0",          "",  hash,         seat,    bit};
     redisReply *rep = redisCommandArgv(c, 12, argv, NULL);
     cr_assert_not_null(rep);
     long long at = rep->type == REDIS_REPLY_ARRAY ? atoll(field(rep, "expiresAt")) : -1;
@@ -241,11 +241,11 @@ static redisReply *attempt(redisContext *c, int kind, long long offset)
     cr_assert_eq(seatd_keys_new_id(booking_id, "1", 'b'), 0);
     cr_assert_eq(seatd_keys_new_id(other, "1", 'h'), 0);
     if (kind == P_BOOK_CONFIRM) {
-        const char *begin[] = {"FCALL", "seatd_book_begin", "1", "{s:1}:meta", hold_id, "alice",
-                               booking_id, "2400", "EUR", "tok_ok", "1"};
+        const char *begin[] = {"FCALL", "seatd_book_begin", "1",    "{s:1}:meta", hold_id,
+                               "alice", booking_id,         "2400", "EUR",        "tok_ok",
+                               "1"};
         redisReply *rep = redisCommandArgv(c, 11, begin, NULL);
-        int began = rep && rep->type == REDIS_REPLY_ARRAY &&
-                    atoll(field(rep, "expiresAt")) == e;
+        int began = rep && rep->type == REDIS_REPLY_ARRAY && atoll(field(rep, "expiresAt")) == e;
         freeReplyObject(rep);
         if (!began)
             return NULL; /* too slow to begin inside the hold: try again */
@@ -254,14 +254,15 @@ static redisReply *attempt(redisContext *c, int kind, long long offset)
     long long at = e + offset;
     switch (kind) {
     case P_BOOK_BEGIN: {
-        const char *argv[] = {"FCALL", "seatd_book_begin", "1", "{s:1}:meta", hold_id, "alice",
-                              booking_id, "2400", "EUR", "tok_ok", "1"};
+        const char *argv[] = {"FCALL", "seatd_book_begin", "1",    "{s:1}:meta", hold_id,
+                              "alice", booking_id,         "2400", "EUR",        "tok_ok",
+                              "1"};
         rep = run_at(c, at, 11, argv);
         break;
     }
     case P_BOOK_CONFIRM: {
-        const char *argv[] = {"FCALL", "seatd_book_confirm", "1", "{s:1}:meta", booking_id,
-                              "pay_1"};
+        const char *argv[] = {"FCALL",      "seatd_book_confirm", "1",
+                              "{s:1}:meta", booking_id,           "pay_1"};
         rep = run_at(c, at, 6, argv);
         break;
     }
@@ -281,8 +282,8 @@ static redisReply *attempt(redisContext *c, int kind, long long offset)
         break;
     }
     case P_OTHER_HOLDS: {
-        const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta", other, "bob", "1", "0",
-                              "",      hash,         "A1", "0"};
+        const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta", other, "bob",
+                              "1",     "0",          "",  hash,         "A1",  "0"};
         rep = run_at(c, at, 12, argv);
         break;
     }
@@ -362,8 +363,9 @@ static void check_book_confirm(const redisReply *rep, long long offset)
 static void check_seat_key(const redisReply *rep, long long offset)
 {
     if (offset == 0)
-        cr_assert_eq(rep->type, REDIS_REPLY_NIL, "the seat key still names the hold AT "
-                                                 "expiresAt: %s",
+        cr_assert_eq(rep->type, REDIS_REPLY_NIL,
+                     "the seat key still names the hold AT "
+                     "expiresAt: %s",
                      rep->type == REDIS_REPLY_STRING ? rep->str : "?");
     else
         cr_assert_eq(rep->type, REDIS_REPLY_STRING, "the seat key is gone 1 ms early");

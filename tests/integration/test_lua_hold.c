@@ -444,8 +444,9 @@ Test(lua_hold, a_sales_close_before_the_start_is_kept_by_create_show_and_closes_
     long long close = redis_now_ms(c) + 300;
     char extra[96];
     snprintf(extra, sizeof(extra), "{\"screen\":\"2\",\"salesCloseAt\":%lld}", close);
-    redisReply *rep = redisCommand(c, "FCALL seatd_create_show 1 {s:2}:meta T 1800000000000 "
-                                      "60000 {\"standard\":1200} %s %s 10",
+    redisReply *rep = redisCommand(c,
+                                   "FCALL seatd_create_show 1 {s:2}:meta T 1800000000000 "
+                                   "60000 {\"standard\":1200} %s %s 10",
                                    hash, extra);
     cr_assert(rep && rep->type == REDIS_REPLY_ARRAY, "%s", rep ? rep->str : "");
     freeReplyObject(rep);
@@ -455,11 +456,12 @@ Test(lua_hold, a_sales_close_before_the_start_is_kept_by_create_show_and_closes_
     const char *bad[] = {"{\"salesCloseAt\":1800000000001}", "{\"salesCloseAt\":\"soon\"}",
                          "{\"salesCloseAt\":1.5}", "{\"salesCloseAt\":-5}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        rep = redisCommand(c, "FCALL seatd_create_show 1 {s:3}:meta T 1800000000000 60000 "
-                              "{\"standard\":1200} %s %s 10",
+        rep = redisCommand(c,
+                           "FCALL seatd_create_show 1 {s:3}:meta T 1800000000000 60000 "
+                           "{\"standard\":1200} %s %s 10",
                            hash, bad[i]);
-        cr_assert(rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "INVAL", 5) == 0,
-                  "%s", bad[i]);
+        cr_assert(rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "INVAL", 5) == 0, "%s",
+                  bad[i]);
         freeReplyObject(rep);
         cr_assert_eq(th_int(c, "EXISTS {s:3}:meta"), 0);
     }

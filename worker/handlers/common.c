@@ -45,9 +45,8 @@ static void log_store_error(seatd_req_t *r, const seatd_store_result_t *res)
 /* The status words a script may name in "STATE <status>"; anything else is not repeated. */
 static int known_status(const char *s)
 {
-    static const char *const statuses[] = {"HELD",   "PENDING_PAYMENT", "BOOKED",
-                                           "RELEASED", "EXPIRED",       "CONFIRMED",
-                                           "FAILED", "CANCELLED"};
+    static const char *const statuses[] = {"HELD",    "PENDING_PAYMENT", "BOOKED", "RELEASED",
+                                           "EXPIRED", "CONFIRMED",       "FAILED", "CANCELLED"};
     for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
         if (strcmp(s, statuses[i]) == 0)
             return 1;
@@ -90,8 +89,8 @@ void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
     } else if (res->err == SEATD_ELIMIT && res->nwords > 0 &&
                sscanf(res->words[0], "%lld+%lld>%lld", &a, &b, &c) == 3) {
         snprintf(msg, sizeof(msg),
-                 "you have %lld seats of this show; %lld more would pass the limit of %lld", a,
-                 b, c);
+                 "you have %lld seats of this show; %lld more would pass the limit of %lld", a, b,
+                 c);
         detail = msg;
     } else if (res->err == SEATD_ESALESCLOSED) {
         long long close = 0;

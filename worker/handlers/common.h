@@ -66,7 +66,7 @@ int seatd__idempotency_key_or_reply(seatd_req_t *r, const char *body_key, const 
 /* As above, recording a bad key in 'v' (field "Idempotency-Key" or "idempotencyKey") instead
  * of answering; '*out' is NULL then. */
 struct seatd_json_check_s;
-int seatd__idempotency_key_check(struct seatd_json_check_s *v, seatd_req_t *r,
-                                 const char *body_key, const char **out);
+int seatd__idempotency_key_check(struct seatd_json_check_s *v, seatd_req_t *r, const char *body_key,
+                                 const char **out);
 
 #endif

@@ -261,7 +261,7 @@ typedef struct {
     const char *title;       /* borrowed from 'body' */
     int64_t starts_at_ms;
     int64_t hold_ttl_ms;
-    int64_t sales_close_ms;  /* 0: sales close at starts_at_ms */
+    int64_t sales_close_ms; /* 0: sales close at starts_at_ms */
     char show_id[SEATD_ID_MAX];
 } create_op_t;
 
@@ -291,8 +291,8 @@ static void on_created(const seatd_store_result_t *res, void *data)
     cJSON_AddStringToObject(o, "id", op->show_id);
     cJSON_AddStringToObject(o, "title", op->title);
     seatd__json_add_time(o, "startsAt", op->starts_at_ms);
-    seatd__json_add_time(o, "salesCloseAt", op->sales_close_ms ? op->sales_close_ms
-                                                               : op->starts_at_ms);
+    seatd__json_add_time(o, "salesCloseAt",
+                         op->sales_close_ms ? op->sales_close_ms : op->starts_at_ms);
     cJSON_AddNumberToObject(o, "holdTtlSeconds", (double)(op->hold_ttl_ms / 1000));
     cJSON *tiers = cJSON_Parse(op->tiers_json);
     cJSON_AddItemToObject(o, "priceTiers", tiers ? tiers : cJSON_CreateObject());
@@ -422,14 +422,12 @@ int seatd_handle_shows_create(seatd_req_t *r)
                               "must be an RFC 3339 UTC time like 2026-12-02T19:30:00Z", NULL);
     else if (close && starts && !seatd_json_check_failed(&v, "startsAt") &&
              close_ms > op->starts_at_ms)
-        seatd_json_check_fail(&v, SEATD_EINVAL, "salesCloseAt", "must not be after startsAt",
-                              NULL);
+        seatd_json_check_fail(&v, SEATD_EINVAL, "salesCloseAt", "must not be after startsAt", NULL);
     const cJSON *tiers = cJSON_GetObjectItemCaseSensitive(op->body, "priceTiers");
     int tiers_ok = price_tiers_check(&v, tiers) == 0;
     const cJSON *seats = cJSON_GetObjectItemCaseSensitive(op->body, "seats");
     char why[160];
-    int rc = seatd_layout_from_json(seats, tiers_ok ? tiers : NULL, &op->layout, why,
-                                    sizeof(why));
+    int rc = seatd_layout_from_json(seats, tiers_ok ? tiers : NULL, &op->layout, why, sizeof(why));
     if (rc < 0)
         seatd_json_check_fail(&v, rc, "seats", seats ? why : "required", why);
     seatd_json_check_string(&v, op->body, "screen", 100, 0, &screen);
