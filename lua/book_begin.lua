@@ -18,8 +18,12 @@ book_begin.lua - seatd_book_begin: HELD -> PENDING_PAYMENT, and the booking is c
   book_confirm and book_fail leave; reconciliation reads it (seatd_pending_due).
   Returns  {"bookingId", id, "holdId", id, "showId", id, "status", "PENDING_PAYMENT"|…,
             "amount", n, "seatIds", "A1,A2", "expiresAt", ms, "replayed", "0"|"1"}
-  Errors   NOTFOUND (missing, or another owner's), EXPIRED (deadline passed or a seat key
-           lost), STATE <status> (released, booked and cancelled), INVAL <why>
+  Sales close (the show's salesCloseAt, else startsAt, on Redis's TIME) is checked after the
+  replay and before any write: from then on no new booking starts (SALES_CLOSED <close ms>);
+  a booking already begun keeps its payment window. A hold is expired AT its expiresAt.
+  Errors   NOTFOUND (missing, or another owner's), EXPIRED (deadline reached or a seat key
+           lost), STATE <status> (released, booked and cancelled), SALES_CLOSED <ms>,
+           INVAL <why>
 ]]
 
 local BOOK_FIELDS = {'bookingId', 'holdId', 'showId', 'status', 'amount', 'seatIds',
@@ -52,6 +56,11 @@ local function book_begin(keys, args)
         return fail('INVAL', 'booking id in use')
     end
     local now = now_ms()
+    local meta = redis.call('HMGET', keys[1], 'startsAt', 'salesCloseAt')
+    local close = sales_close(meta[1], meta[2])
+    if close and now >= close then
+        return fail('SALES_CLOSED', tostring(close))
+    end
     local changes = {}
     reap_due(p, now, REAP_BATCH, changes)
     reap_hold(p, hold_id, now, changes)
@@ -75,8 +84,13 @@ local function book_begin(keys, args)
         'currency', args[5] or '', 'paymentMethod', args[6] or '', 'status', 'PENDING_PAYMENT',
         'createdAt', now)
     redis.call('ZADD', p .. ':pending', now, booking_id)
-    for _, seat in ipairs(split_commas(h.seats)) do
-        redis.call('PEXPIREAT', p .. ':seat:' .. seat, deadline)
+    if deadline > held_until then
+        -- Only a longer deadline is written: the seat keys already end with held_until, and
+        -- then now + window - 1 >= held_until > now, so no key is given a past deadline
+        -- (which PEXPIREAT would turn into a delete).
+        for _, seat in ipairs(split_commas(h.seats)) do
+            redis.call('PEXPIREAT', p .. ':seat:' .. seat, seat_deadline(deadline))
+        end
     end
     redis.call('ZADD', p .. ':expiry', deadline, hold_id)
     redis.call('HSET', hk, 'status', 'PENDING_PAYMENT', 'bookingId', booking_id,

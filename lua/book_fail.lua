@@ -8,7 +8,7 @@ book_fail.lua - seatd_book_fail: the payment failed; the hold goes back to HELD.
   ARGV[4]  optional: the refund's reference at the gateway
   Booking PENDING_PAYMENT -> FAILED (reason, failedAt). If its hold is still PENDING_PAYMENT
   for this booking: back to HELD with bookingId cleared and its seat keys' deadline restored
-  to heldUntil; if heldUntil has already passed the hold ends EXPIRED instead (seat keys that
+  to heldUntil; if heldUntil has come (or is 1 ms away) the hold ends EXPIRED instead (seat keys that
   still name it deleted, bits cleared, delta). The booking leaves {s}:pending; a refund is
   recorded as refund, refundRef, refundStatus "succeeded". Failing again answers the same,
   except that a refund given for an already FAILED booking (a charge that landed late) is
@@ -55,11 +55,13 @@ local function book_fail(keys, args)
     local h = hgetall(hk)
     if h and h.status == 'PENDING_PAYMENT' and h.bookingId == booking_id then
         local held_until = tonumber(h.heldUntil or h.expiresAt)
-        if held_until > now then
+        -- Restored only if its seat keys can still live a millisecond (a PEXPIREAT at or
+        -- before now deletes the key at once): at held_until - 1 the hold ends here.
+        if seat_deadline(held_until) > now then
             for _, seat in ipairs(split_commas(h.seats)) do
                 local sk = p .. ':seat:' .. seat
                 if redis.call('GET', sk) == b.holdId then
-                    redis.call('PEXPIREAT', sk, held_until)
+                    redis.call('PEXPIREAT', sk, seat_deadline(held_until))
                 end
             end
             redis.call('ZADD', p .. ':expiry', held_until, b.holdId)

@@ -24,7 +24,9 @@ seatd_create_show
   ARGV[3]  holdTtlMs (ms, > 0)
   ARGV[4]  priceTiers (JSON object text)
   ARGV[5]  layoutHash (64 lowercase hex: the shared layout, written before)
-  ARGV[6]  extra (JSON object text or "")
+  ARGV[6]  extra (JSON object text or ""); a numeric "salesCloseAt" member in it (epoch ms,
+           at most startsAt) is also written to the meta as salesCloseAt: the instant sales
+           close (seatd_hold, seatd_book_begin; without it sales close at startsAt)
   ARGV[7]  seatCount (the layout's seats, >= 1)
   Writes {s}:meta (title, startsAt, holdTtlMs, priceTiers, layoutHash, seatCount, createdAt,
   and extra when not "") and {s}:ver = 0. The bitmaps {s}:held and {s}:booked are not
@@ -32,7 +34,8 @@ seatd_create_show
   first SETBIT creates it, and flush() deletes it again once it is all zeros (lib.lua), so a
   show at rest costs its meta, its version and its catalogue entry.
   Returns  {"showId", id, "version", "0", "createdAt", ms}
-  Errors   EXISTS (meta exists), EMPTY (no seats), INVAL (bad key, ttl, hash or count)
+  Errors   EXISTS (meta exists), EMPTY (no seats), INVAL (bad key, ttl, hash, count or
+           salesCloseAt)
 
 seatd_catalogue_add
   KEYS[1]  seatd:shows       ARGV[1] score (startsAt ms)   ARGV[2] show id
@@ -86,6 +89,17 @@ local function create_show(keys, args)
     if n ~= math.floor(n) or n > 100000 then
         return fail('INVAL', 'seatCount')
     end
+    local close
+    if args[6] and args[6] ~= '' then
+        local ok, x = pcall(cjson.decode, args[6])
+        if ok and type(x) == 'table' and x.salesCloseAt ~= nil then
+            close = tonumber(x.salesCloseAt)
+            if not close or close ~= math.floor(close) or close <= 0
+                or close > tonumber(args[2]) then
+                return fail('INVAL', 'salesCloseAt')
+            end
+        end
+    end
 
     ------------------------------------------------------------------ effects (cannot fail)
     local now = now_ms()
@@ -93,6 +107,9 @@ local function create_show(keys, args)
         'priceTiers', args[4], 'layoutHash', args[5], 'seatCount', n, 'createdAt', now)
     if args[6] and args[6] ~= '' then
         redis.call('HSET', keys[1], 'extra', args[6])
+    end
+    if close then
+        redis.call('HSET', keys[1], 'salesCloseAt', string.format('%d', close))
     end
     redis.call('SET', p .. ':ver', 0)
     return {'showId', id, 'version', '0', 'createdAt', tostring(now)}

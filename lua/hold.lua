@@ -18,13 +18,17 @@ hold.lua - seatd_hold: holds a set of seats, all or nothing.
   the layout, the script only checks that the layout is the show's.
 
   Order: show, shape and layout checks; the idempotency record (same seats: the stored
-  answer with replayed=1; other seats: IDEM_MISMATCH); lazy reaping of the show's due holds
+  answer with replayed=1; other seats: IDEM_MISMATCH); sales close (now on Redis's TIME at or
+  after the show's salesCloseAt, else its startsAt: SALES_CLOSED <close ms>, nothing written,
+  not even reaping); lazy reaping of the show's due holds
   and of the owner's own; conflict and limit checks; then the effects: SET NX PXAT per seat,
   held bits, hold record (with 'bits', aligned with 'seats'), expiry set, user hash, idempotency record (24 h), version, delta.
+  The hold expires at now + ttl, or at the sales close if that comes first (a hold can never
+  outlive the sales); its seat keys carry PXAT expiresAt - 1 (lib.lua: expired AT expiresAt).
 
   Returns  {"holdId", id, "showId", id, "expiresAt", ms, "version", v, "seatIds", "A1,A2",
             "replayed", "0"|"1"}
-  Errors   NOSHOW, EMPTY, TOOMANY, DUPSEAT <seat>, UNKNOWN_SEAT <seat>, IDEM_MISMATCH,
+  Errors   NOSHOW, SALES_CLOSED <ms>, EMPTY, TOOMANY, DUPSEAT <seat>, UNKNOWN_SEAT <seat>, IDEM_MISMATCH,
            CONFLICT <seat> <seat>…, LIMIT <have>+<asked>><max>, INVAL <why> (layout mismatch,
            bad bit, …)
   A rejected request changes nothing, except that expired holds may have been reaped.
@@ -37,8 +41,10 @@ local function hold(keys, args)
     if not p then
         return fail('INVAL', 'bad show key')
     end
-    local meta = redis.call('HMGET', keys[1], 'holdTtlMs', 'layoutHash', 'seatCount')
+    local meta = redis.call('HMGET', keys[1], 'holdTtlMs', 'layoutHash', 'seatCount', 'startsAt',
+        'salesCloseAt')
     local meta_ttl, layout_hash, seat_count = meta[1], meta[2], tonumber(meta[3])
+    local close = sales_close(meta[4], meta[5])
     if not meta_ttl then
         return fail('NOSHOW', keys[1])
     end
@@ -106,8 +112,13 @@ local function hold(keys, args)
         return fail('INVAL', 'hold id in use')
     end
 
-    -- Reaping expired holds is the one write allowed before the last checks.
+    -- Sales close on Redis's clock, before any write.
     local now = now_ms()
+    if close and now >= close then
+        return fail('SALES_CLOSED', tostring(close))
+    end
+
+    -- Reaping expired holds is the one write allowed before the last checks.
     local changes = {}
     reap_due(p, now, REAP_BATCH, changes)
     reap_owner(p, owner, now, changes)
@@ -135,8 +146,11 @@ local function hold(keys, args)
 
     ------------------------------------------------------------------ effects (cannot fail)
     local deadline = now + ttl
+    if close and deadline > close then
+        deadline = close -- > now: checked above
+    end
     for i, seat in ipairs(seats) do
-        redis.call('SET', p .. ':seat:' .. seat, hold_id, 'NX', 'PXAT', deadline)
+        redis.call('SET', p .. ':seat:' .. seat, hold_id, 'NX', 'PXAT', seat_deadline(deadline))
         redis.call('SETBIT', p .. ':held', idx[i], 1)
         changes[#changes + 1] = {seat, 'held'}
     end

@@ -10,8 +10,14 @@ Conventions (keys.h documents every key):
   - KEYS[1] is "{s:<showId>}:meta"; the show's other keys are derived from its hash-tag
     prefix "{s:<showId>}", so every key a script touches lives in the show's slot.
   - Time comes only from redis.call('TIME'): ms = sec * 1000 + floor(usec / 1000).
-  - A hold is live while now <= expiresAt; its seat keys carry PXAT expiresAt, which Redis
-    expires on the same rule. A hold is due for reaping when expiresAt < now.
+  - A hold is live while now < expiresAt and expired AT expiresAt (not a millisecond later),
+    as the API says. Redis expires a key when now > its deadline, so a hold's seat keys carry
+    PXAT expiresAt - 1: the last millisecond a seat key exists is expiresAt - 1, the same rule.
+    A hold is due for reaping when expiresAt <= now (seat_deadline() and live_at() below).
+  - Sales close at the show's salesCloseAt, or at startsAt without one (sales_close()): from
+    that millisecond on, seatd_hold and seatd_book_begin answer SALES_CLOSED before any write.
+    (A script's key-expiry clock is the script's start, never later than its TIME, so while
+    TIME says a hold is live its seat keys exist; reaping ends it once TIME says otherwise.)
   - Every script checks first (no writes), then writes (cannot fail). The only writes that
     may precede a rejection are lazy reaping of already-expired holds, which preserves
     the semantics; their seat changes are still published (flush) before the error returns.
@@ -30,6 +36,23 @@ local MAX_SEATS_PER_HOLD = 100    -- hard cap, the worker's own limit is usually
 local function now_ms()
     local t = redis.call('TIME')
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The PXAT / PEXPIREAT value for a seat key of a hold that expires at 'expires_at': Redis
+-- keeps a key while now <= its deadline, and a hold is expired at expires_at.
+local function seat_deadline(expires_at)
+    return expires_at - 1
+end
+
+-- Whether a hold with deadline 'expires_at' (number or text) is still live at 'now'.
+local function live_at(expires_at, now)
+    return (tonumber(expires_at) or 0) > now
+end
+
+-- The instant (epoch ms) sales close for a show from its meta fields: salesCloseAt when set,
+-- else startsAt; nil when neither is a number.
+local function sales_close(starts_at, sales_close_at)
+    return tonumber(sales_close_at) or tonumber(starts_at)
 end
 
 -- "{s:42}:meta" -> "{s:42}", "42"; nil when KEYS[1] is not a show's meta key.
@@ -187,7 +210,7 @@ local function reap_hold(p, hold_id, now, changes)
         redis.call('ZREM', p .. ':expiry', hold_id)
         return 0
     end
-    if tonumber(h.expiresAt) >= now then
+    if live_at(h.expiresAt, now) then
         return 0
     end
     end_hold(p, hold_id, h, 'EXPIRED', changes)
@@ -196,7 +219,7 @@ end
 
 -- Reaps up to 'max' holds of the show whose deadline has passed. Returns the count.
 local function reap_due(p, now, max, changes)
-    local due = redis.call('ZRANGEBYSCORE', p .. ':expiry', '-inf', '(' .. now, 'LIMIT', 0, max)
+    local due = redis.call('ZRANGEBYSCORE', p .. ':expiry', '-inf', now, 'LIMIT', 0, max)
     local n = 0
     for _, hold_id in ipairs(due) do
         n = n + reap_hold(p, hold_id, now, changes)
@@ -210,7 +233,7 @@ local function reap_owner(p, owner, now, changes)
     for _, f in ipairs(fields) do
         if f ~= 'booked' then
             local score = redis.call('ZSCORE', p .. ':expiry', f)
-            if not score or tonumber(score) < now then
+            if not score or tonumber(score) <= now then
                 local r = reap_hold(p, f, now, changes)
                 if r == 0 and not score then
                     -- a stale entry: the hold is no longer live

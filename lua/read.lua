@@ -4,7 +4,8 @@ read.lua - read-only functions (flags no-writes): they never reap, they report.
 seatd_show_get
   KEYS[1] {s:<id>}:meta
   Returns {"showId","title","startsAt","holdTtlMs","priceTiers","seatCount","version",
-           "createdAt","extra","layoutHash"} as name/value pairs (showId from the key).
+           "createdAt","extra","layoutHash","salesCloseAt"} as name/value pairs (showId from
+           the key; salesCloseAt "" when the show has none: sales close at startsAt).
   Errors: NOSHOW
 
 seatd_layout_get
@@ -28,7 +29,7 @@ seatd_seatmap
 seatd_hold_get
   KEYS[1] {s:<id>}:meta   ARGV[1] hold id   ARGV[2] owner
   Returns {"holdId","showId","owner","seatIds","status","expiresAt","createdAt","bookingId"}
-  A HELD or PENDING_PAYMENT hold past its deadline reads as EXPIRED (reaping will follow).
+  A HELD or PENDING_PAYMENT hold at or past its deadline reads as EXPIRED (reaping follows).
   Errors: NOTFOUND (missing, or another owner's: never revealed)
 
 seatd_booking_get
@@ -51,7 +52,7 @@ local function show_get(keys, args)
     m.showId = id
     m.version = redis.call('GET', p .. ':ver') or '0'
     return reply_fields(m, {'showId', 'title', 'startsAt', 'holdTtlMs', 'priceTiers',
-        'seatCount', 'version', 'createdAt', 'extra', 'layoutHash'})
+        'seatCount', 'version', 'createdAt', 'extra', 'layoutHash', 'salesCloseAt'})
 end
 
 local function layout_get(keys, args)
@@ -103,7 +104,7 @@ local function hold_get(keys, args)
         return fail('NOTFOUND', args[1] or '?')
     end
     if (h.status == 'HELD' or h.status == 'PENDING_PAYMENT')
-        and tonumber(h.expiresAt) < now_ms() then
+        and not live_at(h.expiresAt, now_ms()) then
         h.status = 'EXPIRED'
     end
     h.holdId = args[1]

@@ -1,5 +1,5 @@
 --[[
-reap.lua - seatd_reap: ends up to 'max' holds of one show whose deadline has passed.
+reap.lua - seatd_reap: ends up to 'max' holds of one show whose deadline has come (expiresAt <= now).
 
   KEYS[1]  {s:<id>}:meta
   ARGV[1]  max holds to reap (1..10000)
@@ -31,7 +31,7 @@ local function reap(keys, args)
     local changes = {}
     local n = reap_due(p, now, max, changes)
     local v = flush(p, changes)
-    local left = redis.call('ZCOUNT', p .. ':expiry', '-inf', '(' .. now)
+    local left = redis.call('ZCOUNT', p .. ':expiry', '-inf', now)
     local first = redis.call('ZRANGE', p .. ':expiry', 0, 0, 'WITHSCORES')
     local nxt = ''
     if #first == 2 then

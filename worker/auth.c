@@ -1,6 +1,7 @@
 /* auth.c - HS256 bearer JWT verification and signing; see auth.h. */
 #include "auth.h"
 #include "buf.h"
+#include "json.h"
 #include "keys.h"
 #include "mem.h"
 
@@ -140,11 +141,27 @@ static int numeric_claim(const cJSON *claims, const char *name, int64_t *out)
     return 1;
 }
 
-static int check_header(const char *json)
+/* Parses a decoded header or claims segment through the JSON layer (json.h): besides syntax
+ * and depth it refuses "\u0000" inside a string, which cJSON would decode into a C string cut
+ * at the NUL ("sub":"alice\u0000evil" read as "alice", "role":"admin\u0000x" as "admin"), and
+ * bytes after the object. Returns an owned object or NULL. */
+static cJSON *parse_segment(const char *json, size_t len)
 {
-    cJSON *h = cJSON_Parse(json);
+    cJSON *doc = NULL;
+    if (seatd_json_parse(json, len, &doc) < 0)
+        return NULL;
+    if (!cJSON_IsObject(doc)) {
+        cJSON_Delete(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+static int check_header(const char *json, size_t len)
+{
+    cJSON *h = parse_segment(json, len);
     int rc = SEATD_EUNAUTH;
-    if (!cJSON_IsObject(h))
+    if (h == NULL)
         goto out;
     const cJSON *alg = cJSON_GetObjectItemCaseSensitive(h, "alg");
     if (!cJSON_IsString(alg) || strcmp(alg->valuestring, "HS256") != 0)
@@ -175,12 +192,12 @@ static int is_admin(const cJSON *claims)
     return 0;
 }
 
-static int check_claims(const char *json, int64_t now, seatd_principal_t *out)
+static int check_claims(const char *json, size_t len, int64_t now, seatd_principal_t *out)
 {
-    cJSON *c = cJSON_Parse(json);
+    cJSON *c = parse_segment(json, len);
     int rc = SEATD_EUNAUTH;
     int64_t exp = 0, nbf = 0, iat = 0;
-    if (!cJSON_IsObject(c))
+    if (c == NULL)
         goto out;
     if (numeric_claim(c, "exp", &exp) != 1)
         goto out; /* exp is required */
@@ -269,14 +286,14 @@ int seatd_auth_verify_at(const seatd_auth_t *auth, const char *token, int64_t no
     if (strlen((char *)header) != header_len || strlen((char *)claims) != claims_len)
         goto out;
     /* Algorithm first: nothing else in the token is trusted before the header says HS256. */
-    if (check_header((char *)header) < 0)
+    if (check_header((char *)header, header_len) < 0)
         goto out;
     unsigned char mac[SHA256_LEN];
     if (hmac(auth, token, (size_t)(dot2 - token), mac) < 0)
         goto out;
     if (sig_len != SHA256_LEN || CRYPTO_memcmp(mac, sig, SHA256_LEN) != 0)
         goto out;
-    rc = check_claims((char *)claims, now, out);
+    rc = check_claims((char *)claims, claims_len, now, out);
 out:
     free(sig);
     free(claims);

@@ -9,6 +9,9 @@
  * SEATD_AUTH_LEEWAY_S seconds of leeway; "sub" is required and must be a valid user id
  * (keys.h grammar, ^[A-Za-z0-9_.@:|-]{1,64}$); "role": "admin" (or "roles": [..., "admin"])
  * grants the admin role. The signature is compared in constant time (CRYPTO_memcmp).
+ * Header and claims are parsed by json.h's seatd_json_parse(): a "\u0000" inside any string
+ * (which would cut "alice\u0000evil" to "alice") or bytes after the object make the token
+ * invalid (401).
  *
  * Lifecycle: seatd_auth_new() / seatd_auth_free(). The clock is injectable for tests.
  * Pure apart from the clock: no I/O. Single-threaded use.

@@ -39,6 +39,7 @@
     XX(INFLIGHT, 409, "idempotency-key-in-flight", "INFLIGHT",                                    \
        "a request with this idempotency key is still in progress")                                 \
     XX(EXISTS, 409, "already-exists", "EXISTS", "the resource already exists")                     \
+    XX(SALESCLOSED, 409, "sales-closed", "SALES_CLOSED", "sales for this show have closed")        \
     XX(EXPIRED, 410, "hold-expired", "EXPIRED", "the hold has expired")                            \
     XX(TOOLARGE, 413, "body-too-large", "TOOLARGE", "the request body is too large")              \
     XX(MEDIATYPE, 415, "unsupported-media-type", "MEDIATYPE", "the body must be application/json") \

@@ -85,6 +85,12 @@ int seatd_json_parse_body_or_reply(seatd_req_t *r, cJSON **out)
         return SEATD_EBADJSON;
     }
     if (!is_json_type(seatd_req_header(r, "content-type"))) {
+        /* Say what is accepted (Accept-Post, W3C LDP; Accept-Patch, RFC 5789). */
+        const char *method = seatd_req_method(r);
+        if (method && strcmp(method, "POST") == 0)
+            seatd_req_add_header(r, "Accept-Post", "application/json");
+        else if (method && strcmp(method, "PATCH") == 0)
+            seatd_req_add_header(r, "Accept-Patch", "application/json");
         seatd_req_finish_problem(r, SEATD_EMEDIATYPE,
                                  "send the body with Content-Type: application/json", NULL);
         return SEATD_EMEDIATYPE;
@@ -107,95 +113,182 @@ int seatd_json_parse_body_or_reply(seatd_req_t *r, cJSON **out)
     return 0;
 }
 
-/* Answers 400 with a detail naming 'name'; returns 'err'. */
-static int reply_field(seatd_req_t *r, int err, const char *name, const char *what)
+/* ---------------------------------------------------------------------------------------
+ * Validation that collects every bad field
+ * --------------------------------------------------------------------------------------- */
+
+void seatd_json_check_init(seatd_json_check_t *v)
 {
-    char detail[256];
-    snprintf(detail, sizeof(detail), "field '%.64s' %.160s", name, what);
-    seatd_req_finish_problem(r, err, detail, NULL);
+    memset(v, 0, sizeof(*v));
+}
+
+void seatd_json_check_clear(seatd_json_check_t *v)
+{
+    cJSON_Delete(v->params);
+    seatd_json_check_init(v);
+}
+
+int seatd_json_check_failed(const seatd_json_check_t *v, const char *name)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v->params)
+    {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
+        if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int seatd_json_check_fail(seatd_json_check_t *v, int err, const char *name, const char *reason,
+                          const char *detail)
+{
+    if (seatd_json_check_failed(v, name))
+        return err;
+    if (v->err == 0) {
+        v->err = err;
+        if (detail)
+            snprintf(v->detail, sizeof(v->detail), "%s", detail);
+        else if (strcmp(reason, "required") == 0)
+            snprintf(v->detail, sizeof(v->detail), "field '%.64s' is required", name);
+        else
+            snprintf(v->detail, sizeof(v->detail), "field '%.64s' %.160s", name, reason);
+    }
+    if (v->params == NULL)
+        v->params = cJSON_CreateArray();
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "name", name);
+    cJSON_AddStringToObject(p, "reason", reason);
+    cJSON_AddItemToArray(v->params, p);
     return err;
 }
 
-int seatd_json_get_string_or_reply(seatd_req_t *r, const cJSON *obj, const char *name,
-                                   size_t maxlen, int required, const char **out)
+int seatd_json_check_done_or_reply(seatd_json_check_t *v, seatd_req_t *r)
+{
+    int err = v->err;
+    if (err == 0) {
+        seatd_json_check_clear(v);
+        return 0;
+    }
+    cJSON *extra = cJSON_CreateObject();
+    cJSON_AddItemToObject(extra, "invalidParams", v->params);
+    v->params = NULL;
+    seatd_req_finish_problem(r, err, v->detail, extra);
+    seatd_json_check_clear(v);
+    return err;
+}
+
+int seatd_json_check_string(seatd_json_check_t *v, const cJSON *obj, const char *name,
+                            size_t maxlen, int required, const char **out)
 {
     *out = NULL;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    if (v == NULL || cJSON_IsNull(v)) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (it == NULL || cJSON_IsNull(it)) {
         if (!required)
             return 0;
-        return reply_field(r, SEATD_EINVAL, name, "is required");
+        return seatd_json_check_fail(v, SEATD_EINVAL, name, "required", NULL);
     }
     char what[96];
     if (maxlen)
         snprintf(what, sizeof(what), "must be a string of 1 to %zu characters", maxlen);
     else
         snprintf(what, sizeof(what), "must be a non-empty string");
-    if (!cJSON_IsString(v) || v->valuestring == NULL)
-        return reply_field(r, SEATD_EINVAL, name, what);
-    size_t len = strlen(v->valuestring);
+    if (!cJSON_IsString(it) || it->valuestring == NULL)
+        return seatd_json_check_fail(v, SEATD_EINVAL, name, what, NULL);
+    size_t len = strlen(it->valuestring);
     if (len == 0 || (maxlen && len > maxlen))
-        return reply_field(r, SEATD_EINVAL, name, what);
-    *out = v->valuestring;
+        return seatd_json_check_fail(v, SEATD_EINVAL, name, what, NULL);
+    *out = it->valuestring;
     return 0;
 }
 
-int seatd_json_get_int_or_reply(seatd_req_t *r, const cJSON *obj, const char *name,
-                                long long min, long long max, int required, long long *out)
+int seatd_json_check_int(seatd_json_check_t *v, const cJSON *obj, const char *name, long long min,
+                         long long max, int required, long long *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    if (v == NULL || cJSON_IsNull(v)) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (it == NULL || cJSON_IsNull(it)) {
         if (!required)
             return 0;
-        return reply_field(r, SEATD_EINVAL, name, "is required");
+        return seatd_json_check_fail(v, SEATD_EINVAL, name, "required", NULL);
     }
     char what[128];
     snprintf(what, sizeof(what), "must be an integer from %lld to %lld", min, max);
-    if (!cJSON_IsNumber(v))
-        return reply_field(r, SEATD_EINVAL, name, what);
-    double d = v->valuedouble;
+    if (!cJSON_IsNumber(it))
+        return seatd_json_check_fail(v, SEATD_EINVAL, name, what, NULL);
+    double d = it->valuedouble;
     /* Beyond 2^53 doubles stop being exact integers; no seatd field needs that range. */
     if (!isfinite(d) || floor(d) != d || fabs(d) > 9007199254740992.0 || d < (double)min ||
         d > (double)max)
-        return reply_field(r, SEATD_EINVAL, name, what);
+        return seatd_json_check_fail(v, SEATD_EINVAL, name, what, NULL);
     *out = (long long)d;
     return 0;
+}
+
+int seatd_json_check_string_array(seatd_json_check_t *v, const cJSON *obj, const char *name,
+                                  size_t max_items, size_t max_len, const char ***arr, size_t *n)
+{
+    *arr = NULL;
+    *n = 0;
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (it == NULL || cJSON_IsNull(it))
+        return seatd_json_check_fail(v, SEATD_EINVAL, name, "required", NULL);
+    if (!cJSON_IsArray(it))
+        return seatd_json_check_fail(v, SEATD_EINVAL, name, "must be an array of strings", NULL);
+    size_t count = (size_t)cJSON_GetArraySize(it);
+    if (count > max_items) {
+        char what[96];
+        snprintf(what, sizeof(what), "has more than %zu items", max_items);
+        int err = strcmp(name, "seatIds") == 0 ? SEATD_ETOOMANY : SEATD_EINVAL;
+        return seatd_json_check_fail(v, err, name, what, NULL);
+    }
+    const char **items = seatd_calloc(count ? count : 1, sizeof(*items));
+    size_t i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, it)
+    {
+        size_t len = cJSON_IsString(e) && e->valuestring ? strlen(e->valuestring) : 0;
+        if (len == 0 || (max_len && len > max_len)) {
+            free(items);
+            char what[128];
+            snprintf(what, sizeof(what), "must hold only strings of 1 to %zu characters",
+                     max_len);
+            return seatd_json_check_fail(v, SEATD_EINVAL, name, what, NULL);
+        }
+        items[i++] = e->valuestring;
+    }
+    *arr = items;
+    *n = i;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Single-field getters: one check, answered at once
+ * --------------------------------------------------------------------------------------- */
+
+int seatd_json_get_string_or_reply(seatd_req_t *r, const cJSON *obj, const char *name,
+                                   size_t maxlen, int required, const char **out)
+{
+    seatd_json_check_t v;
+    seatd_json_check_init(&v);
+    seatd_json_check_string(&v, obj, name, maxlen, required, out);
+    return seatd_json_check_done_or_reply(&v, r);
+}
+
+int seatd_json_get_int_or_reply(seatd_req_t *r, const cJSON *obj, const char *name, long long min,
+                                long long max, int required, long long *out)
+{
+    seatd_json_check_t v;
+    seatd_json_check_init(&v);
+    seatd_json_check_int(&v, obj, name, min, max, required, out);
+    return seatd_json_check_done_or_reply(&v, r);
 }
 
 int seatd_json_get_string_array_or_reply(seatd_req_t *r, const cJSON *obj, const char *name,
                                          size_t max_items, size_t max_len, const char ***arr,
                                          size_t *n)
 {
-    *arr = NULL;
-    *n = 0;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    if (v == NULL || cJSON_IsNull(v))
-        return reply_field(r, SEATD_EINVAL, name, "is required");
-    if (!cJSON_IsArray(v))
-        return reply_field(r, SEATD_EINVAL, name, "must be an array of strings");
-    size_t count = (size_t)cJSON_GetArraySize(v);
-    if (count > max_items) {
-        char what[96];
-        snprintf(what, sizeof(what), "has more than %zu items", max_items);
-        int err = strcmp(name, "seatIds") == 0 ? SEATD_ETOOMANY : SEATD_EINVAL;
-        return reply_field(r, err, name, what);
-    }
-    const char **items = seatd_calloc(count ? count : 1, sizeof(*items));
-    size_t i = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, v)
-    {
-        size_t len = cJSON_IsString(it) && it->valuestring ? strlen(it->valuestring) : 0;
-        if (len == 0 || (max_len && len > max_len)) {
-            free(items);
-            char what[128];
-            snprintf(what, sizeof(what), "must hold only strings of 1 to %zu characters",
-                     max_len);
-            return reply_field(r, SEATD_EINVAL, name, what);
-        }
-        items[i++] = it->valuestring;
-    }
-    *arr = items;
-    *n = i;
-    return 0;
+    seatd_json_check_t v;
+    seatd_json_check_init(&v);
+    seatd_json_check_string_array(&v, obj, name, max_items, max_len, arr, n);
+    return seatd_json_check_done_or_reply(&v, r);
 }

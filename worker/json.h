@@ -3,8 +3,9 @@
  * fields, and reply 400/415 on failure.
  *
  * Functions ending in _or_reply answer the request themselves on failure (problem+json with
- * a detail naming the field) and return a negative SEATD_E*. A handler may simply return that
- * code: the pipeline sees the request is already answered and does not answer again.
+ * a detail naming the field and "invalidParams" listing it) and return a negative SEATD_E*. A
+ * handler may simply return that code: the pipeline sees the request is already answered and does
+ * not answer again.
  *
  *     cJSON *body = NULL;
  *     int rc = seatd_json_parse_body_or_reply(r, &body);
@@ -31,7 +32,10 @@ struct cJSON;
 
 /*
  * Parses 'text' ('len' bytes, borrowed) with the depth limit. Returns 0 and an owned '*out'
- * (cJSON_Delete it), or SEATD_EBADJSON (syntax, depth, trailing bytes, NUL bytes).
+ * (cJSON_Delete it), or SEATD_EBADJSON (syntax, depth, trailing bytes, NUL bytes, and any
+ * "\u0000" escape: cJSON's strings are NUL-terminated, so "alice\u0000evil" would read as
+ * "alice"; refusing it here means no string of a parsed tree is ever shorter than sent).
+ * Every JSON seatd reads from outside (bodies, JWT header and claims) goes through here.
  */
 SEATD_MUSTCHECK int seatd_json_parse(const char *text, size_t len, struct cJSON **out);
 
@@ -40,9 +44,61 @@ SEATD_MUSTCHECK int seatd_json_parse(const char *text, size_t len, struct cJSON 
  * sent with Content-Type application/json (parameters such as charset allowed; else 415
  * unsupported-media-type), be valid JSON nested at most SEATD_JSON_MAX_DEPTH deep, and be an
  * object (else 400 malformed-json). On failure the request is answered, '*out' is NULL and
- * the return is SEATD_EMEDIATYPE or SEATD_EBADJSON.
+ * the return is SEATD_EMEDIATYPE or SEATD_EBADJSON. A 415 names what is accepted
+ * ("Accept-Post: application/json" on POST, "Accept-Patch" on PATCH).
  */
 SEATD_MUSTCHECK int seatd_json_parse_body_or_reply(seatd_req_t *r, struct cJSON **out);
+
+/*
+ * Validation that reports every bad field of a body at once (RFC 9457 "invalidParams"):
+ *
+ *     seatd_json_check_t v;
+ *     seatd_json_check_init(&v);
+ *     seatd_json_check_string(&v, body, "holdId", 64, 1, &hold_id);
+ *     seatd_json_check_string(&v, body, "paymentMethod", 64, 1, &method);
+ *     if (seatd_json_check_done_or_reply(&v, r) < 0)
+ *         return 0;   (answered 400, every bad field named; 'v' is cleared)
+ *
+ * The check_* functions record a failure and go on (a field that failed leaves its out value
+ * NULL, or untouched for integers). The answer's "detail" is the first bad field's, worded as
+ * the single-field getters below word it; its type is the first failure's code; and
+ * "invalidParams" lists each bad field once, in the order checked:
+ * [{"name":"holdId","reason":"required"},{"name":"paymentMethod","reason":"required"}].
+ * Pure until done_or_reply; seatd_json_check_clear() drops a check that is not answered.
+ */
+typedef struct seatd_json_check_s {
+    int err;              /* the first failure's code; 0 while none */
+    char detail[256];     /* the first failure's detail */
+    struct cJSON *params; /* owned: the invalidParams array; NULL while none */
+} seatd_json_check_t;
+
+void seatd_json_check_init(seatd_json_check_t *v);
+/* Frees what 'v' holds (a check that will not be answered). */
+void seatd_json_check_clear(seatd_json_check_t *v);
+/* 1 when field 'name' has already failed. */
+int seatd_json_check_failed(const seatd_json_check_t *v, const char *name);
+/*
+ * Records that field 'name' (borrowed) is bad with code 'err' (a negative SEATD_E*) for
+ * 'reason' (borrowed, e.g. "required", "must be …"). 'detail' (borrowed, may be NULL: then
+ * "field '<name>' <reason>") becomes the answer's detail if this is the first failure. A field
+ * is listed once (a second failure of the same field is ignored). Returns 'err'.
+ */
+int seatd_json_check_fail(seatd_json_check_t *v, int err, const char *name, const char *reason,
+                          const char *detail);
+/* As seatd_json_get_string_or_reply(), recording instead of answering. */
+int seatd_json_check_string(seatd_json_check_t *v, const struct cJSON *obj, const char *name,
+                            size_t maxlen, int required, const char **out);
+/* As seatd_json_get_int_or_reply(), recording instead of answering. */
+int seatd_json_check_int(seatd_json_check_t *v, const struct cJSON *obj, const char *name,
+                         long long min, long long max, int required, long long *out);
+/* As seatd_json_get_string_array_or_reply(), recording instead of answering. */
+int seatd_json_check_string_array(seatd_json_check_t *v, const struct cJSON *obj, const char *name,
+                                  size_t max_items, size_t max_len, const char ***arr, size_t *n);
+/*
+ * Returns 0 when nothing failed. Otherwise answers 'r' with the first failure's problem
+ * (its detail, plus "invalidParams") and returns that code. Either way 'v' is cleared.
+ */
+SEATD_MUSTCHECK int seatd_json_check_done_or_reply(seatd_json_check_t *v, seatd_req_t *r);
 
 /*
  * Reads string member 'name' of 'obj' (borrowed). '*out' is borrowed from 'obj' (valid until

@@ -117,3 +117,362 @@ Test(api_bad_input, every_bad_hold_request_is_rejected_and_changes_nothing)
     free(before);
     free(after);
 }
+
+/* ---------------------------------------------------------------------------------------
+ * Issue 9: NUL inside strings, every bad field named, 415 with Accept-Post, no Redis key
+ * names in answers, sales close at the start.
+ * --------------------------------------------------------------------------------------- */
+
+#include <hiredis/hiredis.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <time.h>
+
+static void b64url_append(seatd_buf_t *b, const unsigned char *in, size_t len)
+{
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)in[i] << 16;
+        if (i + 1 < len)
+            v |= (unsigned)in[i + 1] << 8;
+        if (i + 2 < len)
+            v |= in[i + 2];
+        char q[4] = {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63], a[v & 63]};
+        seatd_buf_append(b, q, i + 2 < len ? 4 : i + 1 < len ? 3 : 2);
+    }
+}
+
+/* An HS256 token over 'claims' (JSON text, borrowed) signed with the stack's secret, as
+ * "Authorization: Bearer …\r\n". Returns owned text. */
+static char *auth_header_for(const char *claims)
+{
+    const char *secret = getenv("SEATD_JWT_SECRET");
+    cr_assert_not_null(secret);
+    static const char header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+    seatd_buf_t t = SEATD_BUF_INIT;
+    b64url_append(&t, (const unsigned char *)header, sizeof(header) - 1);
+    seatd_buf_puts(&t, ".");
+    b64url_append(&t, (const unsigned char *)claims, strlen(claims));
+    unsigned char mac[32];
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)t.data, t.len, mac,
+         &len);
+    seatd_buf_puts(&t, ".");
+    b64url_append(&t, mac, len);
+    seatd_buf_t h = SEATD_BUF_INIT;
+    seatd_buf_printf(&h, "Authorization: Bearer %s\r\n", t.data);
+    seatd_buf_free(&t);
+    return seatd_buf_steal(&h, NULL);
+}
+
+static const char *const show_body =
+    "{\"title\":\"nul probe\",\"startsAt\":\"2030-01-01T20:00:00Z\",\"priceTiers\":"
+    "{\"standard\":1000},\"seats\":[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,"
+    "\"tier\":\"standard\",\"x\":1,\"y\":1}]}";
+
+static long catalogue_size(void)
+{
+    redisContext *c = e2e_redis();
+    redisReply *rep = redisCommand(c, "ZCARD seatd:shows");
+    long n = rep && rep->type == REDIS_REPLY_INTEGER ? (long)rep->integer : -1;
+    freeReplyObject(rep);
+    redisFree(c);
+    return n;
+}
+
+Test(api_bad_input, a_nul_inside_a_signed_claim_is_401_never_a_truncated_identity)
+{
+    char show[32], path[96], hold_id[64];
+    cr_assert_eq(e2e_create_show(1, 5, 300, show), 0);
+    e2e_res_t res;
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    cr_assert_eq(e2e_call("POST", path, "alice", "{\"seatIds\":[\"A1\"]}", NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201);
+    snprintf(hold_id, sizeof(hold_id), "%s", e2e_str(&res, "holdId"));
+    e2e_res_free(&res);
+    char *before = e2e_show_snapshot(show);
+    long shows_before = catalogue_size();
+    long long exp = (long long)time(NULL) + 600;
+    char claims[256];
+
+    /* "alice\u0000evil" must not read (or release) alice's hold. */
+    snprintf(claims, sizeof(claims), "{\"sub\":\"alice\\u0000evil\",\"exp\":%lld}", exp);
+    char *hdr = auth_header_for(claims);
+    snprintf(path, sizeof(path), "/v1/holds/%s", hold_id);
+    cr_assert_eq(e2e_call("GET", path, NULL, NULL, hdr, &res), 0);
+    assert_problem(&res, 401, "unauthorized", "sub with an escaped NUL, GET");
+    cr_assert(seatd_test_http_header(&res.http, "www-authenticate"));
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_call("DELETE", path, NULL, NULL, hdr, &res), 0);
+    assert_problem(&res, 401, "unauthorized", "sub with an escaped NUL, DELETE");
+    e2e_res_free(&res);
+    free(hdr);
+
+    /* "admin\u0000x" is no admin role, in "role" or in "roles". */
+    const char *roles[] = {"\"role\":\"admin\\u0000x\"", "\"roles\":[\"admin\\u0000x\"]"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(claims, sizeof(claims), "{\"sub\":\"mallory\",\"exp\":%lld,%s}", exp, roles[i]);
+        hdr = auth_header_for(claims);
+        cr_assert_eq(e2e_call("POST", "/v1/shows", NULL, show_body, hdr, &res), 0);
+        assert_problem(&res, 401, "unauthorized", roles[i]);
+        e2e_res_free(&res);
+        free(hdr);
+    }
+    /* The same claims without the escape work (the probe itself is sound). */
+    snprintf(claims, sizeof(claims), "{\"sub\":\"alice\",\"exp\":%lld}", exp);
+    hdr = auth_header_for(claims);
+    cr_assert_eq(e2e_call("GET", path, NULL, NULL, hdr, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    e2e_res_free(&res);
+    free(hdr);
+
+    char *after = e2e_show_snapshot(show);
+    cr_assert_str_eq(before, after, "nothing changed");
+    cr_assert_eq(catalogue_size(), shows_before, "no show was created");
+    free(before);
+    free(after);
+}
+
+Test(api_bad_input, a_nul_inside_any_body_string_is_400_and_changes_nothing)
+{
+    char show[32], holds[96], body[256], hold_id[64];
+    cr_assert_eq(e2e_create_show(1, 5, 300, show), 0);
+    e2e_res_t res;
+    snprintf(holds, sizeof(holds), "/v1/shows/%s/holds", show);
+    cr_assert_eq(e2e_call("POST", holds, "alice", "{\"seatIds\":[\"A2\"]}", NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201);
+    snprintf(hold_id, sizeof(hold_id), "%s", e2e_str(&res, "holdId"));
+    e2e_res_free(&res);
+    char *before = e2e_show_snapshot(show);
+    long shows_before = catalogue_size();
+
+    const char *hold_bodies[] = {"{\"seatIds\":[\"A1\\u0000x\"]}",
+                                 "{\"seatIds\":[\"A1\"],\"idempotencyKey\":\"k\\u0000x\"}"};
+    for (size_t i = 0; i < 2; i++) {
+        cr_assert_eq(e2e_call("POST", holds, "bob", hold_bodies[i], NULL, &res), 0);
+        assert_problem(&res, 400, "malformed-json", hold_bodies[i]);
+        e2e_res_free(&res);
+    }
+    snprintf(body, sizeof(body), "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_ok\\u0000x\"}",
+             hold_id);
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", "alice", body, NULL, &res), 0);
+    assert_problem(&res, 400, "malformed-json", "paymentMethod");
+    e2e_res_free(&res);
+    snprintf(body, sizeof(body), "{\"holdId\":\"%s\\u0000x\",\"paymentMethod\":\"tok_ok\"}",
+             hold_id);
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", "alice", body, NULL, &res), 0);
+    assert_problem(&res, 400, "malformed-json", "holdId");
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin",
+                          "{\"title\":\"x\\u0000y\",\"startsAt\":\"2030-01-01T20:00:00Z\"}", NULL,
+                          &res),
+                 0);
+    assert_problem(&res, 400, "malformed-json", "title");
+    e2e_res_free(&res);
+
+    char *after = e2e_show_snapshot(show);
+    cr_assert_str_eq(before, after, "nothing changed");
+    cr_assert_eq(catalogue_size(), shows_before, "no show was created");
+    free(before);
+    free(after);
+}
+
+/* Asserts that 'res' lists exactly the fields 'names' (NULL-terminated) in invalidParams. */
+static void assert_invalid_params(const e2e_res_t *res, const char *const *names)
+{
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(res->json, "invalidParams");
+    cr_assert(cJSON_IsArray(params), "no invalidParams: %.*s", (int)res->http.body_len,
+              res->http.body);
+    size_t n = 0;
+    while (names[n])
+        n++;
+    cr_assert_eq((size_t)cJSON_GetArraySize(params), n, "%.*s", (int)res->http.body_len,
+                 res->http.body);
+    for (size_t i = 0; i < n; i++) {
+        const cJSON *p = cJSON_GetArrayItem(params, (int)i);
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(p, "name");
+        const cJSON *reason = cJSON_GetObjectItemCaseSensitive(p, "reason");
+        cr_assert(cJSON_IsString(name) && strcmp(name->valuestring, names[i]) == 0,
+                  "invalidParams[%zu] is not %s", i, names[i]);
+        cr_assert(cJSON_IsString(reason) && reason->valuestring[0]);
+    }
+}
+
+Test(api_bad_input, a_400_names_every_bad_field)
+{
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", "fuzzer", "{}", NULL, &res), 0);
+    assert_problem(&res, 400, "bad-request", "empty booking");
+    cr_assert_str_eq(e2e_str(&res, "detail"), "field 'holdId' is required");
+    assert_invalid_params(&res, (const char *const[]){"holdId", "paymentMethod", NULL});
+    e2e_res_free(&res);
+
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", "fuzzer",
+                          "{\"holdId\":7,\"paymentMethod\":\"TOK OK\",\"idempotencyKey\":\"a b\"}",
+                          NULL, &res),
+                 0);
+    assert_problem(&res, 400, "bad-request", "three bad booking fields");
+    assert_invalid_params(&res,
+                          (const char *const[]){"holdId", "paymentMethod", "idempotencyKey", NULL});
+    e2e_res_free(&res);
+
+    char show[32], path[96];
+    cr_assert_eq(e2e_create_show(1, 5, 300, show), 0);
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    cr_assert_eq(
+        e2e_call("POST", path, "fuzzer", "{\"seatIds\":5,\"idempotencyKey\":\"a b\"}", NULL, &res),
+        0);
+    assert_problem(&res, 400, "bad-request", "two bad hold fields");
+    assert_invalid_params(&res, (const char *const[]){"seatIds", "idempotencyKey", NULL});
+    e2e_res_free(&res);
+
+    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin", "{\"holdTtlSeconds\":0}", NULL, &res), 0);
+    assert_problem(&res, 400, "bad-request", "empty show");
+    assert_invalid_params(&res, (const char *const[]){"title", "startsAt", "holdTtlSeconds",
+                                                      "priceTiers", "seats", NULL});
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin",
+                          "{\"title\":\"t\",\"startsAt\":\"2030-01-01T20:00:00Z\","
+                          "\"salesCloseAt\":\"2030-01-02T20:00:00Z\",\"priceTiers\":"
+                          "{\"standard\":1000},\"seats\":[{\"id\":\"A1\",\"row\":\"A\","
+                          "\"number\":1,\"tier\":\"standard\",\"x\":1,\"y\":1}]}",
+                          NULL, &res),
+                 0);
+    assert_problem(&res, 400, "bad-request", "sales closing after the start");
+    assert_invalid_params(&res, (const char *const[]){"salesCloseAt", NULL});
+    e2e_res_free(&res);
+}
+
+Test(api_bad_input, a_415_says_what_it_accepts)
+{
+    seatd_test_http_response_t res;
+    char hdr[1200];
+    snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s\r\nContent-Type: text/plain\r\n",
+             e2e_token("fuzzer", 0));
+    static const char body[] = "{\"holdId\":\"1-h0\",\"paymentMethod\":\"tok_ok\"}";
+    cr_assert_eq(seatd_test_http_request("127.0.0.1", e2e_port(), "POST", "/v1/bookings", hdr, body,
+                                         sizeof(body) - 1, &res),
+                 0);
+    cr_assert_eq(res.status, 415);
+    const char *accept = seatd_test_http_header(&res, "accept-post");
+    cr_assert(accept && strcmp(accept, "application/json") == 0, "Accept-Post: %s",
+              accept ? accept : "(none)");
+    seatd_test_http_response_free(&res);
+}
+
+/* No answer carries a Redis key name, a Redis error text or another internal. */
+static void assert_no_internals(const e2e_res_t *res, const char *what)
+{
+    char *b = strndup(res->http.body ? res->http.body : "", res->http.body_len);
+    const char *bad[] = {"{s:", ":meta", "seatd:", "ERR ", "NOSHOW", "NOTFOUND", "script"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_assert(strstr(b, bad[i]) == NULL, "%s: the answer shows '%s': %s", what, bad[i], b);
+    free(b);
+}
+
+Test(api_bad_input, no_answer_names_a_redis_key_or_shows_a_redis_error)
+{
+    struct {
+        const char *method, *path, *body;
+        int status;
+    } probes[] = {
+        {"GET", "/v1/shows/987654321", NULL, 404},
+        {"GET", "/v1/shows/987654321/seats", NULL, 404},
+        {"GET", "/v1/shows/987654321/layout", NULL, 404},
+        {"POST", "/v1/shows/987654321/holds", "{\"seatIds\":[\"A1\"]}", 404},
+        {"GET", "/v1/holds/987654321-h0123456789abcdef0123", NULL, 404},
+        {"DELETE", "/v1/holds/987654321-h0123456789abcdef0123", NULL, 404},
+        {"GET", "/v1/bookings/987654321-b0123456789abcdef0123", NULL, 404},
+        {"DELETE", "/v1/bookings/987654321-b0123456789abcdef0123", NULL, 404},
+        {"POST", "/v1/bookings",
+         "{\"holdId\":\"987654321-h0123456789abcdef0123\",\"paymentMethod\":\"tok_ok\"}", 404},
+    };
+    for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+        e2e_res_t res;
+        cr_assert_eq(
+            e2e_call(probes[i].method, probes[i].path, "fuzzer", probes[i].body, NULL, &res), 0);
+        assert_problem(&res, probes[i].status, NULL, probes[i].path);
+        assert_no_internals(&res, probes[i].path);
+        e2e_res_free(&res);
+    }
+}
+
+/* Creates a show starting at 'starts' (RFC 3339) with an optional 'close' cutoff. */
+static void create_show_at(const char *starts, const char *close, char *id)
+{
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"title\":\"sales\",\"startsAt\":\"%s\",%s%s%s\"holdTtlSeconds\":300,"
+             "\"priceTiers\":{\"standard\":1000},\"seats\":[{\"id\":\"A1\",\"row\":\"A\","
+             "\"number\":1,\"tier\":\"standard\",\"x\":1,\"y\":1},{\"id\":\"A2\",\"row\":\"A\","
+             "\"number\":2,\"tier\":\"standard\",\"x\":2,\"y\":1}]}",
+             starts, close ? "\"salesCloseAt\":\"" : "", close ? close : "", close ? "\"," : "");
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin", body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    snprintf(id, 32, "%s", e2e_str(&res, "id"));
+    e2e_res_free(&res);
+}
+
+static long long redis_clock_ms(redisContext *c)
+{
+    redisReply *t = redisCommand(c, "TIME");
+    long long ms = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+    freeReplyObject(t);
+    return ms;
+}
+
+Test(api_bad_input, holds_and_bookings_after_sales_close_are_409_sales_closed)
+{
+    char started[32], cut[32], path[96];
+    e2e_res_t res;
+    /* A show that has started, and one whose sales closed before its start. */
+    create_show_at("2020-01-01T20:00:00Z", NULL, started);
+    create_show_at("2030-01-01T20:00:00Z", "2020-01-01T19:00:00Z", cut);
+    snprintf(path, sizeof(path), "/v1/shows/%s", cut);
+    cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
+    cr_assert_str_eq(e2e_str(&res, "salesCloseAt"), "2020-01-01T19:00:00.000Z");
+    e2e_res_free(&res);
+    const char *shows[] = {started, cut};
+    for (size_t i = 0; i < 2; i++) {
+        char *before = e2e_show_snapshot(shows[i]);
+        snprintf(path, sizeof(path), "/v1/shows/%s/holds", shows[i]);
+        cr_assert_eq(e2e_call("POST", path, "late", "{\"seatIds\":[\"A1\"]}", NULL, &res), 0);
+        assert_problem(&res, 409, "sales-closed", shows[i]);
+        cr_assert(strstr(e2e_str(&res, "detail"), "2020-01-01T"), "%s", e2e_str(&res, "detail"));
+        e2e_res_free(&res);
+        char *after = e2e_show_snapshot(shows[i]);
+        cr_assert_str_eq(before, after, "nothing changed");
+        free(before);
+        free(after);
+    }
+
+    /* A show starting in 2 s: a hold ends at the start; booking it after is sales-closed. */
+    time_t t = time(NULL) + 2;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char when[32], soon[32], body[160], hold_id[64];
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    strftime(soon, sizeof(soon), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+    create_show_at(when, NULL, started);
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", started);
+    cr_assert_eq(e2e_call("POST", path, "late", "{\"seatIds\":[\"A2\"]}", NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert_str_eq(e2e_str(&res, "expiresAt"), soon, "the hold ends when sales close");
+    snprintf(hold_id, sizeof(hold_id), "%s", e2e_str(&res, "holdId"));
+    e2e_res_free(&res);
+    redisContext *c = e2e_redis();
+    long long close = (long long)t * 1000, stop = redis_clock_ms(c) + 10000, now;
+    while ((now = redis_clock_ms(c)) < close)
+        cr_assert(now < stop);
+    redisFree(c);
+    char *before = e2e_show_snapshot(started);
+    snprintf(body, sizeof(body), "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_ok\"}", hold_id);
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", "late", body, NULL, &res), 0);
+    assert_problem(&res, 409, "sales-closed", "booking after the close");
+    e2e_res_free(&res);
+    char *after = e2e_show_snapshot(started);
+    cr_assert_str_eq(before, after, "nothing changed, no charge started");
+    free(before);
+    free(after);
+}

@@ -141,3 +141,304 @@ Test(lua_expiry, held_bits_are_cleared_by_lazy_reaping_and_by_reap)
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
 }
+
+/* ---------------------------------------------------------------------------------------
+ * The boundary: a hold is expired AT expiresAt, not a millisecond later. No sleeps and no
+ * timed assertion: each probe spins on Redis's TIME until the target millisecond and then
+ * pipelines TIME, the call, TIME; only a probe whose two TIMEs both read the target counts
+ * (the call's own TIME lies between them), a probe that missed it is retried with a fresh
+ * hold. The probes are bounded in count and time.
+ * --------------------------------------------------------------------------------------- */
+
+#define PROBE_TRIES 400   /* attempts per probe series, each a fresh hold */
+#define PROBE_HOLD_TTL 15 /* ms: short, so an attempt takes ~15 ms */
+#define PROBE_DEADLINE_MS 8000 /* per series */
+
+static long long time_of(const redisReply *t)
+{
+    return atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+}
+
+static long long redis_ms(redisContext *c)
+{
+    redisReply *t = redisCommand(c, "TIME");
+    cr_assert(t && t->type == REDIS_REPLY_ARRAY && t->elements == 2);
+    long long ms = time_of(t);
+    freeReplyObject(t);
+    return ms;
+}
+
+/*
+ * Runs 'argv' on 'c' at Redis time 'at' exactly. Returns the reply (owned) when the call ran
+ * within that millisecond; NULL when the attempt missed it (Redis's clock was already past
+ * 'at', or moved on during the pipeline).
+ */
+static redisReply *run_at(redisContext *c, long long at, int argc, const char **argv)
+{
+    long long now;
+    while ((now = redis_ms(c)) < at)
+        ;
+    if (now != at)
+        return NULL;
+    redisAppendCommand(c, "TIME");
+    redisAppendCommandArgv(c, argc, argv, NULL);
+    redisAppendCommand(c, "TIME");
+    redisReply *t1 = NULL, *rep = NULL, *t2 = NULL;
+    cr_assert_eq(redisGetReply(c, (void **)&t1), REDIS_OK);
+    cr_assert_eq(redisGetReply(c, (void **)&rep), REDIS_OK);
+    cr_assert_eq(redisGetReply(c, (void **)&t2), REDIS_OK);
+    int hit = time_of(t1) == at && time_of(t2) == at;
+    freeReplyObject(t1);
+    freeReplyObject(t2);
+    if (!hit) {
+        freeReplyObject(rep);
+        return NULL;
+    }
+    return rep;
+}
+
+/* The value of 'name' in a flat name/value reply, or "". */
+static const char *field(const redisReply *rep, const char *name)
+{
+    for (size_t i = 0; rep && rep->type == REDIS_REPLY_ARRAY && i + 1 < rep->elements; i += 2)
+        if (strcmp(rep->element[i]->str, name) == 0)
+            return rep->element[i + 1]->str;
+    return "";
+}
+
+/* FCALL seatd_hold for 'seat' (bit 'bit') of show 1 as 'owner' with 'ttl' ms; writes the
+ * hold id; returns its expiresAt (or -1 when refused). */
+static long long fhold(redisContext *c, const char *owner, const char *seat, const char *bit,
+                       long long ttl, char *hold_id)
+{
+    char hash[80], ttl_s[24];
+    cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
+    cr_assert_eq(seatd_keys_new_id(hold_id, "1", 'h'), 0);
+    snprintf(ttl_s, sizeof(ttl_s), "%lld", ttl);
+    const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta", hold_id, owner,
+                          ttl_s,   "0",          "",  hash,         seat,    bit};
+    redisReply *rep = redisCommandArgv(c, 12, argv, NULL);
+    cr_assert_not_null(rep);
+    long long at = rep->type == REDIS_REPLY_ARRAY ? atoll(field(rep, "expiresAt")) : -1;
+    freeReplyObject(rep);
+    return at;
+}
+
+/* The kinds of probe the boundary tests run at a hold's expiresAt (or one ms before). */
+enum { P_BOOK_BEGIN, P_BOOK_CONFIRM, P_SEAT_KEY, P_HOLD_GET, P_RELEASE, P_OTHER_HOLDS, P_REAP };
+
+/*
+ * One attempt: a fresh hold of A1 by alice (TTL PROBE_HOLD_TTL; for P_BOOK_CONFIRM also its
+ * booking, whose window ends before the hold), then the probe at expiresAt + 'offset'.
+ * Returns the probe's reply (owned), or NULL when it missed its millisecond.
+ */
+static redisReply *attempt(redisContext *c, int kind, long long offset)
+{
+    char hold_id[SEATD_ID_MAX], booking_id[SEATD_ID_MAX], other[SEATD_ID_MAX], hash[80];
+    cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
+    long long e = fhold(c, "alice", "A1", "0", PROBE_HOLD_TTL, hold_id);
+    cr_assert(e > 0, "the seat is free again for every attempt");
+    cr_assert_eq(seatd_keys_new_id(booking_id, "1", 'b'), 0);
+    cr_assert_eq(seatd_keys_new_id(other, "1", 'h'), 0);
+    if (kind == P_BOOK_CONFIRM) {
+        const char *begin[] = {"FCALL", "seatd_book_begin", "1",    "{s:1}:meta", hold_id,
+                               "alice", booking_id,         "2400", "EUR",        "tok_ok",
+                               "1"};
+        redisReply *rep = redisCommandArgv(c, 11, begin, NULL);
+        int began = rep && rep->type == REDIS_REPLY_ARRAY && atoll(field(rep, "expiresAt")) == e;
+        freeReplyObject(rep);
+        if (!began)
+            return NULL; /* too slow to begin inside the hold: try again */
+    }
+    redisReply *rep = NULL;
+    long long at = e + offset;
+    switch (kind) {
+    case P_BOOK_BEGIN: {
+        const char *argv[] = {"FCALL", "seatd_book_begin", "1",    "{s:1}:meta", hold_id,
+                              "alice", booking_id,         "2400", "EUR",        "tok_ok",
+                              "1"};
+        rep = run_at(c, at, 11, argv);
+        break;
+    }
+    case P_BOOK_CONFIRM: {
+        const char *argv[] = {"FCALL",      "seatd_book_confirm", "1",
+                              "{s:1}:meta", booking_id,           "pay_1"};
+        rep = run_at(c, at, 6, argv);
+        break;
+    }
+    case P_SEAT_KEY: {
+        const char *argv[] = {"GET", "{s:1}:seat:A1"};
+        rep = run_at(c, at, 2, argv);
+        break;
+    }
+    case P_HOLD_GET: {
+        const char *argv[] = {"FCALL", "seatd_hold_get", "1", "{s:1}:meta", hold_id, "alice"};
+        rep = run_at(c, at, 6, argv);
+        break;
+    }
+    case P_RELEASE: {
+        const char *argv[] = {"FCALL", "seatd_release", "1", "{s:1}:meta", hold_id, "alice"};
+        rep = run_at(c, at, 6, argv);
+        break;
+    }
+    case P_OTHER_HOLDS: {
+        const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta", other, "bob",
+                              "1",     "0",          "",  hash,         "A1",  "0"};
+        rep = run_at(c, at, 12, argv);
+        break;
+    }
+    case P_REAP: {
+        const char *argv[] = {"FCALL", "seatd_reap", "1", "{s:1}:meta", "100"};
+        rep = run_at(c, at, 5, argv);
+        break;
+    }
+    }
+    /* Let every attempt end: the next one needs A1 free (bob's 1 ms hold, alice's booking
+     * window of 1 ms, a confirmed booking). Spin on Redis's clock past both, reap, fail or
+     * cancel the booking. */
+    long long until = e + 2;
+    while (redis_ms(c) < until)
+        ;
+    const char *reap[] = {"FCALL", "seatd_reap", "1", "{s:1}:meta", "100"};
+    freeReplyObject(redisCommandArgv(c, 5, reap, NULL));
+    const char *fail[] = {"FCALL", "seatd_book_fail", "1", "{s:1}:meta", booking_id, "x"};
+    freeReplyObject(redisCommandArgv(c, 6, fail, NULL));
+    const char *cancel[] = {"FCALL", "seatd_cancel", "1", "{s:1}:meta", booking_id, "", "0"};
+    freeReplyObject(redisCommandArgv(c, 7, cancel, NULL)); /* a confirmed probe's seat */
+    return rep;
+}
+
+/* Runs attempts until 'want' probes landed on their millisecond (or the tries or the time
+ * run out); calls 'check' on each. */
+static void probe(int kind, long long offset, int want,
+                  void (*check)(const redisReply *rep, long long offset))
+{
+    th_t t;
+    const char *seats[] = {"A1", "A2", NULL};
+    seatd_test_redis_flushall();
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats, 60000), 0);
+    cr_assert_eq(th_close(&t), 0);
+    redisContext *c = seatd_test_redis_connect();
+    long long stop = redis_ms(c) + PROBE_DEADLINE_MS;
+    int landed = 0, tries = 0;
+    for (; tries < PROBE_TRIES && landed < want && redis_ms(c) < stop; tries++) {
+        redisReply *rep = attempt(c, kind, offset);
+        if (rep == NULL)
+            continue;
+        landed++;
+        check(rep, offset);
+        freeReplyObject(rep);
+    }
+    /* Every probe that landed was checked; at least one must land (a loaded machine may
+     * miss some milliseconds, never all of them). */
+    cr_assert(landed >= 1, "none of %d tries hit its millisecond", tries);
+    if (kind == P_BOOK_BEGIN && offset == 0)
+        fprintf(stderr,
+                "expiry: %d book_begin calls at exactly expiresAt, all refused (%d tries)\n",
+                landed, tries);
+    redisFree(c);
+}
+
+static int is_error(const redisReply *rep, const char *word)
+{
+    return rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, word, strlen(word)) == 0 &&
+           rep->str[strlen(word)] == ' ';
+}
+
+static void check_book_begin(const redisReply *rep, long long offset)
+{
+    if (offset == 0)
+        cr_assert(is_error(rep, "EXPIRED"), "book_begin AT expiresAt: %s",
+                  rep->type == REDIS_REPLY_ERROR ? rep->str : field(rep, "status"));
+    else
+        cr_assert_str_eq(field(rep, "status"), "PENDING_PAYMENT",
+                         "book_begin 1 ms before expiresAt: %s",
+                         rep->type == REDIS_REPLY_ERROR ? rep->str : "?");
+}
+
+static void check_book_confirm(const redisReply *rep, long long offset)
+{
+    if (offset == 0)
+        cr_assert(is_error(rep, "EXPIRED"), "book_confirm AT expiresAt: %s",
+                  rep->type == REDIS_REPLY_ERROR ? rep->str : field(rep, "status"));
+    else
+        cr_assert_str_eq(field(rep, "status"), "CONFIRMED", "book_confirm 1 ms before: %s",
+                         rep->type == REDIS_REPLY_ERROR ? rep->str : "?");
+}
+
+static void check_seat_key(const redisReply *rep, long long offset)
+{
+    if (offset == 0)
+        cr_assert_eq(rep->type, REDIS_REPLY_NIL,
+                     "the seat key still names the hold AT "
+                     "expiresAt: %s",
+                     rep->type == REDIS_REPLY_STRING ? rep->str : "?");
+    else
+        cr_assert_eq(rep->type, REDIS_REPLY_STRING, "the seat key is gone 1 ms early");
+}
+
+static void check_hold_get(const redisReply *rep, long long offset)
+{
+    cr_assert_str_eq(field(rep, "status"), offset == 0 ? "EXPIRED" : "HELD");
+}
+
+static void check_release(const redisReply *rep, long long offset)
+{
+    if (offset == 0)
+        cr_assert(is_error(rep, "EXPIRED"), "release AT expiresAt: %s",
+                  rep->type == REDIS_REPLY_ERROR ? rep->str : field(rep, "status"));
+    else
+        cr_assert_str_eq(field(rep, "status"), "RELEASED");
+}
+
+static void check_other_holds(const redisReply *rep, long long offset)
+{
+    if (offset == 0)
+        cr_assert_eq(rep->type, REDIS_REPLY_ARRAY, "another buyer gets the seat AT expiresAt: %s",
+                     rep->type == REDIS_REPLY_ERROR ? rep->str : "?");
+    else
+        cr_assert(is_error(rep, "CONFLICT"), "1 ms before, the seat is still held");
+}
+
+static void check_reap(const redisReply *rep, long long offset)
+{
+    cr_assert_str_eq(field(rep, "reaped"), offset == 0 ? "1" : "0");
+}
+
+Test(lua_expiry, book_begin_at_expires_at_is_refused_and_a_millisecond_before_accepted,
+     .timeout = 120)
+{
+    probe(P_BOOK_BEGIN, 0, 30, check_book_begin); /* the finding: 23 of 30 were accepted */
+    probe(P_BOOK_BEGIN, -1, 3, check_book_begin);
+}
+
+Test(lua_expiry, book_confirm_at_expires_at_is_refused_and_a_millisecond_before_accepted,
+     .timeout = 120)
+{
+    probe(P_BOOK_CONFIRM, 0, 3, check_book_confirm);
+    probe(P_BOOK_CONFIRM, -1, 3, check_book_confirm);
+}
+
+Test(lua_expiry, the_seat_key_no_longer_names_the_hold_at_expires_at, .timeout = 120)
+{
+    probe(P_SEAT_KEY, 0, 3, check_seat_key);
+    probe(P_SEAT_KEY, -1, 3, check_seat_key);
+}
+
+Test(lua_expiry, at_expires_at_the_hold_reads_expired_cannot_be_released_and_is_reaped,
+     .timeout = 120)
+{
+    probe(P_HOLD_GET, 0, 3, check_hold_get);
+    probe(P_HOLD_GET, -1, 3, check_hold_get);
+    probe(P_RELEASE, 0, 3, check_release);
+    probe(P_RELEASE, -1, 3, check_release);
+    probe(P_REAP, 0, 3, check_reap);
+    probe(P_REAP, -1, 3, check_reap);
+}
+
+Test(lua_expiry, another_buyer_can_hold_the_seat_at_expires_at, .timeout = 120)
+{
+    probe(P_OTHER_HOLDS, 0, 3, check_other_holds);
+    probe(P_OTHER_HOLDS, -1, 3, check_other_holds);
+}

@@ -371,3 +371,116 @@ Test(lua_hold, a_worker_without_the_layout_reads_the_shared_one_and_keeps_the_bi
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
 }
+
+/* ---------------------------------------------------------------------------------------
+ * Sales close at the show's start (or its salesCloseAt), on Redis's clock.
+ * --------------------------------------------------------------------------------------- */
+
+static long long redis_now_ms(redisContext *c)
+{
+    redisReply *t = redisCommand(c, "TIME");
+    cr_assert(t && t->type == REDIS_REPLY_ARRAY && t->elements == 2);
+    long long ms = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+    freeReplyObject(t);
+    return ms;
+}
+
+/* Spins on Redis's clock (no sleep) until it reads at least 'at'; bounded by 10 s. */
+static void wait_for_redis_ms(redisContext *c, long long at)
+{
+    long long stop = redis_now_ms(c) + 10000;
+    long long now;
+    while ((now = redis_now_ms(c)) < at)
+        cr_assert(now < stop, "Redis's clock did not reach %lld", at);
+}
+
+Test(lua_hold, sales_close_at_the_start_holds_end_there_and_nothing_is_written_after)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    redisContext *c = seatd_test_redis_connect();
+    /* An expired hold to reap: reaping is a write the closed path must not do either. */
+    const char *c1[] = {"C1", NULL}, *c2[] = {"C2", NULL}, *c3[] = {"C3", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "carol", c1, 5, 0, NULL), 0);
+    long long carol_until = th_get_ll(&r, "expiresAt");
+    long long starts = redis_now_ms(c) + 300;
+    cr_assert_eq(th_int(c, "HSET {s:1}:meta startsAt %lld", starts), 0);
+    /* Before the start: a hold of 60 s ends at the start, not after it. */
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", c2, 0, 0, NULL), 0, "err %d", r.err);
+    cr_assert_eq(th_get_ll(&r, "expiresAt"), starts, "a hold never outlives the sales");
+    char hold_id[SEATD_ID_MAX];
+    snprintf(hold_id, sizeof(hold_id), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_int(c, "PEXPIRETIME {s:1}:seat:C2"), starts - 1);
+    wait_for_redis_ms(c, starts > carol_until ? starts : carol_until);
+
+    char *before = th_snapshot(c);
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", c3, 0, 0, NULL), SEATD_ESALESCLOSED);
+    cr_assert_eq(atoll(r.detail), starts, "the close instant: %s", r.detail);
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", c3, 0, 0, "key-1"), SEATD_ESALESCLOSED);
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold_id, "alice", 30000), SEATD_ESALESCLOSED);
+    char *after = th_snapshot(c);
+    cr_assert_str_eq(before, after, "nothing written, not even reaping");
+    free(before);
+    free(after);
+    cr_assert_eq(th_int(c, "GETBIT {s:1}:held 0"), 1, "carol's expired hold was not reaped");
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_hold, a_sales_close_before_the_start_is_kept_by_create_show_and_closes_sales)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    redisContext *c = seatd_test_redis_connect();
+    char hash[80];
+    cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
+    /* create_show.lua copies extra's salesCloseAt into the meta, and refuses one after the
+     * start or not an integer. */
+    long long close = redis_now_ms(c) + 300;
+    char extra[96];
+    snprintf(extra, sizeof(extra), "{\"screen\":\"2\",\"salesCloseAt\":%lld}", close);
+    redisReply *rep = redisCommand(c,
+                                   "FCALL seatd_create_show 1 {s:2}:meta T 1800000000000 "
+                                   "60000 {\"standard\":1200} %s %s 10",
+                                   hash, extra);
+    cr_assert(rep && rep->type == REDIS_REPLY_ARRAY, "%s", rep ? rep->str : "");
+    freeReplyObject(rep);
+    char v[64];
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:2}:meta salesCloseAt"), 1);
+    cr_assert_eq(atoll(v), close);
+    const char *bad[] = {"{\"salesCloseAt\":1800000000001}", "{\"salesCloseAt\":\"soon\"}",
+                         "{\"salesCloseAt\":1.5}", "{\"salesCloseAt\":-5}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        rep = redisCommand(c,
+                           "FCALL seatd_create_show 1 {s:3}:meta T 1800000000000 60000 "
+                           "{\"standard\":1200} %s %s 10",
+                           hash, bad[i]);
+        cr_assert(rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "INVAL", 5) == 0, "%s",
+                  bad[i]);
+        freeReplyObject(rep);
+        cr_assert_eq(th_int(c, "EXISTS {s:3}:meta"), 0);
+    }
+    /* seatd_show_get reports it; a show without one reports "" (sales close at startsAt). */
+    cr_assert_eq(th_finish(&t, &r, seatd_store_show_get(t.store, "2", th_on_result, &r)), 0);
+    cr_assert_eq(th_get_ll(&r, "salesCloseAt"), close);
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_show_get(t.store, "1", th_on_result, &r)), 0);
+    cr_assert_str_eq(th_get(&r, "salesCloseAt"), "");
+
+    /* Show 1 gets a cutoff well before its start: holds end there, then are refused. */
+    cr_assert_eq(th_int(c, "HSET {s:1}:meta salesCloseAt %lld", close), 1);
+    const char *c4[] = {"C4", NULL}, *c5[] = {"C5", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", c4, 0, 0, NULL), 0);
+    cr_assert_eq(th_get_ll(&r, "expiresAt"), close);
+    wait_for_redis_ms(c, close);
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", c5, 0, 0, NULL), SEATD_ESALESCLOSED);
+    cr_assert_eq(th_int(c, "EXISTS {s:1}:seat:C5"), 0);
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}

@@ -252,6 +252,40 @@ Test(auth, rejects_a_missing_or_invalid_sub)
     cr_assert_eq(strlen(who.sub), 64);
 }
 
+/* A "\u0000" escape inside a signed string would be cut there by cJSON: "alice\u0000evil"
+ * read as alice's token, "admin\u0000x" as the admin role. Such tokens are invalid. */
+Test(auth, rejects_an_escaped_nul_in_any_claim_or_header_string)
+{
+    seatd_principal_t who;
+    /* exp 1800000060 = NOW + 60 */
+    const char *cases[] = {
+        "{\"sub\":\"alice\\u0000evil\",\"exp\":1800000060}",
+        "{\"sub\":\"mallory\",\"exp\":1800000060,\"role\":\"admin\\u0000x\"}",
+        "{\"sub\":\"mallory\",\"exp\":1800000060,\"roles\":[\"admin\\u0000x\"]}",
+        "{\"sub\":\"mallory\",\"exp\":1800000060,\"note\":\"\\u0000\"}",
+        "{\"sub\\u0000x\":\"mallory\",\"sub\":\"alice\",\"exp\":1800000060}",
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memset(&who, 0, sizeof(who));
+        cr_assert_eq(verify(HS, cases[i], SECRET, &who), SEATD_EUNAUTH, "claims %s", cases[i]);
+        cr_assert_eq(who.admin, 0);
+        cr_assert_str_eq(who.sub, "", "nothing written on failure");
+    }
+    char claims[256];
+    snprintf(claims, sizeof(claims), "{\"sub\":\"alice\",\"exp\":%lld}", NOW + 60);
+    cr_assert_eq(verify("{\"alg\":\"HS256\\u0000x\"}", claims, SECRET, &who), SEATD_EUNAUTH);
+    cr_assert_eq(verify("{\"alg\":\"HS256\",\"typ\":\"JWT\\u0000\"}", claims, SECRET, &who),
+                 SEATD_EUNAUTH);
+    /* Bytes after the claims object are not ignored either. */
+    snprintf(claims, sizeof(claims), "{\"sub\":\"alice\",\"exp\":%lld}x", NOW + 60);
+    cr_assert_eq(verify(HS, claims, SECRET, &who), SEATD_EUNAUTH);
+    /* The same claims without the escape are fine. */
+    snprintf(claims, sizeof(claims), "{\"sub\":\"alice\",\"exp\":%lld,\"role\":\"admin\"}",
+             NOW + 60);
+    cr_assert_eq(verify(HS, claims, SECRET, &who), 0);
+    cr_assert_eq(who.admin, 1);
+}
+
 Test(auth, refuses_a_short_secret)
 {
     seatd_auth_t *a = (seatd_auth_t *)1;

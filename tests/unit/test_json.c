@@ -94,6 +94,8 @@ Test(json, parse_body_replies_415_without_a_json_content_type)
         cr_assert_eq(seatd_json_parse_body_or_reply(r, &body), SEATD_EMEDIATYPE, "case %zu", i);
         cr_assert_null(body);
         cr_assert_eq(status_of(r), 415);
+        cr_assert(strstr(seatd__req_response(r)->data, "\r\nAccept-Post: application/json\r\n"),
+                  "a 415 says what it accepts: %s", seatd__req_response(r)->data);
         seatd_req_free(r);
     }
 }
@@ -217,6 +219,85 @@ Test(json, too_many_seat_ids_is_too_many_seats)
     cr_assert_eq(seatd_json_get_string_array_or_reply(r, o, "seatIds", 2, 16, &arr, &n),
                  SEATD_ETOOMANY);
     cr_assert(strstr(seatd__req_response(r)->data, "too-many-seats"));
+    seatd_req_free(r);
+    cJSON_Delete(o);
+}
+
+/* The "invalidParams" member of the rendered problem (owned copy), or NULL. */
+static cJSON *invalid_params_of(seatd_req_t *r)
+{
+    const char *body = strstr(seatd__req_response(r)->data, "\r\n\r\n");
+    cr_assert_not_null(body);
+    cJSON *doc = cJSON_Parse(body + 4);
+    cJSON *p = cJSON_DetachItemFromObject(doc, "invalidParams");
+    cJSON_Delete(doc);
+    return p;
+}
+
+static void assert_param(const cJSON *params, int i, const char *name, const char *reason)
+{
+    const cJSON *p = cJSON_GetArrayItem(params, i);
+    cr_assert(cJSON_IsObject(p), "invalidParams[%d] missing", i);
+    cr_assert_str_eq(cJSON_GetObjectItem(p, "name")->valuestring, name);
+    const char *got = cJSON_GetObjectItem(p, "reason")->valuestring;
+    cr_assert(strstr(got, reason), "reason of %s: '%s' lacks '%s'", name, got, reason);
+}
+
+Test(json, a_check_names_every_bad_field_in_invalid_params)
+{
+    cJSON *o = obj("{\"n\":1.5,\"seatIds\":\"A1\",\"ok\":\"x\"}");
+    seatd_req_t *r = req_with_body("application/json", "{}");
+    seatd_json_check_t v;
+    seatd_json_check_init(&v);
+    const char *hold = NULL, *method = NULL, *ok = NULL, **arr = NULL;
+    size_t n = 0;
+    long long num = 7;
+    seatd_json_check_string(&v, o, "holdId", 64, 1, &hold);
+    seatd_json_check_string(&v, o, "paymentMethod", 64, 1, &method);
+    seatd_json_check_string(&v, o, "ok", 64, 1, &ok);
+    seatd_json_check_int(&v, o, "n", 1, 10, 1, &num);
+    seatd_json_check_string_array(&v, o, "seatIds", 10, 16, &arr, &n);
+    seatd_json_check_fail(&v, SEATD_EINVAL, "holdId", "twice", NULL); /* listed once */
+    cr_assert_null(hold);
+    cr_assert_null(method);
+    cr_assert_str_eq(ok, "x", "good fields are still read");
+    cr_assert_eq(num, 7, "a bad integer leaves the out value untouched");
+    cr_assert_null(arr);
+    cr_assert_eq(seatd_json_check_done_or_reply(&v, r), SEATD_EINVAL);
+    cr_assert_null(v.params);
+    cr_assert_eq(status_of(r), 400);
+    char *d = detail_of(r);
+    cr_assert_str_eq(d, "field 'holdId' is required", "the first field's detail, as before");
+    free(d);
+    cJSON *params = invalid_params_of(r);
+    cr_assert_eq(cJSON_GetArraySize(params), 4);
+    assert_param(params, 0, "holdId", "required");
+    assert_param(params, 1, "paymentMethod", "required");
+    assert_param(params, 2, "n", "must be an integer from 1 to 10");
+    assert_param(params, 3, "seatIds", "must be an array of strings");
+    cJSON_Delete(params);
+    seatd_req_free(r);
+
+    /* Nothing bad: no answer, 0. */
+    r = req_with_body("application/json", "{}");
+    seatd_json_check_init(&v);
+    seatd_json_check_string(&v, o, "ok", 64, 1, &ok);
+    cr_assert_eq(seatd_json_check_done_or_reply(&v, r), 0);
+    cr_assert_eq(seatd_req_is_finished(r), 0);
+    seatd_req_free(r);
+    cJSON_Delete(o);
+}
+
+Test(json, the_single_field_getters_list_their_field_too)
+{
+    cJSON *o = obj("{}");
+    seatd_req_t *r = req_with_body("application/json", "{}");
+    const char *s = NULL;
+    cr_assert_eq(seatd_json_get_string_or_reply(r, o, "token", 64, 1, &s), SEATD_EINVAL);
+    cJSON *params = invalid_params_of(r);
+    cr_assert_eq(cJSON_GetArraySize(params), 1);
+    assert_param(params, 0, "token", "required");
+    cJSON_Delete(params);
     seatd_req_free(r);
     cJSON_Delete(o);
 }

@@ -528,23 +528,30 @@ int seatd_handle_bookings_create(seatd_req_t *r)
     book_op_t *op = seatd_calloc(1, sizeof(*op));
     op->r = r;
     const char *hold_id = NULL, *method = NULL, *body_idem = NULL, *idem = NULL;
-    if (seatd_json_parse_body_or_reply(r, &op->body) < 0 ||
-        seatd_json_get_string_or_reply(r, op->body, "holdId", SEATD_ID_MAX - 1, 1, &hold_id) < 0 ||
-        seatd_json_get_string_or_reply(r, op->body, "paymentMethod", 64, 1, &method) < 0 ||
-        seatd_json_get_string_or_reply(r, op->body, "idempotencyKey", 200, 0, &body_idem) < 0 ||
-        seatd__idempotency_key_or_reply(r, body_idem, &idem) < 0) {
+    if (seatd_json_parse_body_or_reply(r, &op->body) < 0) {
         book_op_free(op);
         return 0;
     }
-    for (const char *p = method; *p; p++) {
+    /* Every bad field is named at once (invalidParams). */
+    seatd_json_check_t v;
+    seatd_json_check_init(&v);
+    seatd_json_check_string(&v, op->body, "holdId", SEATD_ID_MAX - 1, 1, &hold_id);
+    seatd_json_check_string(&v, op->body, "paymentMethod", 64, 1, &method);
+    for (const char *p = method; p && *p; p++) {
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) {
-            seatd_req_finish_problem(r, SEATD_EINVAL,
-                                     "'paymentMethod' is a payment token like tok_ok "
-                                     "([a-z0-9_]{1,64})",
-                                     NULL);
-            book_op_free(op);
-            return 0;
+            seatd_json_check_fail(&v, SEATD_EINVAL, "paymentMethod",
+                                  "must be a payment token like tok_ok ([a-z0-9_]{1,64})",
+                                  "'paymentMethod' is a payment token like tok_ok "
+                                  "([a-z0-9_]{1,64})");
+            break;
         }
+    }
+    seatd_json_check_string(&v, op->body, "idempotencyKey", 200, 0, &body_idem);
+    if (!seatd_json_check_failed(&v, "idempotencyKey"))
+        seatd__idempotency_key_check(&v, r, body_idem, &idem);
+    if (seatd_json_check_done_or_reply(&v, r) < 0) {
+        book_op_free(op);
+        return 0;
     }
     /* One booking per hold is the idempotency of this route: a retry with the same hold
      * finds the booking book_begin already made. The key is validated and logged only. */

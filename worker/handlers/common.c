@@ -8,9 +8,12 @@
 
 #include "app.h"
 #include "auth.h"
+#include "buf.h"
 #include "http_request.h"
+#include "json.h"
 #include "keys.h"
 #include "layout.h"
+#include "log.h"
 #include "mem.h"
 #include "metrics.h"
 #include "timefmt.h"
@@ -26,24 +29,83 @@ const char *seatd__sub(seatd_req_t *r)
     return p ? p->sub : "";
 }
 
+/* Logs the text behind a store error (a script's detail or Redis's own message), which may
+ * name keys or internals and therefore never goes into an answer. */
+static void log_store_error(seatd_req_t *r, const seatd_store_result_t *res)
+{
+    if (res->detail == NULL || res->detail[0] == '\0')
+        return;
+    int level = seatd_err_http_status(res->err) >= 500 ? SEATD_LOG_WARN : SEATD_LOG_DEBUG;
+    seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_json_escape(&b, res->detail, strnlen(res->detail, 300));
+    seatd_log(level, seatd_req_id(r), "store error", "\"error\":\"%s\",\"detail\":\"%s\"",
+              seatd_err_name(res->err), b.data ? b.data : "");
+    seatd_buf_free(&b);
+}
+
+/* The status words a script may name in "STATE <status>"; anything else is not repeated. */
+static int known_status(const char *s)
+{
+    static const char *const statuses[] = {"HELD",    "PENDING_PAYMENT", "BOOKED", "RELEASED",
+                                           "EXPIRED", "CONFIRMED",       "FAILED", "CANCELLED"};
+    for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
+        if (strcmp(s, statuses[i]) == 0)
+            return 1;
+    return 0;
+}
+
 void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
 {
+    /* Every detail below is written here from validated words: a script's or Redis's text can
+     * name keys ("{s:42}:meta") or internals, so it is only logged. */
+    log_store_error(r, res);
     cJSON *extra = NULL;
-    const char *detail = res->detail && res->detail[0] ? res->detail : NULL;
+    const char *detail = NULL;
     char msg[160];
+    long long a = 0, b = 0, c = 0;
     if (res->err == SEATD_ECONFLICT) {
         extra = cJSON_CreateObject();
         cJSON *seats = cJSON_AddArrayToObject(extra, "conflictingSeats");
-        for (size_t i = 0; i < res->nwords; i++)
+        size_t n = 0;
+        const char *first = NULL;
+        for (size_t i = 0; i < res->nwords; i++) {
+            if (!seatd_keys_valid_seat_id(res->words[i]))
+                continue;
             cJSON_AddItemToArray(seats, cJSON_CreateString(res->words[i]));
-        if (res->nwords == 1)
-            snprintf(msg, sizeof(msg), "seat %s was just taken", res->words[0]);
+            first = first ? first : res->words[i];
+            n++;
+        }
+        if (n == 1)
+            snprintf(msg, sizeof(msg), "seat %s was just taken", first);
         else
-            snprintf(msg, sizeof(msg), "%zu of the seats asked for were just taken", res->nwords);
+            snprintf(msg, sizeof(msg), "%zu of the seats asked for were just taken", n);
         detail = msg;
-    } else if (res->err == SEATD_EUNKNOWNSEAT && res->nwords > 0) {
+    } else if (res->err == SEATD_EUNKNOWNSEAT && res->nwords > 0 &&
+               seatd_keys_valid_seat_id(res->words[0])) {
         snprintf(msg, sizeof(msg), "seat %s is not in this show", res->words[0]);
         detail = msg;
+    } else if (res->err == SEATD_ESTATE && res->nwords > 0 && known_status(res->words[0])) {
+        snprintf(msg, sizeof(msg), "its status is %s", res->words[0]);
+        detail = msg;
+    } else if (res->err == SEATD_ELIMIT && res->nwords > 0 &&
+               sscanf(res->words[0], "%lld+%lld>%lld", &a, &b, &c) == 3) {
+        snprintf(msg, sizeof(msg),
+                 "you have %lld seats of this show; %lld more would pass the limit of %lld", a, b,
+                 c);
+        detail = msg;
+    } else if (res->err == SEATD_ESALESCLOSED) {
+        long long close = 0;
+        char *end = NULL;
+        if (res->nwords > 0)
+            close = strtoll(res->words[0], &end, 10);
+        if (end && *end == '\0' && close > 0) {
+            char ts[SEATD_TIME_STR_MAX];
+            seatd_time_format(close, ts);
+            snprintf(msg, sizeof(msg), "sales for this show closed at %s", ts);
+            detail = msg;
+            extra = cJSON_CreateObject();
+            cJSON_AddStringToObject(extra, "salesCloseAt", ts);
+        }
     }
     seatd_req_finish_problem(r, res->err, detail, extra);
 }
@@ -223,8 +285,10 @@ void seatd__json_add_csv_array(void *obj, const char *name, const char *csv)
     }
 }
 
-int seatd__idempotency_key_or_reply(seatd_req_t *r, const char *body_key, const char **out)
+int seatd__idempotency_key_check(seatd_json_check_t *v, seatd_req_t *r, const char *body_key,
+                                 const char **out)
 {
+    *out = NULL;
     const char *hdr = seatd_req_header(r, "idempotency-key");
     /* The IETF draft sends the key as a quoted string; accept it bare as well. */
     static __thread char unquoted[160];
@@ -236,17 +300,24 @@ int seatd__idempotency_key_or_reply(seatd_req_t *r, const char *body_key, const 
             hdr = unquoted;
         }
     }
-    if (hdr && body_key && strcmp(hdr, body_key) != 0) {
-        seatd_req_finish_problem(r, SEATD_EINVAL,
-                                 "Idempotency-Key header and idempotencyKey field differ", NULL);
-        return SEATD_EINVAL;
-    }
-    const char *key = hdr ? hdr : body_key;
-    if (key && !seatd_keys_valid_idem_key(key)) {
-        seatd_req_finish_problem(r, SEATD_EINVAL,
-                                 "idempotency keys are 1-128 characters of [A-Za-z0-9_.-]", NULL);
-        return SEATD_EINVAL;
-    }
-    *out = key;
+    static const char grammar[] = "must be 1-128 characters of [A-Za-z0-9_.-]";
+    static const char grammar_detail[] = "idempotency keys are 1-128 characters of [A-Za-z0-9_.-]";
+    if (hdr && !seatd_keys_valid_idem_key(hdr))
+        return seatd_json_check_fail(v, SEATD_EINVAL, "Idempotency-Key", grammar, grammar_detail);
+    if (body_key && !seatd_keys_valid_idem_key(body_key))
+        return seatd_json_check_fail(v, SEATD_EINVAL, "idempotencyKey", grammar, grammar_detail);
+    if (hdr && body_key && strcmp(hdr, body_key) != 0)
+        return seatd_json_check_fail(v, SEATD_EINVAL, "idempotencyKey",
+                                     "differs from the Idempotency-Key header",
+                                     "Idempotency-Key header and idempotencyKey field differ");
+    *out = hdr ? hdr : body_key;
     return 0;
+}
+
+int seatd__idempotency_key_or_reply(seatd_req_t *r, const char *body_key, const char **out)
+{
+    seatd_json_check_t v;
+    seatd_json_check_init(&v);
+    seatd__idempotency_key_check(&v, r, body_key, out);
+    return seatd_json_check_done_or_reply(&v, r);
 }

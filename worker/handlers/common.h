@@ -24,7 +24,9 @@ struct seatd_app_s *seatd__app(seatd_req_t *r);
 /* The authenticated user id of 'r' (AUTH routes only). Borrowed. */
 const char *seatd__sub(seatd_req_t *r);
 
-/* Answers 'r' with the problem for a failed store result (res->err != 0). */
+/* Answers 'r' with the problem for a failed store result (res->err != 0). The detail is
+ * written from validated words only (seat ids, statuses, numbers): a script's or Redis's
+ * own text may name keys or internals, so it is logged (debug; warn for 5xx), never sent. */
 void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res);
 
 /*
@@ -57,5 +59,10 @@ void seatd__json_add_csv_array(void *obj, const char *name, const char *csv);
  * (string, may be NULL). Answers 400 and returns a negative code if both are given and
  * differ, or if the key is malformed; '*out' may be NULL (none given). */
 int seatd__idempotency_key_or_reply(seatd_req_t *r, const char *body_key, const char **out);
+/* As above, recording a bad key in 'v' (field "Idempotency-Key" or "idempotencyKey") instead
+ * of answering; '*out' is NULL then. */
+struct seatd_json_check_s;
+int seatd__idempotency_key_check(struct seatd_json_check_s *v, seatd_req_t *r, const char *body_key,
+                                 const char **out);
 
 #endif

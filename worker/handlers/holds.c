@@ -339,7 +339,10 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         else
             snprintf(msg, sizeof(msg), "seat ids are 1-16 characters of [A-Za-z0-9_-]");
         seatd_metrics_inc(SEATD_METRIC_HOLD_REJECTED);
-        seatd_req_finish_problem(r, rc, msg, NULL);
+        seatd_json_check_t v;
+        seatd_json_check_init(&v);
+        seatd_json_check_fail(&v, rc, "seatIds", msg, msg);
+        rc = seatd_json_check_done_or_reply(&v, r); /* answers 400 naming seatIds */
         free(sorted);
         hold_op_free(op);
         return;
@@ -378,11 +381,19 @@ int seatd_handle_holds_create(seatd_req_t *r)
     op->r = r;
     snprintf(op->show_id, sizeof(op->show_id), "%s", show_id);
     const char *body_idem = NULL;
-    if (seatd_json_parse_body_or_reply(r, &op->body) < 0 ||
-        seatd_json_get_string_array_or_reply(r, op->body, "seatIds", SEAT_IDS_PARSE_MAX, 64,
-                                             &op->ids, &op->nids) < 0 ||
-        seatd_json_get_string_or_reply(r, op->body, "idempotencyKey", 200, 0, &body_idem) < 0 ||
-        seatd__idempotency_key_or_reply(r, body_idem, &op->idem) < 0) {
+    if (seatd_json_parse_body_or_reply(r, &op->body) < 0) {
+        hold_op_free(op);
+        return 0;
+    }
+    /* Every bad field is named at once (invalidParams). */
+    seatd_json_check_t v;
+    seatd_json_check_init(&v);
+    seatd_json_check_string_array(&v, op->body, "seatIds", SEAT_IDS_PARSE_MAX, 64, &op->ids,
+                                  &op->nids);
+    seatd_json_check_string(&v, op->body, "idempotencyKey", 200, 0, &body_idem);
+    if (!seatd_json_check_failed(&v, "idempotencyKey"))
+        seatd__idempotency_key_check(&v, r, body_idem, &op->idem);
+    if (seatd_json_check_done_or_reply(&v, r) < 0) {
         hold_op_free(op);
         return 0;
     }

@@ -37,7 +37,10 @@ static cJSON *show_to_json(const seatd_store_result_t *res)
     cJSON_AddStringToObject(o, "id", id ? id : "");
     const char *title = seatd_store_get(res, "title", NULL);
     cJSON_AddStringToObject(o, "title", title ? title : "");
-    seatd__json_add_time(o, "startsAt", seatd_store_get_int(res, "startsAt", 0));
+    int64_t starts = seatd_store_get_int(res, "startsAt", 0);
+    seatd__json_add_time(o, "startsAt", starts);
+    /* When sales close: the show's cutoff, else its start (an extra's copy is not shown). */
+    seatd__json_add_time(o, "salesCloseAt", seatd_store_get_int(res, "salesCloseAt", starts));
     cJSON_AddNumberToObject(o, "holdTtlSeconds",
                             (double)(seatd_store_get_int(res, "holdTtlMs", 0) / 1000));
     const char *tiers = seatd_store_get(res, "priceTiers", NULL);
@@ -256,6 +259,7 @@ typedef struct {
     const char *title;       /* borrowed from 'body' */
     int64_t starts_at_ms;
     int64_t hold_ttl_ms;
+    int64_t sales_close_ms; /* 0: sales close at starts_at_ms */
     char show_id[SEATD_ID_MAX];
 } create_op_t;
 
@@ -285,6 +289,8 @@ static void on_created(const seatd_store_result_t *res, void *data)
     cJSON_AddStringToObject(o, "id", op->show_id);
     cJSON_AddStringToObject(o, "title", op->title);
     seatd__json_add_time(o, "startsAt", op->starts_at_ms);
+    seatd__json_add_time(o, "salesCloseAt",
+                         op->sales_close_ms ? op->sales_close_ms : op->starts_at_ms);
     cJSON_AddNumberToObject(o, "holdTtlSeconds", (double)(op->hold_ttl_ms / 1000));
     cJSON *tiers = cJSON_Parse(op->tiers_json);
     cJSON_AddItemToObject(o, "priceTiers", tiers ? tiers : cJSON_CreateObject());
@@ -358,33 +364,32 @@ static int valid_tier_name(const char *s)
     return 1;
 }
 
-/* Validates "priceTiers": 1..16 tiers, names [A-Za-z0-9_-]{1,32}, integer minor units. */
-static int price_tiers_or_reply(seatd_req_t *r, const cJSON *tiers)
+/* Validates "priceTiers": 1..16 tiers, names [A-Za-z0-9_-]{1,32}, integer minor units.
+ * Records a failure in 'v'; returns 0 or SEATD_EINVAL. */
+static int price_tiers_check(seatd_json_check_t *v, const cJSON *tiers)
 {
-    if (!cJSON_IsObject(tiers)) {
-        seatd_req_finish_problem(r, SEATD_EINVAL, "'priceTiers' must be an object of tier -> price",
-                                 NULL);
-        return SEATD_EINVAL;
-    }
+    if (!cJSON_IsObject(tiers))
+        return seatd_json_check_fail(v, SEATD_EINVAL, "priceTiers",
+                                     tiers ? "must be an object of tier -> price" : "required",
+                                     "'priceTiers' must be an object of tier -> price");
     int n = 0;
     const cJSON *t = NULL;
     cJSON_ArrayForEach(t, tiers)
     {
         n++;
-        double v = cJSON_GetNumberValue(t);
-        if (!valid_tier_name(t->string) || !cJSON_IsNumber(t) || v < 0 || v > 1e7 ||
-            v != (double)(long long)v) {
-            seatd_req_finish_problem(r, SEATD_EINVAL,
-                                     "each price tier needs a name of [A-Za-z0-9_-]{1,32} and an "
-                                     "integer price in minor units (0..10000000)",
-                                     NULL);
-            return SEATD_EINVAL;
-        }
+        double val = cJSON_GetNumberValue(t);
+        if (!valid_tier_name(t->string) || !cJSON_IsNumber(t) || val < 0 || val > 1e7 ||
+            val != (double)(long long)val)
+            return seatd_json_check_fail(
+                v, SEATD_EINVAL, "priceTiers",
+                "each tier needs a name of [A-Za-z0-9_-]{1,32} and an integer price in minor "
+                "units (0..10000000)",
+                "each price tier needs a name of [A-Za-z0-9_-]{1,32} and an integer price in "
+                "minor units (0..10000000)");
     }
-    if (n < 1 || n > TIERS_MAX) {
-        seatd_req_finish_problem(r, SEATD_EINVAL, "'priceTiers' must have 1 to 16 tiers", NULL);
-        return SEATD_EINVAL;
-    }
+    if (n < 1 || n > TIERS_MAX)
+        return seatd_json_check_fail(v, SEATD_EINVAL, "priceTiers", "must have 1 to 16 tiers",
+                                     "'priceTiers' must have 1 to 16 tiers");
     return 0;
 }
 
@@ -395,47 +400,56 @@ int seatd_handle_shows_create(seatd_req_t *r)
     op->r = r;
     if (seatd_json_parse_body_or_reply(r, &op->body) < 0)
         goto replied;
-    const char *starts = NULL;
+    /* Every field is checked and every bad one named at once (invalidParams). */
+    seatd_json_check_t v;
+    seatd_json_check_init(&v);
+    const char *starts = NULL, *close = NULL, *screen = NULL;
     long long ttl_s = 0;
-    if (seatd_json_get_string_or_reply(r, op->body, "title", TITLE_MAX, 1, &op->title) < 0 ||
-        seatd_json_get_string_or_reply(r, op->body, "startsAt", 40, 1, &starts) < 0 ||
-        seatd_json_get_int_or_reply(r, op->body, "holdTtlSeconds", 1, 86400, 0, &ttl_s) < 0)
-        goto replied;
-    if (seatd_time_parse(starts, &op->starts_at_ms) < 0) {
-        seatd_req_finish_problem(r, SEATD_EINVAL,
-                                 "'startsAt' must be an RFC 3339 UTC time like 2026-12-02T20:00:00Z",
-                                 NULL);
-        goto replied;
-    }
-    op->hold_ttl_ms = ttl_s ? ttl_s * 1000 : app->cfg->hold_ttl_ms;
+    int64_t close_ms = 0;
+    seatd_json_check_string(&v, op->body, "title", TITLE_MAX, 1, &op->title);
+    seatd_json_check_string(&v, op->body, "startsAt", 40, 1, &starts);
+    if (starts && seatd_time_parse(starts, &op->starts_at_ms) < 0)
+        seatd_json_check_fail(&v, SEATD_EINVAL, "startsAt",
+                              "must be an RFC 3339 UTC time like 2026-12-02T20:00:00Z",
+                              "'startsAt' must be an RFC 3339 UTC time like 2026-12-02T20:00:00Z");
+    seatd_json_check_int(&v, op->body, "holdTtlSeconds", 1, 86400, 0, &ttl_s);
+    /* Sales close at startsAt, or at this earlier instant (hold.lua, book_begin.lua). */
+    seatd_json_check_string(&v, op->body, "salesCloseAt", 40, 0, &close);
+    if (close && (seatd_time_parse(close, &close_ms) < 0 || close_ms <= 0))
+        seatd_json_check_fail(&v, SEATD_EINVAL, "salesCloseAt",
+                              "must be an RFC 3339 UTC time like 2026-12-02T19:30:00Z", NULL);
+    else if (close && starts && !seatd_json_check_failed(&v, "startsAt") &&
+             close_ms > op->starts_at_ms)
+        seatd_json_check_fail(&v, SEATD_EINVAL, "salesCloseAt", "must not be after startsAt", NULL);
     const cJSON *tiers = cJSON_GetObjectItemCaseSensitive(op->body, "priceTiers");
-    if (price_tiers_or_reply(r, tiers) < 0)
-        goto replied;
+    int tiers_ok = price_tiers_check(&v, tiers) == 0;
     const cJSON *seats = cJSON_GetObjectItemCaseSensitive(op->body, "seats");
     char why[160];
-    int rc = seatd_layout_from_json(seats, tiers, &op->layout, why, sizeof(why));
-    if (rc < 0) {
-        seatd_req_finish_problem(r, rc, why, NULL);
+    int rc = seatd_layout_from_json(seats, tiers_ok ? tiers : NULL, &op->layout, why, sizeof(why));
+    if (rc < 0)
+        seatd_json_check_fail(&v, rc, "seats", seats ? why : "required", why);
+    seatd_json_check_string(&v, op->body, "screen", 100, 0, &screen);
+    const cJSON *policy = cJSON_GetObjectItemCaseSensitive(op->body, "refundPolicy");
+    if (policy && !seatd_refund_policy_valid(policy)) /* issue 5: cancellation refunds */
+        seatd_json_check_fail(&v, SEATD_EINVAL, "refundPolicy",
+                              "must be [{\"beforeSeconds\":s,\"percent\":p},…] (1-10 tiers, "
+                              "percent 0-100)",
+                              SEATD_REFUND_POLICY_HELP);
+    if (seatd_json_check_done_or_reply(&v, r) < 0)
         goto replied;
-    }
+    op->hold_ttl_ms = ttl_s ? ttl_s * 1000 : app->cfg->hold_ttl_ms;
     op->tiers_json = cJSON_PrintUnformatted(tiers);
-    /* Optional descriptive extras kept on the show as they are. */
+    /* Optional descriptive extras kept on the show as they are; salesCloseAt (epoch ms) is
+     * also copied into the show's meta by create_show.lua, where the scripts read it. */
     cJSON *extra = cJSON_CreateObject();
-    const char *screen = NULL;
-    if (seatd_json_get_string_or_reply(r, op->body, "screen", 100, 0, &screen) < 0) {
-        cJSON_Delete(extra);
-        goto replied;
-    }
     if (screen)
         cJSON_AddStringToObject(extra, "screen", screen);
-    const cJSON *policy = cJSON_GetObjectItemCaseSensitive(op->body, "refundPolicy");
-    if (policy && !seatd_refund_policy_valid(policy)) { /* issue 5: cancellation refunds */
-        cJSON_Delete(extra);
-        seatd_req_finish_problem(r, SEATD_EINVAL, SEATD_REFUND_POLICY_HELP, NULL);
-        goto replied;
-    }
     if (policy)
         cJSON_AddItemToObject(extra, "refundPolicy", cJSON_Duplicate(policy, 1));
+    if (close) {
+        cJSON_AddNumberToObject(extra, "salesCloseAt", (double)close_ms);
+        op->sales_close_ms = close_ms;
+    }
     op->extra_json = cJSON_PrintUnformatted(extra);
     cJSON_Delete(extra);
 
