@@ -19,8 +19,11 @@
  *
  * Lifecycle: seatd_http_server_new() -> seatd_http_server_listen() -> ... ->
  * seatd_http_server_drain(cb) -> cb runs once every handle is closed -> seatd_http_server_free().
- * Connections are freed only in their last close callback; requests still pending when their
- * connection dies are detached (http_request.h) and freed by their last release.
+ * Connections are freed only in their last close callback. A request still running when its
+ * connection dies runs to completion (a request outlives its client): the server keeps it,
+ * and its finish writes nothing but is logged and counted as status 499 with
+ * "outcome":"client_gone" and the status it would have answered; a drain waits for such
+ * requests (up to a second drain timeout).
  *
  * The upgrade seam (WebSocket): a handler that accepts an upgrade calls
  * seatd_req_take_connection(). The request is finished as status 101 (logged, counted, the
