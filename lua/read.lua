@@ -121,7 +121,7 @@ local function booking_get(keys, args)
     return reply_fields(b, {'bookingId', 'showId', 'holdId', 'owner', 'seatIds', 'amount',
         'currency', 'paymentMethod', 'status', 'paymentRef', 'createdAt', 'confirmedAt',
         'reason', 'refund', 'cancelledAt', 'failedAt', 'refundStatus', 'refundRef',
-        'refundPercent', 'startsAt'})
+        'refundPercent', 'startsAt', 'lateCharge'})
 end
 
 redis.register_function{function_name='seatd_show_get', callback=show_get, flags={'no-writes'}}

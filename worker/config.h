@@ -43,6 +43,11 @@ typedef struct seatd_config_s {
     long long sweeper_interval_ms;          /* --sweeper-interval-ms */
     long long reconcile_interval_ms;        /* --reconcile-interval-ms: payment reconciler tick */
     long long reconcile_after_ms;           /* --reconcile-after-ms: 0 = 2 x payment timeout */
+    long long charge_horizon_ms;            /* --charge-horizon-ms: 0 = payment timeout + 30 s */
+    long long decline_cap_per_hold;         /* --decline-cap-per-hold */
+    long long decline_cap_per_user;         /* --decline-cap-per-user: per decline window */
+    long long decline_window_ms;            /* --decline-window-ms */
+    long long show_retention_ms;            /* --show-retention-ms: kept in scan sets after start */
     char jwt_secret[SEATD_CONFIG_SECRET_MAX]; /* SEATD_JWT_SECRET only; never logged */
     size_t jwt_secret_len;                  /* bytes in 'jwt_secret' */
     int help;                               /* 1 if --help was given: print and exit 0 */
