@@ -538,7 +538,6 @@ static void answer_capped(book_op_t *op, const char *which)
     snprintf(ra, sizeof(ra), "%lld", secs > 0 ? secs : 1);
     snprintf(msg, sizeof(msg),
              "too many declined payments for this %s; try again in %s s", which, ra);
-    seatd_metrics_inc(SEATD_METRIC_BOOKING_DECLINED);
     if (op->r)
         seatd_req_add_header(op->r, "Retry-After", ra);
     answer_problem(op, SEATD_ERATELIMIT, msg, NULL);
