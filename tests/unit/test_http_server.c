@@ -147,10 +147,12 @@ static void setup(void)
 }
 
 static int drained;
+static int finished_at_drain; /* finished_hooks when the drain called back */
 static void on_drained(seatd_http_server_t *s, void *data)
 {
     (void)data;
     drained++;
+    finished_at_drain = finished_hooks;
     seatd_http_server_free(s);
     srv = NULL;
 }
@@ -373,6 +375,17 @@ Test(http_server, a_request_whose_client_left_runs_to_completion_and_is_counted_
     cr_assert_eq(routes[5].stats.count, 1);
     cr_assert_eq(routes[5].stats.by_status[4], 1);
     cr_assert_eq(seatd_http_server_connections(srv), 0);
+}
+
+Test(http_server, a_drain_waits_for_a_request_whose_client_left)
+{
+    run_client(do_send_and_leave, NULL); /* the client is gone; the handler's timer runs */
+    cr_assert_eq(finished_hooks, 0);
+    cr_assert_eq(seatd_http_server_drain(srv, on_drained, NULL), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    cr_assert_eq(drained, 1);
+    cr_assert_eq(finished_at_drain, 1, "the drain ended after the request finished");
+    cr_assert_eq(last_status, 499);
 }
 
 /* ---- connection limit and drain ---------------------------------------------------------------------- */
