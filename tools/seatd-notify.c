@@ -59,9 +59,9 @@
 typedef struct {
     char show[SEATD_ID_MAX];
     char stream[SEATD_KEY_MAX];
-    int grouped;          /* the group exists on this stream */
-    unsigned long seen;   /* the catalogue walk that last listed the show */
-    int last_read;        /* entries the last read found */
+    int grouped;        /* the group exists on this stream */
+    unsigned long seen; /* the catalogue walk that last listed the show */
+    int last_read;      /* entries the last read found */
 } stream_t;
 
 static struct {
@@ -536,7 +536,8 @@ int main(int argc, char **argv)
     }
     const char *colon = strrchr(redis, ':');
     if (G.log_path == NULL || colon == NULL || G.max_deliveries < 1 || G.retry_base_ms < 1 ||
-        G.refresh_ms < 1 || G.delay_ms < 0 || G.batch < 1 || G.batch > 100000 || !seatd_keys_valid_idem_key(G.group))
+        G.refresh_ms < 1 || G.delay_ms < 0 || G.batch < 1 || G.batch > 100000 ||
+        !seatd_keys_valid_idem_key(G.group))
         usage();
     snprintf(G.host, sizeof(G.host), "%.*s", (int)(colon - redis), redis);
     G.port = atoi(colon + 1);

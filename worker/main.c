@@ -162,8 +162,8 @@ int main(int argc, char **argv)
         .interval_ms = cfg.reconcile_interval_ms,
         .min_age_ms = cfg.reconcile_after_ms ? cfg.reconcile_after_ms : 2 * cfg.payment_timeout_ms,
         .rescan_every = 10,
-        .horizon_ms = cfg.charge_horizon_ms ? cfg.charge_horizon_ms
-                                            : cfg.payment_timeout_ms + 30000,
+        .horizon_ms =
+            cfg.charge_horizon_ms ? cfg.charge_horizon_ms : cfg.payment_timeout_ms + 30000,
     };
     if (app->payment)
         W.reconcile = seatd_reconcile_new(app->loop, app->rds, app->store, app->payment, &rcopts);

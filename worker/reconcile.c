@@ -149,7 +149,8 @@ static void on_late_recorded(const seatd_store_result_t *res, void *data)
 static void record_late_charge(job_t *j)
 {
     seatd_reconcile_t *rc = j->rc;
-    seatd_log(SEATD_LOG_WARN, NULL, "reconcile: a charge landed after the booking failed; refunding",
+    seatd_log(SEATD_LOG_WARN, NULL,
+              "reconcile: a charge landed after the booking failed; refunding",
               "\"booking\":\"%s\",\"charge\":\"%s\"", j->bid, j->charge);
     if (!rc->closing &&
         started(rc, seatd_store_late_charge(rc->store, j->bid, j->charge, on_late_recorded, j))) {
@@ -259,8 +260,8 @@ static void refund_late(job_t *j)
     seatd_reconcile_t *rc = j->rc;
     snprintf(j->key, sizeof(j->key), "refund-%s", j->bid);
     if (!rc->closing && j->amount > 0 &&
-        started(rc, seatd_payment_refund(rc->payment, j->key, j->charge, j->amount,
-                                         "charged_late", on_lost_refund, j)))
+        started(rc, seatd_payment_refund(rc->payment, j->key, j->charge, j->amount, "charged_late",
+                                         on_lost_refund, j)))
         return;
     job_end(j);
 }

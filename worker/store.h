@@ -242,8 +242,7 @@ SEATD_MUSTCHECK int seatd_store_late_charge(seatd_store_t *st, const char *booki
 /* seatd_attempt on counter 'key' (borrowed; a key of one slot): 'take' one within 'cap' per
  * 'window_ms', or give one back ('take' 0; 'cap' and 'window_ms' unused). Fields: ok ("1",
  * or "0": over the cap, nothing counted), count, retryAfterMs. */
-SEATD_MUSTCHECK int seatd_store_attempt(seatd_store_t *st, const char *key, int take,
-                                        int64_t cap, int64_t window_ms, seatd_store_cb cb,
-                                        void *data);
+SEATD_MUSTCHECK int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,
+                                        int64_t window_ms, seatd_store_cb cb, void *data);
 
 #endif

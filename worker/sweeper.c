@@ -304,8 +304,7 @@ static void lease_call(seatd_sweeper_t *sw, const char *verb)
     const char *args[] = {verb, sw->token, ttl};
     op_t *op = op_new(sw, NULL, 0);
     sw->rescan_busy = 1;
-    if (seatd_scripts_fcall(sw->scripts, "seatd_lease", 1, keys, 3, args, NULL, on_lease, op) <
-        0) {
+    if (seatd_scripts_fcall(sw->scripts, "seatd_lease", 1, keys, 3, args, NULL, on_lease, op) < 0) {
         sw->rescan_busy = 0;
         sw->stats.errors++;
         op_done(op);

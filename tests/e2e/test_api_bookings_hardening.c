@@ -43,8 +43,8 @@ static void hold_seat(const char *show, const char *sub, const char *seat, char 
 
 /* Sends POST /v1/bookings for 'hold_id' with request id 'rid' straight to nginx and hangs up
  * after 'leave_ms' without reading an answer (none can come that soon with tok_slow). */
-static void book_and_leave(const char *hold_id, const char *sub, const char *token,
-                           const char *rid, int leave_ms)
+static void book_and_leave(const char *hold_id, const char *sub, const char *token, const char *rid,
+                           int leave_ms)
 {
     char body[256], req[2048];
     snprintf(body, sizeof(body), "{\"holdId\":\"%s\",\"paymentMethod\":\"%s\"}", hold_id, token);
@@ -130,7 +130,8 @@ static void gateway_counts(const char *key, long *charges, long *refunds)
 
 /* ------------------------------------------------------------ a request outlives its client */
 
-Test(api_bookings_hardening, a_buyer_who_leaves_mid_payment_is_confirmed_by_the_worker_and_logged_499)
+Test(api_bookings_hardening,
+     a_buyer_who_leaves_mid_payment_is_confirmed_by_the_worker_and_logged_499)
 {
     char show[32], hold_id[64], rid[64], sub[32], line[4096];
     snprintf(sub, sizeof(sub), "gone%d", (int)getpid());
@@ -180,15 +181,15 @@ Test(api_bookings_hardening, a_charge_landing_on_a_failed_booking_is_refunded_th
     char *bid = hget(show, key, "bookingId");
     cr_assert(bid[0], "book_begin ran before the client left");
     redisContext *c = e2e_redis();
-    redisReply *r = redisCommand(c, "FCALL seatd_book_fail 1 {s:%s}:meta %s payment_not_completed",
-                                 show, bid);
+    redisReply *r =
+        redisCommand(c, "FCALL seatd_book_fail 1 {s:%s}:meta %s payment_not_completed", show, bid);
     cr_assert(r && r->type == REDIS_REPLY_ARRAY, "%s", r && r->str ? r->str : "");
     freeReplyObject(r);
     redisFree(c);
 
     cr_assert(worker_request_line(rid, 10000, line, sizeof(line)), "the worker logged it");
-    cr_assert(strstr(line, "\"status\":499") && strstr(line, "\"outcome\":\"client_gone\""),
-              "%s", line);
+    cr_assert(strstr(line, "\"status\":499") && strstr(line, "\"outcome\":\"client_gone\""), "%s",
+              line);
     snprintf(key, sizeof(key), "booking:%s", bid);
     char *status = hget(show, key, "status");
     char *rs = hget(show, key, "refundStatus");

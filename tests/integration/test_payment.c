@@ -885,9 +885,8 @@ static void rec_run_until(rec_t *x, unsigned long (*counter)(const seatd_reconci
 static void rec_booking(rec_t *x, th_res_t *r, const char *bid)
 {
     th_res_clear(r);
-    cr_assert_eq(th_finish(&x->t, r, seatd_store_booking_get(x->t.store, bid, NULL, th_on_result,
-                                                             r)),
-                 0);
+    cr_assert_eq(
+        th_finish(&x->t, r, seatd_store_booking_get(x->t.store, bid, NULL, th_on_result, r)), 0);
 }
 
 typedef struct {
@@ -902,7 +901,9 @@ static void on_rec_pay(const seatd_payment_result_t *res, void *data)
     g->res = *res;
 }
 
-Test(reconcile, a_booking_the_gateway_does_not_know_stays_pending_until_the_horizon_and_a_late_charge_confirms_it)
+Test(
+    reconcile,
+    a_booking_the_gateway_does_not_know_stays_pending_until_the_horizon_and_a_late_charge_confirms_it)
 {
     rec_t x;
     char bid[SEATD_ID_MAX];
@@ -962,14 +963,16 @@ Test(reconcile, a_charge_recorded_late_on_a_failed_booking_is_refunded_once)
     cr_assert_eq(g.res.outcome, SEATD_PAY_APPROVED);
     cr_assert_eq(th_book_fail(&x.t, &r, bid), 0);
     th_res_clear(&r);
-    cr_assert_eq(th_finish(&x.t, &r, seatd_store_late_charge(x.t.store, bid, g.res.charge_id,
-                                                            th_on_result, &r)),
-                 0);
+    cr_assert_eq(
+        th_finish(&x.t, &r,
+                  seatd_store_late_charge(x.t.store, bid, g.res.charge_id, th_on_result, &r)),
+        0);
     cr_assert_str_eq(th_get(&r, "refundStatus"), "pending");
     th_res_clear(&r);
-    cr_assert_eq(th_finish(&x.t, &r, seatd_store_late_charge(x.t.store, bid, g.res.charge_id,
-                                                            th_on_result, &r)),
-                 0, "idempotent");
+    cr_assert_eq(
+        th_finish(&x.t, &r,
+                  seatd_store_late_charge(x.t.store, bid, g.res.charge_id, th_on_result, &r)),
+        0, "idempotent");
 
     seatd_reconcile_hint(x.t.rds, "1");
     rec_run_until(&x, seatd_reconcile_settled, 1, 10000);
@@ -982,9 +985,8 @@ Test(reconcile, a_charge_recorded_late_on_a_failed_booking_is_refunded_once)
     cr_assert_eq(stat_of(bid, "refundedAmount"), 2400, "in full");
     /* Nothing is left to settle: the booking left {s}:refunds. */
     th_res_clear(&r);
-    cr_assert_eq(th_finish(&x.t, &r, seatd_store_pending_due(x.t.store, "1", 0, 20, th_on_result,
-                                                            &r)),
-                 0);
+    cr_assert_eq(
+        th_finish(&x.t, &r, seatd_store_pending_due(x.t.store, "1", 0, 20, th_on_result, &r)), 0);
     cr_assert_eq(th_get_ll(&r, "remaining"), 0);
     th_res_clear(&r);
     rec_close(&x);

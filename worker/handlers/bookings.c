@@ -67,8 +67,8 @@ typedef struct {
     uint64_t wait_until;         /* loop ms: a retry waits for the first payment until then */
     char hold_ctr[SEATD_KEY_MAX]; /* the per-hold decline counter */
     char user_ctr[SEATD_KEY_MAX]; /* the per-user decline counter */
-    int ctrs_taken;              /* counters holding one attempt of this request (0..2) */
-    int64_t retry_after_ms;      /* when a capped attempt may be made again */
+    int ctrs_taken;               /* counters holding one attempt of this request (0..2) */
+    int64_t retry_after_ms;       /* when a capped attempt may be made again */
 } book_op_t;
 
 static void book_op_free(void *ctx)
@@ -143,8 +143,8 @@ static void on_counter_given(const seatd_store_result_t *res, void *data)
 {
     (void)data;
     if (res->err)
-        seatd_log(SEATD_LOG_WARN, NULL, "decline counter not given back; it expires",
-                  "\"err\":%d", res->err);
+        seatd_log(SEATD_LOG_WARN, NULL, "decline counter not given back; it expires", "\"err\":%d",
+                  res->err);
 }
 
 /* Gives back the attempts this request counted (it was approved, or never charged). */
@@ -338,8 +338,7 @@ static void on_failed_after_loss(const seatd_store_result_t *res, void *data)
     cJSON *extra = cJSON_CreateObject();
     cJSON_AddStringToObject(extra, "bookingId", op->booking_id);
     answer_problem(op, SEATD_EEXPIRED,
-                   "the hold expired before the payment completed; the charge was refunded",
-                   extra);
+                   "the hold expired before the payment completed; the charge was refunded", extra);
 }
 
 static void fail_booking(book_op_t *op, const char *reason, seatd_store_cb cb)
@@ -363,9 +362,8 @@ static void on_refund(const seatd_payment_result_t *res, void *data)
         answer_with_booking(op);
         return;
     }
-    int rc = seatd_store_book_fail_refunded(op->app->store, op->booking_id,
-                                            "seats_lost_refunded", op->amount, op->refund_key,
-                                            on_failed_after_loss, op);
+    int rc = seatd_store_book_fail_refunded(op->app->store, op->booking_id, "seats_lost_refunded",
+                                            op->amount, op->refund_key, on_failed_after_loss, op);
     step_started(op, rc);
 }
 
@@ -397,8 +395,8 @@ static void on_late_charge_recorded(const seatd_store_result_t *res, void *data)
     }
     if (res->err)
         seatd_log(SEATD_LOG_ERROR, NULL, "late charge not recorded; refunding anyway",
-                  "\"booking\":\"%s\",\"charge\":\"%s\",\"err\":%d", op->booking_id,
-                  op->charge_id, res->err);
+                  "\"booking\":\"%s\",\"charge\":\"%s\",\"err\":%d", op->booking_id, op->charge_id,
+                  res->err);
     refund_charge(op);
 }
 
@@ -480,8 +478,8 @@ static void on_begin(const seatd_store_result_t *res, void *data)
         const char *status = seatd_store_get(res, "status", NULL);
         if (op->r && status && strcmp(status, "PENDING_PAYMENT") == 0) {
             /* A retry during the first request's payment: wait for its outcome. */
-            op->wait_until = uv_now(op->app->loop) + (uint64_t)op->app->cfg->payment_timeout_ms +
-                             1000;
+            op->wait_until =
+                uv_now(op->app->loop) + (uint64_t)op->app->cfg->payment_timeout_ms + 1000;
             wait_for_outcome(op);
             return;
         }
@@ -536,8 +534,8 @@ static void answer_capped(book_op_t *op, const char *which)
     long long secs = (op->retry_after_ms + 999) / 1000;
     char ra[24], msg[160];
     snprintf(ra, sizeof(ra), "%lld", secs > 0 ? secs : 1);
-    snprintf(msg, sizeof(msg),
-             "too many declined payments for this %s; try again in %s s", which, ra);
+    snprintf(msg, sizeof(msg), "too many declined payments for this %s; try again in %s s", which,
+             ra);
     if (op->r)
         seatd_req_add_header(op->r, "Retry-After", ra);
     answer_problem(op, SEATD_ERATELIMIT, msg, NULL);
@@ -734,8 +732,8 @@ int seatd_handle_bookings_get(seatd_req_t *r)
  * --------------------------------------------------------------------------------------- */
 
 typedef struct {
-    seatd_req_t *r;             /* NULL once nobody waits: the refund goes on (see top) */
-    seatd_app_t *app;           /* borrowed */
+    seatd_req_t *r;   /* NULL once nobody waits: the refund goes on (see top) */
+    seatd_app_t *app; /* borrowed */
     char booking_id[SEATD_ID_MAX];
     char show_id[SEATD_ID_MAX];
     char key[SEATD_ID_MAX + 8]; /* "cancel-<bookingId>": one refund per booking */
