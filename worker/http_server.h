@@ -51,7 +51,9 @@ typedef struct seatd_auth_s seatd_auth_t;
 typedef struct seatd_http_server_s seatd_http_server_t;
 
 /* Called once per answered request, after the log line, with the final 'status' and the
- * 'seconds' from the end of parsing to the finish. 'r' is borrowed for the call. */
+ * 'seconds' from the end of parsing to the finish; for a request whose client went away,
+ * 'status' is the one it would have answered (the log line and route stats say 499). 'r' is
+ * borrowed for the call. */
 typedef void (*seatd_http_finish_cb)(seatd_req_t *r, int status, double seconds, void *app);
 /* Called once when a drain completes (every connection and the listener are closed). */
 typedef void (*seatd_http_drain_cb)(seatd_http_server_t *srv, void *data);
