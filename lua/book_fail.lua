@@ -6,13 +6,16 @@ book_fail.lua - seatd_book_fail: the payment failed; the hold goes back to HELD.
   ARGV[2]  reason (short text)
   ARGV[3]  optional: amount refunded (integer, minor units) when a charge was given back
   ARGV[4]  optional: the refund's reference at the gateway
+  ARGV[5]  optional: minimum age (ms since the booking began, Redis clock): a younger
+           PENDING_PAYMENT booking is left as it is (the charge horizon of reconciliation: a
+           charge the gateway does not know yet may still land) and answered unchanged
   Booking PENDING_PAYMENT -> FAILED (reason, failedAt). If its hold is still PENDING_PAYMENT
   for this booking: back to HELD with bookingId cleared and its seat keys' deadline restored
   to heldUntil; if heldUntil has come (or is 1 ms away) the hold ends EXPIRED instead (seat keys that
   still name it deleted, bits cleared, delta). The booking leaves {s}:pending; a refund is
   recorded as refund, refundRef, refundStatus "succeeded". Failing again answers the same,
   except that a refund given for an already FAILED booking (a charge that landed late) is
-  recorded once.
+  recorded once (and the booking leaves {s}:refunds, see seatd_late_charge).
   Returns  {"bookingId", id, "status", "FAILED", "holdStatus", "HELD"|"EXPIRED"|…}
   Errors   NOTFOUND, STATE <status> (CONFIRMED, CANCELLED)
 ]]
@@ -31,6 +34,9 @@ local function book_fail(keys, args)
             redis.call('HSET', bk, 'refund', late, 'refundRef', args[4] or '',
                 'refundStatus', 'succeeded', 'reason', (b.reason or '') .. '+charged_late_refunded')
         end
+        if late and late ~= '' then
+            redis.call('ZREM', p .. ':refunds', booking_id)
+        end
         return {'bookingId', booking_id, 'status', 'FAILED',
             'holdStatus', redis.call('HGET', hk, 'status') or ''}
     end
@@ -40,6 +46,11 @@ local function book_fail(keys, args)
     local refund = args[3]
     if refund and refund ~= '' and (not tonumber(refund) or tonumber(refund) < 0) then
         return fail('INVAL', 'refund')
+    end
+    local min_age = tonumber(args[5] or '')
+    if min_age and now_ms() - tonumber(b.createdAt or '0') < min_age then
+        return {'bookingId', booking_id, 'status', 'PENDING_PAYMENT',
+            'holdStatus', redis.call('HGET', hk, 'status') or ''}
     end
 
     ------------------------------------------------------------------ effects (cannot fail)

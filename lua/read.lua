@@ -19,7 +19,8 @@ seatd_layout_fetch
 
 seatd_list_shows
   KEYS[1] seatd:shows   ARGV[1] offset   ARGV[2] count
-  Returns {"total", n, "id", id1, "id", id2, …} ordered by startsAt
+  Returns {"total", n, "id", id1, "id", id2, …} ordered by startsAt: upcoming shows only
+  (startsAt > now, Redis's clock); a show that started is no longer listed
 
 seatd_seatmap
   KEYS[1] {s:<id>}:meta
@@ -75,9 +76,11 @@ end
 local function list_shows(keys, args)
     local offset = tonumber(args[1]) or 0
     local count = tonumber(args[2]) or 20
-    local out = {'total', tostring(redis.call('ZCARD', keys[1]))}
+    local after = '(' .. tostring(now_ms()) -- upcoming shows only: startsAt > now
+    local out = {'total', tostring(redis.call('ZCOUNT', keys[1], after, '+inf'))}
     if count > 0 and offset >= 0 then
-        local ids = redis.call('ZRANGE', keys[1], offset, offset + count - 1)
+        local ids = redis.call('ZRANGE', keys[1], after, '+inf', 'BYSCORE', 'LIMIT', offset,
+            count)
         for _, id in ipairs(ids) do
             out[#out + 1] = 'id'
             out[#out + 1] = id
@@ -125,7 +128,7 @@ local function booking_get(keys, args)
     return reply_fields(b, {'bookingId', 'showId', 'holdId', 'owner', 'seatIds', 'amount',
         'currency', 'paymentMethod', 'status', 'paymentRef', 'createdAt', 'confirmedAt',
         'reason', 'refund', 'cancelledAt', 'failedAt', 'refundStatus', 'refundRef',
-        'refundPercent', 'startsAt', 'version'})
+        'refundPercent', 'startsAt', 'version', 'lateCharge'})
 end
 
 redis.register_function{function_name='seatd_show_get', callback=show_get, flags={'no-writes'}}

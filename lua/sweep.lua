@@ -39,3 +39,62 @@ local function sweep_claim(keys, args)
 end
 
 redis.register_function{function_name='seatd_sweep_claim', callback=sweep_claim}
+
+--[[
+seatd_catalogue_prune: shows past their start plus a retention leave the catalogue seatd:shows
+(the scan set of the sweeper's and the reconciler's rescans and of seatd-notify), so those
+scans grow with the shows on sale, not with every show ever created. The show's own keys stay
+(GET /v1/shows/{id} and its bookings still answer); the caller also drops the pruned shows
+from the hint set seatd:due (another key: another slot on Redis Cluster).
+  KEYS[1]  seatd:shows
+  ARGV[1]  retention (ms >= 0): shows whose startsAt <= now - retention are pruned
+  ARGV[2]  at most this many per call (1..10000)
+  Returns  {"now", ms, "id", <show id>, …} (the pruned shows)
+]]
+local function catalogue_prune(keys, args)
+    if keys[1] ~= 'seatd:shows' then
+        return fail('INVAL', 'bad catalogue key')
+    end
+    local retention, max = tonumber(args[1]), tonumber(args[2])
+    if not retention or retention < 0 or not max or max < 1 or max > 10000 then
+        return fail('INVAL', 'retention and count')
+    end
+    local now = now_ms()
+    local ids = redis.call('ZRANGEBYSCORE', keys[1], '-inf', now - retention, 'LIMIT', 0, max)
+    local out = {'now', tostring(now)}
+    for _, id in ipairs(ids) do
+        out[#out + 1] = 'id'
+        out[#out + 1] = id
+    end
+    if #ids > 0 then
+        redis.call('ZREM', keys[1], unpack(ids))
+    end
+    return out
+end
+
+--[[
+seatd_lease: a lease one worker holds while it walks the catalogue.
+  KEYS[1]  the lease key (seatd:sweep:rescan)
+  ARGV[1]  "take" (SET NX PX) or "renew" (PEXPIRE only if the lease still names the holder)
+  ARGV[2]  the holder's token     ARGV[3]  the lease time (ms > 0)
+  Returns  {"held", "1"|"0"}
+]]
+local function lease(keys, args)
+    local ttl = tonumber(args[3])
+    if (args[1] ~= 'take' and args[1] ~= 'renew') or not args[2] or args[2] == '' or not ttl
+        or ttl < 1 then
+        return fail('INVAL', 'lease')
+    end
+    if args[1] == 'take' then
+        local ok = redis.call('SET', keys[1], args[2], 'NX', 'PX', ttl)
+        return {'held', ok and '1' or '0'}
+    end
+    if redis.call('GET', keys[1]) == args[2] then
+        redis.call('PEXPIRE', keys[1], ttl)
+        return {'held', '1'}
+    end
+    return {'held', '0'}
+end
+
+redis.register_function{function_name='seatd_catalogue_prune', callback=catalogue_prune}
+redis.register_function{function_name='seatd_lease', callback=lease}

@@ -5,7 +5,7 @@
  *
  *   seatd-notify --redis 127.0.0.1:6379 [--group notifiers] [--consumer <host-pid>]
  *                --log notifications.log [--max-deliveries 5] [--retry-base-ms 500]
- *                [--refresh-ms 1000] [--deliver-delay-ms 0]
+ *                [--refresh-ms 1000] [--deliver-delay-ms 0] [--batch 1000]
  *                [--redis-user USER --redis-password-file FILE]
  *
  * Redis credentials: "AUTH USER <password>" on every connection, the password read from the
@@ -13,7 +13,13 @@
  *
  * Streams: one per show, in the show's hash slot (the script that changes a booking appends
  * its event in the same atomic step). They are discovered from the catalogue seatd:shows,
- * re-read every --refresh-ms; the group is created at id 0 once the stream exists. Each
+ * which holds the shows on sale (and those started less than the retention ago: the
+ * sweeper prunes older ones). Every --refresh-ms one page of --batch shows is read, the
+ * cursor walking the catalogue and starting over at its end, so each refresh costs at most
+ * one page however large the catalogue, and there is no cap on the number of streams. A
+ * stream whose show has left the catalogue is forgotten once a whole walk did not see it and
+ * it has nothing new or pending for the group. The group is created at id 0 once the stream
+ * exists. Each
  * stream is read on its own (XREADGROUP … STREAMS <one stream> >), which also works on Redis
  * Cluster, where one command cannot span slots.
  *
@@ -49,7 +55,7 @@
 #include "buf.h"
 #include "keys.h"
 
-#define MAX_STREAMS 4096
+#define DEFAULT_BATCH 1000
 #define READ_COUNT "10"
 #define STALE_CLAIM_MS 1000 /* a "sending" claim this old belongs to a dead consumer */
 #define DEDUPE_TTL "604800"
@@ -57,7 +63,9 @@
 typedef struct {
     char show[SEATD_ID_MAX];
     char stream[SEATD_KEY_MAX];
-    int grouped; /* the group exists on this stream */
+    int grouped;        /* the group exists on this stream */
+    unsigned long seen; /* the catalogue walk that last listed the show */
+    int last_read;      /* entries the last read found */
 } stream_t;
 
 static struct {
@@ -72,8 +80,11 @@ static struct {
     long delay_ms;
     redisContext *c;
     int log_fd;
-    stream_t *streams;
-    size_t nstreams;
+    long batch;
+    stream_t *streams; /* owned, sorted by show id */
+    size_t nstreams, cap;
+    long cursor;        /* the next catalogue offset */
+    unsigned long walk; /* catalogue walks begun (the current one included) */
     char redis_user[128];     /* ACL user, or "" */
     char redis_password[256]; /* its password, or "": no AUTH */
 } G;
@@ -155,29 +166,91 @@ static int is_error(const redisReply *r)
 
 /* ------------------------------------------------------------------- streams */
 
+/* The index of 'show' in the sorted G.streams, or where it would go ('*found' 0). */
+static size_t stream_find(const char *show, int *found)
+{
+    size_t lo = 0, hi = G.nstreams;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(G.streams[mid].show, show);
+        if (c == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = 0;
+    return lo;
+}
+
+static long pending_count(const stream_t *s)
+{
+    const char *argv[] = {"XPENDING", s->stream, G.group};
+    redisReply *r = cmd(3, argv);
+    long n = -1;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER)
+        n = (long)r->element[0]->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+/* At the end of a walk: forgets the streams of shows no longer in the catalogue once they
+ * have nothing new or pending for the group (and those never created). */
+static void forget_pruned(void)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < G.nstreams; i++) {
+        stream_t *s = &G.streams[i];
+        int keep = s->seen == G.walk || s->last_read > 0 || (s->grouped && pending_count(s) != 0);
+        if (keep)
+            G.streams[k++] = *s;
+    }
+    if (k < G.nstreams)
+        logf_("forgot %zu streams of shows no longer in the catalogue", G.nstreams - k);
+    G.nstreams = k;
+}
+
+/* Reads one page of the catalogue: new shows get a stream entry, every listed one is marked
+ * seen in this walk and gets its group once the stream exists. */
 static void refresh_streams(void)
 {
-    const char *argv[] = {"ZRANGE", SEATD_KEY_CATALOGUE, "0", "-1"};
+    char start[24], stop[24];
+    snprintf(start, sizeof(start), "%ld", G.cursor);
+    snprintf(stop, sizeof(stop), "%ld", G.cursor + G.batch - 1);
+    const char *argv[] = {"ZRANGE", SEATD_KEY_CATALOGUE, start, stop};
     redisReply *r = cmd(4, argv);
-    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(r);
+        return;
+    }
+    for (size_t i = 0; i < r->elements; i++) {
         const char *id = r->element[i]->str;
         if (id == NULL || !seatd_keys_valid_show_id(id))
             continue;
-        size_t k = 0;
-        while (k < G.nstreams && strcmp(G.streams[k].show, id) != 0)
-            k++;
-        if (k == G.nstreams) {
-            if (G.nstreams == MAX_STREAMS)
-                break;
-            stream_t *s = &G.streams[G.nstreams++];
-            memset(s, 0, sizeof(*s));
-            snprintf(s->show, sizeof(s->show), "%s", id);
-            if (seatd_keys_show(s->stream, id, "bookings") < 0) {
-                G.nstreams--;
+        int found;
+        size_t k = stream_find(id, &found);
+        if (!found) {
+            stream_t fresh;
+            memset(&fresh, 0, sizeof(fresh));
+            snprintf(fresh.show, sizeof(fresh.show), "%s", id);
+            if (seatd_keys_show(fresh.stream, id, "bookings") < 0)
                 continue;
+            if (G.nstreams == G.cap) {
+                G.cap = G.cap ? G.cap * 2 : 64;
+                G.streams = realloc(G.streams, G.cap * sizeof(*G.streams));
+                if (G.streams == NULL)
+                    abort();
             }
+            memmove(&G.streams[k + 1], &G.streams[k], (G.nstreams - k) * sizeof(*G.streams));
+            G.streams[k] = fresh;
+            G.nstreams++;
         }
         stream_t *s = &G.streams[k];
+        s->seen = G.walk;
         if (!s->grouped) {
             const char *g[] = {"XGROUP", "CREATE", s->stream, G.group, "0"};
             redisReply *gr = cmd(5, g);
@@ -185,6 +258,13 @@ static void refresh_streams(void)
                 s->grouped = 1; /* else: the stream does not exist yet */
             freeReplyObject(gr);
         }
+    }
+    if ((long)r->elements < G.batch) { /* the end of the catalogue: the walk is complete */
+        forget_pruned();
+        G.cursor = 0;
+        G.walk++;
+    } else {
+        G.cursor += G.batch;
     }
     freeReplyObject(r);
 }
@@ -317,7 +397,7 @@ static int handle_entries(const stream_t *s, const redisReply *entries)
     return n;
 }
 
-static int read_new(const stream_t *s)
+static int read_new(stream_t *s)
 {
     const char *argv[] = {"XREADGROUP", "GROUP",   G.group,   G.consumer, "COUNT",
                           READ_COUNT,   "STREAMS", s->stream, ">"};
@@ -327,6 +407,7 @@ static int read_new(const stream_t *s)
         r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 2)
         n = handle_entries(s, r->element[0]->element[1]);
     freeReplyObject(r);
+    s->last_read = n;
     return n;
 }
 
@@ -433,7 +514,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: seatd-notify --redis host:port --log FILE [--group notifiers]\n"
                     "       [--consumer NAME] [--max-deliveries 5] [--retry-base-ms 500]\n"
-                    "       [--refresh-ms 1000] [--deliver-delay-ms 0]\n"
+                    "       [--refresh-ms 1000] [--deliver-delay-ms 0] [--batch 1000]\n"
                     "       [--redis-user USER] [--redis-password-file FILE]\n");
     exit(2);
 }
@@ -445,6 +526,8 @@ int main(int argc, char **argv)
     G.max_deliveries = 5;
     G.retry_base_ms = 500;
     G.refresh_ms = 1000;
+    G.batch = DEFAULT_BATCH;
+    G.walk = 1;
     char host[64] = "";
     gethostname(host, sizeof(host) - 1);
     snprintf(G.consumer, sizeof(G.consumer), "%s-%ld", host, (long)getpid());
@@ -475,6 +558,8 @@ int main(int argc, char **argv)
             user = v;
         else if (strcmp(a, "--redis-password-file") == 0)
             pass_file = v;
+        else if (strcmp(a, "--batch") == 0)
+            G.batch = atol(v);
         else
             usage();
     }
@@ -490,7 +575,8 @@ int main(int argc, char **argv)
     }
     const char *colon = strrchr(redis, ':');
     if (G.log_path == NULL || colon == NULL || G.max_deliveries < 1 || G.retry_base_ms < 1 ||
-        G.refresh_ms < 1 || G.delay_ms < 0 || !seatd_keys_valid_idem_key(G.group))
+        G.refresh_ms < 1 || G.delay_ms < 0 || G.batch < 1 || G.batch > 100000 ||
+        !seatd_keys_valid_idem_key(G.group))
         usage();
     snprintf(G.host, sizeof(G.host), "%.*s", (int)(colon - redis), redis);
     G.port = atoi(colon + 1);
@@ -499,7 +585,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "seatd-notify: cannot open %s: %s\n", G.log_path, strerror(errno));
         return 1;
     }
-    G.streams = calloc(MAX_STREAMS, sizeof(*G.streams));
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_stop;

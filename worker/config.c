@@ -82,6 +82,19 @@ static const row_t rows[] = {
      "hold requests one user may make per --hold-rate-window-ms, then 429 (0: no limit)"},
     {"hold-rate-window-ms", "SEATD_HOLD_RATE_WINDOW_MS", T_INT, 100, 3600000, "60000",
      F(hold_rate_window_ms), "window of the per-user hold rate limit"},
+    {"charge-horizon-ms", "SEATD_CHARGE_HORIZON_MS", T_INT, 0, 86400000, "0",
+     F(charge_horizon_ms),
+     "after this long (from booking start) a charge the gateway does not know can no longer "
+     "land, and the booking fails (0: --payment-timeout-ms + 30000)"},
+    {"decline-cap-per-hold", "SEATD_DECLINE_CAP_PER_HOLD", T_INT, 1, 1000, "5",
+     F(decline_cap_per_hold), "declined payments per hold before 429"},
+    {"decline-cap-per-user", "SEATD_DECLINE_CAP_PER_USER", T_INT, 1, 100000, "20",
+     F(decline_cap_per_user), "declined payments per user per --decline-window-ms before 429"},
+    {"decline-window-ms", "SEATD_DECLINE_WINDOW_MS", T_INT, 1000, 86400000, "3600000",
+     F(decline_window_ms), "window of the per-user decline cap"},
+    {"show-retention-ms", "SEATD_SHOW_RETENTION_MS", T_INT, 0, 31536000000, "86400000",
+     F(show_retention_ms),
+     "a show leaves the scan sets (catalogue listing, sweeps) this long after it started"},
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))

@@ -50,6 +50,11 @@ typedef struct seatd_config_s {
     char redis_loader_password_file[SEATD_CONFIG_STR_MAX]; /* --redis-loader-password-file */
     long long hold_rate_per_user;             /* --hold-rate-per-user: holds per window, 0 = off */
     long long hold_rate_window_ms;            /* --hold-rate-window-ms */
+    long long charge_horizon_ms;            /* --charge-horizon-ms: 0 = payment timeout + 30 s */
+    long long decline_cap_per_hold;         /* --decline-cap-per-hold */
+    long long decline_cap_per_user;         /* --decline-cap-per-user: per decline window */
+    long long decline_window_ms;            /* --decline-window-ms */
+    long long show_retention_ms;            /* --show-retention-ms: kept in scan sets after start */
     char jwt_secret[SEATD_CONFIG_SECRET_MAX]; /* SEATD_JWT_SECRET only; never logged */
     size_t jwt_secret_len;                  /* bytes in 'jwt_secret' */
     int help;                               /* 1 if --help was given: print and exit 0 */

@@ -550,8 +550,9 @@ void seatd_req_finish_problem(seatd_req_t *r, int err, const char *detail, cJSON
     cJSON *doc = problem_doc(err, detail, r->path ? r->path : NULL, extra);
     char *text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
-    if (status == 429 || status == 503)
-        seatd_req_add_header(r, "Retry-After", "1");
+    if ((status == 429 || status == 503) &&
+        !(r->resp_headers.data && strstr(r->resp_headers.data, "Retry-After:")))
+        seatd_req_add_header(r, "Retry-After", "1"); /* unless the handler set its own */
     if (status == 401)
         seatd_req_add_header(r, "WWW-Authenticate", "Bearer");
     seatd_req_finish(r, status, "application/problem+json", text, text ? strlen(text) : 0);

@@ -9,6 +9,7 @@
 
 #include <assert.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,6 +21,7 @@
 #define READ_CHUNK 16384      /* bytes reserved per read */
 #define LINGER_MS 2000        /* how long to drain a closing client's input */
 #define LISTEN_BACKLOG 511
+#define CLIENT_GONE 499       /* nginx's status for a client that went away first */
 
 typedef struct seatd_conn_s seatd_conn_t;
 
@@ -82,7 +84,23 @@ struct seatd_http_server_s {
     uv_timer_t drain_timer;      /* forces the end of a drain */
     seatd_http_drain_cb drain_cb; /* runs once when everything is closed */
     void *drain_data;            /* for 'drain_cb' */
+    size_t norphans;             /* requests still running whose client went away */
+    int drain_forced;            /* the drain timer fired once: connections were closed */
 };
+
+/* A request whose connection closed while it ran (the client went away): it runs to
+ * completion (twemproxy's rule: a request outlives its client), then its finish is logged
+ * and counted as 499 client_gone (nginx's code) with the status it would have answered, and
+ * nothing is written. The server owns it until that finish; the drain waits for it. */
+typedef struct orphan_s {
+    seatd_http_server_t *srv;
+    seatd_req_t *r;
+    uint64_t started_ns;
+    struct orphan_s *next;
+} orphan_t;
+
+/* Every orphan of this thread (one loop, one thread: a plain static, as 'taking' below). */
+static orphan_t *orphans;
 
 /* The request being taken over by seatd_req_take_connection(): its finish hook does the
  * takeover instead of writing a response. One loop, one thread: a plain static. */
@@ -95,6 +113,7 @@ static void process(seatd_conn_t *c);
 static void start_reading(seatd_conn_t *c);
 static void conn_close(seatd_conn_t *c);
 static void maybe_drain_done(seatd_http_server_t *srv);
+static void orphan_adopt(seatd_conn_t *c, seatd_req_t *r);
 
 /* ----------------------------------------------------------------------------------------
  * Connection teardown
@@ -133,7 +152,7 @@ static void conn_close(seatd_conn_t *c)
     if (c->cur) {
         seatd_req_t *r = c->cur;
         c->cur = NULL;
-        seatd__req_disown(r);
+        orphan_adopt(c, r);
     }
     c->closes_pending = 2;
     uv_close(&c->h.handle, on_conn_close);
@@ -246,8 +265,13 @@ static void conn_write(seatd_conn_t *c, char *data, size_t len)
  * The pipeline: route -> auth -> handler; finish -> log -> stats
  * ---------------------------------------------------------------------------------------- */
 
-static void log_request(seatd_req_t *r, int status, double seconds)
+/* One line per request; 'answer' is the status a client that went away would have got (0
+ * when the client is still there). */
+static void log_request(seatd_req_t *r, int status, double seconds, int answer)
 {
+    char gone[64] = "";
+    if (answer)
+        snprintf(gone, sizeof(gone), ",\"outcome\":\"client_gone\",\"answer\":%d", answer);
     seatd_buf_t path = SEATD_BUF_INIT;
     const char *p = seatd_req_path(r);
     seatd_buf_json_escape(&path, p, strlen(p));
@@ -257,9 +281,9 @@ static void log_request(seatd_req_t *r, int status, double seconds)
     /* The method, route name and sub are from fixed charsets: no escaping needed. */
     seatd_log(level, seatd_req_id(r), "request",
               "\"method\":\"%s\",\"path\":\"%s\",\"route\":\"%s\",\"status\":%d,\"ms\":%.3f,"
-              "\"user\":\"%s\"",
+              "\"user\":\"%s\"%s",
               seatd_req_method(r), path.data ? path.data : "", rt ? rt->name : "", status,
-              seconds * 1000.0, who ? who->sub : "");
+              seconds * 1000.0, who ? who->sub : "", gone);
     seatd_buf_free(&path);
 }
 
@@ -272,7 +296,7 @@ static void on_req_finish(seatd_req_t *r, void *data)
     int status = seatd__req_status(r);
     double seconds = (double)(uv_hrtime() - c->started_ns) / 1e9;
 
-    log_request(r, status, seconds);
+    log_request(r, status, seconds, 0);
     const seatd_route_t *rt = seatd_req_route(r);
     if (rt) /* the rows belong to srv->routes, which is mutable */
         seatd_route_stats_observe(&((seatd_route_t *)rt)->stats, status, seconds);
@@ -302,6 +326,53 @@ static void on_req_finish(seatd_req_t *r, void *data)
     conn_write(c, bytes, len);
     if (!c->processing)
         process(c); /* an asynchronous finish: start the next pipelined request */
+}
+
+/* The finish hook of an orphan: one log line and the metrics, as status 499. */
+static void on_orphan_finish(seatd_req_t *r, void *data)
+{
+    orphan_t *o = data;
+    seatd_http_server_t *srv = o->srv;
+    for (orphan_t **pp = &orphans; *pp; pp = &(*pp)->next) {
+        if (*pp == o) {
+            *pp = o->next;
+            break;
+        }
+    }
+    double seconds = (double)(uv_hrtime() - o->started_ns) / 1e9;
+    int answer = seatd__req_status(r);
+    log_request(r, CLIENT_GONE, seconds, answer > 0 ? answer : 500);
+    const seatd_route_t *rt = seatd_req_route(r);
+    if (rt)
+        seatd_route_stats_observe(&((seatd_route_t *)rt)->stats, CLIENT_GONE, seconds);
+    if (srv->opts.on_finish) /* its effects follow what was done, e.g. a hold's sweeper hint */
+        srv->opts.on_finish(r, answer > 0 ? answer : 500, seconds, srv->app);
+    free(o);
+    if (srv->norphans > 0)
+        srv->norphans--;
+    seatd__req_disown(r); /* may free 'r' */
+    maybe_drain_done(srv);
+}
+
+static orphan_t *orphan_find(const seatd_req_t *r)
+{
+    for (orphan_t *o = orphans; o; o = o->next)
+        if (o->r == r)
+            return o;
+    return NULL;
+}
+
+/* The connection of 'r' closes while 'r' runs: the server keeps it until its finish. */
+static void orphan_adopt(seatd_conn_t *c, seatd_req_t *r)
+{
+    orphan_t *o = seatd_calloc(1, sizeof(*o));
+    o->srv = c->srv;
+    o->r = r;
+    o->started_ns = c->started_ns;
+    o->next = orphans;
+    orphans = o;
+    c->srv->norphans++;
+    seatd__req_set_finish_cb(r, on_orphan_finish, o);
 }
 
 /* Routes, authenticates and runs the handler. Returns the handler's code, or the pipeline's
@@ -647,7 +718,7 @@ static void on_drain_timer_close(uv_handle_t *handle)
 
 static void maybe_drain_done(seatd_http_server_t *srv)
 {
-    if (!srv->draining || srv->drain_done || srv->nconns > 0 ||
+    if (!srv->draining || srv->drain_done || srv->nconns > 0 || srv->norphans > 0 ||
         srv->lis_state == 1 || srv->lis_state == 2)
         return;
     srv->drain_done = 1;
@@ -658,10 +729,21 @@ static void maybe_drain_done(seatd_http_server_t *srv)
 static void on_drain_timeout(uv_timer_t *t)
 {
     seatd_http_server_t *srv = t->data;
+    if (srv->drain_forced) {
+        /* A second timeout: requests that still run after their clients are not waited for. */
+        seatd_log(SEATD_LOG_WARN, NULL, "drain timed out: requests still running",
+                  "\"requests\":%zu", srv->norphans);
+        srv->norphans = 0;
+        maybe_drain_done(srv);
+        return;
+    }
+    srv->drain_forced = 1;
     seatd_log(SEATD_LOG_WARN, NULL, "drain timed out: closing connections",
               "\"connections\":%zu", srv->nconns);
     for (seatd_conn_t *c = srv->conns; c; c = c->next)
         conn_close(c);
+    if (srv->norphans > 0) /* their requests run to completion, one more timeout at most */
+        uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->opts.drain_timeout_ms, 0);
 }
 
 int seatd_http_server_drain(seatd_http_server_t *srv, seatd_http_drain_cb cb, void *data)
@@ -708,7 +790,7 @@ int seatd_http_server_drain(seatd_http_server_t *srv, seatd_http_drain_cb cb, vo
 int seatd_req_take_connection(seatd_req_t *r, const seatd_http_owner_t *owner,
                               uv_stream_t **stream, seatd_buf_t *leftover)
 {
-    if (seatd_req_is_detached(r) || seatd_req_is_finished(r))
+    if (seatd_req_is_detached(r) || seatd_req_is_finished(r) || orphan_find(r))
         return SEATD_ESHUTDOWN;
     assert(taking.r == NULL);
     taking.r = r;

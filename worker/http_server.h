@@ -19,8 +19,11 @@
  *
  * Lifecycle: seatd_http_server_new() -> seatd_http_server_listen() -> ... ->
  * seatd_http_server_drain(cb) -> cb runs once every handle is closed -> seatd_http_server_free().
- * Connections are freed only in their last close callback; requests still pending when their
- * connection dies are detached (http_request.h) and freed by their last release.
+ * Connections are freed only in their last close callback. A request still running when its
+ * connection dies runs to completion (a request outlives its client): the server keeps it,
+ * and its finish writes nothing but is logged and counted as status 499 with
+ * "outcome":"client_gone" and the status it would have answered; a drain waits for such
+ * requests (up to a second drain timeout).
  *
  * The upgrade seam (WebSocket): a handler that accepts an upgrade calls
  * seatd_req_take_connection(). The request is finished as status 101 (logged, counted, the
@@ -48,7 +51,9 @@ typedef struct seatd_auth_s seatd_auth_t;
 typedef struct seatd_http_server_s seatd_http_server_t;
 
 /* Called once per answered request, after the log line, with the final 'status' and the
- * 'seconds' from the end of parsing to the finish. 'r' is borrowed for the call. */
+ * 'seconds' from the end of parsing to the finish; for a request whose client went away,
+ * 'status' is the one it would have answered (the log line and route stats say 499). 'r' is
+ * borrowed for the call. */
 typedef void (*seatd_http_finish_cb)(seatd_req_t *r, int status, double seconds, void *app);
 /* Called once when a drain completes (every connection and the listener are closed). */
 typedef void (*seatd_http_drain_cb)(seatd_http_server_t *srv, void *data);

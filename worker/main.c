@@ -198,6 +198,8 @@ int main(int argc, char **argv)
         seatd_payment_new(app->loop, cfg.gateway_url, (int)cfg.payment_timeout_ms);
     app->sweeper = seatd_sweeper_new(app->loop, app->rds, app->scripts, app->store,
                                      (unsigned)cfg.sweeper_interval_ms);
+    seatd_sweeper_rescan_t sro = {.retention_ms = cfg.show_retention_ms};
+    seatd_sweeper_set_rescan(app->sweeper, &sro);
     seatd_sweeper_start(app->sweeper);
     seatd_live_opts_t lopts = {.redis_host = W.redis_port ? W.redis_host : NULL,
                                .redis_port = W.redis_port,
@@ -207,6 +209,8 @@ int main(int argc, char **argv)
         .interval_ms = cfg.reconcile_interval_ms,
         .min_age_ms = cfg.reconcile_after_ms ? cfg.reconcile_after_ms : 2 * cfg.payment_timeout_ms,
         .rescan_every = 10,
+        .horizon_ms =
+            cfg.charge_horizon_ms ? cfg.charge_horizon_ms : cfg.payment_timeout_ms + 30000,
     };
     if (app->payment)
         W.reconcile = seatd_reconcile_new(app->loop, app->rds, app->store, app->payment, &rcopts);

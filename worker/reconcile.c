@@ -28,6 +28,7 @@ struct seatd_reconcile_s {
     int timer_closed;
     unsigned long ticks;
     unsigned long settled;
+    unsigned long deferred; /* lookups left pending within the charge horizon */
     long cursor; /* next catalogue offset */
 };
 
@@ -81,7 +82,13 @@ static void job_end(job_t *j)
 static void on_failed(const seatd_store_result_t *res, void *data)
 {
     job_t *j = data;
-    if (res->err == 0) {
+    const char *st = seatd_store_get(res, "status", NULL);
+    if (res->err == 0 && st && strcmp(st, "PENDING_PAYMENT") == 0) {
+        /* Not charged yet, but within the charge horizon: look again next tick. */
+        j->rc->deferred++;
+        seatd_log(SEATD_LOG_DEBUG, NULL, "reconcile: no charge yet, within the horizon",
+                  "\"booking\":\"%s\"", j->bid);
+    } else if (res->err == 0) {
         j->rc->settled++;
         seatd_log(SEATD_LOG_INFO, NULL, "reconciled booking",
                   "\"booking\":\"%s\",\"status\":"
@@ -122,10 +129,45 @@ static void on_lost_refund(const seatd_payment_result_t *res, void *data)
     job_end(j);
 }
 
+static void refund_late(job_t *j);
+
+static void on_late_recorded(const seatd_store_result_t *res, void *data)
+{
+    job_t *j = data;
+    seatd_reconcile_t *rc = j->rc;
+    const char *rs = seatd_store_get(res, "refundStatus", NULL);
+    if (res->err == 0 && rs && strcmp(rs, "pending") == 0) {
+        refund_late(j);
+        op_done(rc);
+        return;
+    }
+    job_end(j); /* already refunded, or not FAILED after all */
+}
+
+/* A charge landed for a booking already FAILED: the refund owed is written down first
+ * (seatd_late_charge), then asked for; {s}:refunds keeps it until it is recorded. */
+static void record_late_charge(job_t *j)
+{
+    seatd_reconcile_t *rc = j->rc;
+    seatd_log(SEATD_LOG_WARN, NULL,
+              "reconcile: a charge landed after the booking failed; refunding",
+              "\"booking\":\"%s\",\"charge\":\"%s\"", j->bid, j->charge);
+    if (!rc->closing &&
+        started(rc, seatd_store_late_charge(rc->store, j->bid, j->charge, on_late_recorded, j))) {
+        op_done(rc);
+        return;
+    }
+    job_end(j);
+}
+
 static void on_confirmed(const seatd_store_result_t *res, void *data)
 {
     job_t *j = data;
     seatd_reconcile_t *rc = j->rc;
+    if (res->err == SEATD_ESTATE && res->nwords > 0 && strcmp(res->words[0], "FAILED") == 0) {
+        record_late_charge(j);
+        return;
+    }
     if (res->err == SEATD_EEXPIRED) {
         /* Charged, but the seats are gone: give the whole charge back, once (by key). */
         snprintf(j->key, sizeof(j->key), "refund-%s", j->bid);
@@ -160,7 +202,9 @@ static void on_lookup(const seatd_payment_result_t *res, void *data)
                                          on_failed, j);
             break;
         case SEATD_PAY_NOT_FOUND:
-            code = seatd_store_book_fail(rc->store, j->bid, "payment_not_completed", on_failed, j);
+            /* Not final before the horizon: a charge sent late can still land until then. */
+            code = seatd_store_book_fail_after(rc->store, j->bid, "payment_not_completed",
+                                               rc->o.horizon_ms, on_failed, j);
             break;
         default:
             break; /* unknown, or still processing: next tick */
@@ -209,6 +253,19 @@ static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
     job_end(j);
 }
 
+/* Refunds the whole charge 'j->charge' of a FAILED booking under "refund-<bookingId>" (the
+ * key the worker uses for the same charge, so the gateway refunds once). */
+static void refund_late(job_t *j)
+{
+    seatd_reconcile_t *rc = j->rc;
+    snprintf(j->key, sizeof(j->key), "refund-%s", j->bid);
+    if (!rc->closing && j->amount > 0 &&
+        started(rc, seatd_payment_refund(rc->payment, j->key, j->charge, j->amount, "charged_late",
+                                         on_lost_refund, j)))
+        return;
+    job_end(j);
+}
+
 static void on_cancelled_booking(const seatd_store_result_t *res, void *data)
 {
     job_t *j = data;
@@ -216,6 +273,16 @@ static void on_cancelled_booking(const seatd_store_result_t *res, void *data)
     const char *st = seatd_store_get(res, "status", NULL);
     const char *rs = seatd_store_get(res, "refundStatus", NULL);
     const char *ref = seatd_store_get(res, "paymentRef", NULL);
+    const char *late = seatd_store_get(res, "lateCharge", NULL);
+    if (!rc->closing && res->err == 0 && st && strcmp(st, "FAILED") == 0 && rs &&
+        strcmp(rs, "pending") == 0 && late && late[0]) {
+        /* A late charge recorded by seatd_late_charge: refund it whole. */
+        j->amount = seatd_store_get_int(res, "amount", 0);
+        snprintf(j->charge, sizeof(j->charge), "%s", late);
+        refund_late(j);
+        op_done(rc); /* the lookup step ends; the refund (or job_end) carries the job on */
+        return;
+    }
     if (!rc->closing && res->err == 0 && st && strcmp(st, "CANCELLED") == 0 && rs &&
         strcmp(rs, "pending") == 0 && ref && ref[0]) {
         j->amount = seatd_store_get_int(res, "refund", 0);
@@ -333,7 +400,8 @@ seatd_reconcile_t *seatd_reconcile_new(uv_loop_t *loop, seatd_rds_t *rds, seatd_
                                        seatd_payment_t *payment, const seatd_reconcile_opts_t *opts)
 {
     if (loop == NULL || rds == NULL || store == NULL || payment == NULL || opts == NULL ||
-        opts->interval_ms <= 0 || opts->min_age_ms < 0 || opts->rescan_every < 1)
+        opts->interval_ms <= 0 || opts->min_age_ms < 0 || opts->rescan_every < 1 ||
+        opts->horizon_ms < 0)
         return NULL;
     seatd_reconcile_t *rc = seatd_calloc(1, sizeof(*rc));
     rc->rds = rds;
@@ -365,6 +433,11 @@ void seatd_reconcile_close(seatd_reconcile_t *rc)
 unsigned long seatd_reconcile_settled(const seatd_reconcile_t *rc)
 {
     return rc ? rc->settled : 0;
+}
+
+unsigned long seatd_reconcile_deferred(const seatd_reconcile_t *rc)
+{
+    return rc ? rc->deferred : 0;
 }
 
 static void on_hint_reply(const struct redisReply *reply, int err, void *data)

@@ -20,8 +20,15 @@
  *
  * A due booking: lookup by key -> APPROVED: book_confirm; if the seats were lost, refund the
  * whole charge and book_fail "seats_lost_refunded" with the amount; DECLINED: book_fail with
- * the failure code; NOT_FOUND (never charged): book_fail "payment_not_completed"; UNKNOWN
- * (no answer, or the charge still processing): try again next tick.
+ * the failure code; NOT_FOUND (not charged yet): nothing before the charge horizon (a charge
+ * request still on its way can land until then), after it book_fail "payment_not_completed";
+ * UNKNOWN (no answer, or the charge still processing): try again next tick. The horizon
+ * (--charge-horizon-ms, default payment timeout + 30 s) is when the worker's own charge
+ * request has surely ended (it is abandoned at the payment timeout) plus a margin for a
+ * gateway still processing it. A charge that lands for a booking already FAILED (the
+ * worker's own answer, or a lookup whose confirm says FAILED) is refunded whole under
+ * "refund-<bookingId>": seatd_late_charge writes the refund down first and puts the booking
+ * in {s}:refunds, which this reconciler retries until the refund is recorded.
  *
  * Loop and threads: the worker's loop. Lifecycle: new -> close; close stops the timer and
  * the object frees itself when its last operation's callback has run (those fire with
@@ -45,6 +52,8 @@ typedef struct seatd_reconcile_opts_s {
     int64_t interval_ms; /* tick period (> 0) */
     int64_t min_age_ms;  /* a booking is due after this long PENDING_PAYMENT (>= 0) */
     int rescan_every;    /* ticks between catalogue pages (>= 1) */
+    int64_t horizon_ms;  /* the charge horizon: a booking the gateway does not know is failed
+                            only once it began this long ago (>= 0) */
 } seatd_reconcile_opts_t;
 
 /* Returns an owned reconciler whose timer runs on 'loop'. All pointers are borrowed and must
@@ -58,6 +67,10 @@ void seatd_reconcile_close(seatd_reconcile_t *rc);
 
 /* Number of bookings settled (confirmed, failed or refunded) so far, for tests and logs. */
 unsigned long seatd_reconcile_settled(const seatd_reconcile_t *rc);
+
+/* Number of lookups that found no charge yet and left the booking pending because it was
+ * within the charge horizon, for tests and logs. */
+unsigned long seatd_reconcile_deferred(const seatd_reconcile_t *rc);
 
 /* Fire-and-forget: ZADD seatd:pending_shows <now ms> 'show_id'. */
 void seatd_reconcile_hint(struct seatd_rds_s *rds, const char *show_id);

@@ -964,3 +964,37 @@ int seatd_store_reap(seatd_store_t *st, const char *show_id, int max, seatd_stor
     const char *args[1] = {n};
     return fcall(op_new(st, cb, data), "seatd_reap", key, 1, args, NULL, on_reply);
 }
+
+/* ------------------------------------------------------------------ payment guards */
+
+int seatd_store_book_fail_after(seatd_store_t *st, const char *booking_id, const char *reason,
+                                int64_t min_age_ms, seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX], age[24];
+    int rc = meta_of_id(key, booking_id, 'b');
+    if (rc < 0)
+        return rc;
+    if (min_age_ms < 0)
+        return SEATD_EINVAL;
+    snprintf(age, sizeof(age), "%" PRId64, min_age_ms);
+    const char *args[5] = {booking_id, reason ? reason : "", "", "", age};
+    return fcall(op_new(st, cb, data), "seatd_book_fail", key, 5, args, NULL, on_reply);
+}
+
+int seatd_store_late_charge(seatd_store_t *st, const char *booking_id, const char *charge_id,
+                            seatd_store_cb cb, void *data)
+{
+    return booking_text_call(st, "seatd_late_charge", booking_id, charge_id, cb, data);
+}
+
+int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,
+                        int64_t window_ms, seatd_store_cb cb, void *data)
+{
+    char c[24], w[24];
+    if (key == NULL || key[0] == '\0' || (take && (cap < 1 || window_ms < 1)))
+        return SEATD_EINVAL;
+    snprintf(c, sizeof(c), "%" PRId64, cap);
+    snprintf(w, sizeof(w), "%" PRId64, window_ms);
+    const char *args[3] = {take ? "take" : "give", c, w};
+    return fcall(op_new(st, cb, data), "seatd_attempt", key, take ? 3 : 1, args, NULL, on_reply);
+}

@@ -227,4 +227,27 @@ SEATD_MUSTCHECK int seatd_store_hint_clear(seatd_store_t *st, const char *show_i
 SEATD_MUSTCHECK int seatd_store_reap(seatd_store_t *st, const char *show_id, int max,
                                      seatd_store_cb cb, void *data);
 
+/* ---------------------------------------------------------------------------------------
+ * Payment guards (issue 9): late charges, the charge horizon, capped declines.
+ * ------------------------------------------------------------------------------------- */
+
+/* book_fail "reason" only if the booking began at least 'min_age_ms' ago (Redis clock); a
+ * younger PENDING_PAYMENT booking is answered unchanged (status PENDING_PAYMENT). Fields and
+ * errors of seatd_store_book_fail(). */
+SEATD_MUSTCHECK int seatd_store_book_fail_after(seatd_store_t *st, const char *booking_id,
+                                                const char *reason, int64_t min_age_ms,
+                                                seatd_store_cb cb, void *data);
+
+/* seatd_late_charge: a FAILED booking was charged ('charge_id'): the refund it is owed is
+ * recorded (refundStatus "pending", {s}:refunds) before it is asked for. Fields: bookingId,
+ * status, refundStatus. Errors: NOTFOUND, STATE (not FAILED). */
+SEATD_MUSTCHECK int seatd_store_late_charge(seatd_store_t *st, const char *booking_id,
+                                            const char *charge_id, seatd_store_cb cb, void *data);
+
+/* seatd_attempt on counter 'key' (borrowed; a key of one slot): 'take' one within 'cap' per
+ * 'window_ms', or give one back ('take' 0; 'cap' and 'window_ms' unused). Fields: ok ("1",
+ * or "0": over the cap, nothing counted), count, retryAfterMs. */
+SEATD_MUSTCHECK int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,
+                                        int64_t window_ms, seatd_store_cb cb, void *data);
+
 #endif

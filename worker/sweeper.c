@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "keys.h"
@@ -17,8 +18,9 @@
 #define CLAIM_MAX "256"      /* shows claimed per sweep */
 #define REAP_MAX 1000        /* holds reaped per show per call; more: filed as due again */
 #define RESCAN_EVERY_MS 30000
-#define RESCAN_LEASE_MS "25000"
+#define RESCAN_LEASE_MS 25000
 #define RESCAN_PAGE 500
+#define RETENTION_MS 86400000LL
 
 struct seatd_sweeper_s {
     uv_loop_t *loop;          /* borrowed */
@@ -35,6 +37,10 @@ struct seatd_sweeper_s {
     int rescanning;           /* this worker holds the lease and walks the catalogue */
     int rescan_busy;          /* a catalogue page is in flight */
     long rescan_off;          /* next catalogue index */
+    int pruning;              /* the rescan's first phase: pruning the catalogue */
+    uint64_t lease_at_ms;     /* when the lease was last taken or renewed (loop ms) */
+    char token[48];           /* this sweeper's lease token */
+    seatd_sweeper_rescan_t ro; /* rescan options */
     seatd_sweeper_stats_t stats;
 };
 
@@ -214,29 +220,99 @@ static void on_catalogue_page(const struct redisReply *reply, int err, void *dat
                 op_done(fop);
         }
         sw->stats.rescans++;
-        sw->rescan_off += RESCAN_PAGE;
-        if (err || n < RESCAN_PAGE) {
+        sw->rescan_off += sw->ro.page;
+        if (err || n < (size_t)sw->ro.page) {
             sw->rescanning = 0;
-            sw->next_rescan_ms = uv_now(sw->loop) + RESCAN_EVERY_MS;
+            sw->next_rescan_ms = uv_now(sw->loop) + sw->ro.every_ms;
         }
     }
     op_done(op);
 }
 
+static void on_unfiled(const struct redisReply *reply, int err, void *data)
+{
+    op_t *op = data;
+    if (err || seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_ERROR)
+        op->sw->stats.errors++;
+    op_done(op);
+}
+
+/* The pruned shows also leave the hint set seatd:due (their holds ended long ago). */
+static void on_pruned(const struct redisReply *reply, int err, void *data)
+{
+    op_t *op = data;
+    seatd_sweeper_t *sw = op->sw;
+    sw->rescan_busy = 0;
+    size_t n = 0;
+    if (err || seatd_rds_reply_type(reply) != SEATD_RDS_REPLY_ARRAY) {
+        sw->stats.errors++;
+        sw->pruning = 0; /* walk the catalogue anyway; prune again next rescan */
+    } else {
+        size_t ne = seatd_rds_reply_elements(reply);
+        for (size_t i = 0; i + 1 < ne && !sw->closing; i += 2) {
+            const char *name = seatd_rds_reply_str(seatd_rds_reply_element(reply, i), NULL);
+            const char *id = seatd_rds_reply_str(seatd_rds_reply_element(reply, i + 1), NULL);
+            if (!name || !id || strcmp(name, "id") != 0)
+                continue;
+            n++;
+            const char *argv[] = {"ZREM", SEATD_KEY_DUE, id};
+            op_t *zop = op_new(sw, id, 0);
+            if (seatd_rds_callv(sw->rds, 3, argv, NULL, on_unfiled, zop) < 0)
+                op_done(zop);
+        }
+        sw->stats.pruned += n;
+        if (n < (size_t)sw->ro.page)
+            sw->pruning = 0;
+    }
+    op_done(op);
+}
+
+/* Answers of seatd_lease ("take" and "renew"). */
 static void on_lease(const struct redisReply *reply, int err, void *data)
 {
     op_t *op = data;
     seatd_sweeper_t *sw = op->sw;
-    if (!err && seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_STATUS) {
-        sw->rescanning = 1;
-        sw->rescan_off = 0;
+    int held = 0;
+    if (!err && seatd_rds_reply_elements(reply) == 2) {
+        const char *v = seatd_rds_reply_str(seatd_rds_reply_element(reply, 1), NULL);
+        held = v && strcmp(v, "1") == 0;
+    }
+    if (held) {
+        if (!sw->rescanning) {
+            sw->rescanning = 1;
+            sw->pruning = 1;
+            sw->rescan_off = 0;
+        }
+        sw->lease_at_ms = uv_now(sw->loop);
+        sw->stats.leases++;
     } else {
-        sw->next_rescan_ms = uv_now(sw->loop) + RESCAN_EVERY_MS; /* another worker has it */
+        if (sw->rescanning)
+            seatd_log(SEATD_LOG_WARN, NULL, "sweeper: rescan lease lost; stopping the walk",
+                      "\"offset\":%ld", sw->rescan_off);
+        sw->rescanning = 0; /* another worker has it */
+        sw->next_rescan_ms = uv_now(sw->loop) + sw->ro.every_ms;
     }
     sw->rescan_busy = 0;
     op_done(op);
 }
 
+static void lease_call(seatd_sweeper_t *sw, const char *verb)
+{
+    char ttl[24];
+    snprintf(ttl, sizeof(ttl), "%lld", (long long)sw->ro.lease_ms);
+    const char *keys[] = {SEATD_KEY_RESCAN_LEASE};
+    const char *args[] = {verb, sw->token, ttl};
+    op_t *op = op_new(sw, NULL, 0);
+    sw->rescan_busy = 1;
+    if (seatd_scripts_fcall(sw->scripts, "seatd_lease", 1, keys, 3, args, NULL, on_lease, op) < 0) {
+        sw->rescan_busy = 0;
+        sw->stats.errors++;
+        op_done(op);
+    }
+}
+
+/* One step of the rescan per tick: take the lease; then, renewing it every third of its
+ * time while the walk runs, prune the catalogue and walk it page by page. */
 static void rescan_step(seatd_sweeper_t *sw)
 {
     if (sw->rescan_busy)
@@ -244,24 +320,35 @@ static void rescan_step(seatd_sweeper_t *sw)
     if (!sw->rescanning) {
         if (uv_now(sw->loop) < sw->next_rescan_ms)
             return;
-        const char *argv[] = {"SET", SEATD_KEY_RESCAN_LEASE, "1", "NX", "PX", RESCAN_LEASE_MS};
-        op_t *op = op_new(sw, NULL, 0);
-        sw->rescan_busy = 1;
-        sw->next_rescan_ms = uv_now(sw->loop) + RESCAN_EVERY_MS;
-        if (seatd_rds_callv(sw->rds, 6, argv, NULL, on_lease, op) < 0) {
-            sw->rescan_busy = 0;
-            op_done(op);
-        }
+        sw->next_rescan_ms = uv_now(sw->loop) + sw->ro.every_ms;
+        lease_call(sw, "take");
         return;
     }
-    char start[24], stop[24];
-    snprintf(start, sizeof(start), "%ld", sw->rescan_off);
-    snprintf(stop, sizeof(stop), "%ld", sw->rescan_off + RESCAN_PAGE - 1);
-    const char *argv[] = {"ZRANGE", SEATD_KEY_CATALOGUE, start, stop};
+    if (uv_now(sw->loop) - sw->lease_at_ms >= (uint64_t)sw->ro.lease_ms / 3) {
+        lease_call(sw, "renew");
+        return;
+    }
     op_t *op = op_new(sw, NULL, 0);
     sw->rescan_busy = 1;
-    if (seatd_rds_callv(sw->rds, 4, argv, NULL, on_catalogue_page, op) < 0) {
+    int rc;
+    if (sw->pruning) {
+        char retention[24], max[24];
+        snprintf(retention, sizeof(retention), "%lld", (long long)sw->ro.retention_ms);
+        snprintf(max, sizeof(max), "%d", sw->ro.page);
+        const char *keys[] = {SEATD_KEY_CATALOGUE};
+        const char *args[] = {retention, max};
+        rc = seatd_scripts_fcall(sw->scripts, "seatd_catalogue_prune", 1, keys, 2, args, NULL,
+                                 on_pruned, op);
+    } else {
+        char start[24], stop[24];
+        snprintf(start, sizeof(start), "%ld", sw->rescan_off);
+        snprintf(stop, sizeof(stop), "%ld", sw->rescan_off + sw->ro.page - 1);
+        const char *argv[] = {"ZRANGE", SEATD_KEY_CATALOGUE, start, stop};
+        rc = seatd_rds_callv(sw->rds, 4, argv, NULL, on_catalogue_page, op);
+    }
+    if (rc < 0) {
         sw->rescan_busy = 0;
+        sw->stats.errors++;
         op_done(op);
     }
 }
@@ -302,7 +389,26 @@ seatd_sweeper_t *seatd_sweeper_new(uv_loop_t *loop, seatd_rds_t *rds, seatd_scri
     sw->timer.data = sw;
     /* The first rescan soon after start, so a restart picks up holds nobody hinted. */
     sw->next_rescan_ms = uv_now(loop) + 1000;
+    snprintf(sw->token, sizeof(sw->token), "%ld-%llx", (long)getpid(),
+             (unsigned long long)uv_hrtime());
+    seatd_sweeper_rescan_t ro = {.retention_ms = -1};
+    seatd_sweeper_set_rescan(sw, &ro);
     return sw;
+}
+
+void seatd_sweeper_set_rescan(seatd_sweeper_t *sw, const seatd_sweeper_rescan_t *ro)
+{
+    sw->ro = *ro;
+    if (sw->ro.every_ms <= 0)
+        sw->ro.every_ms = RESCAN_EVERY_MS;
+    if (sw->ro.lease_ms <= 0)
+        sw->ro.lease_ms = RESCAN_LEASE_MS;
+    if (sw->ro.page <= 0)
+        sw->ro.page = RESCAN_PAGE;
+    if (sw->ro.retention_ms < 0)
+        sw->ro.retention_ms = RETENTION_MS;
+    if (sw->ro.first_ms > 0)
+        sw->next_rescan_ms = uv_now(sw->loop) + (uint64_t)sw->ro.first_ms;
 }
 
 void seatd_sweeper_start(seatd_sweeper_t *sw)

@@ -15,10 +15,14 @@
  *     removes them (so exactly one worker reaps each); each is reaped with seatd_reap, whose
  *     reply names the show's next deadline, under which the show is filed again (ZADD LT; a
  *     hint that arrived meanwhile wins if earlier). Reaping is idempotent.
- *   - every 30 s one worker (a lease key seatd:sweep:rescan, SET NX PX) walks the catalogue
- *     seatd:shows in pages and files every show with a non-empty expiry set under its first
- *     deadline, so a lost hint (a worker that died between claim and filing, a hint that
- *     failed) costs at most one rescan period.
+ *   - every 30 s one worker (a lease key seatd:sweep:rescan taken with SET NX PX under the
+ *     worker's own token, and renewed every third of its time while the walk runs, so a
+ *     long walk never shares the catalogue with a second walker) first prunes the catalogue
+ *     (seatd_catalogue_prune: shows whose startsAt is more than the retention, 24 h by
+ *     default, in the past leave seatd:shows and seatd:due), then walks seatd:shows in pages
+ *     and files every show with a non-empty expiry set under its first deadline, so a lost
+ *     hint (a worker that died between claim and filing, a hint that failed) costs at most
+ *     one rescan period. The walk grows with the shows on sale, not with every show created.
  * Keyspace notifications are not used: Redis emits `expired` late under load.
  *
  * Lifecycle: seatd_sweeper_new() -> seatd_sweeper_start() -> ... -> seatd_sweeper_close()
@@ -46,6 +50,19 @@ seatd_sweeper_t *seatd_sweeper_new(struct uv_loop_s *loop, struct seatd_rds_s *r
                                    struct seatd_scripts_s *scripts, struct seatd_store_s *store,
                                    unsigned interval_ms);
 
+/* The catalogue rescan's knobs; 0 (or, for 'retention_ms', a negative value) means the
+ * default. */
+typedef struct seatd_sweeper_rescan_s {
+    long long retention_ms; /* a show leaves the catalogue this long after its start (24 h) */
+    long long every_ms;     /* period between rescans (30 s) */
+    long long lease_ms;     /* the lease time (25 s), renewed every third of it */
+    int page;               /* shows per catalogue page and per prune call (500) */
+    long long first_ms;     /* > 0: the first rescan this soon after the call (1 s after new) */
+} seatd_sweeper_rescan_t;
+
+/* Sets the rescan options ('ro' is copied). Call before seatd_sweeper_start(). */
+void seatd_sweeper_set_rescan(seatd_sweeper_t *sw, const seatd_sweeper_rescan_t *ro);
+
 /* Starts the periodic sweep (the first one after one interval). */
 void seatd_sweeper_start(seatd_sweeper_t *sw);
 
@@ -59,6 +76,8 @@ typedef struct seatd_sweeper_stats_s {
     unsigned long long reaped;  /* holds they ended */
     unsigned long long errors;  /* failed Redis calls */
     unsigned long long rescans; /* catalogue pages filed */
+    unsigned long long pruned;  /* shows pruned from the catalogue */
+    unsigned long long leases;  /* rescan leases taken or renewed */
 } seatd_sweeper_stats_t;
 void seatd_sweeper_get_stats(const seatd_sweeper_t *sw, seatd_sweeper_stats_t *out);
 

@@ -232,3 +232,130 @@ Test(sweeper, keeps_its_deadline_with_100k_other_holds_live)
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
 }
+
+/* ---------------------------------------------------------------- catalogue hygiene (issue 9) */
+
+typedef struct {
+    uv_timer_t timer;
+    seatd_sweeper_t *sw;
+    unsigned long long rescans, pruned; /* wanted at least */
+    int done;
+} stats_wait_t;
+
+static void on_stats_poll(uv_timer_t *tm)
+{
+    stats_wait_t *w = tm->data;
+    seatd_sweeper_stats_t st;
+    seatd_sweeper_get_stats(w->sw, &st);
+    if (st.rescans >= w->rescans && st.pruned >= w->pruned) {
+        w->done = 1;
+        uv_timer_stop(tm);
+    }
+}
+
+/* Runs the loop until the sweeper's stats reach 'rescans' pages and 'pruned' shows. */
+static void wait_stats(th_t *t, seatd_sweeper_t *sw, unsigned long long rescans,
+                       unsigned long long pruned, int limit_ms)
+{
+    stats_wait_t w = {.sw = sw, .rescans = rescans, .pruned = pruned};
+    uv_timer_init(t->loop, &w.timer);
+    w.timer.data = &w;
+    uv_timer_start(&w.timer, on_stats_poll, 5, 5);
+    int rc = seatd_test_loop_run_until(t->loop, &w.done, limit_ms);
+    uv_close((uv_handle_t *)&w.timer, NULL);
+    uv_run(t->loop, UV_RUN_NOWAIT);
+    seatd_sweeper_stats_t st;
+    seatd_sweeper_get_stats(sw, &st);
+    cr_assert_eq(rc, 0, "sweeper stats: %llu pages, %llu pruned", st.rescans, st.pruned);
+}
+
+static long long redis_now_ms(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "TIME");
+    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+Test(sweeper, a_show_past_its_start_and_retention_leaves_the_scan_sets_and_the_listing)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    const char *seats[] = {"A1", NULL};
+    cr_assert_eq(th_create_show(&t, "1", seats, 60000), 0); /* upcoming */
+    cr_assert_eq(th_create_show(&t, "2", seats, 60000), 0);
+    cr_assert_eq(th_create_show(&t, "3", seats, 60000), 0);
+    redisContext *c = seatd_test_redis_connect();
+    long long now = redis_now_ms(c);
+    /* Show 2 started two minutes ago (retention: one minute); show 3 a second ago. */
+    freeReplyObject(redisCommand(c, "ZADD seatd:shows %lld 2", now - 120000));
+    freeReplyObject(redisCommand(c, "HSET {s:2}:meta startsAt %lld", now - 120000));
+    freeReplyObject(redisCommand(c, "ZADD seatd:shows %lld 3", now - 1000));
+    freeReplyObject(redisCommand(c, "HSET {s:3}:meta startsAt %lld", now - 1000));
+    freeReplyObject(redisCommand(c, "ZADD seatd:due %lld 2", now + 600000)); /* a stale hint */
+
+    /* The listing is upcoming shows only, pruned or not. */
+    cr_assert_eq(th_finish(&t, &r, seatd_store_list_shows(t.store, 0, 10, th_on_result, &r)), 0);
+    cr_assert_str_eq(th_get(&r, "total"), "1");
+    cr_assert_str_eq(th_get(&r, "id"), "1");
+    cr_assert_eq(r.nfields, 2);
+
+    seatd_sweeper_t *sw = seatd_sweeper_new(t.loop, t.rds, t.scripts, t.store, 20);
+    seatd_sweeper_rescan_t ro = {.retention_ms = 60000, .first_ms = 10, .every_ms = 600000};
+    seatd_sweeper_set_rescan(sw, &ro);
+    seatd_sweeper_start(sw);
+    wait_stats(&t, sw, 1, 1, 5000); /* pruned, then one page walked */
+
+    cr_assert_eq(th_int(c, "ZCARD seatd:shows"), 2);
+    cr_assert_eq(th_int(c, "EXISTS {s:2}:meta"), 1, "the show itself stays");
+    redisReply *x = redisCommand(c, "ZSCORE seatd:shows 2");
+    cr_assert_eq(x->type, REDIS_REPLY_NIL, "show 2 left the catalogue");
+    freeReplyObject(x);
+    x = redisCommand(c, "ZSCORE seatd:due 2");
+    cr_assert_eq(x->type, REDIS_REPLY_NIL, "and the sweeper's hint set");
+    freeReplyObject(x);
+    x = redisCommand(c, "ZSCORE seatd:shows 3");
+    cr_assert_neq(x->type, REDIS_REPLY_NIL, "a show within its retention stays scanned");
+    freeReplyObject(x);
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_show_get(t.store, "2", th_on_result, &r)), 0,
+                 "GET /v1/shows/2 still answers");
+    redisFree(c);
+    close_sweeper(&t, sw);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(sweeper, renews_its_rescan_lease_while_a_long_walk_runs)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    redisContext *c = seatd_test_redis_connect();
+    for (int i = 1; i <= 150; i++)
+        freeReplyObject(redisCommand(c, "ZADD seatd:shows 1900000000000 %d", i));
+    /* One show per page, one page per 10 ms tick: the walk outlasts a 300 ms lease at least
+     * twice over (150 pages need >= 1.5 s of ticks). */
+    seatd_sweeper_t *sw = seatd_sweeper_new(t.loop, t.rds, t.scripts, t.store, 10);
+    seatd_sweeper_rescan_t ro = {
+        .retention_ms = -1, .first_ms = 10, .every_ms = 600000, .lease_ms = 300, .page = 1};
+    seatd_sweeper_set_rescan(sw, &ro);
+    seatd_sweeper_start(sw);
+    wait_stats(&t, sw, 100, 0, 20000); /* >= 1 s into the walk */
+
+    redisReply *x = redisCommand(c, "PTTL seatd:sweep:rescan");
+    cr_assert(x->type == REDIS_REPLY_INTEGER && x->integer > 0,
+              "the lease is still held deep into the walk (PTTL %lld)", x->integer);
+    freeReplyObject(x);
+    x = redisCommand(c, "FCALL seatd_lease 1 seatd:sweep:rescan take someone-else 300");
+    cr_assert(x->type == REDIS_REPLY_ARRAY && x->elements == 2 &&
+                  strcmp(x->element[1]->str, "0") == 0,
+              "a second walker cannot take it");
+    freeReplyObject(x);
+    seatd_sweeper_stats_t st;
+    seatd_sweeper_get_stats(sw, &st);
+    cr_assert_geq(st.leases, 3, "taken once, renewed since (%llu)", st.leases);
+    redisFree(c);
+    close_sweeper(&t, sw);
+    cr_assert_eq(th_close(&t), 0);
+}

@@ -21,6 +21,7 @@
 static int finished_hooks;  /* on_finish calls */
 static int detached_seen;   /* async callbacks that found their request gone */
 static int async_started;   /* h_async calls */
+static int last_status;     /* the status of the last on_finish call */
 
 static int h_hello(seatd_req_t *r)
 {
@@ -113,9 +114,9 @@ typedef struct {
 static void on_finish_hook(seatd_req_t *r, int status, double seconds, void *app)
 {
     (void)r;
-    (void)status;
     (void)seconds;
     (void)app;
+    last_status = status;
     finished_hooks++;
 }
 
@@ -146,10 +147,12 @@ static void setup(void)
 }
 
 static int drained;
+static int finished_at_drain; /* finished_hooks when the drain called back */
 static void on_drained(seatd_http_server_t *s, void *data)
 {
     (void)data;
     drained++;
+    finished_at_drain = finished_hooks;
     seatd_http_server_free(s);
     srv = NULL;
 }
@@ -358,16 +361,31 @@ static void do_send_and_leave(void *arg)
     free(got);
 }
 
-Test(http_server, detaches_a_request_whose_client_left)
+Test(http_server, a_request_whose_client_left_runs_to_completion_and_is_counted_as_499)
 {
     run_client(do_send_and_leave, NULL);
-    /* Let the handler's timer fire: it must find the request detached and free it. */
+    /* The handler's timer fires after the client left: the request still wants its answer
+     * (it runs to completion), the answer is written nowhere, logged and counted as 499. */
     uint64_t until = uv_now(&loop) + 2000;
-    while (detached_seen == 0 && uv_now(&loop) < until)
+    while (finished_hooks == 0 && uv_now(&loop) < until)
         uv_run(&loop, UV_RUN_ONCE);
-    cr_assert_eq(detached_seen, 1);
-    cr_assert_eq(finished_hooks, 0, "nothing was answered");
-    cr_assert_eq(routes[5].stats.count, 0);
+    cr_assert_eq(detached_seen, 0, "the handler ran to its finish");
+    cr_assert_eq(finished_hooks, 1, "one finish: logged and counted");
+    cr_assert_eq(last_status, 200, "the hook sees what was done (a hold gets its hint)");
+    cr_assert_eq(routes[5].stats.count, 1);
+    cr_assert_eq(routes[5].stats.by_status[4], 1);
+    cr_assert_eq(seatd_http_server_connections(srv), 0);
+}
+
+Test(http_server, a_drain_waits_for_a_request_whose_client_left)
+{
+    run_client(do_send_and_leave, NULL); /* the client is gone; the handler's timer runs */
+    cr_assert_eq(finished_hooks, 0);
+    cr_assert_eq(seatd_http_server_drain(srv, on_drained, NULL), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    cr_assert_eq(drained, 1);
+    cr_assert_eq(finished_at_drain, 1, "the drain ended after the request finished");
+    cr_assert_eq(routes[5].stats.by_status[4], 1, "counted as 499");
 }
 
 /* ---- connection limit and drain ---------------------------------------------------------------------- */

@@ -15,6 +15,14 @@
  * refunded, or 202 still PENDING_PAYMENT with Location). One hold has one live booking, so
  * the retry can never start a second charge.
  *
+ * Before book_begin, one attempt is counted against the decline caps of the hold and of the
+ * user (seatd_attempt; 429 with Retry-After over a cap, before anything is recorded or the
+ * gateway is called); it is given back when the charge is approved or never made.
+ *
+ * A request outlives its client: once the booking began, charge, confirm, refund and fail run
+ * to completion whether or not anybody reads the answer. A charge that lands on a booking
+ * already FAILED is written down (seatd_late_charge) before its refund is asked for.
+ *
  * DELETE /v1/bookings/{id} cancels by the show's refund policy (computed in the script, on
  * Redis's clock, from the amount charged) and refunds under the key "cancel-<bookingId>".
  * GET carries a signed ticket token and its QR code; POST /v1/tickets/verify checks one.
@@ -44,7 +52,8 @@
 #define CURRENCY "EUR"
 
 typedef struct {
-    seatd_req_t *r;
+    seatd_req_t *r;              /* NULL once nobody waits for the answer: the work goes on */
+    seatd_app_t *app;            /* borrowed */
     cJSON *body;                 /* owned */
     char hold_id[SEATD_ID_MAX];
     char show_id[SEATD_ID_MAX];
@@ -57,6 +66,10 @@ typedef struct {
     char decline[64];
     char refund_key[SEATD_ID_MAX + 8];
     uint64_t wait_until;         /* loop ms: a retry waits for the first payment until then */
+    char hold_ctr[SEATD_KEY_MAX]; /* the per-hold decline counter */
+    char user_ctr[SEATD_KEY_MAX]; /* the per-user decline counter */
+    int ctrs_taken;               /* counters holding one attempt of this request (0..2) */
+    int64_t retry_after_ms;       /* when a capped attempt may be made again */
 } book_op_t;
 
 static void book_op_free(void *ctx)
@@ -69,44 +82,80 @@ static void book_op_free(void *ctx)
 }
 
 /* ---------------------------------------------------------------------------------------
- * Steps. Every asynchronous step holds the request while it runs (http_request.h rule 19);
- * these three helpers are the only places that decide what a step's start or end means.
+ * Steps. A request outlives its client: once book_begin made the booking, payment, confirm,
+ * refund and fail run to completion whether or not anybody is left to read the answer (the
+ * server logs and counts such a request as 499 client_gone). Every asynchronous step holds
+ * the request while it runs (http_request.h rule 19); these helpers are the only places that
+ * decide what a step's start or end means, and every answer goes through op->r being set.
  * --------------------------------------------------------------------------------------- */
 
-/* After starting a step with return code 'rc': on failure answers and frees 'op';
- * otherwise holds the request until the step's callback. */
+/* The step started with return code 'rc': on failure answers (if anybody waits) and frees
+ * 'op'; otherwise holds the request until the step's callback. */
 static void step_started(book_op_t *op, int rc)
 {
     if (rc < 0) {
-        seatd_req_finish_problem(op->r, rc, NULL, NULL);
+        if (op->r)
+            seatd_req_finish_problem(op->r, rc, NULL, NULL);
         book_op_free(op);
         return;
     }
-    seatd_req_hold(op->r);
+    if (op->r)
+        seatd_req_hold(op->r);
 }
 
-/* At a step's end: 1 (and 'op' freed) if nobody waits for the answer any more. */
-static int step_gone(book_op_t *op)
+/* At a step's end: lets the request go if nobody waits for it any more (then op->r is NULL).
+ * The caller goes on with the work either way. */
+static void step_end(book_op_t *op)
 {
-    if (seatd_req_release(op->r)) {
+    if (op->r && seatd_req_release(op->r))
+        op->r = NULL;
+}
+
+/* At the end of a step before any money moved: 1 (and 'op' freed) if nobody waits, or if the
+ * store failed (then the failure was answered). */
+static int step_gone_or_failed(book_op_t *op, const seatd_store_result_t *res)
+{
+    step_end(op);
+    if (op->r == NULL) {
         book_op_free(op);
         return 1;
     }
-    return 0;
-}
-
-/* At a store step's end: 1 (and 'op' freed) if nobody waits, or if the store failed (then
- * the failure was answered). */
-static int step_gone_or_failed(book_op_t *op, const seatd_store_result_t *res)
-{
-    if (step_gone(op))
-        return 1;
     if (res->err) {
         seatd__reply_store_error(op->r, res);
         book_op_free(op);
         return 1;
     }
     return 0;
+}
+
+/* Answers 'err' if anybody waits, and frees 'op'. 'extra' is taken. */
+static void answer_problem(book_op_t *op, int err, const char *detail, cJSON *extra)
+{
+    if (op->r)
+        seatd_req_finish_problem(op->r, err, detail, extra);
+    else
+        cJSON_Delete(extra);
+    book_op_free(op);
+}
+
+/* ------------------------------------------------- decline caps (card testing, issue 9) */
+
+static void on_counter_given(const seatd_store_result_t *res, void *data)
+{
+    (void)data;
+    if (res->err)
+        seatd_log(SEATD_LOG_WARN, NULL, "decline counter not given back; it expires", "\"err\":%d",
+                  res->err);
+}
+
+/* Gives back the attempts this request counted (it was approved, or never charged). */
+static void counters_give(book_op_t *op)
+{
+    const char *keys[2] = {op->hold_ctr, op->user_ctr};
+    for (int i = 0; i < op->ctrs_taken; i++)
+        if (seatd_store_attempt(op->app->store, keys[i], 0, 0, 0, on_counter_given, NULL) < 0)
+            on_counter_given(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
+    op->ctrs_taken = 0;
 }
 
 static cJSON *booking_to_json(const seatd_config_t *cfg, const seatd_store_result_t *res)
@@ -161,12 +210,12 @@ static cJSON *booking_to_json(const seatd_config_t *cfg, const seatd_store_resul
 static void on_booking_final(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    seatd_req_t *r = op->r;
     if (step_gone_or_failed(op, res))
         return;
+    seatd_req_t *r = op->r;
     const char *status = seatd_store_get(res, "status", NULL);
     const char *reason = seatd_store_get(res, "reason", NULL);
-    cJSON *o = booking_to_json(seatd__app(r)->cfg, res);
+    cJSON *o = booking_to_json(op->app->cfg, res);
     char loc[96];
     snprintf(loc, sizeof(loc), "/v1/bookings/%s", op->booking_id);
     if (status && strcmp(status, "CONFIRMED") == 0) {
@@ -199,11 +248,14 @@ static void on_booking_final(const seatd_store_result_t *res, void *data)
 
 static void wait_for_outcome(book_op_t *op);
 
+/* The work is done: answers with the booking if anybody waits. */
 static void answer_with_booking(book_op_t *op)
 {
-    seatd_req_t *r = op->r;
-    int rc = seatd_store_booking_get(seatd__app(r)->store, op->booking_id, NULL, on_booking_final,
-                                     op);
+    if (op->r == NULL) {
+        book_op_free(op);
+        return;
+    }
+    int rc = seatd_store_booking_get(op->app->store, op->booking_id, NULL, on_booking_final, op);
     step_started(op, rc);
 }
 
@@ -226,13 +278,12 @@ static void on_wait_timer(uv_timer_t *t)
     wait_t *w = (wait_t *)t;
     book_op_t *op = w->op;
     uv_close((uv_handle_t *)t, wait_free);
-    seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
+    step_end(op);
+    if (op->r == NULL) { /* only waiting: the first request does the work */
         book_op_free(op);
         return;
     }
-    int rc = seatd_store_booking_get(seatd__app(r)->store, op->booking_id, NULL,
-                                     on_waited_booking, op);
+    int rc = seatd_store_booking_get(op->app->store, op->booking_id, NULL, on_waited_booking, op);
     step_started(op, rc);
 }
 
@@ -240,7 +291,7 @@ static void wait_for_outcome(book_op_t *op)
 {
     wait_t *w = seatd_calloc(1, sizeof(*w));
     w->op = op;
-    uv_timer_init(seatd__app(op->r)->loop, &w->timer);
+    uv_timer_init(op->app->loop, &w->timer);
     uv_timer_start(&w->timer, on_wait_timer, 100, 0);
     seatd_req_hold(op->r);
 }
@@ -250,8 +301,9 @@ static void on_waited_booking(const seatd_store_result_t *res, void *data)
     book_op_t *op = data;
     const char *status = seatd_store_get(res, "status", NULL);
     if (res->err == 0 && status && strcmp(status, "PENDING_PAYMENT") == 0 &&
-        uv_now(seatd__app(op->r)->loop) < op->wait_until) {
-        if (seatd_req_release(op->r)) {
+        uv_now(op->app->loop) < op->wait_until) {
+        step_end(op);
+        if (op->r == NULL) {
             book_op_free(op);
             return;
         }
@@ -265,9 +317,11 @@ static void on_waited_booking(const seatd_store_result_t *res, void *data)
 static void on_failed_after_decline(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (step_gone(op))
-        return;
+    step_end(op);
+    seatd_metrics_inc(SEATD_METRIC_BOOKING_DECLINED);
+    if (res->err)
+        seatd_log(SEATD_LOG_WARN, NULL, "book_fail after a decline failed; reconciliation settles",
+                  "\"booking\":\"%s\",\"err\":%d", op->booking_id, res->err);
     cJSON *extra = cJSON_CreateObject();
     cJSON_AddStringToObject(extra, "bookingId", op->booking_id);
     cJSON_AddStringToObject(extra, "holdId", op->hold_id);
@@ -275,91 +329,102 @@ static void on_failed_after_decline(const seatd_store_result_t *res, void *data)
     char msg[160];
     snprintf(msg, sizeof(msg), "the card was declined (%s); the seats stay held, try another card",
              op->decline);
-    seatd_metrics_inc(SEATD_METRIC_BOOKING_DECLINED);
-    seatd_req_finish_problem(r, SEATD_EDECLINED, msg, extra);
-    book_op_free(op);
+    answer_problem(op, SEATD_EDECLINED, msg, extra);
 }
 
-/* After book_fail following lost seats (confirm said EXPIRED) and a refund. */
+/* After book_fail following lost seats (confirm said EXPIRED or FAILED) and a refund. */
 static void on_failed_after_loss(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (step_gone(op))
-        return;
+    step_end(op);
+    (void)res;
+    seatd_metrics_inc(SEATD_METRIC_BOOKING_LOST);
     cJSON *extra = cJSON_CreateObject();
     cJSON_AddStringToObject(extra, "bookingId", op->booking_id);
-    seatd_metrics_inc(SEATD_METRIC_BOOKING_LOST);
-    seatd_req_finish_problem(r, SEATD_EEXPIRED,
-                             "the hold expired before the payment completed; the charge was "
-                             "refunded",
-                             extra);
-    book_op_free(op);
+    answer_problem(op, SEATD_EEXPIRED,
+                   "the hold expired before the payment completed; the charge was refunded", extra);
 }
 
 static void fail_booking(book_op_t *op, const char *reason, seatd_store_cb cb)
 {
-    seatd_req_t *r = op->r;
-    int rc = seatd_store_book_fail(seatd__app(r)->store, op->booking_id, reason, cb, op);
+    int rc = seatd_store_book_fail(op->app->store, op->booking_id, reason, cb, op);
     step_started(op, rc);
 }
 
 static void on_refund(const seatd_payment_result_t *res, void *data)
 {
     book_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
-        /* Nobody waits; the booking stays PENDING and reconciliation settles it. */
-        book_op_free(op);
-        return;
-    }
+    step_end(op);
     int approved = res->outcome == SEATD_PAY_APPROVED ||
                    (res->outcome == SEATD_PAY_DECLINED &&
                     strcmp(res->code, "charge_already_refunded") == 0);
     if (!approved) {
-        /* The booking stays PENDING_PAYMENT: reconciliation refunds it by the same key. */
+        /* Still owed and on record (PENDING_PAYMENT, or FAILED in {s}:refunds):
+         * reconciliation refunds it by the same key. */
         seatd_log(SEATD_LOG_ERROR, NULL, "refund not confirmed; reconciliation will retry",
                   "\"booking\":\"%s\",\"charge\":\"%s\"", op->booking_id, op->charge_id);
         answer_with_booking(op);
         return;
     }
-    int rc = seatd_store_book_fail_refunded(seatd__app(r)->store, op->booking_id,
-                                            "seats_lost_refunded", op->amount, op->refund_key,
-                                            on_failed_after_loss, op);
+    int rc = seatd_store_book_fail_refunded(op->app->store, op->booking_id, "seats_lost_refunded",
+                                            op->amount, op->refund_key, on_failed_after_loss, op);
     step_started(op, rc);
+}
+
+/* Charged, but the seats were lost, or the booking already FAILED while this charge was on
+ * its way: give the money back (idempotent by key; the reconciler sends the very same
+ * request, so the gateway refunds once). */
+static void refund_charge(book_op_t *op)
+{
+    snprintf(op->refund_key, sizeof(op->refund_key), "refund-%s", op->booking_id);
+    int rc = seatd_payment_refund(op->app->payment, op->refund_key, op->charge_id, op->amount,
+                                  "seats_lost", on_refund, op);
+    if (rc < 0) {
+        answer_with_booking(op); /* on record: reconciliation refunds */
+        return;
+    }
+    if (op->r)
+        seatd_req_hold(op->r);
+}
+
+/* The late charge of a FAILED booking is on record ({s}:refunds): now ask for the refund. */
+static void on_late_charge_recorded(const seatd_store_result_t *res, void *data)
+{
+    book_op_t *op = data;
+    step_end(op);
+    const char *rs = seatd_store_get(res, "refundStatus", NULL);
+    if (res->err == 0 && rs && strcmp(rs, "pending") != 0) {
+        answer_with_booking(op); /* refunded already */
+        return;
+    }
+    if (res->err)
+        seatd_log(SEATD_LOG_ERROR, NULL, "late charge not recorded; refunding anyway",
+                  "\"booking\":\"%s\",\"charge\":\"%s\",\"err\":%d", op->booking_id, op->charge_id,
+                  res->err);
+    refund_charge(op);
 }
 
 static void on_confirm(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (res->err == SEATD_EEXPIRED ||
-        (res->err == SEATD_ESTATE && res->nwords > 0 && strcmp(res->words[0], "FAILED") == 0)) {
-        /* Charged, but the seats were lost (or the booking was already failed while this
-         * charge was on its way): give the money back (idempotent by key; the reconciler
-         * sends the very same request, so the gateway refunds once). */
-        snprintf(op->refund_key, sizeof(op->refund_key), "refund-%s", op->booking_id);
-        if (seatd_req_release(r)) {
-            /* Nobody waits; reconciliation refunds PENDING bookings by the same key. */
-            book_op_free(op);
-            return;
-        }
-        int rc = seatd_payment_refund(seatd__app(r)->payment, op->refund_key, op->charge_id,
-                                      op->amount, "seats_lost", on_refund, op);
-        if (rc < 0) {
-            answer_with_booking(op); /* still PENDING: 202, reconciliation refunds */
-            return;
-        }
-        seatd_req_hold(r);
+    step_end(op);
+    if (res->err == SEATD_EEXPIRED) {
+        /* The booking is still PENDING_PAYMENT: on record for reconciliation. */
+        refund_charge(op);
         return;
     }
-    if (seatd_req_release(r)) {
-        book_op_free(op);
+    if (res->err == SEATD_ESTATE && res->nwords > 0 && strcmp(res->words[0], "FAILED") == 0) {
+        /* The booking left {s}:pending already: write the refund down before asking for it. */
+        seatd_log(SEATD_LOG_WARN, NULL, "a charge landed after the booking failed; refunding",
+                  "\"booking\":\"%s\",\"charge\":\"%s\"", op->booking_id, op->charge_id);
+        step_started(op, seatd_store_late_charge(op->app->store, op->booking_id, op->charge_id,
+                                                 on_late_charge_recorded, op));
         return;
     }
     if (res->err) {
         seatd_metrics_inc(SEATD_METRIC_BOOKING_ERROR);
-        seatd__reply_store_error(r, res);
+        if (op->r)
+            seatd__reply_store_error(op->r, res);
         book_op_free(op);
         return;
     }
@@ -371,26 +436,25 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
 static void on_charge(const seatd_payment_result_t *res, void *data)
 {
     book_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
-        /* The client left; the booking stays PENDING_PAYMENT and reconciliation settles it
-         * with the gateway by the same idempotency key. */
-        book_op_free(op);
-        return;
-    }
-    seatd_store_t *store = seatd__app(r)->store;
+    step_end(op); /* whether or not the client is still there, the booking is settled now */
+    seatd_store_t *store = op->app->store;
     int rc = 0;
     switch (res->outcome) {
     case SEATD_PAY_APPROVED:
+        counters_give(op);
         snprintf(op->charge_id, sizeof(op->charge_id), "%s", res->charge_id);
         rc = seatd_store_book_confirm(store, op->booking_id, op->charge_id, on_confirm, op);
         break;
     case SEATD_PAY_DECLINED:
+        /* The decline stays counted (the attempt this request took). */
+        op->ctrs_taken = 0;
         snprintf(op->decline, sizeof(op->decline), "%s", res->code[0] ? res->code : "declined");
         fail_booking(op, op->decline, on_failed_after_decline);
         return;
     default:
-        /* Unknown: the charge may or may not have happened. Leave it PENDING, answer 202. */
+        /* Unknown: the charge may or may not have happened. Leave it PENDING, answer 202;
+         * the attempt stays counted until its window ends. */
+        op->ctrs_taken = 0;
         seatd_metrics_inc(SEATD_METRIC_BOOKING_PENDING);
         answer_with_booking(op);
         return;
@@ -401,12 +465,12 @@ static void on_charge(const seatd_payment_result_t *res, void *data)
 static void on_begin(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (step_gone(op))
-        return;
+    step_end(op);
     if (res->err) {
+        counters_give(op);
         seatd_metrics_inc(SEATD_METRIC_BOOKING_ERROR);
-        seatd__reply_store_error(r, res);
+        if (op->r)
+            seatd__reply_store_error(op->r, res);
         book_op_free(op);
         return;
     }
@@ -414,35 +478,126 @@ static void on_begin(const seatd_store_result_t *res, void *data)
     snprintf(op->booking_id, sizeof(op->booking_id), "%s", bid ? bid : "");
     op->amount = seatd_store_get_int(res, "amount", op->amount);
     if (seatd_store_get_int(res, "replayed", 0) == 1) {
+        counters_give(op); /* the first request's attempt is the one counted */
         const char *status = seatd_store_get(res, "status", NULL);
-        if (status && strcmp(status, "PENDING_PAYMENT") == 0) {
+        if (op->r && status && strcmp(status, "PENDING_PAYMENT") == 0) {
             /* A retry during the first request's payment: wait for its outcome. */
-            seatd_app_t *app = seatd__app(r);
-            op->wait_until = uv_now(app->loop) + (uint64_t)app->cfg->payment_timeout_ms + 1000;
+            op->wait_until =
+                uv_now(op->app->loop) + (uint64_t)op->app->cfg->payment_timeout_ms + 1000;
             wait_for_outcome(op);
             return;
         }
         answer_with_booking(op);
         return;
     }
-    seatd_reconcile_hint(seatd__app(r)->rds, op->show_id);
+    seatd_reconcile_hint(op->app->rds, op->show_id);
     if (op->amount == 0) {
         /* Free seats (a 0-priced tier): nothing to charge, confirm at once. */
+        counters_give(op);
         snprintf(op->charge_id, sizeof(op->charge_id), "free");
-        step_started(op, seatd_store_book_confirm(seatd__app(r)->store, op->booking_id,
-                                                  op->charge_id, on_confirm, op));
+        step_started(op, seatd_store_book_confirm(op->app->store, op->booking_id, op->charge_id,
+                                                  on_confirm, op));
         return;
     }
     char desc[160];
     snprintf(desc, sizeof(desc), "seatd show %s seats %.80s", op->show_id, op->seat_csv);
-    int rc = seatd_payment_charge(seatd__app(r)->payment, op->booking_id, op->amount, CURRENCY,
+    int rc = seatd_payment_charge(op->app->payment, op->booking_id, op->amount, CURRENCY,
                                   op->method, desc, on_charge, op);
     if (rc < 0) {
         /* The booking is PENDING and nothing was charged; let the buyer retry later. */
+        counters_give(op);
         answer_with_booking(op);
         return;
     }
-    seatd_req_hold(r);
+    if (op->r)
+        seatd_req_hold(op->r);
+}
+
+static void begin_booking(book_op_t *op)
+{
+    seatd_book_args_t a = {
+        .hold_id = op->hold_id,
+        .owner = seatd__sub(op->r),
+        .booking_id = op->booking_id,
+        .amount = op->amount,
+        .currency = CURRENCY,
+        .payment_method = op->method,
+        .payment_window_ms = op->app->cfg->payment_window_ms,
+    };
+    int rc = seatd_store_book_begin(op->app->store, &a, on_begin, op);
+    if (rc < 0)
+        counters_give(op);
+    step_started(op, rc);
+}
+
+/* 429 with Retry-After: the decline cap of the hold or of the user is reached; nothing was
+ * recorded and the gateway was not called. */
+static void answer_capped(book_op_t *op, const char *which)
+{
+    counters_give(op);
+    long long secs = (op->retry_after_ms + 999) / 1000;
+    char ra[24], msg[160];
+    snprintf(ra, sizeof(ra), "%lld", secs > 0 ? secs : 1);
+    snprintf(msg, sizeof(msg), "too many declined payments for this %s; try again in %s s", which,
+             ra);
+    if (op->r)
+        seatd_req_add_header(op->r, "Retry-After", ra);
+    answer_problem(op, SEATD_ERATELIMIT, msg, NULL);
+}
+
+static void on_user_counter(const seatd_store_result_t *res, void *data)
+{
+    book_op_t *op = data;
+    step_end(op);
+    if (op->r == NULL || res->err) { /* the hold's attempt is given back, nothing began */
+        counters_give(op);
+        if (op->r)
+            seatd__reply_store_error(op->r, res);
+        book_op_free(op);
+        return;
+    }
+    if (seatd_store_get_int(res, "ok", 0) != 1) {
+        op->retry_after_ms = seatd_store_get_int(res, "retryAfterMs", 1000);
+        answer_capped(op, "user");
+        return;
+    }
+    op->ctrs_taken = 2;
+    begin_booking(op);
+}
+
+static void on_hold_counter(const seatd_store_result_t *res, void *data)
+{
+    book_op_t *op = data;
+    if (step_gone_or_failed(op, res))
+        return;
+    if (seatd_store_get_int(res, "ok", 0) != 1) {
+        op->retry_after_ms = seatd_store_get_int(res, "retryAfterMs", 1000);
+        answer_capped(op, "hold");
+        return;
+    }
+    op->ctrs_taken = 1;
+    const seatd_config_t *cfg = op->app->cfg;
+    step_started(op, seatd_store_attempt(op->app->store, op->user_ctr, 1, cfg->decline_cap_per_user,
+                                         cfg->decline_window_ms, on_user_counter, op));
+}
+
+/* Counts one attempt against the decline caps (the hold's, then the user's) before
+ * book_begin: an attempt is given back when the charge is approved or never made, so the
+ * counters hold declines (and answers unknown) plus attempts in flight, and a request over a
+ * cap never reaches the gateway. */
+static void guard_then_begin(book_op_t *op)
+{
+    const seatd_config_t *cfg = op->app->cfg;
+    char suffix[SEATD_ID_MAX + 16];
+    snprintf(suffix, sizeof(suffix), "declines:%s", op->hold_id);
+    int rc = seatd_keys_show(op->hold_ctr, op->show_id, suffix);
+    if (rc == 0 && snprintf(op->user_ctr, sizeof(op->user_ctr), "seatd:declines:%s",
+                            seatd__sub(op->r)) >= (int)sizeof(op->user_ctr))
+        rc = SEATD_EBADID;
+    if (rc == 0)
+        rc = seatd_store_attempt(op->app->store, op->hold_ctr, 1, cfg->decline_cap_per_hold,
+                                 cfg->decline_window_ms, on_hold_counter, op);
+    step_started(op, rc);
 }
 
 /* Price of the hold's seats from the show's tiers, computed when the booking starts and then
@@ -450,7 +605,6 @@ static void on_begin(const seatd_store_result_t *res, void *data)
 static void begin_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
 {
     book_op_t *op = ctx;
-    seatd_app_t *app = seatd__app(r);
     long long amount = 0;
     const char *p = op->seat_csv;
     while (p && *p) {
@@ -478,17 +632,7 @@ static void begin_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx
         book_op_free(op);
         return;
     }
-    seatd_book_args_t a = {
-        .hold_id = op->hold_id,
-        .owner = seatd__sub(r),
-        .booking_id = op->booking_id,
-        .amount = amount,
-        .currency = CURRENCY,
-        .payment_method = op->method,
-        .payment_window_ms = app->cfg->payment_window_ms,
-    };
-    int rc = seatd_store_book_begin(app->store, &a, on_begin, op);
-    step_started(op, rc);
+    guard_then_begin(op);
 }
 
 static void on_show_for_booking(const seatd_store_result_t *res, void *data)
@@ -527,6 +671,7 @@ int seatd_handle_bookings_create(seatd_req_t *r)
 {
     book_op_t *op = seatd_calloc(1, sizeof(*op));
     op->r = r;
+    op->app = seatd__app(r);
     const char *hold_id = NULL, *method = NULL, *body_idem = NULL, *idem = NULL;
     if (seatd_json_parse_body_or_reply(r, &op->body) < 0) {
         book_op_free(op);
@@ -598,18 +743,27 @@ int seatd_handle_bookings_get(seatd_req_t *r)
  * --------------------------------------------------------------------------------------- */
 
 typedef struct {
-    seatd_req_t *r;
+    seatd_req_t *r;   /* NULL once nobody waits: the refund goes on (see top) */
+    seatd_app_t *app; /* borrowed */
     char booking_id[SEATD_ID_MAX];
     char show_id[SEATD_ID_MAX];
     char key[SEATD_ID_MAX + 8]; /* "cancel-<bookingId>": one refund per booking */
 } cancel_op_t;
 
+/* At a step's end: lets the request go if nobody waits any more (op->r is then NULL). */
+static void cancel_step_end(cancel_op_t *op)
+{
+    if (op->r && seatd_req_release(op->r))
+        op->r = NULL;
+}
+
 static void on_cancel_answer(const seatd_store_result_t *res, void *data)
 {
     cancel_op_t *op = data;
+    cancel_step_end(op);
     seatd_req_t *r = op->r;
     free(op);
-    if (seatd_req_release(r))
+    if (r == NULL)
         return;
     if (res->err) {
         seatd__reply_store_error(r, res);
@@ -621,8 +775,11 @@ static void on_cancel_answer(const seatd_store_result_t *res, void *data)
 static void cancel_answer(cancel_op_t *op)
 {
     seatd_req_t *r = op->r;
-    int rc = seatd_store_booking_get(seatd__app(r)->store, op->booking_id, NULL,
-                                     on_cancel_answer, op);
+    if (r == NULL) {
+        free(op);
+        return;
+    }
+    int rc = seatd_store_booking_get(op->app->store, op->booking_id, NULL, on_cancel_answer, op);
     if (rc < 0) {
         seatd_req_finish_problem(r, rc, NULL, NULL);
         free(op);
@@ -634,27 +791,24 @@ static void cancel_answer(cancel_op_t *op)
 static void on_refund_recorded(const seatd_store_result_t *res, void *data)
 {
     cancel_op_t *op = data;
-    if (seatd_req_release(op->r)) {
-        free(op);
-        return;
-    }
+    cancel_step_end(op);
+    if (res->err)
+        seatd_log(SEATD_LOG_WARN, NULL, "cancel refund made but not recorded; reconciliation will",
+                  "\"booking\":\"%s\",\"err\":%d", op->booking_id, res->err);
     cancel_answer(op);
 }
 
 static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
 {
     cancel_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
-        free(op); /* reconciliation retries the refund under the same key */
-        return;
-    }
+    cancel_step_end(op); /* the refund is recorded whether or not anybody waits */
     if (res->outcome == SEATD_PAY_APPROVED ||
         (res->outcome == SEATD_PAY_DECLINED && strcmp(res->code, "charge_already_refunded") == 0)) {
-        int rc = seatd_store_refund_done(seatd__app(r)->store, op->booking_id, op->key,
+        int rc = seatd_store_refund_done(op->app->store, op->booking_id, op->key,
                                          on_refund_recorded, op);
         if (rc == 0) {
-            seatd_req_hold(r);
+            if (op->r)
+                seatd_req_hold(op->r);
             return;
         }
     } else {
@@ -667,18 +821,15 @@ static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
 static void on_cancelled(const seatd_store_result_t *res, void *data)
 {
     cancel_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
-        free(op);
-        return;
-    }
+    cancel_step_end(op);
     if (res->err) {
-        seatd__reply_store_error(r, res);
+        if (op->r)
+            seatd__reply_store_error(op->r, res);
         free(op);
         return;
     }
     seatd_seatmap_invalidate(op->show_id);
-    seatd_app_t *app = seatd__app(r);
+    seatd_app_t *app = op->app;
     const char *rs = seatd_store_get(res, "refundStatus", NULL);
     const char *ref = seatd_store_get(res, "paymentRef", NULL);
     int64_t refund = seatd_store_get_int(res, "refund", 0);
@@ -689,7 +840,8 @@ static void on_cancelled(const seatd_store_result_t *res, void *data)
         snprintf(op->key, sizeof(op->key), "cancel-%s", op->booking_id);
         if (seatd_payment_refund(app->payment, op->key, ref, refund, "cancelled",
                                  on_cancel_refund, op) == 0) {
-            seatd_req_hold(r);
+            if (op->r)
+                seatd_req_hold(op->r);
             return;
         }
     }
@@ -701,6 +853,7 @@ int seatd_handle_bookings_cancel(seatd_req_t *r)
     const char *id = seatd_req_param(r, "id");
     cancel_op_t *op = seatd_calloc(1, sizeof(*op));
     op->r = r;
+    op->app = seatd__app(r);
     if (id == NULL || seatd_keys_parse_id(id, 'b', op->show_id) < 0) {
         free(op);
         return SEATD_ENOTFOUND;
