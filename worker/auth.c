@@ -4,6 +4,7 @@
 #include "json.h"
 #include "keys.h"
 #include "mem.h"
+#include "token_cache.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -20,7 +21,10 @@ struct seatd_auth_s {
     size_t secret_len;        /* bytes in 'secret' */
     seatd_auth_clock_fn clock; /* NULL: time(NULL) */
     void *clock_data;         /* passed to 'clock' */
+    seatd_token_cache_t *verified; /* owned: tokens that verified, for their lifetime */
 };
+
+#define VERIFIED_SLOTS 4096 /* distinct live tokens remembered per process */
 
 #define SHA256_LEN 32
 
@@ -215,6 +219,12 @@ static int check_claims(const char *json, size_t len, int64_t now, seatd_princip
     memset(out, 0, sizeof(*out));
     memcpy(out->sub, sub->valuestring, strlen(sub->valuestring) + 1);
     out->admin = is_admin(c);
+    out->valid_until = exp + SEATD_AUTH_LEEWAY_S;
+    out->valid_from = INT64_MIN;
+    if (nbf && nbf - SEATD_AUTH_LEEWAY_S > out->valid_from)
+        out->valid_from = nbf - SEATD_AUTH_LEEWAY_S;
+    if (iat && iat - SEATD_AUTH_LEEWAY_S > out->valid_from)
+        out->valid_from = iat - SEATD_AUTH_LEEWAY_S;
     rc = 0;
 out:
     cJSON_Delete(c);
@@ -234,6 +244,7 @@ int seatd_auth_new(const void *secret, size_t len, seatd_auth_t **out)
     auth->secret = seatd_malloc(len);
     memcpy(auth->secret, secret, len);
     auth->secret_len = len;
+    auth->verified = seatd_token_cache_new(VERIFIED_SLOTS);
     *out = auth;
     return 0;
 }
@@ -244,6 +255,7 @@ void seatd_auth_free(seatd_auth_t *auth)
         return;
     OPENSSL_cleanse(auth->secret, auth->secret_len);
     free(auth->secret);
+    seatd_token_cache_free(auth->verified);
     free(auth);
 }
 
@@ -255,7 +267,16 @@ void seatd_auth_set_clock(seatd_auth_t *auth, seatd_auth_clock_fn fn, void *data
 
 int seatd_auth_verify(const seatd_auth_t *auth, const char *token, seatd_principal_t *out)
 {
-    return seatd_auth_verify_at(auth, token, now_s(auth), out);
+    if (auth == NULL || token == NULL)
+        return SEATD_EUNAUTH;
+    int64_t now = now_s(auth);
+    size_t len = strnlen(token, SEATD_AUTH_MAX_TOKEN + 1);
+    if (len <= SEATD_AUTH_MAX_TOKEN && seatd_token_cache_get(auth->verified, token, len, now, out))
+        return 0;
+    int rc = seatd_auth_verify_at(auth, token, now, out);
+    if (rc == 0)
+        seatd_token_cache_put(auth->verified, token, len, out, out->valid_from, out->valid_until);
+    return rc;
 }
 
 int seatd_auth_verify_at(const seatd_auth_t *auth, const char *token, int64_t now,

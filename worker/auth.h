@@ -33,6 +33,8 @@ typedef struct seatd_auth_s seatd_auth_t;
 typedef struct seatd_principal_s {
     char sub[65]; /* the "sub" claim: the user id, valid per seatd_keys_valid_sub() */
     int admin;    /* 1 if the token carries role "admin" */
+    int64_t valid_from, valid_until; /* the token is valid for valid_from <= now < valid_until
+                                      * (epoch s, leeway applied: nbf/iat and exp) */
 } seatd_principal_t;
 
 /* Returns the current time in seconds since the epoch; 'data' is the pointer given with it. */
@@ -53,7 +55,8 @@ void seatd_auth_set_clock(seatd_auth_t *auth, seatd_auth_clock_fn fn, void *data
 
 /*
  * Verifies the compact JWT 'token' (borrowed, NUL-terminated) at the current clock and fills
- * '*out'. Returns 0 or SEATD_EUNAUTH (malformed, wrong algorithm, bad signature, expired, not
+ * '*out'. A token verified before is answered from a cache of verified tokens (token_cache.h)
+ * while the clock is inside its validity window: no HMAC, no parsing. Returns 0 or SEATD_EUNAUTH (malformed, wrong algorithm, bad signature, expired, not
  * yet valid, missing or invalid sub). Nothing is written to '*out' on failure.
  */
 SEATD_MUSTCHECK int seatd_auth_verify(const seatd_auth_t *auth, const char *token,

@@ -336,3 +336,28 @@ Test(auth, verifies_bearer_headers)
     cr_assert_eq(seatd_auth_verify_bearer(auth, "Bearer", &who), SEATD_EUNAUTH);
     free(t);
 }
+
+Test(auth, a_remembered_token_is_still_refused_outside_its_window)
+{
+    int64_t now = NOW;
+    seatd_auth_set_clock(auth, fixed_clock, &now);
+    char claims[160];
+    snprintf(claims, sizeof(claims), "{\"sub\":\"dora\",\"nbf\":%lld,\"exp\":%lld}", NOW - 10,
+             NOW + 100);
+    char *t = make_token(HS, claims, SECRET);
+    seatd_principal_t who;
+    for (int i = 0; i < 3; i++) /* verified once, then answered from the cache */
+        cr_assert_eq(seatd_auth_verify(auth, t, &who), 0);
+    cr_assert_str_eq(who.sub, "dora");
+    cr_assert_eq(who.valid_from, NOW - 10 - SEATD_AUTH_LEEWAY_S);
+    cr_assert_eq(who.valid_until, NOW + 100 + SEATD_AUTH_LEEWAY_S);
+    now = NOW - 10 - SEATD_AUTH_LEEWAY_S - 1;
+    cr_assert_eq(seatd_auth_verify(auth, t, &who), SEATD_EUNAUTH, "before nbf (less leeway)");
+    now = NOW + 100 + SEATD_AUTH_LEEWAY_S;
+    cr_assert_eq(seatd_auth_verify(auth, t, &who), SEATD_EUNAUTH, "at exp (plus leeway)");
+    now = NOW;
+    cr_assert_eq(seatd_auth_verify(auth, t, &who), 0);
+    t[strlen(t) - 2] ^= 1; /* one character of the signature changed: another token */
+    cr_assert_eq(seatd_auth_verify(auth, t, &who), SEATD_EUNAUTH);
+    free(t);
+}

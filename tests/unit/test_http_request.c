@@ -579,7 +579,7 @@ Test(http_request, exposes_route_params_principal_and_app)
     cr_assert_eq(seatd_req_route(r), &rt);
     cr_assert_str_eq(seatd_req_param(r, "id"), "x");
     cr_assert_null(seatd_req_param(r, "nope"));
-    seatd_principal_t who = {"alice", 1};
+    seatd_principal_t who = {.sub = "alice", .admin = 1};
     seatd__req_set_principal(r, &who);
     cr_assert_str_eq(seatd_req_principal(r)->sub, "alice");
     int app = 7;
