@@ -20,7 +20,8 @@ show's hash tag; per user: a global key routed by itself).
   KEYS[1]  the counter key
   ARGV[1]  "take": counts one more and answers whether it is within ARGV[2]; a count beyond
            the cap is undone (nothing recorded) and answered with the ms until the window
-           ends. "give": gives one back (never below 0).
+           ends. "give": gives one back (never below 0; a counter back at 0 is deleted, so
+           an attempt refused before any charge leaves no key).
   ARGV[2]  the cap (take)
   ARGV[3]  the window (ms, take): set when the counter is created, never extended
   Returns  {"ok", "1"|"0", "count", n, "retryAfterMs", ms}
@@ -45,10 +46,13 @@ end
 local function attempt(keys, args)
     local k = keys[1]
     if args[1] == 'give' then
-        if tonumber(redis.call('GET', k) or '0') > 0 then
+        local n = tonumber(redis.call('GET', k) or '0')
+        if n > 1 then
             redis.call('DECR', k)
+        elseif n == 1 then
+            redis.call('DEL', k) -- back to nothing: a refused request leaves no trace
         end
-        return {'ok', '1', 'count', redis.call('GET', k) or '0', 'retryAfterMs', '0'}
+        return {'ok', '1', 'count', tostring(n > 0 and n - 1 or 0), 'retryAfterMs', '0'}
     end
     local cap, window = tonumber(args[2]), tonumber(args[3])
     if args[1] ~= 'take' or not cap or cap < 1 or not window or window < 1 then
