@@ -734,6 +734,16 @@ static void flush_watcher(watcher_t *w, seatd_buf_t *shared, long long *shared_v
     w->sent_ver = s->ver;
 }
 
+/* Brings one watcher up to date on its own (a reconnect with ?since=, a resync): the delta
+ * it may need is built into a buffer of this call. */
+static void flush_one(watcher_t *w)
+{
+    seatd_buf_t delta = SEATD_BUF_INIT;
+    long long delta_v = -2;
+    flush_watcher(w, &delta, &delta_v);
+    seatd_buf_free(&delta);
+}
+
 static void flush_show(show_t *s)
 {
     seatd_buf_t shared = SEATD_BUF_INIT;
@@ -774,7 +784,7 @@ static void on_ws_msg(seatd_ws_t *ws, int opcode, const uint8_t *data, size_t le
         if (strstr(cmd, "\"resync\"")) {
             w->sent_ver = -1;
             if (w->show->synced)
-                flush_watcher(w, &(seatd_buf_t)SEATD_BUF_INIT, &(long long){-2});
+                flush_one(w);
         }
     }
     /* Pongs only refresh last_rx_ms (done on every read); pings were answered by the codec;
@@ -998,7 +1008,7 @@ int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
         return 0;
     }
     if (s->synced)
-        flush_watcher(w, &(seatd_buf_t)SEATD_BUF_INIT, &(long long){-2});
+        flush_one(w);
     return 0;
 }
 
