@@ -2,7 +2,8 @@
  * test_live_server.h - an in-process seatd worker for the live seat-map tests: a forked
  * child runs the real HTTP server, route table, store, live map and sweeper on its own loop
  * against the runner's redis-server, listening on 127.0.0.1:0. SIGTERM drains it exactly as
- * main.c does; the child _exit()s 0 only if its loop then closes cleanly (uv_loop_close).
+ * main.c does; the child exits 0 only if its loop then closes cleanly (uv_loop_close) and,
+ * in a sanitizer build, LeakSanitizer found nothing (seatd_test_child_exit).
  * Header-only (static inline).
  */
 #ifndef SEATD_TEST_LIVE_SERVER_H
@@ -25,6 +26,7 @@
 #include "log.h"
 #include "mem.h"
 #include "rds.h"
+#include "child_exit.h"
 #include "redis_fixture.h"
 #include "routes.h"
 #include "scripts.h"
@@ -76,7 +78,7 @@ static inline void tls_child_main(int fd, const seatd_live_opts_t *lopts)
     app->routes = seatd_routes;
     app->nroutes = seatd_nroutes;
     if (seatd_auth_new(TLS_SECRET, strlen(TLS_SECRET), &app->auth) < 0)
-        _exit(4);
+        seatd_test_child_exit(4);
     seatd_rds_opts_t ro = {.port = seatd_test_redis_port(), .pool_size = 2, .timeout_ms = 4000};
     app->rds = seatd_rds_new(app->loop, &ro);
     app->scripts = seatd_scripts_new(app->rds);
@@ -92,17 +94,17 @@ static inline void tls_child_main(int fd, const seatd_live_opts_t *lopts)
                             .on_finish = seatd_handle_live_on_finish};
     app->server = seatd_http_server_new(app->loop, &ho, seatd_routes, seatd_nroutes, app);
     if (seatd_http_server_listen(app->server) < 0)
-        _exit(5);
+        seatd_test_child_exit(5);
     int port = seatd_http_server_port(app->server);
     if (write(fd, &port, sizeof(port)) != sizeof(port))
-        _exit(6);
+        seatd_test_child_exit(6);
     close(fd);
     uv_signal_init(app->loop, &C.sig);
     uv_signal_start(&C.sig, tls_on_signal, SIGTERM);
     uv_run(app->loop, UV_RUN_DEFAULT);
     seatd_http_server_free(app->server);
     seatd_auth_free(app->auth);
-    _exit(uv_loop_close(app->loop) == 0 ? 0 : 3);
+    seatd_test_child_exit(uv_loop_close(app->loop) == 0 ? 0 : 3);
 }
 
 typedef struct tls_s {
