@@ -66,6 +66,10 @@ static const row_t rows[] = {
     {"reconcile-after-ms", "SEATD_RECONCILE_AFTER_MS", T_INT, 0, 86400000, "0",
      F(reconcile_after_ms),
      "settle bookings pending payment this long (0: twice --payment-timeout-ms)"},
+    {"conn-output-budget", "SEATD_CONN_OUTPUT_BUDGET", T_INT, 65536, 268435456, "1048576",
+     F(conn_output_budget),
+     "queued output bytes per connection (HTTP and WebSocket): reads pause at half, "
+     "resume below a quarter; a WebSocket client past it is closed"},
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))

@@ -43,6 +43,8 @@ typedef struct seatd_config_s {
     long long sweeper_interval_ms;          /* --sweeper-interval-ms */
     long long reconcile_interval_ms;        /* --reconcile-interval-ms: payment reconciler tick */
     long long reconcile_after_ms;           /* --reconcile-after-ms: 0 = 2 x payment timeout */
+    long long conn_output_budget;           /* --conn-output-budget: queued output bytes per
+                                               connection (http_server.h) */
     char jwt_secret[SEATD_CONFIG_SECRET_MAX]; /* SEATD_JWT_SECRET only; never logged */
     size_t jwt_secret_len;                  /* bytes in 'jwt_secret' */
     int help;                               /* 1 if --help was given: print and exit 0 */
