@@ -1,7 +1,8 @@
 /*
- * The output budget on the live seat map's WebSocket path (live.c, http_server.c): a client
- * that never reads cannot make a worker queue more than its connection's output budget,
- * whether it floods pings (each one a pong to queue) or lets seat deltas pile up. The worker
+ * The output budget through the real worker (http_server.c, live.c, the real routes): a
+ * client that never reads cannot make a worker queue more than its connection's output
+ * budget, whether it pipelines layout GETs, floods pings (each one a pong to queue) or lets
+ * seat deltas pile up. The worker
  * is a forked child (test_live_server.h) with a small budget; its queued output is read from
  * its own /metrics (seatd_http_output_peak_bytes: the most one connection ever had queued).
  */
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include "store_harness.h"
 #include "test_live_client.h"
@@ -175,6 +177,127 @@ Test(live_budget, deltas_to_a_client_that_does_not_read_stop_at_the_budget_with_
     cr_assert_eq(drain_until_closed(&c), 1008);
     wsc_close(&c);
     th_res_clear(&r);
+    cr_assert_eq(tls_stop(&srv), 0);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+/* Creates show 'show' with 'n' seats S1..Sn straight through the store (the layout is far
+ * over the harness's 8 KiB). */
+static int create_big_show(th_t *t, const char *show, size_t n)
+{
+    char (*names)[8] = calloc(n, sizeof(*names));
+    const char **ids = calloc(n + 1, sizeof(*ids));
+    seatd_buf_t layout = SEATD_BUF_INIT;
+    seatd_buf_printf(&layout, "{\"showId\":\"%s\",\"seats\":[", show);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(names[i], sizeof(names[i]), "S%zu", i + 1);
+        ids[i] = names[i];
+        seatd_buf_printf(&layout,
+                         "%s{\"id\":\"%s\",\"row\":\"S\",\"number\":%zu,\"tier\":\"standard\","
+                         "\"x\":%zu,\"y\":%zu}",
+                         i ? "," : "", names[i], i + 1, i % 50, i / 50);
+    }
+    seatd_buf_puts(&layout, "]}");
+    seatd_show_args_t a = {0};
+    a.show_id = show;
+    a.title = "Big show";
+    a.starts_at_ms = 1800000000000LL;
+    a.hold_ttl_ms = 60000;
+    a.price_tiers_json = "{\"standard\":1200}";
+    a.layout_json = layout.data;
+    a.seat_ids = ids;
+    a.nseats = n;
+    th_res_t r = {0};
+    int rc = th_finish(t, &r, seatd_store_create_show(t->store, &a, th_on_result, &r));
+    th_res_clear(&r);
+    seatd_buf_free(&layout);
+    free(ids);
+    free(names);
+    return rc;
+}
+
+#define LAYOUT_GETS 200
+
+Test(live_budget, pipelined_layout_gets_to_a_client_that_does_not_read_stay_within_the_budget)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(create_big_show(&t, "1", 2000), 0);
+    tls_t srv;
+    cr_assert_eq(tls_start(&srv, NULL), 0);
+    seatd_test_http_response_t one;
+    cr_assert_eq(seatd_test_http_request("127.0.0.1", srv.port, "GET", "/v1/shows/1/layout", NULL,
+                                         NULL, 0, &one),
+                 0);
+    cr_assert_eq(one.status, 200);
+    size_t answer = one.body_len;
+    seatd_test_http_response_free(&one);
+
+    /* 200 layout GETs in one write, from a client with a small receive buffer that reads
+     * nothing until the worker paused it. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)srv.port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    static const char get[] = "GET /v1/shows/1/layout HTTP/1.1\r\nHost: x\r\n\r\n";
+    seatd_buf_t reqs = SEATD_BUF_INIT;
+    for (int i = 0; i < LAYOUT_GETS; i++)
+        seatd_buf_append(&reqs, get, sizeof(get) - 1);
+    cr_assert_eq(write(fd, reqs.data, reqs.len), (ssize_t)reqs.len);
+    seatd_buf_free(&reqs);
+    long long paused = 0;
+    for (int i = 0; i < 500 && paused < 1; i++) { /* 10 s at most */
+        paused = tls_metric(&srv, "seatd_http_output_paused_total");
+        if (paused < 1)
+            poll(NULL, 0, 20);
+    }
+    long long peak = tls_metric(&srv, "seatd_http_output_peak_bytes");
+    fprintf(stderr, "output budget: %d pipelined layout GETs (%zu-byte answers) from a client "
+            "that reads nothing; the worker's peak queued output %lld bytes (budget %u)\n",
+            LAYOUT_GETS, answer, peak, BUDGET);
+    cr_assert_geq(paused, 1, "the worker paused the connection");
+    cr_assert_geq(peak, 0);
+    /* The high-water mark plus one answer (with its headers) at most. */
+    cr_assert_leq(peak, (long long)(BUDGET / 2 + answer + 1024), "peak %lld", peak);
+
+    /* Reading now, every answer arrives. */
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    int big = 1 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+    size_t cap = 4u << 20, len = 0;
+    char *buf = malloc(cap + 1);
+    int answers = 0;
+    while (answers < LAYOUT_GETS) {
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        for (;;) {
+            char *end = strstr(buf, "\r\n\r\n");
+            char *cl = strstr(buf, "Content-Length: ");
+            if (end == NULL || cl == NULL || cl > end)
+                break;
+            size_t need = (size_t)(end + 4 - buf) + (size_t)atol(cl + 16);
+            if (len < need)
+                break;
+            if (strncmp(buf, "HTTP/1.1 200 ", 13) == 0)
+                answers++;
+            memmove(buf, buf + need, len - need);
+            len -= need;
+            buf[len] = '\0';
+        }
+    }
+    free(buf);
+    close(fd);
+    cr_assert_eq(answers, LAYOUT_GETS);
+    peak = tls_metric(&srv, "seatd_http_output_peak_bytes");
+    cr_assert_leq(peak, (long long)(BUDGET / 2 + answer + 1024), "peak %lld", peak);
     cr_assert_eq(tls_stop(&srv), 0);
     cr_assert_eq(th_close(&t), 0);
 }
