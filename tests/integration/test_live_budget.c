@@ -129,7 +129,7 @@ Test(live_budget, a_client_flooding_pings_without_reading_queues_at_most_the_bud
     cr_assert_eq(th_close(&t), 0);
 }
 
-Test(live_budget, deltas_to_a_client_that_does_not_read_stop_at_the_budget_with_1008)
+Test(live_budget, deltas_to_a_client_that_does_not_read_stop_at_the_budget_and_close_it)
 {
     th_t t;
     th_res_t r = {0};
@@ -174,7 +174,11 @@ Test(live_budget, deltas_to_a_client_that_does_not_read_stop_at_the_budget_with_
     /* Data frames are checked before they are queued; only our close frame may follow. */
     cr_assert_leq(peak, (long long)BUDGET + 131, "peak %lld over the budget", peak);
     cr_assert_eq(tls_metric(&srv, "seatd_http_output_closed_total"), closed);
-    cr_assert_eq(drain_until_closed(&c), 1008);
+    /* The close frame waits behind the queued deltas; if they are not read within the
+     * worker's close grace (2 s) the connection ends without it. */
+    unsigned st = drain_until_closed(&c);
+    cr_assert(c.closed, "the slow client's connection ends");
+    cr_assert(st == 1008 || st == 0, "close %u", st);
     wsc_close(&c);
     th_res_clear(&r);
     cr_assert_eq(tls_stop(&srv), 0);
@@ -185,7 +189,7 @@ Test(live_budget, deltas_to_a_client_that_does_not_read_stop_at_the_budget_with_
  * over the harness's 8 KiB). */
 static int create_big_show(th_t *t, const char *show, size_t n)
 {
-    char (*names)[8] = calloc(n, sizeof(*names));
+    char (*names)[16] = calloc(n, sizeof(*names));
     const char **ids = calloc(n + 1, sizeof(*ids));
     seatd_buf_t layout = SEATD_BUF_INIT;
     seatd_buf_printf(&layout, "{\"showId\":\"%s\",\"seats\":[", show);
