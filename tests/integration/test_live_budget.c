@@ -194,7 +194,7 @@ static int create_big_show(th_t *t, const char *show, size_t n)
     seatd_buf_t layout = SEATD_BUF_INIT;
     seatd_buf_printf(&layout, "{\"showId\":\"%s\",\"seats\":[", show);
     for (size_t i = 0; i < n; i++) {
-        snprintf(names[i], sizeof(names[i]), "S%zu", i + 1);
+        snprintf(names[i], sizeof(names[i]), "S%u", (unsigned)(i + 1) % 100000u);
         ids[i] = names[i];
         seatd_buf_printf(&layout,
                          "%s{\"id\":\"%s\",\"row\":\"S\",\"number\":%zu,\"tier\":\"standard\","
