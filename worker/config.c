@@ -95,6 +95,10 @@ static const row_t rows[] = {
     {"show-retention-ms", "SEATD_SHOW_RETENTION_MS", T_INT, 0, 31536000000, "86400000",
      F(show_retention_ms),
      "a show leaves the scan sets (catalogue listing, sweeps) this long after it started"},
+    {"conn-output-budget", "SEATD_CONN_OUTPUT_BUDGET", T_INT, 65536, 268435456, "1048576",
+     F(conn_output_budget),
+     "queued output bytes per connection (HTTP and WebSocket): reads pause at half, "
+     "resume below a quarter; a WebSocket client past it is closed"},
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))

@@ -55,6 +55,8 @@ typedef struct seatd_config_s {
     long long decline_cap_per_user;         /* --decline-cap-per-user: per decline window */
     long long decline_window_ms;            /* --decline-window-ms */
     long long show_retention_ms;            /* --show-retention-ms: kept in scan sets after start */
+    long long conn_output_budget;           /* --conn-output-budget: queued output bytes per
+                                               connection (http_server.h) */
     char jwt_secret[SEATD_CONFIG_SECRET_MAX]; /* SEATD_JWT_SECRET only; never logged */
     size_t jwt_secret_len;                  /* bytes in 'jwt_secret' */
     int help;                               /* 1 if --help was given: print and exit 0 */

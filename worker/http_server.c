@@ -25,7 +25,7 @@
 
 typedef struct seatd_conn_s seatd_conn_t;
 
-enum { PH_NONE, PH_IDLE, PH_HEADER, PH_BODY, PH_HANDLER, PH_LINGER };
+enum { PH_NONE, PH_IDLE, PH_HEADER, PH_BODY, PH_HANDLER, PH_OUTPUT, PH_LINGER };
 
 struct seatd_conn_s {
     union {
@@ -44,6 +44,8 @@ struct seatd_conn_s {
     uint64_t started_ns;          /* uv_hrtime() when 'cur' was parsed */
     unsigned long served;         /* requests dispatched on this connection */
     size_t writes_pending;        /* uv_write calls without their callback yet */
+    size_t out_bytes;             /* queued output: bytes written (by us, or by the owner of a
+                                     taken connection) whose write has not called back */
     int closes_pending;           /* handle closes without their callback yet */
     int phase;                    /* PH_*: which timeout is armed */
     unsigned closing : 1;         /* uv_close() was called */
@@ -52,6 +54,8 @@ struct seatd_conn_s {
     unsigned lingering : 1;       /* shut down for writing; discarding input until EOF */
     unsigned processing : 1;      /* inside process(): no re-entry */
     unsigned taken : 1;           /* upgraded: the stream belongs to 'owner' */
+    unsigned out_paused : 1;      /* output over the high-water mark: no reading, no next
+                                     request until it drains below the low-water mark */
     seatd_http_owner_t owner;     /* the new owner's hooks (when 'taken') */
 };
 
@@ -59,6 +63,7 @@ typedef struct {
     uv_write_t req;    /* embedded; req.data unused */
     seatd_conn_t *c;   /* the connection written to */
     char *data;        /* owned; freed in after_write */
+    size_t len;        /* bytes in 'data' (accounted in c->out_bytes) */
 } write_req_t;
 
 struct seatd_http_server_s {
@@ -86,6 +91,7 @@ struct seatd_http_server_s {
     void *drain_data;            /* for 'drain_cb' */
     size_t norphans;             /* requests still running whose client went away */
     int drain_forced;            /* the drain timer fired once: connections were closed */
+    seatd_http_server_stats_t stats; /* output budget figures */
 };
 
 /* A request whose connection closed while it ran (the client went away): it runs to
@@ -162,7 +168,11 @@ static void conn_close(seatd_conn_t *c)
 static void on_timer(uv_timer_t *t)
 {
     seatd_conn_t *c = t->data;
-    if (c->phase != PH_LINGER && c->phase != PH_IDLE)
+    if (c->phase == PH_OUTPUT) {
+        c->srv->stats.output_closed++;
+        seatd_log(SEATD_LOG_INFO, NULL, "closing a client that does not read its responses",
+                  "\"queued\":%zu", c->out_bytes);
+    } else if (c->phase != PH_LINGER && c->phase != PH_IDLE)
         seatd_log(SEATD_LOG_DEBUG, NULL, "connection timed out", "\"phase\":%d", c->phase);
     conn_close(c);
 }
@@ -186,6 +196,8 @@ static void update_phase(seatd_conn_t *c)
     const seatd_http_opts_t *o = &c->srv->opts;
     if (c->cur)
         set_phase(c, PH_HANDLER, 0); /* handlers own their deadlines */
+    else if (c->out_paused)
+        set_phase(c, PH_OUTPUT, o->idle_timeout_ms); /* re-armed whenever a write completes */
     else if (seatd_req_parser_in_body(c->parser))
         set_phase(c, PH_BODY, o->body_timeout_ms);
     else if (seatd_req_parser_in_message(c->parser) || c->in.len > 0 || c->served == 0)
@@ -223,10 +235,36 @@ static void conn_linger(seatd_conn_t *c)
  * Writing
  * ---------------------------------------------------------------------------------------- */
 
+/* Output accounting: every queued write of a connection, whoever queued it. */
+static void output_add(seatd_conn_t *c, size_t len)
+{
+    seatd_http_server_stats_t *st = &c->srv->stats;
+    c->out_bytes += len;
+    st->output_bytes += len;
+    if (c->out_bytes > st->output_peak)
+        st->output_peak = c->out_bytes;
+}
+
+static void output_done(seatd_conn_t *c, size_t len)
+{
+    c->out_bytes -= len;
+    c->srv->stats.output_bytes -= len;
+}
+
+/* Pauses an HTTP connection whose output passed the high-water mark (half the budget). */
+static void output_check(seatd_conn_t *c)
+{
+    if (!c->out_paused && !c->taken && c->out_bytes >= c->srv->opts.output_budget / 2) {
+        c->out_paused = 1;
+        c->srv->stats.output_paused++;
+    }
+}
+
 static void after_write(uv_write_t *req, int status)
 {
     write_req_t *w = container_of(req, write_req_t, req);
     seatd_conn_t *c = w->c;
+    output_done(c, w->len);
     free(w->data);
     free(w);
     c->writes_pending--;
@@ -236,8 +274,19 @@ static void after_write(uv_write_t *req, int status)
         conn_close(c);
         return;
     }
-    if (c->close_after_write && c->writes_pending == 0 && c->cur == NULL)
+    if (c->close_after_write && c->writes_pending == 0 && c->cur == NULL) {
         conn_linger(c);
+        return;
+    }
+    if (c->out_paused) {
+        if (c->out_bytes < c->srv->opts.output_budget / 4) {
+            c->out_paused = 0; /* below the low-water mark: read and answer again */
+            if (!c->processing)
+                process(c);
+        } else if (c->phase == PH_OUTPUT) {
+            uv_timer_start(&c->timer, on_timer, c->srv->opts.idle_timeout_ms, 0); /* progress */
+        }
+    }
 }
 
 /* Queues 'len' bytes of 'data' (taken: freed in after_write) on 'c'. */
@@ -250,6 +299,7 @@ static void conn_write(seatd_conn_t *c, char *data, size_t len)
     write_req_t *w = seatd_malloc(sizeof(*w));
     w->c = c;
     w->data = data;
+    w->len = len;
     uv_buf_t b = uv_buf_init(data, (unsigned)len);
     int rc = uv_write(&w->req, &c->h.stream, &b, 1, after_write);
     if (rc < 0) {
@@ -259,6 +309,8 @@ static void conn_write(seatd_conn_t *c, char *data, size_t len)
         return;
     }
     c->writes_pending++;
+    output_add(c, len);
+    output_check(c);
 }
 
 /* ----------------------------------------------------------------------------------------
@@ -429,7 +481,8 @@ static void process(seatd_conn_t *c)
     if (c->processing || c->closing || c->lingering)
         return;
     c->processing = 1;
-    while (!c->closing && !c->taken && c->cur == NULL && !c->close_after_write && c->in.len > 0) {
+    while (!c->closing && !c->taken && c->cur == NULL && !c->close_after_write &&
+           !c->out_paused && c->in.len > 0) {
         size_t used = 0;
         seatd_req_t *r = NULL;
         int rc = seatd_req_parser_feed(c->parser, c->in.data, c->in.len, &used, &r);
@@ -461,12 +514,13 @@ static void process(seatd_conn_t *c)
         return;
     }
     update_phase(c);
-    /* Backpressure: while a request runs, buffer at most one more request's worth. */
+    /* Backpressure: while a request runs, buffer at most one more request's worth; while
+     * the output is over its high-water mark, read nothing. */
     size_t cap = c->srv->opts.max_header + c->srv->opts.max_body;
-    if (c->reading && c->in.len > cap) {
+    if (c->reading && (c->in.len > cap || c->out_paused)) {
         uv_read_stop(&c->h.stream);
         c->reading = 0;
-    } else if (!c->reading && c->in.len <= cap) {
+    } else if (!c->reading && c->in.len <= cap && !c->out_paused) {
         start_reading(c);
     }
 }
@@ -591,6 +645,8 @@ seatd_http_server_t *seatd_http_server_new(uv_loop_t *loop, const seatd_http_opt
         srv->opts.max_header = SEATD_REQ_MAX_HEADER;
     if (srv->opts.max_body == 0)
         srv->opts.max_body = SEATD_REQ_MAX_BODY;
+    if (srv->opts.output_budget == 0)
+        srv->opts.output_budget = SEATD_HTTP_OUTPUT_BUDGET;
     srv->routes = routes;
     srv->nroutes = nroutes;
     srv->app = app;
@@ -703,6 +759,11 @@ int seatd_http_server_port(const seatd_http_server_t *srv)
 size_t seatd_http_server_connections(const seatd_http_server_t *srv)
 {
     return srv->nconns;
+}
+
+void seatd_http_server_get_stats(const seatd_http_server_t *srv, seatd_http_server_stats_t *out)
+{
+    *out = srv->stats;
 }
 
 /* ----------------------------------------------------------------------------------------
@@ -818,6 +879,35 @@ void *seatd_http_conn_owner(const uv_stream_t *stream)
 void seatd_http_conn_close(uv_stream_t *stream)
 {
     conn_close(stream->data);
+}
+
+size_t seatd_http_conn_output_budget(const uv_stream_t *stream)
+{
+    const seatd_conn_t *c = stream->data;
+    return c->srv->opts.output_budget;
+}
+
+size_t seatd_http_conn_output_queued(uv_stream_t *stream, size_t len)
+{
+    seatd_conn_t *c = stream->data;
+    output_add(c, len);
+    return c->out_bytes;
+}
+
+size_t seatd_http_conn_output_written(uv_stream_t *stream, size_t len)
+{
+    seatd_conn_t *c = stream->data;
+    output_done(c, len);
+    return c->out_bytes;
+}
+
+void seatd_http_conn_output_note(uv_stream_t *stream, int closed)
+{
+    seatd_conn_t *c = stream->data;
+    if (closed)
+        c->srv->stats.output_closed++;
+    else
+        c->srv->stats.output_paused++;
 }
 
 void seatd_http_server_free(seatd_http_server_t *srv)

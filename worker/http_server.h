@@ -17,6 +17,17 @@
  * While a request runs, at most (max_header + max_body) further bytes are buffered, then
  * reading pauses until it finishes.
  *
+ * Output budget (one per connection, HTTP and WebSocket alike, control frames included):
+ * a connection's queued output is every byte handed to uv_write whose write has not called
+ * back. When it reaches half of opts.output_budget (the high-water mark), the connection
+ * reads nothing and starts no further pipelined request until it drains below a quarter of
+ * the budget (the low-water mark); so an HTTP connection's output passes the high-water mark
+ * by at most one response. A connection that stays paused without a single write
+ * completing for idle_timeout_ms is closed (a client that does not read). The owner of a
+ * taken connection reports its writes through seatd_http_conn_output_queued/_written and
+ * applies the same marks itself (live.c: reads paused, a client that would pass the whole
+ * budget is closed with 1008). seatd_http_server_get_stats() has the figures (/metrics).
+ *
  * Lifecycle: seatd_http_server_new() -> seatd_http_server_listen() -> ... ->
  * seatd_http_server_drain(cb) -> cb runs once every handle is closed -> seatd_http_server_free().
  * Connections are freed only in their last close callback. A request still running when its
@@ -58,6 +69,8 @@ typedef void (*seatd_http_finish_cb)(seatd_req_t *r, int status, double seconds,
 /* Called once when a drain completes (every connection and the listener are closed). */
 typedef void (*seatd_http_drain_cb)(seatd_http_server_t *srv, void *data);
 
+#define SEATD_HTTP_OUTPUT_BUDGET ((size_t)1 << 20)
+
 typedef struct seatd_http_opts_s {
     const char *listen;        /* "127.0.0.1:8081", "[::1]:8081", ":8081" or "unix:/path"; borrowed */
     size_t max_connections;    /* open connections; 10000 when 0 */
@@ -67,6 +80,7 @@ typedef struct seatd_http_opts_s {
     unsigned drain_timeout_ms; /* in-flight grace on drain before a forced close; 10000 when 0 */
     size_t max_header;         /* request line + headers; 8192 when 0 */
     size_t max_body;           /* body bytes; 16384 when 0 */
+    size_t output_budget;      /* queued output per connection (see above); 1 MiB when 0 */
     const seatd_auth_t *auth;  /* borrowed; verifies bearer tokens for AUTH routes (NULL: 401) */
     seatd_http_finish_cb on_finish; /* may be NULL; the metrics hook */
 } seatd_http_opts_t;
@@ -90,6 +104,15 @@ int seatd_http_server_port(const seatd_http_server_t *srv);
 
 /* Currently open connections. */
 size_t seatd_http_server_connections(const seatd_http_server_t *srv);
+
+typedef struct seatd_http_server_stats_s {
+    size_t output_bytes;              /* queued output of every connection now */
+    size_t output_peak;               /* the most one connection ever had queued */
+    unsigned long long output_paused; /* times a connection paused for its output */
+    unsigned long long output_closed; /* connections closed for not reading their output */
+} seatd_http_server_stats_t;
+/* Copies the output budget figures into 'out'. */
+void seatd_http_server_get_stats(const seatd_http_server_t *srv, seatd_http_server_stats_t *out);
 
 /*
  * Graceful stop: stops accepting, closes idle connections (no request running, nothing
@@ -134,6 +157,17 @@ void *seatd_http_conn_owner(const struct uv_stream_s *stream);
 /* Closes a taken connection's 'stream' (its pending writes call back with an error first);
  * the owner's on_closed runs once it is closed. Idempotent. */
 void seatd_http_conn_close(struct uv_stream_s *stream);
+
+/* The output budget of a taken connection's 'stream' (opts.output_budget). */
+size_t seatd_http_conn_output_budget(const struct uv_stream_s *stream);
+/* The owner queued a write of 'len' bytes on 'stream' / a write of 'len' bytes called back
+ * (call it from the write callback, also on error). Both return the connection's queued
+ * output bytes afterwards. */
+size_t seatd_http_conn_output_queued(struct uv_stream_s *stream, size_t len);
+size_t seatd_http_conn_output_written(struct uv_stream_s *stream, size_t len);
+/* Counts one pause of reading (closed = 0) or one close (closed = 1) the owner made for the
+ * connection's output budget. */
+void seatd_http_conn_output_note(struct uv_stream_s *stream, int closed);
 
 /* Frees 'srv'. Only valid when it never listened or after the drain callback ran. NULL is a
  * no-op. */

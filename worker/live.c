@@ -99,7 +99,9 @@ struct watcher_s {
     seatd_ws_t *ws;            /* owned codec */
     long long sent_ver;        /* the version the client has; -1: needs a snapshot */
     unsigned frames_pending;   /* uv_writes without their callback */
-    size_t bytes_pending;      /* bytes in those writes */
+    size_t bytes_pending;      /* bytes in those writes (also in the connection's output) */
+    size_t budget;             /* the most 'bytes_pending' may reach (the output budget) */
+    int paused;                /* reading paused until the output drains (see output_check) */
     uint64_t last_rx_ms;       /* last frame (or bytes) from the client */
     uint64_t last_ping_ms;     /* last ping sent */
     uint64_t close_deadline_ms; /* hard close after this once our close frame is queued */
@@ -138,6 +140,8 @@ struct seatd_live_s {
 static void flush_show(show_t *s);
 static void flush_watcher(watcher_t *w, seatd_buf_t *shared_from, long long *shared_from_v);
 static void watcher_close(watcher_t *w, unsigned status, const char *reason);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 static void start_read(show_t *s);
 static void maybe_free(seatd_live_t *lv);
 static void on_tick(uv_timer_t *t);
@@ -565,6 +569,7 @@ static void after_write(uv_write_t *req, int status)
     watcher_t *w = wr->w;
     w->frames_pending--;
     w->bytes_pending -= wr->len;
+    seatd_http_conn_output_written(w->stream, wr->len);
     free(wr->data);
     free(wr);
     if (w->hard_closed)
@@ -573,6 +578,14 @@ static void after_write(uv_write_t *req, int status)
         w->hard_closed = 1;
         seatd_http_conn_close(w->stream);
         return;
+    }
+    if (w->paused && !w->closing && w->bytes_pending < w->budget / 4) {
+        w->paused = 0; /* below the low-water mark: read the client again */
+        if (uv_read_start(w->stream, on_alloc, on_read) < 0) {
+            w->hard_closed = 1;
+            seatd_http_conn_close(w->stream);
+            return;
+        }
     }
     if (w->closing && w->frames_pending == 0 && seatd_ws_close_sent(w->ws)) {
         w->hard_closed = 1;
@@ -603,6 +616,7 @@ static void pump(watcher_t *w)
     }
     w->frames_pending++;
     w->bytes_pending += wr->len;
+    seatd_http_conn_output_queued(w->stream, wr->len);
 }
 
 /* Queues our close frame; the stream is closed once it is written (or after a grace). */
@@ -620,25 +634,52 @@ static void watcher_close(watcher_t *w, unsigned status, const char *reason)
     }
 }
 
+static void close_slow(watcher_t *w)
+{
+    seatd_live_t *lv = w->lv;
+    lv->stats.slow_closed++;
+    seatd_http_conn_output_note(w->stream, 1);
+    seatd_log(SEATD_LOG_INFO, NULL, "live: closing a slow client",
+              "\"show\":\"%s\",\"frames\":%u,\"bytes\":%zu", w->show ? w->show->id : "",
+              w->frames_pending, w->bytes_pending);
+    watcher_close(w, SEATD_WS_CLOSE_POLICY, "too slow"); /* see live.h on 1013 */
+}
+
+/*
+ * The output budget, after anything was queued (data frames, pongs, pings): a client whose
+ * unsent bytes passed the budget is closed; at half the budget its reading pauses (so pings
+ * it keeps sending queue no pongs) until the output drains below a quarter (after_write).
+ */
+static void output_check(watcher_t *w)
+{
+    if (w->closing || w->hard_closed)
+        return;
+    if (w->bytes_pending > w->budget) {
+        close_slow(w);
+        return;
+    }
+    if (!w->paused && w->bytes_pending >= w->budget / 2) {
+        w->paused = 1;
+        uv_read_stop(w->stream);
+        seatd_http_conn_output_note(w->stream, 0);
+    }
+}
+
 /* Sends one text frame, or closes a client that cannot keep up. */
 static void send_text(watcher_t *w, const char *text, size_t len)
 {
     seatd_live_t *lv = w->lv;
     if (w->closing || w->hard_closed)
         return;
-    if (w->frames_pending >= lv->opts.max_queue_frames ||
-        w->bytes_pending + len > lv->opts.max_queue_bytes) {
-        lv->stats.slow_closed++;
-        seatd_log(SEATD_LOG_INFO, NULL, "live: closing a slow client",
-                  "\"show\":\"%s\",\"frames\":%u,\"bytes\":%zu", w->show ? w->show->id : "",
-                  w->frames_pending, w->bytes_pending);
-        watcher_close(w, SEATD_WS_CLOSE_POLICY, "too slow"); /* see live.h on 1013 */
+    if (w->frames_pending >= lv->opts.max_queue_frames || w->bytes_pending + len > w->budget) {
+        close_slow(w);
         return;
     }
     if (seatd_ws_send(w->ws, SEATD_WS_TEXT, text, len) < 0)
         return;
     lv->stats.frames++;
     pump(w);
+    output_check(w);
 }
 
 /* The snapshot frame of 's' at its current version (cached per version). */
@@ -734,6 +775,16 @@ static void flush_watcher(watcher_t *w, seatd_buf_t *shared, long long *shared_v
     w->sent_ver = s->ver;
 }
 
+/* Brings one watcher up to date on its own (a reconnect with ?since=, a resync): the delta
+ * it may need is built into a buffer of this call. */
+static void flush_one(watcher_t *w)
+{
+    seatd_buf_t delta = SEATD_BUF_INIT;
+    long long delta_v = -2;
+    flush_watcher(w, &delta, &delta_v);
+    seatd_buf_free(&delta);
+}
+
 static void flush_show(show_t *s)
 {
     seatd_buf_t shared = SEATD_BUF_INIT;
@@ -774,7 +825,7 @@ static void on_ws_msg(seatd_ws_t *ws, int opcode, const uint8_t *data, size_t le
         if (strstr(cmd, "\"resync\"")) {
             w->sent_ver = -1;
             if (w->show->synced)
-                flush_watcher(w, &(seatd_buf_t)SEATD_BUF_INIT, &(long long){-2});
+                flush_one(w);
         }
     }
     /* Pongs only refresh last_rx_ms (done on every read); pings were answered by the codec;
@@ -814,6 +865,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         uv_read_stop(stream);
     }
     pump(w); /* pongs, the answering close */
+    output_check(w);
     if (w->closing && w->frames_pending == 0 && !w->hard_closed) {
         w->hard_closed = 1;
         seatd_http_conn_close(stream);
@@ -845,8 +897,10 @@ static void on_house(uv_timer_t *t)
                 }
                 if (now - w->last_ping_ms >= lv->opts.ping_ms) {
                     w->last_ping_ms = now;
-                    if (seatd_ws_send(w->ws, SEATD_WS_PING, "", 0) == 0)
+                    if (seatd_ws_send(w->ws, SEATD_WS_PING, "", 0) == 0) {
                         pump(w);
+                        output_check(w);
+                    }
                 }
             }
         }
@@ -902,8 +956,6 @@ seatd_live_t *seatd_live_new(uv_loop_t *loop, seatd_store_t *store, const seatd_
         lv->opts.ring = 256;
     if (!lv->opts.max_queue_frames)
         lv->opts.max_queue_frames = 64;
-    if (!lv->opts.max_queue_bytes)
-        lv->opts.max_queue_bytes = 1 << 20;
     lv->ps = seatd_pubsub_new(loop, opts->redis_host, opts->redis_port, opts->redis_unix,
                               on_pubsub, lv);
     lv->rbuf = seatd_malloc(READ_BUF);
@@ -943,6 +995,9 @@ int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
     }
     /* From here on the watcher is the connection's owner: every path ends in on_closed. */
     w->stream = stream;
+    w->budget = seatd_http_conn_output_budget(stream);
+    if (lv->opts.max_queue_bytes && lv->opts.max_queue_bytes < w->budget)
+        w->budget = lv->opts.max_queue_bytes;
     w->ws = seatd_ws_new(0, MAX_CLIENT_MSG, on_ws_msg, w);
     w->last_rx_ms = w->last_ping_ms = now_ms(lv);
     lv->stats.watchers++;
@@ -980,6 +1035,7 @@ int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
     }
     w->frames_pending++;
     w->bytes_pending += wr->len;
+    seatd_http_conn_output_queued(stream, wr->len);
     if (uv_read_start(stream, on_alloc, on_read) < 0) {
         w->hard_closed = 1;
         seatd_http_conn_close(stream);
@@ -991,6 +1047,7 @@ int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
             seatd_ws_close_received(w->ws))
             w->closing = 1;
         pump(w);
+        output_check(w);
     }
     seatd_buf_free(&leftover);
     if (w->closing) {
@@ -998,7 +1055,7 @@ int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
         return 0;
     }
     if (s->synced)
-        flush_watcher(w, &(seatd_buf_t)SEATD_BUF_INIT, &(long long){-2});
+        flush_one(w);
     return 0;
 }
 

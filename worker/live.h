@@ -10,9 +10,12 @@
  * versions in its ring of the last 'ring' versions, nothing if S is the current version, else
  * a snapshot. Client frames: pong and close are handled; the text {"type":"resync"} asks for
  * a fresh snapshot; anything else is ignored. Pings every 'ping_ms'; no frame from the client
- * for 'idle_ms' closes it (1001). A client whose unsent frames pass 'max_queue_frames' or
- * 'max_queue_bytes' is too slow and is closed with 1008 (1013 "try again later" would fit,
- * but strict clients such as wslay reject that code as invalid).
+ * for 'idle_ms' closes it (1001). Every frame, pongs and pings included, counts against the
+ * connection's output budget (http_server.h): at half of it the client's reading pauses (so
+ * pings it keeps sending queue no pongs and do not count as activity) until the output
+ * drains below a quarter. A client whose unsent frames would pass 'max_queue_frames' or the
+ * budget is too slow and is closed with 1008 (1013 "try again later" would fit, but strict
+ * clients such as wslay reject that code as invalid).
  *
  * How versions stay exact: each show's scripts publish one message per version bump on the
  * show's channel ({"v":V,"c":[["C7","held"],…]}). A worker subscribes (pubsub.h) while it has
@@ -48,8 +51,9 @@ typedef struct seatd_live_opts_s {
     unsigned ping_ms;          /* ping period; 20000 when 0 */
     unsigned idle_ms;          /* close after this long without a client frame; 60000 when 0 */
     unsigned ring;             /* versions kept per show for ?since=; 256 when 0 */
-    unsigned max_queue_frames; /* unsent frames per client before 1013; 64 when 0 */
-    size_t max_queue_bytes;    /* unsent bytes per client before 1013; 1 MiB when 0 */
+    unsigned max_queue_frames; /* unsent frames per client before 1008; 64 when 0 */
+    size_t max_queue_bytes;    /* unsent bytes per client before 1008, when below the
+                                  connection's output budget; 0: the budget */
 } seatd_live_opts_t;
 
 /* Returns an owned live map on 'loop' reading snapshots through 'store' (borrowed; must

@@ -221,6 +221,7 @@ int main(int argc, char **argv)
         .idle_timeout_ms = (unsigned)cfg.idle_timeout_ms,
         .max_header = (size_t)cfg.max_header,
         .max_body = (size_t)cfg.max_body,
+        .output_budget = (size_t)cfg.conn_output_budget,
         .auth = app->auth,
         .on_finish = seatd_handle_live_on_finish,
     };

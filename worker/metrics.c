@@ -166,4 +166,17 @@ void seatd_metrics_render(const seatd_app_t *app, seatd_buf_t *out)
                          "# TYPE seatd_http_connections gauge\n"
                          "seatd_http_connections %zu\n",
                          seatd_http_server_connections(app->server));
+    if (app->server) {
+        seatd_http_server_stats_t st;
+        seatd_http_server_get_stats(app->server, &st);
+        metric(out, "seatd_http_output_bytes", "gauge",
+               "Response and frame bytes queued to clients, not yet written", st.output_bytes);
+        metric(out, "seatd_http_output_peak_bytes", "gauge",
+               "The most output one connection ever had queued", st.output_peak);
+        metric(out, "seatd_http_output_paused_total", "counter",
+               "Times a connection stopped being read because its output was over budget",
+               st.output_paused);
+        metric(out, "seatd_http_output_closed_total", "counter",
+               "Connections closed for not reading their output", st.output_closed);
+    }
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "child_exit.h"
 #include "e2e.h"
 #include "ticket.h"
 
@@ -138,7 +139,7 @@ static pid_t book_in_child(const char *hold_id, const char *sub, const char *tok
         e2e_res_t res;
         book(hold_id, sub, token, NULL, &res);
         e2e_res_free(&res);
-        _exit(0);
+        seatd_test_child_exit(0);
     }
     return pid;
 }
@@ -350,7 +351,7 @@ Test(api_bookings, a_retry_during_a_slow_payment_gets_the_same_answer_and_one_ch
             snprintf(line, sizeof(line), "%d %s", res.http.status, e2e_str(&res, "bookingId"));
         e2e_res_free(&res);
         ssize_t w = write(fds[1], line, strlen(line) + 1);
-        _exit(w > 0 ? 0 : 1);
+        seatd_test_child_exit(w > 0 ? 0 : 1);
     }
     close(fds[1]);
     sleep_ms(250); /* the first request is now paying (0.8 s) */

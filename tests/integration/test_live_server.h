@@ -2,7 +2,8 @@
  * test_live_server.h - an in-process seatd worker for the live seat-map tests: a forked
  * child runs the real HTTP server, route table, store, live map and sweeper on its own loop
  * against the runner's redis-server, listening on 127.0.0.1:0. SIGTERM drains it exactly as
- * main.c does; the child _exit()s 0 only if its loop then closes cleanly (uv_loop_close).
+ * main.c does; the child exits 0 only if its loop then closes cleanly (uv_loop_close) and,
+ * in a sanitizer build, LeakSanitizer found nothing (seatd_test_child_exit).
  * Header-only (static inline).
  */
 #ifndef SEATD_TEST_LIVE_SERVER_H
@@ -12,14 +13,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "app.h"
 #include "auth.h"
+#include "child_exit.h"
 #include "config.h"
 #include "handlers/handlers.h"
+#include "http_client.h"
 #include "http_server.h"
 #include "live.h"
 #include "log.h"
@@ -40,6 +44,7 @@ typedef struct tls_child_s {
 } tls_child_t;
 
 static tls_child_t *tls_child;
+static size_t tls_output_budget; /* the child's opts.output_budget (0: the default) */
 
 static inline void tls_on_drained(seatd_http_server_t *srv, void *data)
 {
@@ -64,6 +69,7 @@ static inline void tls_on_signal(uv_signal_t *h, int signum)
 /* The child: never returns. */
 static inline void tls_child_main(int fd, const seatd_live_opts_t *lopts)
 {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test never leaves its worker behind */
     seatd_mem_init();
     seatd_log_set_level(SEATD_LOG_WARN);
     signal(SIGPIPE, SIG_IGN);
@@ -76,7 +82,7 @@ static inline void tls_child_main(int fd, const seatd_live_opts_t *lopts)
     app->routes = seatd_routes;
     app->nroutes = seatd_nroutes;
     if (seatd_auth_new(TLS_SECRET, strlen(TLS_SECRET), &app->auth) < 0)
-        _exit(4);
+        seatd_test_child_exit(4);
     seatd_rds_opts_t ro = {.port = seatd_test_redis_port(), .pool_size = 2, .timeout_ms = 4000};
     app->rds = seatd_rds_new(app->loop, &ro);
     app->scripts = seatd_scripts_new(app->rds);
@@ -89,20 +95,21 @@ static inline void tls_child_main(int fd, const seatd_live_opts_t *lopts)
     seatd_http_opts_t ho = {.listen = "127.0.0.1:0",
                             .auth = app->auth,
                             .drain_timeout_ms = 3000,
+                            .output_budget = tls_output_budget,
                             .on_finish = seatd_handle_live_on_finish};
     app->server = seatd_http_server_new(app->loop, &ho, seatd_routes, seatd_nroutes, app);
     if (seatd_http_server_listen(app->server) < 0)
-        _exit(5);
+        seatd_test_child_exit(5);
     int port = seatd_http_server_port(app->server);
     if (write(fd, &port, sizeof(port)) != sizeof(port))
-        _exit(6);
+        seatd_test_child_exit(6);
     close(fd);
     uv_signal_init(app->loop, &C.sig);
     uv_signal_start(&C.sig, tls_on_signal, SIGTERM);
     uv_run(app->loop, UV_RUN_DEFAULT);
     seatd_http_server_free(app->server);
     seatd_auth_free(app->auth);
-    _exit(uv_loop_close(app->loop) == 0 ? 0 : 3);
+    seatd_test_child_exit(uv_loop_close(app->loop) == 0 ? 0 : 3);
 }
 
 typedef struct tls_s {
@@ -110,7 +117,8 @@ typedef struct tls_s {
     int port; /* its HTTP port */
 } tls_t;
 
-/* Starts the server child with 'lopts' (NULL: defaults). Returns 0 or -1. */
+/* Starts the server child with 'lopts' (NULL: defaults) and tls_output_budget. Returns 0 or
+ * -1. */
 static inline int tls_start(tls_t *t, const seatd_live_opts_t *lopts)
 {
     seatd_live_opts_t dflt = {0};
@@ -165,6 +173,24 @@ static inline void tls_auth_headers(const char *sub, char *out, size_t cap)
     snprintf(out, cap, "Authorization: Bearer %s\r\nContent-Type: application/json\r\n", tok);
     free(tok);
     seatd_auth_free(auth);
+}
+
+/* The value of the unlabelled metric 'name' in the child's /metrics, or -1. */
+static inline long long tls_metric(const tls_t *t, const char *name)
+{
+    seatd_test_http_response_t res;
+    if (seatd_test_http_request("127.0.0.1", t->port, "GET", "/metrics", NULL, NULL, 0, &res) < 0)
+        return -1;
+    long long v = -1;
+    size_t n = strlen(name);
+    for (const char *p = res.body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, name, n) == 0 && p[n] == ' ') {
+            v = atoll(p + n + 1);
+            break;
+        }
+    }
+    seatd_test_http_response_free(&res);
+    return v;
 }
 
 #endif

@@ -1,8 +1,13 @@
 /* In-process tests for http_server.c over loopback: the pipeline (route, auth, handler,
  * finish), pipelining, limits, detached requests, connection limits and draining. The server
  * runs on this test's own uv loop; a client thread speaks blocking HTTP to it. */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,6 +90,18 @@ static int h_async(seatd_req_t *r)
     return 0;
 }
 
+/* A large answer (BIG_BODY bytes), synchronously: what a layout or catalogue GET is. */
+#define BIG_BODY 65536
+static int big_served;
+static int h_big(seatd_req_t *r)
+{
+    static char body[BIG_BODY];
+    memset(body, 'x', sizeof(body));
+    big_served++;
+    seatd_req_finish(r, 200, "text/plain", body, sizeof(body));
+    return 0;
+}
+
 static seatd_route_t routes[] = {
     {"GET", "/hello", "hello", h_hello, 0, {0}},
     {"GET", "/things/{id}", "things_get", h_echo, 0, {0}},
@@ -92,6 +109,7 @@ static seatd_route_t routes[] = {
     {"GET", "/me", "me", h_whoami, SEATD_ROUTE_AUTH, {0}},
     {"GET", "/fail", "fail", h_fail, 0, {0}},
     {"GET", "/async", "async", h_async, 0, {0}},
+    {"GET", "/big", "big", h_big, 0, {0}},
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -102,6 +120,8 @@ static seatd_http_server_t *srv;
 static seatd_auth_t *auth;
 static int port;
 static char *user_token, *admin_token;
+static size_t fixture_budget;      /* opts.output_budget of the next start_server (0: default) */
+static unsigned fixture_idle_ms;   /* opts.idle_timeout_ms of the next start_server */
 
 typedef void (*client_fn)(void *arg);
 typedef struct {
@@ -132,6 +152,8 @@ static void start_server(size_t max_connections)
         .auth = auth,
         .on_finish = on_finish_hook,
         .drain_timeout_ms = 2000,
+        .output_budget = fixture_budget,
+        .idle_timeout_ms = fixture_idle_ms,
     };
     for (size_t i = 0; i < NROUTES; i++)
         memset(&routes[i].stats, 0, sizeof(routes[i].stats));
@@ -454,4 +476,183 @@ Test(http_server, drains_in_flight_requests_then_calls_back)
     cr_assert(strstr(out[0], "Connection: close"));
     cr_assert_null(strstr(out[0], "hello"), "the pipelined one was not started");
     free(out[0]);
+}
+
+/* ---- the output budget ----------------------------------------------------------------------- */
+
+#define PIPELINED 200
+#define TEST_BUDGET (256u << 10)
+
+typedef struct {
+    int go[2];          /* the test writes one byte when the client may start reading */
+    int read_all;       /* read the answers after the go (else close without reading) */
+    int answers;        /* complete 200 answers read */
+    int ok;             /* connected and wrote every request */
+} nonreader_t;
+
+/* A client with a small receive buffer that pipelines PIPELINED GET /big in one write and
+ * reads nothing until the test says so. */
+static void do_nonreader(void *arg)
+{
+    nonreader_t *x = arg;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    static const char one[] = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+    char *reqs = malloc(PIPELINED * (sizeof(one) - 1));
+    for (int i = 0; i < PIPELINED; i++)
+        memcpy(reqs + i * (sizeof(one) - 1), one, sizeof(one) - 1);
+    size_t total = PIPELINED * (sizeof(one) - 1);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        write(fd, reqs, total) == (ssize_t)total)
+        x->ok = 1;
+    free(reqs);
+    char b;
+    if (read(x->go[0], &b, 1) != 1 || !x->read_all) {
+        close(fd);
+        return;
+    }
+    /* Every answer: headers, then Content-Length bytes. */
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap + 1);
+    while (x->answers < PIPELINED) {
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        for (;;) {
+            char *end = strstr(buf, "\r\n\r\n");
+            char *cl = strstr(buf, "Content-Length: ");
+            if (end == NULL || cl == NULL || cl > end)
+                break;
+            size_t need = (size_t)(end + 4 - buf) + (size_t)atol(cl + 16);
+            if (len < need)
+                break;
+            if (strncmp(buf, "HTTP/1.1 200 ", 13) == 0)
+                x->answers++;
+            memmove(buf, buf + need, len - need);
+            len -= need;
+            buf[len] = '\0';
+        }
+    }
+    free(buf);
+    close(fd);
+}
+
+static void on_poll_tick(uv_timer_t *t)
+{
+    (void)t; /* only wakes the loop up so the test can look at the server's figures */
+}
+
+/* Runs the loop until 'cond' holds or 5 s pass; returns whether it held. */
+static int serve_until(int (*cond)(void))
+{
+    uv_timer_t tick;
+    uv_timer_init(&loop, &tick);
+    uv_timer_start(&tick, on_poll_tick, 5, 5);
+    uint64_t deadline = uv_now(&loop) + 5000;
+    int held;
+    while (!(held = cond()) && uv_now(&loop) < deadline)
+        uv_run(&loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&tick, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    return held;
+}
+
+static int paused_or_all_served(void)
+{
+    seatd_http_server_stats_t st;
+    seatd_http_server_get_stats(srv, &st);
+    return st.output_paused > 0 || big_served == PIPELINED;
+}
+
+static int closed_for_output(void)
+{
+    seatd_http_server_stats_t st;
+    seatd_http_server_get_stats(srv, &st);
+    return st.output_closed > 0 && seatd_http_server_connections(srv) == 0;
+}
+
+/* Starts 'c' (fn, arg set) on a thread while the caller keeps serving; finish_client()
+ * serves until it returned. */
+static void start_client(client_t *c, pthread_t *th)
+{
+    uv_async_init(&loop, &c->done, on_client_done);
+    c->done.data = c;
+    cr_assert_eq(pthread_create(th, NULL, client_main, c), 0);
+}
+
+static void finish_client(client_t *c, pthread_t th)
+{
+    while (!c->finished)
+        uv_run(&loop, UV_RUN_ONCE);
+    pthread_join(th, NULL);
+}
+
+Test(http_server, queues_at_most_its_output_budget_for_a_pipelining_client_that_does_not_read)
+{
+    stop_server();
+    drained = 0;
+    fixture_budget = TEST_BUDGET;
+    start_server(0);
+    big_served = 0;
+    nonreader_t x = {{-1, -1}, 1, 0, 0};
+    cr_assert_eq(pipe(x.go), 0);
+    client_t c = {do_nonreader, &x, {0}, 0};
+    pthread_t th;
+    start_client(&c, &th);
+    /* The client reads nothing: the server answers until its output is over budget. */
+    cr_assert(serve_until(paused_or_all_served));
+    seatd_http_server_stats_t st;
+    seatd_http_server_get_stats(srv, &st);
+    int served_unread = big_served;
+    fprintf(stderr, "http output budget: %d of %d pipelined answers built for a client that "
+            "reads nothing, peak queued %zu bytes (budget %u)\n",
+            served_unread, PIPELINED, st.output_peak, TEST_BUDGET);
+    /* At most the high-water mark (half the budget) plus one answer in flight. */
+    cr_assert_leq(st.output_peak, TEST_BUDGET / 2 + BIG_BODY + 512, "peak %zu", st.output_peak);
+    cr_assert_lt(served_unread, PIPELINED);
+    cr_assert_geq(st.output_paused, 1);
+
+    /* Once the client reads, every answer arrives, in full, and the budget still holds. */
+    cr_assert_eq(write(x.go[1], "g", 1), 1);
+    finish_client(&c, th); /* after the last answer, or 5 s without a byte */
+    close(x.go[0]);
+    close(x.go[1]);
+    cr_assert(x.ok);
+    cr_assert_eq(x.answers, PIPELINED, "answers %d", x.answers);
+    seatd_http_server_get_stats(srv, &st);
+    cr_assert_leq(st.output_peak, TEST_BUDGET / 2 + BIG_BODY + 512, "peak %zu", st.output_peak);
+    fixture_budget = 0;
+}
+
+Test(http_server, closes_a_client_that_does_not_read_its_answers_for_the_idle_timeout)
+{
+    stop_server();
+    drained = 0;
+    fixture_budget = TEST_BUDGET;
+    fixture_idle_ms = 200;
+    start_server(0);
+    big_served = 0;
+    nonreader_t x = {{-1, -1}, 0, 0, 0};
+    cr_assert_eq(pipe(x.go), 0);
+    client_t c = {do_nonreader, &x, {0}, 0};
+    pthread_t th;
+    start_client(&c, &th);
+    cr_assert(serve_until(closed_for_output), "closed for not reading");
+    cr_assert_eq(write(x.go[1], "g", 1), 1);
+    finish_client(&c, th);
+    close(x.go[0]);
+    close(x.go[1]);
+    cr_assert(x.ok);
+    cr_assert_lt(big_served, PIPELINED);
+    fixture_budget = 0;
+    fixture_idle_ms = 0;
 }
