@@ -98,6 +98,7 @@ struct watcher_s {
     uv_stream_t *stream;       /* borrowed from http_server until on_closed */
     seatd_ws_t *ws;            /* owned codec */
     long long sent_ver;        /* the version the client has; -1: needs a snapshot */
+    int greeted;               /* a first frame went out (snapshot, delta or version) */
     unsigned frames_pending;   /* uv_writes without their callback */
     size_t bytes_pending;      /* bytes in those writes (also in the connection's output) */
     size_t budget;             /* the most 'bytes_pending' may reach (the output budget) */
@@ -758,8 +759,20 @@ static int ring_covers(const show_t *s, long long from)
 static void flush_watcher(watcher_t *w, seatd_buf_t *shared, long long *shared_v)
 {
     show_t *s = w->show;
-    if (s == NULL || !s->synced || w->closing || w->sent_ver == s->ver)
+    if (s == NULL || !s->synced || w->closing)
         return;
+    if (w->sent_ver == s->ver) {
+        if (!w->greeted) { /* a ?since= of the current version: say it is, so the client
+                            * knows its feed is live on a show where nothing happens */
+            char frame[64];
+            int n = snprintf(frame, sizeof(frame), "{\"type\":\"version\",\"version\":%lld}",
+                             s->ver);
+            send_text(w, frame, (size_t)n);
+            w->greeted = 1;
+        }
+        return;
+    }
+    w->greeted = 1;
     if (ring_covers(s, w->sent_ver) && w->sent_ver < s->ver) {
         if (*shared_v != w->sent_ver) {
             seatd_buf_reset(shared);

@@ -154,7 +154,11 @@ Test(live, catches_up_by_version_with_since)
 
     wsc_t cur, old;
     cr_assert_eq(wsc_connect(&cur, srv.port, "/v1/shows/1/seats/ws?since=3"), 101);
-    cr_assert_null(wsc_next(&cur, 300), "nothing to send to an up-to-date client");
+    j = wsc_next(&cur, 3000);
+    cr_assert_not_null(j, "an up-to-date client is told so at once (a quiet show too)");
+    cr_assert_str_eq(wsc_type(j), "version");
+    cr_assert_eq(wsc_int(j, "version"), 3);
+    cJSON_Delete(j);
     cr_assert_eq(wsc_connect(&old, srv.port, "/v1/shows/1/seats/ws?since=99999"), 101);
     j = wsc_next(&old, 3000);
     cr_assert_str_eq(wsc_type(j), "snapshot", "a version this worker never had: a snapshot");
