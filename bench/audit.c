@@ -346,8 +346,8 @@ int main(int argc, char **argv)
      * SEATD_AUDIT_REDIS_USER (default: the default user). */
     const char *pass = getenv("REDISCLI_AUTH"), *user = getenv("SEATD_AUDIT_REDIS_USER");
     if (pass && pass[0]) {
-        redisReply *r = user && user[0] ? cmd(&a, "AUTH %s %s", user, pass)
-                                        : cmd(&a, "AUTH %s", pass);
+        redisReply *r =
+            user && user[0] ? cmd(&a, "AUTH %s %s", user, pass) : cmd(&a, "AUTH %s", pass);
         if (r->type == REDIS_REPLY_ERROR) {
             fprintf(stderr, "audit: AUTH: %s\n", r->str);
             return 2;
@@ -363,7 +363,8 @@ int main(int argc, char **argv)
     }
     redisReply *lay = cmd(&a, "GET seatd:layout:%s", lh->str);
     if (lay->type != REDIS_REPLY_STRING) {
-        fprintf(stderr, "audit: show %s: shared layout seatd:layout:%s is missing\n", show, lh->str);
+        fprintf(stderr, "audit: show %s: shared layout seatd:layout:%s is missing\n", show,
+                lh->str);
         return 2;
     }
     freeReplyObject(lh);

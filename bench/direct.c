@@ -31,16 +31,16 @@ typedef struct call_s {
 } call_t;
 
 typedef struct direct_s {
-    const seatd_bench_cfg_t *cfg; /* borrowed */
-    seatd_bench_slot_t *slot;     /* borrowed (shared memory) */
-    redisContext *rc;             /* owned */
-    seatd_bench_rng_t rng;        /* this process's randomness */
-    char meta_key[64];            /* {s:<id>}:meta */
-    char layout_hash[72];         /* the show's layoutHash (meta) */
+    const seatd_bench_cfg_t *cfg;     /* borrowed */
+    seatd_bench_slot_t *slot;         /* borrowed (shared memory) */
+    redisContext *rc;                 /* owned */
+    seatd_bench_rng_t rng;            /* this process's randomness */
+    char meta_key[64];                /* {s:<id>}:meta */
+    char layout_hash[72];             /* the show's layoutHash (meta) */
     char bits[SEATD_BENCH_SEATS][12]; /* scenario seat i -> its bit in the show's layout, or "-" */
-    call_t *ring;                 /* calls in flight, FIFO; owned */
-    size_t cap, head, n;          /* ring capacity, first, count */
-    uint64_t record_from_us;      /* calls appended before are warm-up, not measured */
+    call_t *ring;                     /* calls in flight, FIFO; owned */
+    size_t cap, head, n;              /* ring capacity, first, count */
+    uint64_t record_from_us;          /* calls appended before are warm-up, not measured */
 } direct_t;
 
 /* The HTTP status the worker would have answered for a Lua error word (errors.h's table,
@@ -104,9 +104,9 @@ static void append_hold(direct_t *d)
              (long long)seatd_bench_rng_range(&d->rng, 0, d->cfg->users - 1));
     snprintf(ttl, sizeof ttl, "%ld", d->cfg->ttl_ms);
     snprintf(maxu, sizeof maxu, "%d", d->cfg->max_per_user);
-    const char *argv[10 + 2 * SEATD_BENCH_MAX_PICK] = {
-        "FCALL", "seatd_hold", "1", d->meta_key, c->hold_id, c->owner, ttl, maxu, "",
-        d->layout_hash};
+    const char *argv[10 + 2 * SEATD_BENCH_MAX_PICK] = {"FCALL",    "seatd_hold",  "1", d->meta_key,
+                                                       c->hold_id, c->owner,      ttl, maxu,
+                                                       "",         d->layout_hash};
     int argc = 10;
     for (int k = 0; k < n; k++) {
         argv[argc++] = sorted[k];

@@ -275,8 +275,8 @@ static void format_hold(conn_t *c)
         snprintf(c->idem, sizeof c->idem, "f%llx-%d-%llu",
                  (unsigned long long)(p->cfg->seed & 0xffffffffu), c->index,
                  (unsigned long long)++p->idem_seq);
-        bl += (size_t)snprintf(body + bl, sizeof body - bl, "],\"idempotencyKey\":\"%s\"}",
-                               c->idem);
+        bl +=
+            (size_t)snprintf(body + bl, sizeof body - bl, "],\"idempotencyKey\":\"%s\"}", c->idem);
     } else {
         bl += (size_t)snprintf(body + bl, sizeof body - bl, "]}");
     }

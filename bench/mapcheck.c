@@ -207,8 +207,10 @@ int main(int argc, char **argv)
     }
     SECRET = getenv("SEATD_JWT_SECRET");
     if (PORT <= 0 || !SHOW[0] || !SECRET || duration <= 0 || buyers < 1 || buyers > 16) {
-        fprintf(stderr, "usage: SEATD_JWT_SECRET=… %s --port P --show ID --duration S "
-                        "[--buyers N]\n", argv[0]);
+        fprintf(stderr,
+                "usage: SEATD_JWT_SECRET=… %s --port P --show ID --duration S "
+                "[--buyers N]\n",
+                argv[0]);
         return 2;
     }
     seatd_mem_init();
@@ -278,10 +280,11 @@ int main(int argc, char **argv)
         stale[i] = newer < t ? t - newer : 0;
     }
     qsort(stale, (size_t)nv, sizeof(int64_t), cmp_i64);
-    printf("mapcheck viewer_reads=%lld truth_reads=%lld staleness_max_ms=%.1f staleness_p99_ms=%.1f "
-           "staleness_p50_ms=%.1f\n",
-           nv, nt, nv ? stale[nv - 1] / 1000.0 : 0.0, nv ? stale[(long long)(nv * 0.99)] / 1000.0 : 0.0,
-           nv ? stale[nv / 2] / 1000.0 : 0.0);
+    printf(
+        "mapcheck viewer_reads=%lld truth_reads=%lld staleness_max_ms=%.1f staleness_p99_ms=%.1f "
+        "staleness_p50_ms=%.1f\n",
+        nv, nt, nv ? stale[nv - 1] / 1000.0 : 0.0,
+        nv ? stale[(long long)(nv * 0.99)] / 1000.0 : 0.0, nv ? stale[nv / 2] / 1000.0 : 0.0);
     printf("mapcheck min_version_reads=%lld older=%lld missing_seat=%lld buyer_holds=%lld "
            "errors=%lld\n",
            SH->minv_reads, SH->minv_older, SH->minv_missing, SH->buyer_holds, SH->errors);

@@ -123,9 +123,9 @@ static int http(const char *method, const char *path, const char *token, const c
 typedef struct {
     int fd;
     seatd_ws_t *ws;
-    long long ver;       /* last version seen */
-    uint8_t *seen_held;  /* per seat: seen held already */
-    int snapshot;        /* got the snapshot */
+    long long ver;      /* last version seen */
+    uint8_t *seen_held; /* per seat: seen held already */
+    int snapshot;       /* got the snapshot */
 } conn_t;
 
 static conn_t *cur_conn;
@@ -355,10 +355,8 @@ int main(int argc, char **argv)
     char *admin = NULL, *user = NULL;
     if (PORT <= 0 || !secret || seatd_auth_new(secret, strlen(secret), &auth) < 0 ||
         seatd_auth_sign(auth, "admin", 1, 3600, &admin) < 0 ||
-        seatd_auth_sign(auth, "fan", 0, 3600, &user) < 0 || NSEATS > MAX_SEATS ||
-        holds > NSEATS) {
-        fprintf(stderr, "usage: SEATD_JWT_SECRET=… %s --port P --worker-pid PID [...]\n",
-                argv[0]);
+        seatd_auth_sign(auth, "fan", 0, 3600, &user) < 0 || NSEATS > MAX_SEATS || holds > NSEATS) {
+        fprintf(stderr, "usage: SEATD_JWT_SECRET=… %s --port P --worker-pid PID [...]\n", argv[0]);
         return 2;
     }
     seatd_mem_init();
@@ -368,8 +366,9 @@ int main(int argc, char **argv)
     seatd_buf_puts(&b, "{\"title\":\"fanout\",\"startsAt\":\"2030-01-01T20:00:00Z\","
                        "\"holdTtlSeconds\":600,\"priceTiers\":{\"standard\":1000},\"seats\":[");
     for (int i = 0; i < NSEATS; i++)
-        seatd_buf_printf(&b, "%s{\"id\":\"S%d\",\"row\":\"R%d\",\"number\":%d,\"tier\":\"standard\","
-                             "\"x\":%d,\"y\":%d}",
+        seatd_buf_printf(&b,
+                         "%s{\"id\":\"S%d\",\"row\":\"R%d\",\"number\":%d,\"tier\":\"standard\","
+                         "\"x\":%d,\"y\":%d}",
                          i ? "," : "", i + 1, i / 40, i % 40 + 1, i % 40, i / 40);
     seatd_buf_puts(&b, "]}");
     char *resp = NULL;

@@ -27,12 +27,12 @@
 #include "keys.h"
 #include "mem.h"
 
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);     \
-            abort();                                                                           \
-        }                                                                                      \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);           \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 #define FUZZ_SECRET "seatd-fuzz-secret-0123456789abcdef" /* 34 bytes */
@@ -199,8 +199,8 @@ static void verify_signed(const uint8_t *data, size_t size)
     b64url_encode(&tok, data + split, size - split);
     unsigned char mac[32];
     unsigned mac_len = 0;
-    CHECK(HMAC(EVP_sha256(), FUZZ_SECRET, (int)strlen(FUZZ_SECRET),
-               (const unsigned char *)tok.data, tok.len, mac, &mac_len) != NULL);
+    CHECK(HMAC(EVP_sha256(), FUZZ_SECRET, (int)strlen(FUZZ_SECRET), (const unsigned char *)tok.data,
+               tok.len, mac, &mac_len) != NULL);
     seatd_buf_puts(&tok, ".");
     b64url_encode(&tok, mac, mac_len);
 

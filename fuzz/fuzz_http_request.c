@@ -28,12 +28,12 @@
 #include "http_request.h"
 #include "mem.h"
 
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);     \
-            abort();                                                                           \
-        }                                                                                      \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);           \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 #define LARGE_MAX 4096 /* the large-body route's limit in this harness */
@@ -147,8 +147,8 @@ static void read_request(seatd_req_t *r, size_t max_body)
             (void)n;
         }
     }
-    static const char *const hnames[] = {"host",          "content-type", "Content-Length",
-                                         "authorization", "x-request-id", "expect",
+    static const char *const hnames[] = {"host",          "content-type",  "Content-Length",
+                                         "authorization", "x-request-id",  "expect",
                                          "connection",    "IF-NONE-MATCH", "idempotency-key"};
     for (size_t i = 0; i < sizeof(hnames) / sizeof(hnames[0]); i++) {
         const char *v = seatd_req_header(r, hnames[i]);

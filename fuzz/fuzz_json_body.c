@@ -32,12 +32,12 @@
 #include "seats.h"
 #include "timefmt.h"
 
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);     \
-            abort();                                                                           \
-        }                                                                                      \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);           \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -66,7 +66,8 @@ static int seat_eq(const seatd_layout_seat_t *a, const seatd_layout_seat_t *b)
 /* Step 2. Returns the layout parsed without tiers (owned) or NULL. */
 static seatd_layout_t *layouts(const cJSON *root)
 {
-    const cJSON *seats = cJSON_IsArray(root) ? root : cJSON_GetObjectItemCaseSensitive(root, "seats");
+    const cJSON *seats =
+        cJSON_IsArray(root) ? root : cJSON_GetObjectItemCaseSensitive(root, "seats");
     const cJSON *tiers = cJSON_GetObjectItemCaseSensitive(root, "priceTiers");
     char why[160];
     seatd_layout_t *lt = NULL, *l = NULL;
@@ -120,7 +121,8 @@ static seatd_layout_t *layouts(const cJSON *root)
     /* Workers cache parsed layouts per show: keep this one under a show id taken from the
      * text, so the bounded cache fills, evicts and replaces. */
     char show[24];
-    snprintf(show, sizeof(show), "%u", 1u + (unsigned)(strlen(text) * 31u + (unsigned char)text[20]) % 97u);
+    snprintf(show, sizeof(show), "%u",
+             1u + (unsigned)(strlen(text) * 31u + (unsigned char)text[20]) % 97u);
     seatd_layout_cache_put(show, l2);
     CHECK(seatd_layout_cache_get(show) == l2);
     CHECK(seatd_layout_cache_get("0") == NULL);
@@ -183,7 +185,8 @@ static void seat_sets(const cJSON *root, const seatd_layout_t *l)
     const cJSON *it;
     cJSON_ArrayForEach(it, arr)
     {
-        const cJSON *s = by_id && cJSON_IsObject(it) ? cJSON_GetObjectItemCaseSensitive(it, "id") : it;
+        const cJSON *s =
+            by_id && cJSON_IsObject(it) ? cJSON_GetObjectItemCaseSensitive(it, "id") : it;
         if (cJSON_IsString(s) && s->valuestring)
             ids[k++] = s->valuestring;
     }

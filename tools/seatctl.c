@@ -91,8 +91,7 @@ static int cmd_token(int argc, char **argv)
     int rc = seatd_auth_sign(auth, sub, role != NULL, ttl, &token);
     seatd_auth_free(auth);
     if (rc < 0) {
-        fprintf(stderr, "seatctl: '%s' is not a valid user id (^[A-Za-z0-9_.@:|-]{1,64}$)\n",
-                sub);
+        fprintf(stderr, "seatctl: '%s' is not a valid user id (^[A-Za-z0-9_.@:|-]{1,64}$)\n", sub);
         return 2;
     }
     printf("%s\n", token);

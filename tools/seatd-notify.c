@@ -83,8 +83,8 @@ static struct {
     long batch;
     stream_t *streams; /* owned, sorted by show id */
     size_t nstreams, cap;
-    long cursor;        /* the next catalogue offset */
-    unsigned long walk; /* catalogue walks begun (the current one included) */
+    long cursor;              /* the next catalogue offset */
+    unsigned long walk;       /* catalogue walks begun (the current one included) */
     char redis_user[128];     /* ACL user, or "" */
     char redis_password[256]; /* its password, or "": no AUTH */
 } G;

@@ -17,10 +17,10 @@
 #include <time.h>
 
 struct seatd_auth_s {
-    unsigned char *secret;    /* owned; wiped on free */
-    size_t secret_len;        /* bytes in 'secret' */
-    seatd_auth_clock_fn clock; /* NULL: time(NULL) */
-    void *clock_data;         /* passed to 'clock' */
+    unsigned char *secret;         /* owned; wiped on free */
+    size_t secret_len;             /* bytes in 'secret' */
+    seatd_auth_clock_fn clock;     /* NULL: time(NULL) */
+    void *clock_data;              /* passed to 'clock' */
     seatd_token_cache_t *verified; /* owned: tokens that verified, for their lifetime */
 };
 
@@ -190,9 +190,8 @@ static int is_admin(const cJSON *claims)
     const cJSON *roles = cJSON_GetObjectItemCaseSensitive(claims, "roles");
     const cJSON *it;
     if (cJSON_IsArray(roles))
-        cJSON_ArrayForEach(it, roles)
-            if (cJSON_IsString(it) && strcmp(it->valuestring, "admin") == 0)
-                return 1;
+        cJSON_ArrayForEach(it, roles) if (cJSON_IsString(it) &&
+                                          strcmp(it->valuestring, "admin") == 0) return 1;
     return 0;
 }
 
@@ -332,8 +331,7 @@ int seatd_auth_verify_bearer(const seatd_auth_t *auth, const char *header, seatd
     return seatd_auth_verify(auth, p, out);
 }
 
-int seatd_auth_sign(const seatd_auth_t *auth, const char *sub, int admin, int64_t ttl_s,
-                    char **out)
+int seatd_auth_sign(const seatd_auth_t *auth, const char *sub, int admin, int64_t ttl_s, char **out)
 {
     *out = NULL;
     if (sub == NULL || !valid_sub(sub) || ttl_s <= 0)

@@ -56,15 +56,16 @@ void seatd_auth_set_clock(seatd_auth_t *auth, seatd_auth_clock_fn fn, void *data
 /*
  * Verifies the compact JWT 'token' (borrowed, NUL-terminated) at the current clock and fills
  * '*out'. A token verified before is answered from a cache of verified tokens (token_cache.h)
- * while the clock is inside its validity window: no HMAC, no parsing. Returns 0 or SEATD_EUNAUTH (malformed, wrong algorithm, bad signature, expired, not
- * yet valid, missing or invalid sub). Nothing is written to '*out' on failure.
+ * while the clock is inside its validity window: no HMAC, no parsing. Returns 0 or SEATD_EUNAUTH
+ * (malformed, wrong algorithm, bad signature, expired, not yet valid, missing or invalid sub).
+ * Nothing is written to '*out' on failure.
  */
 SEATD_MUSTCHECK int seatd_auth_verify(const seatd_auth_t *auth, const char *token,
                                       seatd_principal_t *out);
 
 /* As seatd_auth_verify(), with 'now' (epoch seconds) instead of the clock. */
-SEATD_MUSTCHECK int seatd_auth_verify_at(const seatd_auth_t *auth, const char *token,
-                                         int64_t now, seatd_principal_t *out);
+SEATD_MUSTCHECK int seatd_auth_verify_at(const seatd_auth_t *auth, const char *token, int64_t now,
+                                         seatd_principal_t *out);
 
 /*
  * Verifies an Authorization header value ('header' borrowed, may be NULL): it must be

@@ -17,7 +17,10 @@ typedef struct seatd_buf_s {
     size_t cap; /* bytes allocated */
 } seatd_buf_t;
 
-#define SEATD_BUF_INIT {NULL, 0, 0}
+#define SEATD_BUF_INIT                                                                             \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 
 /* Makes room for 'extra' more bytes (plus the NUL). */
 void seatd_buf_reserve(seatd_buf_t *b, size_t extra);

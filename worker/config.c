@@ -11,14 +11,14 @@
 typedef enum { T_STR, T_INT, T_LEVEL, T_ADDR, T_URL } type_t;
 
 typedef struct {
-    const char *name;     /* the flag without "--" */
-    const char *env;      /* environment variable */
-    type_t type;          /* how the value is parsed and checked */
-    long long min, max;   /* T_INT bounds, inclusive */
-    const char *def;      /* default, as text */
-    size_t off;           /* offsetof(seatd_config_t, field) */
-    size_t size;          /* sizeof the field (string capacity) */
-    const char *help;     /* one line */
+    const char *name;   /* the flag without "--" */
+    const char *env;    /* environment variable */
+    type_t type;        /* how the value is parsed and checked */
+    long long min, max; /* T_INT bounds, inclusive */
+    const char *def;    /* default, as text */
+    size_t off;         /* offsetof(seatd_config_t, field) */
+    size_t size;        /* sizeof the field (string capacity) */
+    const char *help;   /* one line */
 } row_t;
 
 #define F(field) offsetof(seatd_config_t, field), sizeof(((seatd_config_t *)0)->field)
@@ -43,14 +43,14 @@ static const row_t rows[] = {
      F(payment_window_ms), "how long seats stay held while a payment runs"},
     {"hold-ttl-ms", "SEATD_HOLD_TTL_MS", T_INT, 100, 3600000, "300000", F(hold_ttl_ms),
      "default hold TTL for shows created without one"},
-    {"max-seats-per-hold", "SEATD_MAX_SEATS_PER_HOLD", T_INT, 1, 100, "10",
-     F(max_seats_per_hold), "seats in one hold"},
-    {"max-seats-per-user", "SEATD_MAX_SEATS_PER_USER", T_INT, 1, 1000, "10",
-     F(max_seats_per_user), "seats one user may hold or book per show"},
-    {"max-connections", "SEATD_MAX_CONNECTIONS", T_INT, 1, 1000000, "10000",
-     F(max_connections), "open HTTP connections; more get 503 and are closed"},
-    {"idle-timeout-ms", "SEATD_IDLE_TIMEOUT_MS", T_INT, 100, 3600000, "60000",
-     F(idle_timeout_ms), "keep-alive idle time before a connection is closed"},
+    {"max-seats-per-hold", "SEATD_MAX_SEATS_PER_HOLD", T_INT, 1, 100, "10", F(max_seats_per_hold),
+     "seats in one hold"},
+    {"max-seats-per-user", "SEATD_MAX_SEATS_PER_USER", T_INT, 1, 1000, "10", F(max_seats_per_user),
+     "seats one user may hold or book per show"},
+    {"max-connections", "SEATD_MAX_CONNECTIONS", T_INT, 1, 1000000, "10000", F(max_connections),
+     "open HTTP connections; more get 503 and are closed"},
+    {"idle-timeout-ms", "SEATD_IDLE_TIMEOUT_MS", T_INT, 100, 3600000, "60000", F(idle_timeout_ms),
+     "keep-alive idle time before a connection is closed"},
     {"max-body", "SEATD_MAX_BODY", T_INT, 1024, 1048576, "16384", F(max_body),
      "request body bytes (413 beyond)"},
     {"max-header", "SEATD_MAX_HEADER", T_INT, 1024, 65536, "8192", F(max_header),
@@ -66,8 +66,8 @@ static const row_t rows[] = {
     {"reconcile-after-ms", "SEATD_RECONCILE_AFTER_MS", T_INT, 0, 86400000, "0",
      F(reconcile_after_ms),
      "settle bookings pending payment this long (0: twice --payment-timeout-ms)"},
-    {"health-timeout-ms", "SEATD_HEALTH_TIMEOUT_MS", T_INT, 10, 60000, "250",
-     F(health_timeout_ms), "/healthz fails (503) when Redis does not answer PING this soon"},
+    {"health-timeout-ms", "SEATD_HEALTH_TIMEOUT_MS", T_INT, 10, 60000, "250", F(health_timeout_ms),
+     "/healthz fails (503) when Redis does not answer PING this soon"},
     {"redis-user", "SEATD_REDIS_USER", T_STR, 0, 0, "", F(redis_user),
      "Redis ACL user of the worker's connections (empty: no AUTH, or the default user)"},
     {"redis-password-file", "SEATD_REDIS_PASSWORD_FILE", T_STR, 0, 0, "", F(redis_password_file),
@@ -82,8 +82,7 @@ static const row_t rows[] = {
      "hold requests one user may make per --hold-rate-window-ms, then 429 (0: no limit)"},
     {"hold-rate-window-ms", "SEATD_HOLD_RATE_WINDOW_MS", T_INT, 100, 3600000, "60000",
      F(hold_rate_window_ms), "window of the per-user hold rate limit"},
-    {"charge-horizon-ms", "SEATD_CHARGE_HORIZON_MS", T_INT, 0, 86400000, "0",
-     F(charge_horizon_ms),
+    {"charge-horizon-ms", "SEATD_CHARGE_HORIZON_MS", T_INT, 0, 86400000, "0", F(charge_horizon_ms),
      "after this long (from booking start) a charge the gateway does not know can no longer "
      "land, and the booking fails (0: --payment-timeout-ms + 30000)"},
     {"decline-cap-per-hold", "SEATD_DECLINE_CAP_PER_HOLD", T_INT, 1, 1000, "5",
@@ -195,8 +194,8 @@ static const row_t *find_flag(const char *name, size_t len)
     return NULL;
 }
 
-int seatd_config_load(seatd_config_t *cfg, int argc, char **argv,
-                      seatd_config_getenv_fn getenv_fn, char *err, size_t errlen)
+int seatd_config_load(seatd_config_t *cfg, int argc, char **argv, seatd_config_getenv_fn getenv_fn,
+                      char *err, size_t errlen)
 {
     if (getenv_fn == NULL)
         getenv_fn = env_get;
@@ -257,12 +256,12 @@ int seatd_config_load(seatd_config_t *cfg, int argc, char **argv,
 
     const char *secret = getenv_fn(SECRET_ENV);
     if (secret == NULL || secret[0] == '\0')
-        return errorf(err, errlen, SECRET_ENV " is not set: it must hold the JWT HMAC secret "
-                                   "(at least 32 bytes)");
+        return errorf(err, errlen,
+                      SECRET_ENV " is not set: it must hold the JWT HMAC secret "
+                                 "(at least 32 bytes)");
     size_t slen = strlen(secret);
     if (slen < 32)
-        return errorf(err, errlen, SECRET_ENV " is %zu bytes: it must be at least 32 bytes",
-                      slen);
+        return errorf(err, errlen, SECRET_ENV " is %zu bytes: it must be at least 32 bytes", slen);
     if (slen >= sizeof(cfg->jwt_secret))
         return errorf(err, errlen, SECRET_ENV " is longer than %zu bytes",
                       sizeof(cfg->jwt_secret) - 1);

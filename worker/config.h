@@ -48,18 +48,18 @@ typedef struct seatd_config_s {
     char redis_password_file[SEATD_CONFIG_STR_MAX];        /* --redis-password-file, or "" */
     char redis_loader_user[SEATD_CONFIG_STR_MAX];          /* --redis-loader-user, or "" */
     char redis_loader_password_file[SEATD_CONFIG_STR_MAX]; /* --redis-loader-password-file */
-    long long hold_rate_per_user;             /* --hold-rate-per-user: holds per window, 0 = off */
-    long long hold_rate_window_ms;            /* --hold-rate-window-ms */
-    long long charge_horizon_ms;            /* --charge-horizon-ms: 0 = payment timeout + 30 s */
-    long long decline_cap_per_hold;         /* --decline-cap-per-hold */
-    long long decline_cap_per_user;         /* --decline-cap-per-user: per decline window */
-    long long decline_window_ms;            /* --decline-window-ms */
-    long long show_retention_ms;            /* --show-retention-ms: kept in scan sets after start */
-    long long conn_output_budget;           /* --conn-output-budget: queued output bytes per
-                                               connection (http_server.h) */
+    long long hold_rate_per_user;   /* --hold-rate-per-user: holds per window, 0 = off */
+    long long hold_rate_window_ms;  /* --hold-rate-window-ms */
+    long long charge_horizon_ms;    /* --charge-horizon-ms: 0 = payment timeout + 30 s */
+    long long decline_cap_per_hold; /* --decline-cap-per-hold */
+    long long decline_cap_per_user; /* --decline-cap-per-user: per decline window */
+    long long decline_window_ms;    /* --decline-window-ms */
+    long long show_retention_ms;    /* --show-retention-ms: kept in scan sets after start */
+    long long conn_output_budget;   /* --conn-output-budget: queued output bytes per
+                                       connection (http_server.h) */
     char jwt_secret[SEATD_CONFIG_SECRET_MAX]; /* SEATD_JWT_SECRET only; never logged */
-    size_t jwt_secret_len;                  /* bytes in 'jwt_secret' */
-    int help;                               /* 1 if --help was given: print and exit 0 */
+    size_t jwt_secret_len;                    /* bytes in 'jwt_secret' */
+    int help;                                 /* 1 if --help was given: print and exit 0 */
 } seatd_config_t;
 
 /* Reads an environment variable: returns a borrowed value or NULL (getenv's contract). */
@@ -76,8 +76,7 @@ void seatd_config_defaults(seatd_config_t *cfg);
  * bytes, may be NULL) such as "--redis-pool: 0 is below the minimum 1".
  */
 SEATD_MUSTCHECK int seatd_config_load(seatd_config_t *cfg, int argc, char **argv,
-                                      seatd_config_getenv_fn getenv_fn, char *err,
-                                      size_t errlen);
+                                      seatd_config_getenv_fn getenv_fn, char *err, size_t errlen);
 
 /* Appends the --help text (usage, then one entry per row: flag, env, default, bounds, help)
  * to 'out'. 'prog' is borrowed. */

@@ -13,7 +13,8 @@ typedef struct {
 } err_row_t;
 
 static const err_row_t rows[] = {
-#define SEATD_ERRNO_ROW(name, status, type, word, msg) {SEATD_E##name, status, type, word, msg, #name},
+#define SEATD_ERRNO_ROW(name, status, type, word, msg)                                             \
+    {SEATD_E##name, status, type, word, msg, #name},
     SEATD_ERRNO_MAP(SEATD_ERRNO_ROW)
 #undef SEATD_ERRNO_ROW
 };

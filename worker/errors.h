@@ -28,7 +28,7 @@
     XX(UNKNOWNSEAT, 400, "unknown-seat", "UNKNOWN_SEAT", "a seat is not in this show's layout")    \
     XX(BADID, 400, "invalid-id", "BADID", "an id is malformed")                                    \
     XX(UNAUTH, 401, "unauthorized", "UNAUTH", "a valid bearer token is required")                  \
-    XX(DECLINED, 402, "payment-declined", "DECLINED", "the payment was declined")                   \
+    XX(DECLINED, 402, "payment-declined", "DECLINED", "the payment was declined")                  \
     XX(FORBIDDEN, 403, "forbidden", "FORBIDDEN", "this route needs another role")                  \
     XX(NOSHOW, 404, "show-not-found", "NOSHOW", "no such show")                                    \
     XX(NOTFOUND, 404, "not-found", "NOTFOUND", "no such resource")                                 \
@@ -36,22 +36,22 @@
     XX(METHOD, 405, "method-not-allowed", "METHOD", "method not allowed on this route")            \
     XX(CONFLICT, 409, "seat-conflict", "CONFLICT", "seats were already taken")                     \
     XX(STATE, 409, "invalid-state", "STATE", "the resource is not in a state that allows this")    \
-    XX(INFLIGHT, 409, "idempotency-key-in-flight", "INFLIGHT",                                    \
+    XX(INFLIGHT, 409, "idempotency-key-in-flight", "INFLIGHT",                                     \
        "a request with this idempotency key is still in progress")                                 \
     XX(EXISTS, 409, "already-exists", "EXISTS", "the resource already exists")                     \
     XX(SALESCLOSED, 409, "sales-closed", "SALES_CLOSED", "sales for this show have closed")        \
     XX(EXPIRED, 410, "hold-expired", "EXPIRED", "the hold has expired")                            \
-    XX(TOOLARGE, 413, "body-too-large", "TOOLARGE", "the request body is too large")              \
+    XX(TOOLARGE, 413, "body-too-large", "TOOLARGE", "the request body is too large")               \
     XX(MEDIATYPE, 415, "unsupported-media-type", "MEDIATYPE", "the body must be application/json") \
-    XX(IDEMMISMATCH, 422, "idempotency-key-reuse", "IDEM_MISMATCH",                               \
+    XX(IDEMMISMATCH, 422, "idempotency-key-reuse", "IDEM_MISMATCH",                                \
        "this idempotency key was used with a different request")                                   \
     XX(LIMIT, 422, "seat-limit", "LIMIT", "the per-user seat limit for this show is reached")      \
     XX(RATELIMIT, 429, "rate-limited", "RATELIMIT", "too many requests")                           \
-    XX(HDRTOOLARGE, 431, "headers-too-large", "HDRTOOLARGE", "request headers are too large")     \
+    XX(HDRTOOLARGE, 431, "headers-too-large", "HDRTOOLARGE", "request headers are too large")      \
     XX(INTERNAL, 500, "internal", "INTERNAL", "internal error")                                    \
     XX(PROTO, 502, "bad-upstream-reply", "PROTO", "an upstream answered something unexpected")     \
     XX(PAYMENT, 502, "payment-error", "PAYMENT", "the payment gateway failed")                     \
-    XX(UNAVAILABLE, 503, "unavailable", "UNAVAILABLE", "the store is unavailable, retry later")   \
+    XX(UNAVAILABLE, 503, "unavailable", "UNAVAILABLE", "the store is unavailable, retry later")    \
     XX(OVERLOAD, 503, "overloaded", "OVERLOAD", "too many requests are queued, retry later")       \
     XX(SHUTDOWN, 503, "shutting-down", "SHUTDOWN", "the worker is shutting down")                  \
     XX(TIMEOUT, 503, "timeout", "TIMEOUT", "an upstream did not answer in time, retry later")

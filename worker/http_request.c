@@ -34,20 +34,20 @@ typedef struct strnode_s {
 
 struct seatd_req_s {
     /* The request as parsed. */
-    char method[16];                      /* "GET", … */
-    unsigned short http_major;            /* 1 */
-    unsigned short http_minor;            /* 0 or 1 */
-    int keep_alive;                       /* http_should_keep_alive() after the headers */
-    seatd_buf_t url;                      /* the raw request target */
-    char *raw_path;                       /* owned; the path of 'url', still encoded */
-    char *path;                           /* owned; 'raw_path' percent-decoded */
-    char *query;                          /* owned; the raw query string or NULL */
-    seatd_buf_t hdrbuf;                   /* header names and values, NUL-separated */
-    hdr_t hdrs[SEATD_REQ_MAX_HEADERS];    /* offsets into 'hdrbuf' */
-    size_t nhdrs;                         /* used entries of 'hdrs' */
-    seatd_buf_t body;                     /* the de-chunked body */
-    char id[SEATD_REQ_ID_MAX + 1];        /* the request id */
-    strnode_t *strings;                   /* decoded query values handed out */
+    char method[16];                   /* "GET", … */
+    unsigned short http_major;         /* 1 */
+    unsigned short http_minor;         /* 0 or 1 */
+    int keep_alive;                    /* http_should_keep_alive() after the headers */
+    seatd_buf_t url;                   /* the raw request target */
+    char *raw_path;                    /* owned; the path of 'url', still encoded */
+    char *path;                        /* owned; 'raw_path' percent-decoded */
+    char *query;                       /* owned; the raw query string or NULL */
+    seatd_buf_t hdrbuf;                /* header names and values, NUL-separated */
+    hdr_t hdrs[SEATD_REQ_MAX_HEADERS]; /* offsets into 'hdrbuf' */
+    size_t nhdrs;                      /* used entries of 'hdrs' */
+    seatd_buf_t body;                  /* the de-chunked body */
+    char id[SEATD_REQ_ID_MAX + 1];     /* the request id */
+    strnode_t *strings;                /* decoded query values handed out */
 
     /* Routing and auth. */
     const seatd_route_t *route;                         /* borrowed from the route table */
@@ -64,26 +64,26 @@ struct seatd_req_s {
     int force_close;          /* the server asked for Connection: close */
 
     /* Lifecycle (STYLE rule 19). */
-    unsigned pending;                /* operations in flight */
-    unsigned finished : 1;           /* a finish ran */
-    unsigned detached : 1;           /* the client went away before the finish */
-    unsigned owned : 1;              /* the connection (or parser caller) still owns it */
-    seatd_req_finish_cb finish_cb;   /* the server's hook, or NULL */
-    void *finish_data;               /* passed to 'finish_cb' */
+    unsigned pending;              /* operations in flight */
+    unsigned finished : 1;         /* a finish ran */
+    unsigned detached : 1;         /* the client went away before the finish */
+    unsigned owned : 1;            /* the connection (or parser caller) still owns it */
+    seatd_req_finish_cb finish_cb; /* the server's hook, or NULL */
+    void *finish_data;             /* passed to 'finish_cb' */
 };
 
 struct seatd_req_parser_s {
-    http_parser hp;           /* the http-parser state; hp.data points back here */
-    seatd_req_limits_t lim;   /* effective limits */
-    seatd_req_t *cur;         /* the request being built (owned) or NULL */
-    int err;                  /* sticky error set by a callback, or 0 */
-    int last_was_value;       /* header callbacks: the previous element was a value */
-    int in_message;           /* a message has begun and is not complete */
-    int headers_done;         /* the current message's headers are complete */
-    int complete;             /* on_message_complete ran for 'cur' */
-    size_t body_max;          /* the body limit of the current message (see large bodies) */
-    size_t header_bytes;      /* raw bytes fed while the headers were incomplete */
-    int continue_pending;     /* the client sent Expect: 100-continue and waits */
+    http_parser hp;         /* the http-parser state; hp.data points back here */
+    seatd_req_limits_t lim; /* effective limits */
+    seatd_req_t *cur;       /* the request being built (owned) or NULL */
+    int err;                /* sticky error set by a callback, or 0 */
+    int last_was_value;     /* header callbacks: the previous element was a value */
+    int in_message;         /* a message has begun and is not complete */
+    int headers_done;       /* the current message's headers are complete */
+    int complete;           /* on_message_complete ran for 'cur' */
+    size_t body_max;        /* the body limit of the current message (see large bodies) */
+    size_t header_bytes;    /* raw bytes fed while the headers were incomplete */
+    int continue_pending;   /* the client sent Expect: 100-continue and waits */
 };
 
 /* ----------------------------------------------------------------------------------------
@@ -174,32 +174,58 @@ static void generate_id(char *out)
 static const char *reason(int status)
 {
     switch (status) {
-    case 100: return "Continue";
-    case 101: return "Switching Protocols";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 402: return "Payment Required";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 413: return "Content Too Large";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Unknown";
+    case 100:
+        return "Continue";
+    case 101:
+        return "Switching Protocols";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 304:
+        return "Not Modified";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 402:
+        return "Payment Required";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Gone";
+    case 413:
+        return "Content Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 422:
+        return "Unprocessable Content";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    default:
+        return "Unknown";
     }
 }
 
@@ -685,15 +711,15 @@ static int parse_target(seatd_req_t *r)
     if (r->url.len == 0 || http_parser_parse_url(r->url.data, r->url.len, 0, &u) != 0)
         return SEATD_EINVAL;
     if (u.field_set & (1 << UF_PATH))
-        r->raw_path = seatd_strndup(r->url.data + u.field_data[UF_PATH].off,
-                                    u.field_data[UF_PATH].len);
+        r->raw_path =
+            seatd_strndup(r->url.data + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
     else
         r->raw_path = seatd_strdup("/");
     if (r->raw_path[0] != '/')
         return SEATD_EINVAL;
     if (u.field_set & (1 << UF_QUERY))
-        r->query = seatd_strndup(r->url.data + u.field_data[UF_QUERY].off,
-                                 u.field_data[UF_QUERY].len);
+        r->query =
+            seatd_strndup(r->url.data + u.field_data[UF_QUERY].off, u.field_data[UF_QUERY].len);
     r->path = pct_decode(r->raw_path, strlen(r->raw_path), 0);
     return r->path ? 0 : SEATD_EINVAL;
 }
@@ -737,8 +763,8 @@ static int on_headers_complete(http_parser *hp)
         generate_id(r->id);
     /* Refuse an announced oversized body before reading any of it. */
     p->body_max = p->lim.max_body;
-    if (large_body.max > p->body_max && strcmp(r->method, large_body.method) == 0 &&
-        r->raw_path && strcmp(r->raw_path, large_body.path) == 0)
+    if (large_body.max > p->body_max && strcmp(r->method, large_body.method) == 0 && r->raw_path &&
+        strcmp(r->raw_path, large_body.path) == 0)
         p->body_max = large_body.max;
     if (!(hp->flags & F_CHUNKED) && hp->content_length != ULLONG_MAX &&
         hp->content_length > p->body_max)
@@ -788,8 +814,8 @@ seatd_req_parser_t *seatd_req_parser_new(const seatd_req_limits_t *limits)
 {
     seatd_req_parser_t *p = seatd_calloc(1, sizeof(*p));
     p->lim.max_header = limits && limits->max_header ? limits->max_header : SEATD_REQ_MAX_HEADER;
-    p->lim.max_headers = limits && limits->max_headers ? limits->max_headers
-                                                       : SEATD_REQ_MAX_HEADERS;
+    p->lim.max_headers =
+        limits && limits->max_headers ? limits->max_headers : SEATD_REQ_MAX_HEADERS;
     if (p->lim.max_headers > SEATD_REQ_MAX_HEADERS)
         p->lim.max_headers = SEATD_REQ_MAX_HEADERS;
     p->lim.max_body = limits && limits->max_body ? limits->max_body : SEATD_REQ_MAX_BODY;

@@ -35,10 +35,10 @@ typedef struct seatd_route_s seatd_route_t;
 typedef struct seatd_route_match_s seatd_route_match_t;
 struct cJSON;
 
-#define SEATD_REQ_MAX_HEADER 8192  /* default: request line + headers, bytes */
-#define SEATD_REQ_MAX_HEADERS 100  /* default: header fields */
-#define SEATD_REQ_MAX_BODY 16384   /* default: body bytes (after de-chunking) */
-#define SEATD_REQ_ID_MAX 64        /* X-Request-Id: ^[A-Za-z0-9._-]{1,64}$ */
+#define SEATD_REQ_MAX_HEADER 8192 /* default: request line + headers, bytes */
+#define SEATD_REQ_MAX_HEADERS 100 /* default: header fields */
+#define SEATD_REQ_MAX_BODY 16384  /* default: body bytes (after de-chunking) */
+#define SEATD_REQ_ID_MAX 64       /* X-Request-Id: ^[A-Za-z0-9._-]{1,64}$ */
 
 typedef struct seatd_req_limits_s {
     size_t max_header;  /* request line + headers in bytes; beyond -> 431 */

@@ -18,10 +18,10 @@
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
-#define READ_CHUNK 16384      /* bytes reserved per read */
-#define LINGER_MS 2000        /* how long to drain a closing client's input */
+#define READ_CHUNK 16384 /* bytes reserved per read */
+#define LINGER_MS 2000   /* how long to drain a closing client's input */
 #define LISTEN_BACKLOG 511
-#define CLIENT_GONE 499       /* nginx's status for a client that went away first */
+#define CLIENT_GONE 499 /* nginx's status for a client that went away first */
 
 typedef struct seatd_conn_s seatd_conn_t;
 
@@ -33,64 +33,64 @@ struct seatd_conn_s {
         uv_stream_t stream;
         uv_tcp_t tcp;
         uv_pipe_t pipe;
-    } h;                          /* the client stream; h.handle.data = this */
-    uv_timer_t timer;             /* idle / header / body / linger timeout; data = this */
-    uv_shutdown_t shutdown_req;   /* used once, for the lingering close */
-    seatd_http_server_t *srv;     /* the owner */
-    seatd_conn_t *prev, *next;    /* the server's list of connections */
-    seatd_req_parser_t *parser;   /* owned */
-    seatd_buf_t in;               /* bytes read and not yet consumed by the parser */
-    seatd_req_t *cur;             /* the running request (owned) or NULL */
-    uint64_t started_ns;          /* uv_hrtime() when 'cur' was parsed */
-    unsigned long served;         /* requests dispatched on this connection */
-    size_t writes_pending;        /* uv_write calls without their callback yet */
-    size_t out_bytes;             /* queued output: bytes written (by us, or by the owner of a
-                                     taken connection) whose write has not called back */
-    int closes_pending;           /* handle closes without their callback yet */
-    int phase;                    /* PH_*: which timeout is armed */
-    unsigned closing : 1;         /* uv_close() was called */
-    unsigned reading : 1;         /* uv_read_start() is active */
+    } h;                            /* the client stream; h.handle.data = this */
+    uv_timer_t timer;               /* idle / header / body / linger timeout; data = this */
+    uv_shutdown_t shutdown_req;     /* used once, for the lingering close */
+    seatd_http_server_t *srv;       /* the owner */
+    seatd_conn_t *prev, *next;      /* the server's list of connections */
+    seatd_req_parser_t *parser;     /* owned */
+    seatd_buf_t in;                 /* bytes read and not yet consumed by the parser */
+    seatd_req_t *cur;               /* the running request (owned) or NULL */
+    uint64_t started_ns;            /* uv_hrtime() when 'cur' was parsed */
+    unsigned long served;           /* requests dispatched on this connection */
+    size_t writes_pending;          /* uv_write calls without their callback yet */
+    size_t out_bytes;               /* queued output: bytes written (by us, or by the owner of a
+                                       taken connection) whose write has not called back */
+    int closes_pending;             /* handle closes without their callback yet */
+    int phase;                      /* PH_*: which timeout is armed */
+    unsigned closing : 1;           /* uv_close() was called */
+    unsigned reading : 1;           /* uv_read_start() is active */
     unsigned close_after_write : 1; /* close once the queued responses are written */
-    unsigned lingering : 1;       /* shut down for writing; discarding input until EOF */
-    unsigned processing : 1;      /* inside process(): no re-entry */
-    unsigned taken : 1;           /* upgraded: the stream belongs to 'owner' */
-    unsigned out_paused : 1;      /* output over the high-water mark: no reading, no next
-                                     request until it drains below the low-water mark */
-    seatd_http_owner_t owner;     /* the new owner's hooks (when 'taken') */
+    unsigned lingering : 1;         /* shut down for writing; discarding input until EOF */
+    unsigned processing : 1;        /* inside process(): no re-entry */
+    unsigned taken : 1;             /* upgraded: the stream belongs to 'owner' */
+    unsigned out_paused : 1;        /* output over the high-water mark: no reading, no next
+                                       request until it drains below the low-water mark */
+    seatd_http_owner_t owner;       /* the new owner's hooks (when 'taken') */
 };
 
 typedef struct {
-    uv_write_t req;    /* embedded; req.data unused */
-    seatd_conn_t *c;   /* the connection written to */
-    char *data;        /* owned; freed in after_write */
-    size_t len;        /* bytes in 'data' (accounted in c->out_bytes) */
+    uv_write_t req;  /* embedded; req.data unused */
+    seatd_conn_t *c; /* the connection written to */
+    char *data;      /* owned; freed in after_write */
+    size_t len;      /* bytes in 'data' (accounted in c->out_bytes) */
 } write_req_t;
 
 struct seatd_http_server_s {
-    uv_loop_t *loop;             /* borrowed */
-    seatd_http_opts_t opts;      /* copied; 'listen' points at 'listen' below */
-    char *listen;                /* owned copy of opts.listen */
-    seatd_route_t *routes;       /* borrowed; stats updated in place */
-    size_t nroutes;              /* rows in 'routes' */
-    void *app;                   /* handed to every request */
+    uv_loop_t *loop;        /* borrowed */
+    seatd_http_opts_t opts; /* copied; 'listen' points at 'listen' below */
+    char *listen;           /* owned copy of opts.listen */
+    seatd_route_t *routes;  /* borrowed; stats updated in place */
+    size_t nroutes;         /* rows in 'routes' */
+    void *app;              /* handed to every request */
     union {
         uv_handle_t handle;
         uv_stream_t stream;
         uv_tcp_t tcp;
         uv_pipe_t pipe;
-    } lis;                       /* the listener */
-    int lis_state;               /* 0 never opened, 1 open, 2 closing, 3 closed */
-    char *unix_path;             /* owned; the socket file to unlink, or NULL */
-    int port;                    /* bound TCP port */
-    seatd_conn_t *conns;         /* every connection until its close callback */
-    size_t nconns;               /* entries in 'conns' */
-    int draining;                /* seatd_http_server_drain() was called */
-    int drain_done;              /* the drain timer is closing: 'drain_cb' is next */
-    uv_timer_t drain_timer;      /* forces the end of a drain */
-    seatd_http_drain_cb drain_cb; /* runs once when everything is closed */
-    void *drain_data;            /* for 'drain_cb' */
-    size_t norphans;             /* requests still running whose client went away */
-    int drain_forced;            /* the drain timer fired once: connections were closed */
+    } lis;                           /* the listener */
+    int lis_state;                   /* 0 never opened, 1 open, 2 closing, 3 closed */
+    char *unix_path;                 /* owned; the socket file to unlink, or NULL */
+    int port;                        /* bound TCP port */
+    seatd_conn_t *conns;             /* every connection until its close callback */
+    size_t nconns;                   /* entries in 'conns' */
+    int draining;                    /* seatd_http_server_drain() was called */
+    int drain_done;                  /* the drain timer is closing: 'drain_cb' is next */
+    uv_timer_t drain_timer;          /* forces the end of a drain */
+    seatd_http_drain_cb drain_cb;    /* runs once when everything is closed */
+    void *drain_data;                /* for 'drain_cb' */
+    size_t norphans;                 /* requests still running whose client went away */
+    int drain_forced;                /* the drain timer fired once: connections were closed */
     seatd_http_server_stats_t stats; /* output budget figures */
 };
 
@@ -111,8 +111,8 @@ static orphan_t *orphans;
 /* The request being taken over by seatd_req_take_connection(): its finish hook does the
  * takeover instead of writing a response. One loop, one thread: a plain static. */
 static struct {
-    seatd_req_t *r;   /* the request whose finish is a takeover */
-    seatd_conn_t *c;  /* set by the finish hook when it took the connection */
+    seatd_req_t *r;  /* the request whose finish is a takeover */
+    seatd_conn_t *c; /* set by the finish hook when it took the connection */
 } taking;
 
 static void process(seatd_conn_t *c);
@@ -447,8 +447,8 @@ static int route_and_run(seatd_http_server_t *srv, seatd_req_t *r)
     if (flags & (SEATD_ROUTE_AUTH | SEATD_ROUTE_ADMIN)) {
         seatd_principal_t who;
         if (srv->opts.auth == NULL ||
-            seatd_auth_verify_bearer(srv->opts.auth, seatd_req_header(r, "authorization"),
-                                     &who) < 0)
+            seatd_auth_verify_bearer(srv->opts.auth, seatd_req_header(r, "authorization"), &who) <
+                0)
             return SEATD_EUNAUTH;
         seatd__req_set_principal(r, &who);
         if ((flags & SEATD_ROUTE_ADMIN) && !who.admin)
@@ -481,8 +481,8 @@ static void process(seatd_conn_t *c)
     if (c->processing || c->closing || c->lingering)
         return;
     c->processing = 1;
-    while (!c->closing && !c->taken && c->cur == NULL && !c->close_after_write &&
-           !c->out_paused && c->in.len > 0) {
+    while (!c->closing && !c->taken && c->cur == NULL && !c->close_after_write && !c->out_paused &&
+           c->in.len > 0) {
         size_t used = 0;
         seatd_req_t *r = NULL;
         int rc = seatd_req_parser_feed(c->parser, c->in.data, c->in.len, &used, &r);
@@ -588,8 +588,8 @@ static void on_connection(uv_stream_t *server, int status)
     uv_timer_init(srv->loop, &c->timer);
     c->h.handle.data = c;
     c->timer.data = c;
-    c->parser = seatd_req_parser_new(&(seatd_req_limits_t){
-        .max_header = srv->opts.max_header, .max_body = srv->opts.max_body});
+    c->parser = seatd_req_parser_new(
+        &(seatd_req_limits_t){.max_header = srv->opts.max_header, .max_body = srv->opts.max_body});
     c->next = srv->conns;
     if (srv->conns)
         srv->conns->prev = c;
@@ -610,8 +610,8 @@ static void on_connection(uv_stream_t *server, int status)
         int rc = uv_try_write(&c->h.stream, &b, 1);
         (void)rc;
         seatd_buf_free(&out);
-        seatd_log(SEATD_LOG_WARN, NULL, "connection refused: too many connections",
-                  "\"max\":%zu", srv->opts.max_connections);
+        seatd_log(SEATD_LOG_WARN, NULL, "connection refused: too many connections", "\"max\":%zu",
+                  srv->opts.max_connections);
         conn_close(c);
         return;
     }
@@ -742,9 +742,8 @@ int seatd_http_server_listen(seatd_http_server_t *srv)
         struct sockaddr_storage name;
         int len = sizeof(name);
         if (uv_tcp_getsockname(&srv->lis.tcp, (struct sockaddr *)&name, &len) == 0)
-            srv->port = ntohs(name.ss_family == AF_INET6
-                                  ? ((struct sockaddr_in6 *)&name)->sin6_port
-                                  : ((struct sockaddr_in *)&name)->sin_port);
+            srv->port = ntohs(name.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&name)->sin6_port
+                                                         : ((struct sockaddr_in *)&name)->sin_port);
     }
     seatd_log(SEATD_LOG_INFO, NULL, "listening", "\"listen\":\"%s\",\"port\":%d", srv->listen,
               srv->port);
@@ -799,8 +798,8 @@ static void on_drain_timeout(uv_timer_t *t)
         return;
     }
     srv->drain_forced = 1;
-    seatd_log(SEATD_LOG_WARN, NULL, "drain timed out: closing connections",
-              "\"connections\":%zu", srv->nconns);
+    seatd_log(SEATD_LOG_WARN, NULL, "drain timed out: closing connections", "\"connections\":%zu",
+              srv->nconns);
     for (seatd_conn_t *c = srv->conns; c; c = c->next)
         conn_close(c);
     if (srv->norphans > 0) /* their requests run to completion, one more timeout at most */
@@ -848,8 +847,8 @@ int seatd_http_server_drain(seatd_http_server_t *srv, seatd_http_drain_cb cb, vo
  * The upgrade seam
  * ---------------------------------------------------------------------------------------- */
 
-int seatd_req_take_connection(seatd_req_t *r, const seatd_http_owner_t *owner,
-                              uv_stream_t **stream, seatd_buf_t *leftover)
+int seatd_req_take_connection(seatd_req_t *r, const seatd_http_owner_t *owner, uv_stream_t **stream,
+                              seatd_buf_t *leftover)
 {
     if (seatd_req_is_detached(r) || seatd_req_is_finished(r) || orphan_find(r))
         return SEATD_ESHUTDOWN;

@@ -72,16 +72,16 @@ typedef void (*seatd_http_drain_cb)(seatd_http_server_t *srv, void *data);
 #define SEATD_HTTP_OUTPUT_BUDGET ((size_t)1 << 20)
 
 typedef struct seatd_http_opts_s {
-    const char *listen;        /* "127.0.0.1:8081", "[::1]:8081", ":8081" or "unix:/path"; borrowed */
-    size_t max_connections;    /* open connections; 10000 when 0 */
-    unsigned idle_timeout_ms;  /* keep-alive idle time before close; 60000 when 0 */
+    const char *listen;     /* "127.0.0.1:8081", "[::1]:8081", ":8081" or "unix:/path"; borrowed */
+    size_t max_connections; /* open connections; 10000 when 0 */
+    unsigned idle_timeout_ms;   /* keep-alive idle time before close; 60000 when 0 */
     unsigned header_timeout_ms; /* first byte -> end of headers; 10000 when 0 */
-    unsigned body_timeout_ms;  /* end of headers -> end of body; 10000 when 0 */
-    unsigned drain_timeout_ms; /* in-flight grace on drain before a forced close; 10000 when 0 */
-    size_t max_header;         /* request line + headers; 8192 when 0 */
-    size_t max_body;           /* body bytes; 16384 when 0 */
-    size_t output_budget;      /* queued output per connection (see above); 1 MiB when 0 */
-    const seatd_auth_t *auth;  /* borrowed; verifies bearer tokens for AUTH routes (NULL: 401) */
+    unsigned body_timeout_ms;   /* end of headers -> end of body; 10000 when 0 */
+    unsigned drain_timeout_ms;  /* in-flight grace on drain before a forced close; 10000 when 0 */
+    size_t max_header;          /* request line + headers; 8192 when 0 */
+    size_t max_body;            /* body bytes; 16384 when 0 */
+    size_t output_budget;       /* queued output per connection (see above); 1 MiB when 0 */
+    const seatd_auth_t *auth;   /* borrowed; verifies bearer tokens for AUTH routes (NULL: 401) */
     seatd_http_finish_cb on_finish; /* may be NULL; the metrics hook */
 } seatd_http_opts_t;
 

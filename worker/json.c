@@ -250,8 +250,7 @@ int seatd_json_check_string_array(seatd_json_check_t *v, const cJSON *obj, const
         if (len == 0 || (max_len && len > max_len)) {
             free(items);
             char what[128];
-            snprintf(what, sizeof(what), "must hold only strings of 1 to %zu characters",
-                     max_len);
+            snprintf(what, sizeof(what), "must hold only strings of 1 to %zu characters", max_len);
             return seatd_json_check_fail(v, SEATD_EINVAL, name, what, NULL);
         }
         items[i++] = e->valuestring;

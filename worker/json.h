@@ -108,8 +108,8 @@ SEATD_MUSTCHECK int seatd_json_check_done_or_reply(seatd_json_check_t *v, seatd_
  * the field, and SEATD_EINVAL is returned.
  */
 SEATD_MUSTCHECK int seatd_json_get_string_or_reply(seatd_req_t *r, const struct cJSON *obj,
-                                                   const char *name, size_t maxlen,
-                                                   int required, const char **out);
+                                                   const char *name, size_t maxlen, int required,
+                                                   const char **out);
 
 /*
  * Reads integer member 'name' of 'obj' into '*out' (left untouched when absent and not
@@ -127,8 +127,7 @@ SEATD_MUSTCHECK int seatd_json_get_int_or_reply(seatd_req_t *r, const struct cJS
  * when 'name' is "seatIds", else SEATD_EINVAL; an empty array is allowed (the caller decides).
  * On failure the request is answered 400 with a detail naming the field, '*arr' is NULL.
  */
-SEATD_MUSTCHECK int seatd_json_get_string_array_or_reply(seatd_req_t *r,
-                                                         const struct cJSON *obj,
+SEATD_MUSTCHECK int seatd_json_get_string_array_or_reply(seatd_req_t *r, const struct cJSON *obj,
                                                          const char *name, size_t max_items,
                                                          size_t max_len, const char ***arr,
                                                          size_t *n);

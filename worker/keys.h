@@ -51,8 +51,8 @@
 
 #include "errors.h"
 
-#define SEATD_KEY_MAX 256      /* longest key we build, NUL included */
-#define SEATD_ID_MAX 48        /* longest show/hold/booking id, NUL included */
+#define SEATD_KEY_MAX 256 /* longest key we build, NUL included */
+#define SEATD_ID_MAX 48   /* longest show/hold/booking id, NUL included */
 
 /* Show ids: 1-18 decimal digits, no leading zero. */
 int seatd_keys_valid_show_id(const char *s);

@@ -16,14 +16,15 @@
 
 #include "errors.h"
 
-#define SEATD_LAYOUT_MAX_SEATS 100000 /* an 80,000-seat stadium fits; a show body stays under 16 MiB */
+#define SEATD_LAYOUT_MAX_SEATS                                                                     \
+    100000 /* an 80,000-seat stadium fits; a show body stays under 16 MiB */
 
 typedef struct seatd_layout_seat_s {
-    char id[17];  /* seat id, ^[A-Za-z0-9_-]{1,16}$ */
-    char row[17]; /* row label */
-    int number;   /* seat number within the row */
+    char id[17];   /* seat id, ^[A-Za-z0-9_-]{1,16}$ */
+    char row[17];  /* row label */
+    int number;    /* seat number within the row */
     char tier[33]; /* price tier name */
-    double x, y;  /* position on the plan */
+    double x, y;   /* position on the plan */
 } seatd_layout_seat_t;
 
 typedef struct seatd_layout_s seatd_layout_t;

@@ -37,19 +37,19 @@
 
 #define SHOW_BUCKETS 1024
 #define READ_BUF 65536
-#define MAX_CLIENT_MSG 4096   /* client messages are tiny commands */
-#define MAX_BUFFERED 4096     /* messages kept while a seat-map read is in flight */
-#define CLOSE_GRACE_MS 2000   /* after our close frame, how long to wait for the write */
-#define RETRY_READ_MS 1000    /* a failed seat-map read is retried after this */
+#define MAX_CLIENT_MSG 4096 /* client messages are tiny commands */
+#define MAX_BUFFERED 4096   /* messages kept while a seat-map read is in flight */
+#define CLOSE_GRACE_MS 2000 /* after our close frame, how long to wait for the write */
+#define RETRY_READ_MS 1000  /* a failed seat-map read is retried after this */
 
 enum { ST_AVAILABLE, ST_HELD, ST_BOOKED };
 static const char *const status_name[] = {"available", "held", "booked"};
 
 typedef struct {
-    long long v;     /* the version */
-    uint32_t n;      /* changes */
-    uint32_t *idx;   /* owned: seat indexes */
-    uint8_t *st;     /* owned: new statuses */
+    long long v;   /* the version */
+    uint32_t n;    /* changes */
+    uint32_t *idx; /* owned: seat indexes */
+    uint8_t *st;   /* owned: new statuses */
 } ring_entry_t;
 
 typedef struct buffered_s {
@@ -62,79 +62,79 @@ typedef struct watcher_s watcher_t;
 typedef struct show_s show_t;
 
 struct show_s {
-    show_t *hnext;             /* hash chain */
-    show_t *dnext;             /* the dirty list (when 'dirty') */
-    seatd_live_t *lv;          /* owner */
-    char id[SEATD_ID_MAX];     /* show id */
+    show_t *hnext;               /* hash chain */
+    show_t *dnext;               /* the dirty list (when 'dirty') */
+    seatd_live_t *lv;            /* owner */
+    char id[SEATD_ID_MAX];       /* show id */
     char channel[SEATD_KEY_MAX]; /* {s:<id>}:ch */
-    size_t nseats;             /* seats in the layout */
-    char (*ids)[17];           /* owned: seat ids in index order */
-    uint32_t *slots;           /* owned: open-addressing id hash of index + 1 (0 = empty) */
-    size_t nslots;             /* a power of two >= 2 * nseats */
-    uint8_t *status;           /* owned: ST_* per seat at 'ver' */
-    long long ver;             /* version of 'status' */
-    int synced;                /* 'status' is the truth at 'ver' and messages apply in order */
-    int subscribed;            /* Redis confirmed the subscription */
-    int reading;               /* a seat-map read is in flight */
-    unsigned sub_gen;          /* bumped on every (re)subscription and loss: a read started
-                                  under another generation may miss deltas and is redone */
-    uint64_t retry_ms;         /* when to retry a failed read (0: none) */
-    int dirty;                 /* on the dirty list: watchers may be behind */
-    ring_entry_t *ring;        /* owned: 'ring' entries, versions (ring_lo, ver] */
-    size_t ring_head;          /* slot of the oldest entry */
-    size_t ring_n;             /* entries used */
-    buffered_t *bhead, *btail; /* messages received while not synced */
+    size_t nseats;               /* seats in the layout */
+    char (*ids)[17];             /* owned: seat ids in index order */
+    uint32_t *slots;             /* owned: open-addressing id hash of index + 1 (0 = empty) */
+    size_t nslots;               /* a power of two >= 2 * nseats */
+    uint8_t *status;             /* owned: ST_* per seat at 'ver' */
+    long long ver;               /* version of 'status' */
+    int synced;                  /* 'status' is the truth at 'ver' and messages apply in order */
+    int subscribed;              /* Redis confirmed the subscription */
+    int reading;                 /* a seat-map read is in flight */
+    unsigned sub_gen;            /* bumped on every (re)subscription and loss: a read started
+                                    under another generation may miss deltas and is redone */
+    uint64_t retry_ms;           /* when to retry a failed read (0: none) */
+    int dirty;                   /* on the dirty list: watchers may be behind */
+    ring_entry_t *ring;          /* owned: 'ring' entries, versions (ring_lo, ver] */
+    size_t ring_head;            /* slot of the oldest entry */
+    size_t ring_n;               /* entries used */
+    buffered_t *bhead, *btail;   /* messages received while not synced */
     size_t nbuffered;
-    seatd_buf_t snap;          /* cached snapshot frame text at 'snap_ver' */
-    long long snap_ver;        /* -1: none */
-    watcher_t *watchers;       /* doubly linked */
+    seatd_buf_t snap;    /* cached snapshot frame text at 'snap_ver' */
+    long long snap_ver;  /* -1: none */
+    watcher_t *watchers; /* doubly linked */
     size_t nwatchers;
 };
 
 struct watcher_s {
-    watcher_t *prev, *next;    /* the show's watchers */
-    seatd_live_t *lv;          /* owner */
-    show_t *show;              /* NULL once detached */
-    uv_stream_t *stream;       /* borrowed from http_server until on_closed */
-    seatd_ws_t *ws;            /* owned codec */
-    long long sent_ver;        /* the version the client has; -1: needs a snapshot */
-    int greeted;               /* a first frame went out (snapshot, delta or version) */
-    unsigned frames_pending;   /* uv_writes without their callback */
-    size_t bytes_pending;      /* bytes in those writes (also in the connection's output) */
-    size_t budget;             /* the most 'bytes_pending' may reach (the output budget) */
-    int paused;                /* reading paused until the output drains (see output_check) */
-    uint64_t last_rx_ms;       /* last frame (or bytes) from the client */
-    uint64_t last_ping_ms;     /* last ping sent */
+    watcher_t *prev, *next;     /* the show's watchers */
+    seatd_live_t *lv;           /* owner */
+    show_t *show;               /* NULL once detached */
+    uv_stream_t *stream;        /* borrowed from http_server until on_closed */
+    seatd_ws_t *ws;             /* owned codec */
+    long long sent_ver;         /* the version the client has; -1: needs a snapshot */
+    int greeted;                /* a first frame went out (snapshot, delta or version) */
+    unsigned frames_pending;    /* uv_writes without their callback */
+    size_t bytes_pending;       /* bytes in those writes (also in the connection's output) */
+    size_t budget;              /* the most 'bytes_pending' may reach (the output budget) */
+    int paused;                 /* reading paused until the output drains (see output_check) */
+    uint64_t last_rx_ms;        /* last frame (or bytes) from the client */
+    uint64_t last_ping_ms;      /* last ping sent */
     uint64_t close_deadline_ms; /* hard close after this once our close frame is queued */
-    int closing;               /* our close frame is queued (or the stream is being closed) */
-    int hard_closed;           /* seatd_http_conn_close() was called */
+    int closing;                /* our close frame is queued (or the stream is being closed) */
+    int hard_closed;            /* seatd_http_conn_close() was called */
 };
 
 typedef struct {
-    uv_write_t req;  /* embedded */
-    watcher_t *w;    /* the writer */
-    char *data;      /* owned; freed in after_write */
+    uv_write_t req; /* embedded */
+    watcher_t *w;   /* the writer */
+    char *data;     /* owned; freed in after_write */
     size_t len;
 } write_req_t;
 
 struct seatd_live_s {
-    uv_loop_t *loop;            /* borrowed */
-    seatd_store_t *store;       /* borrowed */
-    seatd_live_opts_t opts;     /* copied (strings dropped after the pubsub was created) */
-    seatd_pubsub_t *ps;         /* owned */
+    uv_loop_t *loop;               /* borrowed */
+    seatd_store_t *store;          /* borrowed */
+    seatd_live_opts_t opts;        /* copied (strings dropped after the pubsub was created) */
+    seatd_pubsub_t *ps;            /* owned */
     show_t *buckets[SHOW_BUCKETS]; /* shows by id */
     size_t nshows;
-    show_t *dirty;              /* shows with versions not yet sent to every watcher */
-    uv_timer_t tick;            /* coalescing */
-    uv_timer_t house;           /* pings, idle, close deadlines, read retries */
-    uint64_t last_flush_ms;     /* when the tick last ran */
-    char *rbuf;                 /* owned: the shared read buffer */
-    int rbuf_busy;              /* 'rbuf' is lent to a read */
-    uint32_t *seen;             /* owned: scratch for delta_frame, all zero between uses */
-    size_t seen_cap;            /* entries in 'seen' */
-    unsigned inflight;          /* seat-map reads without their callback */
-    int handles_open;           /* timers not yet closed */
-    int closing;                /* seatd_live_close() was called */
+    show_t *dirty;          /* shows with versions not yet sent to every watcher */
+    uv_timer_t tick;        /* coalescing */
+    uv_timer_t house;       /* pings, idle, close deadlines, read retries */
+    uint64_t last_flush_ms; /* when the tick last ran */
+    char *rbuf;             /* owned: the shared read buffer */
+    int rbuf_busy;          /* 'rbuf' is lent to a read */
+    uint32_t *seen;         /* owned: scratch for delta_frame, all zero between uses */
+    size_t seen_cap;        /* entries in 'seen' */
+    unsigned inflight;      /* seat-map reads without their callback */
+    int handles_open;       /* timers not yet closed */
+    int closing;            /* seatd_live_close() was called */
     seatd_live_stats_t stats;
 };
 
@@ -417,7 +417,7 @@ static void on_delta(show_t *s, const char *msg, size_t len)
 typedef struct {
     seatd_live_t *lv;
     char id[SEATD_ID_MAX];
-    unsigned gen;              /* the show's sub_gen when the read started */
+    unsigned gen; /* the show's sub_gen when the read started */
 } read_op_t;
 
 static int bit(const unsigned char *map, size_t len, size_t i)
@@ -467,9 +467,9 @@ static void on_seatmap(const seatd_store_result_t *res, void *data)
     const unsigned char *held = (const unsigned char *)seatd_store_get(res, "held", &hl);
     const unsigned char *booked = (const unsigned char *)seatd_store_get(res, "booked", &bl);
     for (size_t i = 0; i < s->nseats; i++)
-        s->status[i] = bit(booked, booked ? bl : 0, i)   ? ST_BOOKED
-                       : bit(held, held ? hl : 0, i) ? ST_HELD
-                                                     : ST_AVAILABLE;
+        s->status[i] = bit(booked, booked ? bl : 0, i) ? ST_BOOKED
+                       : bit(held, held ? hl : 0, i)   ? ST_HELD
+                                                       : ST_AVAILABLE;
     s->ver = seatd_store_get_int(res, "version", 0);
     s->synced = 1;
     ring_clear(s);
@@ -527,8 +527,7 @@ static int channel_show(const char *channel, char *out, size_t n)
     return 0;
 }
 
-static void on_pubsub(int event, const char *channel, const char *payload, size_t len,
-                      void *data)
+static void on_pubsub(int event, const char *channel, const char *payload, size_t len, void *data)
 {
     seatd_live_t *lv = data;
     char id[SEATD_ID_MAX];
@@ -765,8 +764,8 @@ static void flush_watcher(watcher_t *w, seatd_buf_t *shared, long long *shared_v
         if (!w->greeted) { /* a ?since= of the current version: say it is, so the client
                             * knows its feed is live on a show where nothing happens */
             char frame[64];
-            int n = snprintf(frame, sizeof(frame), "{\"type\":\"version\",\"version\":%lld}",
-                             s->ver);
+            int n =
+                snprintf(frame, sizeof(frame), "{\"type\":\"version\",\"version\":%lld}", s->ver);
             send_text(w, frame, (size_t)n);
             w->greeted = 1;
         }
@@ -827,8 +826,8 @@ static void on_tick(uv_timer_t *t)
  * Watchers: reading, housekeeping, closing
  * --------------------------------------------------------------------------------------- */
 
-static void on_ws_msg(seatd_ws_t *ws, int opcode, const uint8_t *data, size_t len,
-                      unsigned status, void *user)
+static void on_ws_msg(seatd_ws_t *ws, int opcode, const uint8_t *data, size_t len, unsigned status,
+                      void *user)
 {
     watcher_t *w = user;
     if (opcode == SEATD_WS_TEXT && w->show && len < 256) {
@@ -969,8 +968,8 @@ seatd_live_t *seatd_live_new(uv_loop_t *loop, seatd_store_t *store, const seatd_
         lv->opts.ring = 256;
     if (!lv->opts.max_queue_frames)
         lv->opts.max_queue_frames = 64;
-    lv->ps = seatd_pubsub_new(loop, opts->redis_host, opts->redis_port, opts->redis_unix,
-                              on_pubsub, lv);
+    lv->ps =
+        seatd_pubsub_new(loop, opts->redis_host, opts->redis_port, opts->redis_unix, on_pubsub, lv);
     lv->rbuf = seatd_malloc(READ_BUF);
     uv_timer_init(loop, &lv->tick);
     lv->tick.data = lv;
@@ -1056,8 +1055,7 @@ int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
         return 0;
     }
     if (leftover.len > 0) { /* client frames pipelined behind the upgrade request */
-        if (seatd_ws_feed(w->ws, leftover.data, leftover.len) < 0 ||
-            seatd_ws_close_received(w->ws))
+        if (seatd_ws_feed(w->ws, leftover.data, leftover.len) < 0 || seatd_ws_close_received(w->ws))
             w->closing = 1;
         pump(w);
         output_check(w);

@@ -73,11 +73,11 @@ SEATD_MUSTCHECK int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const ch
                                       long long since);
 
 typedef struct seatd_live_stats_s {
-    size_t watchers;               /* open WebSocket connections */
-    size_t shows;                  /* shows with watchers (or being torn down) */
-    unsigned long long frames;     /* frames queued to clients */
-    unsigned long long snapshots;  /* of which snapshots */
-    unsigned long long resyncs;    /* seat-map reads after a gap or a reconnect */
+    size_t watchers;                /* open WebSocket connections */
+    size_t shows;                   /* shows with watchers (or being torn down) */
+    unsigned long long frames;      /* frames queued to clients */
+    unsigned long long snapshots;   /* of which snapshots */
+    unsigned long long resyncs;     /* seat-map reads after a gap or a reconnect */
     unsigned long long slow_closed; /* clients closed for being too slow */
 } seatd_live_stats_t;
 void seatd_live_get_stats(const seatd_live_t *lv, seatd_live_stats_t *out);

@@ -35,9 +35,9 @@ typedef struct {
     seatd_app_t app;
     uv_signal_t sigterm;
     uv_signal_t sigint;
-    uv_prepare_t log_flush; /* writes the batched log lines before the loop waits (log.h) */
+    uv_prepare_t log_flush;       /* writes the batched log lines before the loop waits (log.h) */
     seatd_reconcile_t *reconcile; /* settles payments left pending (reconcile.h) */
-    char redis_host[1280]; /* host name or unix socket path from --redis */
+    char redis_host[1280];        /* host name or unix socket path from --redis */
     int redis_port;
     int exit_code;
 } worker_t;
@@ -194,8 +194,7 @@ int main(int argc, char **argv)
     seatd_pubsub_set_auth(cfg.redis_user, redis_pass);
     app->store = seatd_store_new(app->scripts);
     seatd_store_set_hold_rate(app->store, cfg.hold_rate_per_user, cfg.hold_rate_window_ms);
-    app->payment =
-        seatd_payment_new(app->loop, cfg.gateway_url, (int)cfg.payment_timeout_ms);
+    app->payment = seatd_payment_new(app->loop, cfg.gateway_url, (int)cfg.payment_timeout_ms);
     app->sweeper = seatd_sweeper_new(app->loop, app->rds, app->scripts, app->store,
                                      (unsigned)cfg.sweeper_interval_ms);
     seatd_sweeper_rescan_t sro = {.retention_ms = cfg.show_retention_ms};

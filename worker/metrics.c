@@ -40,8 +40,8 @@ static void render_counters(seatd_buf_t *out)
     const char *last = "";
     for (int i = 0; i < SEATD_METRIC__COUNT; i++) {
         if (strcmp(rows[i].family, last) != 0) {
-            seatd_buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", rows[i].family,
-                             rows[i].help, rows[i].family);
+            seatd_buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", rows[i].family, rows[i].help,
+                             rows[i].family);
             last = rows[i].family;
         }
         if (rows[i].labels[0])
@@ -59,11 +59,13 @@ static void render_routes(const seatd_app_t *app, seatd_buf_t *out)
         const seatd_route_t *rt = &app->routes[i];
         for (int c = 1; c <= 5; c++)
             if (rt->stats.by_status[c])
-                seatd_buf_printf(out, "seatd_http_requests_total{route=\"%s\",code=\"%dxx\"} %llu\n",
+                seatd_buf_printf(out,
+                                 "seatd_http_requests_total{route=\"%s\",code=\"%dxx\"} %llu\n",
                                  rt->name, c, rt->stats.by_status[c]);
     }
-    seatd_buf_puts(out, "# HELP seatd_http_request_duration_seconds Time from parsed request to "
-                        "finished response\n# TYPE seatd_http_request_duration_seconds histogram\n");
+    seatd_buf_puts(out,
+                   "# HELP seatd_http_request_duration_seconds Time from parsed request to "
+                   "finished response\n# TYPE seatd_http_request_duration_seconds histogram\n");
     for (unsigned long i = 0; i < app->nroutes; i++) {
         const seatd_route_t *rt = &app->routes[i];
         if (rt->stats.count == 0)
@@ -135,20 +137,19 @@ static void render_live(const seatd_app_t *app, seatd_buf_t *out)
                st.watchers);
         metric(out, "seatd_live_shows", "gauge", "Shows this worker is subscribed to", st.shows);
         metric(out, "seatd_live_frames_total", "counter", "Frames queued to watchers", st.frames);
-        metric(out, "seatd_live_snapshots_total", "counter", "Snapshot frames sent",
-               st.snapshots);
+        metric(out, "seatd_live_snapshots_total", "counter", "Snapshot frames sent", st.snapshots);
         metric(out, "seatd_live_resyncs_total", "counter",
                "Seat-map reads after a version gap or a reconnect", st.resyncs);
-        metric(out, "seatd_live_slow_closed_total", "counter",
-               "Watchers closed for not keeping up", st.slow_closed);
+        metric(out, "seatd_live_slow_closed_total", "counter", "Watchers closed for not keeping up",
+               st.slow_closed);
     }
     if (app->sweeper) {
         seatd_sweeper_stats_t st;
         memset(&st, 0, sizeof(st));
         seatd_sweeper_get_stats(app->sweeper, &st);
         metric(out, "seatd_sweeper_sweeps_total", "counter", "Due-show claims sent", st.sweeps);
-        metric(out, "seatd_sweeper_reaped_total", "counter", "Expired holds released by the sweeper",
-               st.reaped);
+        metric(out, "seatd_sweeper_reaped_total", "counter",
+               "Expired holds released by the sweeper", st.reaped);
         metric(out, "seatd_sweeper_errors_total", "counter", "Failed sweeper Redis calls",
                st.errors);
     }

@@ -18,29 +18,29 @@ struct seatd_app_s;
 
 /* XX(enum name, metric family, labels, help) - rows of one family must be adjacent. */
 #define SEATD_METRIC_MAP(XX)                                                                       \
-    XX(HOLD_CREATED, "seatd_holds_total", "outcome=\"created\"", "Hold attempts by outcome")      \
-    XX(HOLD_REPLAYED, "seatd_holds_total", "outcome=\"replayed\"", "")                           \
-    XX(HOLD_CONFLICT, "seatd_holds_total", "outcome=\"conflict\"", "")                           \
-    XX(HOLD_REJECTED, "seatd_holds_total", "outcome=\"rejected\"", "")                           \
-    XX(HOLD_ERROR, "seatd_holds_total", "outcome=\"error\"", "")                                 \
-    XX(HOLD_RELEASED, "seatd_holds_released_total", "", "Holds released by their owner")          \
-    XX(BOOKING_CONFIRMED, "seatd_bookings_total", "outcome=\"confirmed\"",                       \
+    XX(HOLD_CREATED, "seatd_holds_total", "outcome=\"created\"", "Hold attempts by outcome")       \
+    XX(HOLD_REPLAYED, "seatd_holds_total", "outcome=\"replayed\"", "")                             \
+    XX(HOLD_CONFLICT, "seatd_holds_total", "outcome=\"conflict\"", "")                             \
+    XX(HOLD_REJECTED, "seatd_holds_total", "outcome=\"rejected\"", "")                             \
+    XX(HOLD_ERROR, "seatd_holds_total", "outcome=\"error\"", "")                                   \
+    XX(HOLD_RELEASED, "seatd_holds_released_total", "", "Holds released by their owner")           \
+    XX(BOOKING_CONFIRMED, "seatd_bookings_total", "outcome=\"confirmed\"",                         \
        "Booking attempts by outcome")                                                              \
-    XX(BOOKING_DECLINED, "seatd_bookings_total", "outcome=\"declined\"", "")                     \
-    XX(BOOKING_PENDING, "seatd_bookings_total", "outcome=\"pending\"", "")                       \
-    XX(BOOKING_LOST, "seatd_bookings_total", "outcome=\"seats_lost\"", "")                       \
-    XX(BOOKING_ERROR, "seatd_bookings_total", "outcome=\"error\"", "")                           \
-    XX(SEATMAP_REDIS_READ, "seatd_seatmap_redis_reads_total", "",                                \
-       "Seat-status reads that went to Redis (the rest came from the worker's cache)")           \
-    XX(LAYOUT_FETCH, "seatd_layout_fetches_total", "result=\"fetched\"",                        \
+    XX(BOOKING_DECLINED, "seatd_bookings_total", "outcome=\"declined\"", "")                       \
+    XX(BOOKING_PENDING, "seatd_bookings_total", "outcome=\"pending\"", "")                         \
+    XX(BOOKING_LOST, "seatd_bookings_total", "outcome=\"seats_lost\"", "")                         \
+    XX(BOOKING_ERROR, "seatd_bookings_total", "outcome=\"error\"", "")                             \
+    XX(SEATMAP_REDIS_READ, "seatd_seatmap_redis_reads_total", "",                                  \
+       "Seat-status reads that went to Redis (the rest came from the worker's cache)")             \
+    XX(LAYOUT_FETCH, "seatd_layout_fetches_total", "result=\"fetched\"",                           \
        "Layout lookups that missed the worker's cache: Redis reads, and waiters on one")           \
-    XX(LAYOUT_COALESCED, "seatd_layout_fetches_total", "result=\"coalesced\"", "")               \
-    XX(SEATMAP_304, "seatd_seatmap_total", "result=\"not_modified\"", "Seat map reads by result") \
-    XX(SEATMAP_200, "seatd_seatmap_total", "result=\"full\"", "")                                 \
-    XX(HOLD_COMP_RELEASED, "seatd_hold_compensations_total", "outcome=\"released\"",           \
-       "Holds answered 5xx, by what their compensation found")                                   \
-    XX(HOLD_COMP_ABSENT, "seatd_hold_compensations_total", "outcome=\"absent\"", "")           \
-    XX(HOLD_COMP_KEPT, "seatd_hold_compensations_total", "outcome=\"kept\"", "")               \
+    XX(LAYOUT_COALESCED, "seatd_layout_fetches_total", "result=\"coalesced\"", "")                 \
+    XX(SEATMAP_304, "seatd_seatmap_total", "result=\"not_modified\"", "Seat map reads by result")  \
+    XX(SEATMAP_200, "seatd_seatmap_total", "result=\"full\"", "")                                  \
+    XX(HOLD_COMP_RELEASED, "seatd_hold_compensations_total", "outcome=\"released\"",               \
+       "Holds answered 5xx, by what their compensation found")                                     \
+    XX(HOLD_COMP_ABSENT, "seatd_hold_compensations_total", "outcome=\"absent\"", "")               \
+    XX(HOLD_COMP_KEPT, "seatd_hold_compensations_total", "outcome=\"kept\"", "")                   \
     XX(HOLD_COMP_DROPPED, "seatd_hold_compensations_total", "outcome=\"dropped\"", "")
 
 enum seatd_metric_e {

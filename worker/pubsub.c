@@ -110,8 +110,8 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     if (strcmp(kind, "message") == 0) {
         if (ch->want && ch->state == CH_SUBSCRIBED && r->element[2]->type == REDIS_REPLY_STRING)
-            ps->cb(SEATD_PUBSUB_MESSAGE, ch->name, r->element[2]->str,
-                   (size_t)r->element[2]->len, ps->data);
+            ps->cb(SEATD_PUBSUB_MESSAGE, ch->name, r->element[2]->str, (size_t)r->element[2]->len,
+                   ps->data);
     } else if (strcmp(kind, "subscribe") == 0) {
         ch->state = CH_SUBSCRIBED;
         if (ch->want)
@@ -189,8 +189,7 @@ static void on_connect(const redisAsyncContext *cac, int status)
     if (cac != ps->ac)
         return;
     if (status != REDIS_OK) {
-        seatd_log(SEATD_LOG_DEBUG, NULL, "pubsub connect failed", "\"error\":\"%s\"",
-                  cac->errstr);
+        seatd_log(SEATD_LOG_DEBUG, NULL, "pubsub connect failed", "\"error\":\"%s\"", cac->errstr);
         ps->ac = NULL; /* hiredis frees it after this callback */
         schedule_reconnect(ps);
         return;
@@ -218,8 +217,8 @@ static void on_disconnect(const redisAsyncContext *cac, int status)
 
 static void connect_now(seatd_pubsub_t *ps)
 {
-    redisAsyncContext *ac =
-        ps->unix_path ? redisAsyncConnectUnix(ps->unix_path) : redisAsyncConnect(ps->host, ps->port);
+    redisAsyncContext *ac = ps->unix_path ? redisAsyncConnectUnix(ps->unix_path)
+                                          : redisAsyncConnect(ps->host, ps->port);
     if (ac == NULL) {
         schedule_reconnect(ps);
         return;
@@ -235,8 +234,8 @@ static void connect_now(seatd_pubsub_t *ps)
     redisAsyncSetConnectCallback(ac, on_connect);
 }
 
-seatd_pubsub_t *seatd_pubsub_new(uv_loop_t *loop, const char *host, int port,
-                                 const char *unix_path, seatd_pubsub_event_cb cb, void *data)
+seatd_pubsub_t *seatd_pubsub_new(uv_loop_t *loop, const char *host, int port, const char *unix_path,
+                                 seatd_pubsub_event_cb cb, void *data)
 {
     seatd_pubsub_t *ps = seatd_calloc(1, sizeof(*ps));
     ps->loop = loop;

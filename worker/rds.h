@@ -38,24 +38,24 @@ struct redisReply;
 typedef struct seatd_rds_s seatd_rds_t;
 
 typedef struct seatd_rds_opts_s {
-    const char *host;     /* borrowed; "127.0.0.1" when NULL and no 'unix_path' */
-    int port;             /* TCP port; 6379 when 0 */
+    const char *host;      /* borrowed; "127.0.0.1" when NULL and no 'unix_path' */
+    int port;              /* TCP port; 6379 when 0 */
     const char *unix_path; /* borrowed; a unix socket path, used instead of host/port if set */
-    int pool_size;        /* connections in the pool; 2 when 0 */
-    int timeout_ms;       /* per-command deadline from the moment it is queued; 2000 when 0 */
-    int max_pending;      /* commands queued or in flight across the pool; 10000 when 0 */
-    const char *user;     /* borrowed; Redis ACL user for AUTH on every connect, or NULL */
-    const char *password; /* borrowed; when set, "AUTH [user] password" is the first command
-                           * of every (re)connection; a refusal is logged at ERROR */
+    int pool_size;         /* connections in the pool; 2 when 0 */
+    int timeout_ms;        /* per-command deadline from the moment it is queued; 2000 when 0 */
+    int max_pending;       /* commands queued or in flight across the pool; 10000 when 0 */
+    const char *user;      /* borrowed; Redis ACL user for AUTH on every connect, or NULL */
+    const char *password;  /* borrowed; when set, "AUTH [user] password" is the first command
+                            * of every (re)connection; a refusal is logged at ERROR */
 } seatd_rds_opts_t;
 
 /*
  * Called with the reply, borrowed for the duration of the callback (NULL when 'err' != 0).
  * 'err' is 0, or SEATD_EUNAVAILABLE (never sent: no connection before the deadline, or Redis
- * unreachable; or sent on a connection that was then lost, outcome unknown), SEATD_ETIMEOUT (sent, no answer
- * before the deadline, outcome unknown),
- * SEATD_EOVERLOAD (never: that is returned synchronously) or SEATD_ESHUTDOWN.
- * A Redis error reply (REDIS_REPLY_ERROR) arrives with 'err' == 0: the caller decodes it.
+ * unreachable; or sent on a connection that was then lost, outcome unknown), SEATD_ETIMEOUT (sent,
+ * no answer before the deadline, outcome unknown), SEATD_EOVERLOAD (never: that is returned
+ * synchronously) or SEATD_ESHUTDOWN. A Redis error reply (REDIS_REPLY_ERROR) arrives with 'err' ==
+ * 0: the caller decodes it.
  */
 typedef void (*seatd_rds_reply_cb)(const struct redisReply *reply, int err, void *data);
 
@@ -91,15 +91,15 @@ int seatd_rds_is_ready(const seatd_rds_t *rds);
 
 /* Stats for /metrics and tests. */
 typedef struct seatd_rds_stats_s {
-    unsigned long long commands;    /* commands completed with a reply */
-    unsigned long long errors;      /* commands failed (unavailable, timeout, shutdown) */
-    unsigned long long timeouts;    /* of which timed out */
-    unsigned long long reconnects;  /* successful connections after the first */
+    unsigned long long commands;         /* commands completed with a reply */
+    unsigned long long errors;           /* commands failed (unavailable, timeout, shutdown) */
+    unsigned long long timeouts;         /* of which timed out */
+    unsigned long long reconnects;       /* successful connections after the first */
     unsigned long long connect_failures; /* connect attempts that failed (error or deadline) */
-    unsigned long long refused;     /* of 'errors': failed at once, Redis being unreachable */
-    unsigned long long rtt_us_sum;  /* summed round-trip time of completed commands */
-    unsigned int pending;           /* queued + in flight now */
-    unsigned int connected;         /* connections ready now */
+    unsigned long long refused;          /* of 'errors': failed at once, Redis being unreachable */
+    unsigned long long rtt_us_sum;       /* summed round-trip time of completed commands */
+    unsigned int pending;                /* queued + in flight now */
+    unsigned int connected;              /* connections ready now */
 } seatd_rds_stats_t;
 void seatd_rds_get_stats(const seatd_rds_t *rds, seatd_rds_stats_t *out);
 
@@ -112,13 +112,13 @@ void seatd_rds_close(seatd_rds_t *rds);
  * values borrowed for the same duration. NULL 'r' reads as SEATD_RDS_REPLY_NONE.
  * ------------------------------------------------------------------------------------- */
 enum seatd_rds_reply_type_e {
-    SEATD_RDS_REPLY_NONE,    /* NULL reply */
-    SEATD_RDS_REPLY_STRING,  /* bulk string, binary-safe */
+    SEATD_RDS_REPLY_NONE,   /* NULL reply */
+    SEATD_RDS_REPLY_STRING, /* bulk string, binary-safe */
     SEATD_RDS_REPLY_ARRAY,
     SEATD_RDS_REPLY_INTEGER,
     SEATD_RDS_REPLY_NIL,
-    SEATD_RDS_REPLY_STATUS,  /* simple string, e.g. OK */
-    SEATD_RDS_REPLY_ERROR,   /* error reply, e.g. "ERR Function not found" */
+    SEATD_RDS_REPLY_STATUS, /* simple string, e.g. OK */
+    SEATD_RDS_REPLY_ERROR,  /* error reply, e.g. "ERR Function not found" */
     SEATD_RDS_REPLY_OTHER
 };
 int seatd_rds_reply_type(const struct redisReply *r);

@@ -29,7 +29,7 @@ struct seatd_reconcile_s {
     unsigned long ticks;
     unsigned long settled;
     unsigned long deferred; /* lookups left pending within the charge horizon */
-    long cursor; /* next catalogue offset */
+    long cursor;            /* next catalogue offset */
 };
 
 /* One show being checked. */

@@ -33,8 +33,8 @@ enum {
     SEATD_ROUTE_JSON_BODY = 4, /* informational: the handler parses a JSON body */
 };
 
-#define SEATD_ROUTE_MAX_PARAMS 4  /* path parameters per pattern */
-#define SEATD_ROUTE_PARAM_MAX 64  /* decoded bytes per parameter, NUL excluded */
+#define SEATD_ROUTE_MAX_PARAMS 4    /* path parameters per pattern */
+#define SEATD_ROUTE_PARAM_MAX 64    /* decoded bytes per parameter, NUL excluded */
 #define SEATD_ROUTE_MAX_SEGMENTS 16 /* segments per path or pattern */
 
 /* Upper bounds (seconds) of the latency histogram buckets, ascending; +Inf is implicit. */
@@ -60,13 +60,13 @@ typedef struct seatd_route_s {
 } seatd_route_t;
 
 typedef struct seatd_route_param_s {
-    char name[32];                            /* parameter name from the pattern, e.g. "id" */
-    char value[SEATD_ROUTE_PARAM_MAX + 1];    /* percent-decoded value, NUL-terminated */
+    char name[32];                         /* parameter name from the pattern, e.g. "id" */
+    char value[SEATD_ROUTE_PARAM_MAX + 1]; /* percent-decoded value, NUL-terminated */
 } seatd_route_param_t;
 
 typedef struct seatd_route_match_s {
-    seatd_route_t *route;                               /* the matched row (borrowed from the table) */
-    size_t nparams;                                     /* used entries of 'params' */
+    seatd_route_t *route; /* the matched row (borrowed from the table) */
+    size_t nparams;       /* used entries of 'params' */
     seatd_route_param_t params[SEATD_ROUTE_MAX_PARAMS]; /* in pattern order */
     char allow[64]; /* on SEATD_EMETHOD: "GET, POST" - the methods that path accepts */
 } seatd_route_match_t;

@@ -9,7 +9,10 @@
 #define AUTH SEATD_ROUTE_AUTH
 #define ADMIN (SEATD_ROUTE_AUTH | SEATD_ROUTE_ADMIN)
 #define JSON SEATD_ROUTE_JSON_BODY
-#define ROUTE(m, p, n, h, f) {.method = m, .pattern = p, .name = n, .handler = h, .flags = f}
+#define ROUTE(m, p, n, h, f)                                                                       \
+    {                                                                                              \
+        .method = m, .pattern = p, .name = n, .handler = h, .flags = f                             \
+    }
 
 seatd_route_t seatd_routes[] = {
     ROUTE("GET", "/v1/shows", "shows_list", seatd_handle_shows_list, 0),

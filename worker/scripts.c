@@ -40,12 +40,12 @@ extern const char seatd_lua_bundle[];
 extern const size_t seatd_lua_bundle_len;
 
 struct seatd_scripts_s {
-    seatd_rds_t *rds;         /* borrowed */
-    unsigned long load_count; /* successful FUNCTION LOADs */
-    unsigned refs;            /* 1 for the owner + 1 per operation in flight */
-    int freed;                /* seatd_scripts_free() was called */
-    struct uv_loop_s *loop;   /* borrowed; set with the loader */
-    seatd_rds_opts_t lopts;   /* loader connection options; strings owned below */
+    seatd_rds_t *rds;                    /* borrowed */
+    unsigned long load_count;            /* successful FUNCTION LOADs */
+    unsigned refs;                       /* 1 for the owner + 1 per operation in flight */
+    int freed;                           /* seatd_scripts_free() was called */
+    struct uv_loop_s *loop;              /* borrowed; set with the loader */
+    seatd_rds_opts_t lopts;              /* loader connection options; strings owned below */
     char *lhost, *lunix, *luser, *lpass; /* owned copies for 'lopts' */
     seatd_rds_t *lrds;       /* the short loader connection while a load runs, else NULL */
     struct fcall_s *waiting; /* FCALLs waiting for the running load, linked by 'next' */

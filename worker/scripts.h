@@ -52,8 +52,7 @@ const char *seatd_scripts_library_source(size_t *len);
  */
 SEATD_MUSTCHECK int seatd_scripts_fcall(seatd_scripts_t *s, const char *fn, int nkeys,
                                         const char **keys, int nargs, const char **args,
-                                        const size_t *arglens, seatd_rds_reply_cb cb,
-                                        void *data);
+                                        const size_t *arglens, seatd_rds_reply_cb cb, void *data);
 
 /* Loads counter, for tests: how many times FUNCTION LOAD succeeded. */
 unsigned long seatd_scripts_load_count(const seatd_scripts_t *s);

@@ -59,7 +59,7 @@ seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_
 {
     seatd_seatmap_t *e = find(show_id);
     if (e && e->version > version)
-        return e; /* a newer read already landed: keep it */
+        return e;    /* a newer read already landed: keep it */
     if (e == NULL) { /* a free slot, else the one read longest ago */
         e = &slots[0];
         for (int i = 1; i < SEATD_SEATMAP_SLOTS && e->show_id[0]; i++)

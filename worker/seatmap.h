@@ -74,8 +74,7 @@ void seatd_seatmap_clear(void);
 const char *seatd_seatmap_availability(seatd_seatmap_t *m, size_t *len);
 
 /* The status document of 'm' over layout 'l' (rendered once per entry). Borrowed like 'm'. */
-const char *seatd_seatmap_status(seatd_seatmap_t *m, const struct seatd_layout_s *l,
-                                 size_t *len);
+const char *seatd_seatmap_status(seatd_seatmap_t *m, const struct seatd_layout_s *l, size_t *len);
 
 /* Seat i's state in 'm': 0 available, 1 held, 2 booked. */
 int seatd_seatmap_seat_state(const seatd_seatmap_t *m, size_t i);

@@ -34,15 +34,15 @@ struct seatd_store_s {
 
 /* One queued operation: the caller's callback and what the chained operations carry. */
 typedef struct store_op_s {
-    seatd_store_t *st;          /* borrowed */
-    seatd_store_cb cb;          /* the caller's callback, run exactly once */
-    void *data;                 /* the caller's context */
-    char show_id[SEATD_ID_MAX]; /* chains: the show */
-    char starts_at[24];         /* create_show: its catalogue score */
+    seatd_store_t *st;                      /* borrowed */
+    seatd_store_cb cb;                      /* the caller's callback, run exactly once */
+    void *data;                             /* the caller's context */
+    char show_id[SEATD_ID_MAX];             /* chains: the show */
+    char starts_at[24];                     /* create_show: its catalogue score */
     char hash[SEATD_LAYOUT_DIGEST_LEN + 1]; /* chains: the show's layoutHash */
-    seatd_layout_t *layout;     /* create_show: owned until cached */
-    int argc;                   /* chains: the arguments of the next call */
-    char **argv;                /* owned copies */
+    seatd_layout_t *layout;                 /* create_show: owned until cached */
+    int argc;                               /* chains: the arguments of the next call */
+    char **argv;                            /* owned copies */
 } store_op_t;
 
 #define MAX_DECODED_FIELDS 4096 /* list_shows pages are bounded well below this */
@@ -105,8 +105,8 @@ static void decode_error(decoded_t *d, const char *s, size_t len)
     d->res.err = seatd_err_from_lua_word(p, (unsigned long)(wend - p));
     /* Redis's own transient states: replaying its AOF, a busy script, a read-only replica
      * after failover, out of memory under noeviction. Retry later, elsewhere: 503. */
-    static const char *transient[] = {"LOADING", "BUSY", "READONLY", "OOM", "MASTERDOWN",
-                                      "TRYAGAIN", "CLUSTERDOWN"};
+    static const char *transient[] = {"LOADING",    "BUSY",     "READONLY",   "OOM",
+                                      "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"};
     for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
         if ((size_t)(wend - p) == strlen(transient[i]) &&
             memcmp(p, transient[i], (size_t)(wend - p)) == 0)
@@ -459,8 +459,9 @@ int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a, seatd
     snprintf(ttl, sizeof(ttl), "%" PRId64, a->hold_ttl_ms);
     snprintf(count, sizeof(count), "%zu", a->nseats);
     const char *hash = seatd_layout_digest(l);
-    const char *show_args[7] = {a->title, starts, ttl, a->price_tiers_json, hash,
-                                a->extra_json ? a->extra_json : "", count};
+    const char *show_args[7] = {
+        a->title, starts, ttl, a->price_tiers_json, hash, a->extra_json ? a->extra_json : "",
+        count};
     store_op_t *op = op_new(st, cb, data);
     snprintf(op->show_id, sizeof(op->show_id), "%s", a->show_id);
     memcpy(op->starts_at, starts, sizeof(starts));

@@ -28,14 +28,14 @@
 typedef struct seatd_store_s seatd_store_t;
 
 typedef struct seatd_store_result_s {
-    int err;              /* 0, or a negative SEATD_E* code */
-    const char *detail;   /* the error text after the word ("" if none); borrowed */
-    size_t nwords;        /* detail split on spaces, e.g. the conflicting seat ids */
-    const char **words;   /* borrowed */
-    size_t nfields;       /* success: name/value pairs */
-    const char **names;   /* borrowed */
-    const char **values;  /* borrowed, NUL-terminated, may contain NULs (see 'lens') */
-    const size_t *lens;   /* byte length of each value */
+    int err;             /* 0, or a negative SEATD_E* code */
+    const char *detail;  /* the error text after the word ("" if none); borrowed */
+    size_t nwords;       /* detail split on spaces, e.g. the conflicting seat ids */
+    const char **words;  /* borrowed */
+    size_t nfields;      /* success: name/value pairs */
+    const char **names;  /* borrowed */
+    const char **values; /* borrowed, NUL-terminated, may contain NULs (see 'lens') */
+    const size_t *lens;  /* byte length of each value */
 } seatd_store_result_t;
 
 typedef void (*seatd_store_cb)(const seatd_store_result_t *res, void *data);
@@ -68,13 +68,13 @@ void seatd_store_free(seatd_store_t *st);
 typedef struct seatd_show_args_s {
     const char *show_id;
     const char *title;
-    int64_t starts_at_ms;       /* epoch ms */
+    int64_t starts_at_ms; /* epoch ms */
     int64_t hold_ttl_ms;
     const char *price_tiers_json; /* {"standard":1200,…} */
     const char *layout_json;
     const char *const *seat_ids; /* in index order */
     size_t nseats;
-    const char *extra_json;     /* optional meta extras (screen, refund policy), may be NULL */
+    const char *extra_json; /* optional meta extras (screen, refund policy), may be NULL */
 } seatd_show_args_t;
 SEATD_MUSTCHECK int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a,
                                             seatd_store_cb cb, void *data);
@@ -84,8 +84,8 @@ SEATD_MUSTCHECK int seatd_store_next_show_id(seatd_store_t *st, seatd_store_cb c
 
 /* A show's meta. Fields: showId, title, startsAt (ms), holdTtlMs, priceTiers (JSON),
  * seatCount, version, createdAt, extra, layoutHash. Errors: NOSHOW. */
-SEATD_MUSTCHECK int seatd_store_show_get(seatd_store_t *st, const char *show_id,
-                                         seatd_store_cb cb, void *data);
+SEATD_MUSTCHECK int seatd_store_show_get(seatd_store_t *st, const char *show_id, seatd_store_cb cb,
+                                         void *data);
 
 /* The frozen layout document {"showId":…,"seats":[…]}, rendered from the shared layout the
  * show names (two reads: meta, then the layout, checked against its SHA-256).
@@ -101,8 +101,8 @@ SEATD_MUSTCHECK int seatd_store_list_shows(seatd_store_t *st, long offset, long 
 /* Seat status projection, read atomically: Fields: version, seatCount, held (bitmap bytes),
  * booked (bitmap bytes). Bit i (MSB-first, as SETBIT numbers them) is seat index i.
  * Errors: NOSHOW. */
-SEATD_MUSTCHECK int seatd_store_seatmap(seatd_store_t *st, const char *show_id,
-                                        seatd_store_cb cb, void *data);
+SEATD_MUSTCHECK int seatd_store_seatmap(seatd_store_t *st, const char *show_id, seatd_store_cb cb,
+                                        void *data);
 
 /*
  * hold: all-or-nothing over 'seat_ids' (already normalised by seats.c: valid, unique,
@@ -121,9 +121,9 @@ typedef struct seatd_hold_args_s {
     const char *owner;           /* the JWT sub */
     const char *const *seat_ids; /* normalised */
     size_t nseats;
-    const char *idem_key;        /* may be NULL */
-    int64_t ttl_ms;              /* 0: the show's holdTtlMs */
-    int max_per_user;            /* seats per user per show, held + booked */
+    const char *idem_key; /* may be NULL */
+    int64_t ttl_ms;       /* 0: the show's holdTtlMs */
+    int max_per_user;     /* seats per user per show, held + booked */
 } seatd_hold_args_t;
 SEATD_MUSTCHECK int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a,
                                      seatd_store_cb cb, void *data);
@@ -135,13 +135,13 @@ void seatd_store_set_hold_rate(seatd_store_t *st, long long per_window, long lon
 
 /* A hold, as its owner sees it. Fields: holdId, showId, owner, seatIds, status, expiresAt,
  * createdAt, bookingId (may be ""). Errors: NOTFOUND (missing or another owner's). */
-SEATD_MUSTCHECK int seatd_store_hold_get(seatd_store_t *st, const char *hold_id,
-                                         const char *owner, seatd_store_cb cb, void *data);
+SEATD_MUSTCHECK int seatd_store_hold_get(seatd_store_t *st, const char *hold_id, const char *owner,
+                                         seatd_store_cb cb, void *data);
 
 /* release: HELD -> RELEASED, seats AVAILABLE. Fields: holdId, status, version.
  * Errors: NOTFOUND, STATE (paying or booked), EXPIRED. Releasing twice answers the same. */
-SEATD_MUSTCHECK int seatd_store_release(seatd_store_t *st, const char *hold_id,
-                                        const char *owner, seatd_store_cb cb, void *data);
+SEATD_MUSTCHECK int seatd_store_release(seatd_store_t *st, const char *hold_id, const char *owner,
+                                        seatd_store_cb cb, void *data);
 
 /* book_begin: HELD -> PENDING_PAYMENT; one live booking per hold (a repeat answers the same
  * booking with replayed=1); seat keys extended to cover 'payment_window_ms'.
@@ -180,9 +180,8 @@ SEATD_MUSTCHECK int seatd_store_booking_get(seatd_store_t *st, const char *booki
 /* cancel: CONFIRMED -> CANCELLED, booked seats AVAILABLE, 'refund' recorded, one stream
  * event. Cancelling twice answers the same. Fields: bookingId, status, refund, version.
  * Errors: NOTFOUND, STATE. */
-SEATD_MUSTCHECK int seatd_store_cancel(seatd_store_t *st, const char *booking_id,
-                                       const char *owner, int64_t refund, seatd_store_cb cb,
-                                       void *data);
+SEATD_MUSTCHECK int seatd_store_cancel(seatd_store_t *st, const char *booking_id, const char *owner,
+                                       int64_t refund, seatd_store_cb cb, void *data);
 
 /* ---------------------------------------------------------------------------------------
  * Payment failures: reconciliation, refunds, cancellation by policy (issue 5).
@@ -201,14 +200,12 @@ SEATD_MUSTCHECK int seatd_store_book_fail_refunded(seatd_store_t *st, const char
  * status, refund, version, paymentRef, refundStatus ("pending", "succeeded", "none").
  * Errors: NOTFOUND, STATE. */
 SEATD_MUSTCHECK int seatd_store_cancel_by_policy(seatd_store_t *st, const char *booking_id,
-                                                 const char *owner, seatd_store_cb cb,
-                                                 void *data);
+                                                 const char *owner, seatd_store_cb cb, void *data);
 
 /* The gateway confirmed a cancelled booking's refund. Fields: bookingId, refundStatus.
  * Errors: NOTFOUND, STATE. */
 SEATD_MUSTCHECK int seatd_store_refund_done(seatd_store_t *st, const char *booking_id,
-                                            const char *refund_ref, seatd_store_cb cb,
-                                            void *data);
+                                            const char *refund_ref, seatd_store_cb cb, void *data);
 
 /* What reconciliation must settle in show 'show_id': bookings PENDING_PAYMENT for at least
  * 'min_age_ms' (Redis clock) and cancelled bookings whose refund is unconfirmed, at most

@@ -15,31 +15,31 @@
 #include "scripts.h"
 #include "store.h"
 
-#define CLAIM_MAX "256"      /* shows claimed per sweep */
-#define REAP_MAX 1000        /* holds reaped per show per call; more: filed as due again */
+#define CLAIM_MAX "256" /* shows claimed per sweep */
+#define REAP_MAX 1000   /* holds reaped per show per call; more: filed as due again */
 #define RESCAN_EVERY_MS 30000
 #define RESCAN_LEASE_MS 25000
 #define RESCAN_PAGE 500
 #define RETENTION_MS 86400000LL
 
 struct seatd_sweeper_s {
-    uv_loop_t *loop;          /* borrowed */
-    seatd_rds_t *rds;         /* borrowed */
-    seatd_scripts_t *scripts; /* borrowed */
-    seatd_store_t *store;     /* borrowed */
-    unsigned interval_ms;     /* sweep period */
-    uv_timer_t timer;         /* the sweep period */
-    unsigned inflight;        /* Redis calls without their callback */
-    unsigned sweep_pending;   /* calls of the current sweep (claim, reaps, filings) */
-    int closing;              /* seatd_sweeper_close() was called */
-    int timer_closed;         /* the timer's close callback ran */
-    uint64_t next_rescan_ms;  /* when to try for the rescan lease */
-    int rescanning;           /* this worker holds the lease and walks the catalogue */
-    int rescan_busy;          /* a catalogue page is in flight */
-    long rescan_off;          /* next catalogue index */
-    int pruning;              /* the rescan's first phase: pruning the catalogue */
-    uint64_t lease_at_ms;     /* when the lease was last taken or renewed (loop ms) */
-    char token[48];           /* this sweeper's lease token */
+    uv_loop_t *loop;           /* borrowed */
+    seatd_rds_t *rds;          /* borrowed */
+    seatd_scripts_t *scripts;  /* borrowed */
+    seatd_store_t *store;      /* borrowed */
+    unsigned interval_ms;      /* sweep period */
+    uv_timer_t timer;          /* the sweep period */
+    unsigned inflight;         /* Redis calls without their callback */
+    unsigned sweep_pending;    /* calls of the current sweep (claim, reaps, filings) */
+    int closing;               /* seatd_sweeper_close() was called */
+    int timer_closed;          /* the timer's close callback ran */
+    uint64_t next_rescan_ms;   /* when to try for the rescan lease */
+    int rescanning;            /* this worker holds the lease and walks the catalogue */
+    int rescan_busy;           /* a catalogue page is in flight */
+    long rescan_off;           /* next catalogue index */
+    int pruning;               /* the rescan's first phase: pruning the catalogue */
+    uint64_t lease_at_ms;      /* when the lease was last taken or renewed (loop ms) */
+    char token[48];            /* this sweeper's lease token */
     seatd_sweeper_rescan_t ro; /* rescan options */
     seatd_sweeper_stats_t stats;
 };
@@ -47,7 +47,7 @@ struct seatd_sweeper_s {
 typedef struct {
     seatd_sweeper_t *sw;
     char id[SEATD_ID_MAX];
-    int sweep;                /* part of the current sweep (counts in sweep_pending) */
+    int sweep; /* part of the current sweep (counts in sweep_pending) */
 } op_t;
 
 static void maybe_free(seatd_sweeper_t *sw)

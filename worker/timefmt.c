@@ -33,8 +33,8 @@ int seatd_time_parse(const char *s, int64_t *ms)
 {
     int y, mo, d, h, mi, sec, frac = 0;
     size_t len = strlen(s);
-    if (len < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') ||
-        s[13] != ':' || s[16] != ':')
+    if (len < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' ||
+        s[16] != ':')
         return SEATD_EINVAL;
     if (digits(s, 4, &y) || digits(s + 5, 2, &mo) || digits(s + 8, 2, &d) ||
         digits(s + 11, 2, &h) || digits(s + 14, 2, &mi) || digits(s + 17, 2, &sec))
@@ -71,8 +71,8 @@ void seatd_time_format(int64_t ms, char *out)
     gmtime_r(&secs, &tm);
     /* The fields are range-checked by gmtime_r; the year stays four digits until 9999. */
     snprintf(out, SEATD_TIME_STR_MAX, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-             (tm.tm_year + 1900) % 10000, (tm.tm_mon + 1) % 100, tm.tm_mday % 100,
-             tm.tm_hour % 100, tm.tm_min % 100, tm.tm_sec % 100, (int)(ms % 1000));
+             (tm.tm_year + 1900) % 10000, (tm.tm_mon + 1) % 100, tm.tm_mday % 100, tm.tm_hour % 100,
+             tm.tm_min % 100, tm.tm_sec % 100, (int)(ms % 1000));
 }
 
 int64_t seatd_time_now_ms(void)

@@ -89,8 +89,7 @@ struct seatd_ws_s {
     int close_queued;            /* seatd_ws_close() was called */
 };
 
-static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
-                       void *user)
+static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *user)
 {
     seatd_ws_t *ws = user;
     if (ws->in_len == 0) {

@@ -48,7 +48,8 @@ int e2e_call(const char *method, const char *path, const char *sub, const char *
     memset(out, 0, sizeof(*out));
     seatd_buf_t h = SEATD_BUF_INIT;
     if (sub)
-        seatd_buf_printf(&h, "Authorization: Bearer %s\r\n", e2e_token(sub, strcmp(sub, "admin") == 0));
+        seatd_buf_printf(&h, "Authorization: Bearer %s\r\n",
+                         e2e_token(sub, strcmp(sub, "admin") == 0));
     if (body)
         seatd_buf_puts(&h, "Content-Type: application/json\r\n");
     if (extra)
@@ -84,8 +85,9 @@ int e2e_create_show(int rows, int per_row, int ttl_s, char *id)
                      ttl_s);
     for (int r = 0; r < rows; r++)
         for (int s = 1; s <= per_row; s++)
-            seatd_buf_printf(&b, "%s{\"id\":\"%c%d\",\"row\":\"%c\",\"number\":%d,\"tier\":\"%s\","
-                                 "\"x\":%d,\"y\":%d}",
+            seatd_buf_printf(&b,
+                             "%s{\"id\":\"%c%d\",\"row\":\"%c\",\"number\":%d,\"tier\":\"%s\","
+                             "\"x\":%d,\"y\":%d}",
                              (r || s > 1) ? "," : "", 'A' + r, s, 'A' + r, s,
                              r < rows / 2 ? "standard" : "premium", s, r);
     seatd_buf_puts(&b, "]}");

@@ -33,8 +33,7 @@ static int bit(const unsigned char *map, size_t len, size_t i)
     return i / 8 < len && (map[i / 8] >> (7 - i % 8)) & 1;
 }
 
-static void availability(const char *show, long long min_version, const char *extra,
-                         e2e_res_t *res)
+static void availability(const char *show, long long min_version, const char *extra, e2e_res_t *res)
 {
     char path[128];
     if (min_version >= 0)
@@ -56,9 +55,8 @@ static long long hold_at(const char *host, const char *show, const char *sub,
     snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s\r\nContent-Type: application/json\r\n",
              e2e_token(sub, 0));
     seatd_test_http_response_t http;
-    cr_assert_eq(seatd_test_http_request(host, e2e_port(), "POST", path, hdr, body, strlen(body),
-                                         &http),
-                 0);
+    cr_assert_eq(
+        seatd_test_http_request(host, e2e_port(), "POST", path, hdr, body, strlen(body), &http), 0);
     cr_assert_eq(http.status, 201, "%.*s", (int)http.body_len, http.body);
     cJSON *j = cJSON_ParseWithLength(http.body, http.body_len);
     long long v = (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "version"));

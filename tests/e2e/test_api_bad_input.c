@@ -12,9 +12,9 @@ TestSuite(api_bad_input, .timeout = 60);
 
 typedef struct {
     const char *name;
-    const char *body;   /* POSTed to the show's holds */
-    int status;         /* expected */
-    const char *type;   /* expected problem type suffix */
+    const char *body; /* POSTed to the show's holds */
+    int status;       /* expected */
+    const char *type; /* expected problem type suffix */
 } bad_case_t;
 
 static const bad_case_t cases[] = {

@@ -204,12 +204,13 @@ Test(api_flow, releasing_a_hold_frees_its_seats)
 Test(api_flow, a_free_seat_is_booked_without_charging_the_gateway)
 {
     e2e_res_t res;
-    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin",
-                          "{\"title\":\"free preview\",\"startsAt\":\"2030-01-01T20:00:00Z\","
-                          "\"holdTtlSeconds\":300,\"priceTiers\":{\"free\":0},\"seats\":["
-                          "{\"id\":\"F1\",\"row\":\"F\",\"number\":1,\"tier\":\"free\",\"x\":1,\"y\":1}]}",
-                          NULL, &res),
-                 0);
+    cr_assert_eq(
+        e2e_call("POST", "/v1/shows", "admin",
+                 "{\"title\":\"free preview\",\"startsAt\":\"2030-01-01T20:00:00Z\","
+                 "\"holdTtlSeconds\":300,\"priceTiers\":{\"free\":0},\"seats\":["
+                 "{\"id\":\"F1\",\"row\":\"F\",\"number\":1,\"tier\":\"free\",\"x\":1,\"y\":1}]}",
+                 NULL, &res),
+        0);
     cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
     char show[32], path[96];
     snprintf(show, sizeof(show), "%s", e2e_str(&res, "id"));

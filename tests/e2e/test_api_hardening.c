@@ -707,7 +707,8 @@ Test(api_hardening_defaults, the_default_limits_trigger)
     int master = 0;
     cr_assert_eq(fscanf(f, "%d", &master), 1);
     fclose(f);
-    cr_assert_eq(count_children(master, "nginx: worker process"), (int)sysconf(_SC_NPROCESSORS_ONLN),
+    cr_assert_eq(count_children(master, "nginx: worker process"),
+                 (int)sysconf(_SC_NPROCESSORS_ONLN),
                  "nginx does not run one worker process per core");
 
     /* 1. Hold creation per address: 429 problem+json with Retry-After within 100 tries. */

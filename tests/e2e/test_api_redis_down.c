@@ -16,7 +16,8 @@ TestSuite(api_redis_down, .timeout = 90);
 static char *worker_pids(void)
 {
     char cmd[512];
-    snprintf(cmd, sizeof(cmd), "cat %s/worker-*.pid | sort | tr '\\n' ' '", getenv("SEATD_E2E_RUN"));
+    snprintf(cmd, sizeof(cmd), "cat %s/worker-*.pid | sort | tr '\\n' ' '",
+             getenv("SEATD_E2E_RUN"));
     FILE *f = popen(cmd, "r");
     static char out[256];
     out[0] = '\0';

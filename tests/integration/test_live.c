@@ -92,8 +92,8 @@ Test(live, sends_a_snapshot_then_chained_deltas_and_nothing_for_a_rejected_hold)
     redisContext *rc = seatd_test_redis_connect();
     long long final = redis_version(rc, "1");
     cr_assert_geq(final, 5);
-    char seats[8][16] = {"held", "held", "available", "available", "available", "available",
-                         "available", "available"};
+    char seats[8][16] = {"held",      "held",      "available", "available",
+                         "available", "available", "available", "available"};
     cr_assert_eq(follow(&c, 1, final, seats), final, "chained deltas up to %lld", final);
     cr_assert_str_eq(seats[0], "available");
     cr_assert_str_eq(seats[1], "available");
@@ -204,7 +204,7 @@ Test(live, sends_a_fresh_snapshot_after_a_version_gap)
 
     /* Versions 1..4 were "missed": only version 5 is published. */
     redisContext *rc = seatd_test_redis_connect();
-    cr_assert_eq(th_int(rc, "SET {s:1}:ver 5") , -1000, "a status reply");
+    cr_assert_eq(th_int(rc, "SET {s:1}:ver 5"), -1000, "a status reply");
     cr_assert_eq(th_int(rc, "SETBIT {s:1}:held 6 1"), 0);
     cr_assert_geq(th_int(rc, "PUBLISH {s:1}:ch %s", "{\"v\":5,\"c\":[[\"A7\",\"held\"]]}"), 1);
     j = wsc_next(&c, 3000);
@@ -279,8 +279,8 @@ Test(live, refuses_plain_requests_and_unknown_shows)
     tls_t srv;
     cr_assert_eq(tls_start(&srv, NULL), 0);
     seatd_test_http_response_t res;
-    cr_assert_eq(seatd_test_http_request("127.0.0.1", srv.port, "GET", "/v1/shows/1/seats/ws",
-                                         NULL, NULL, 0, &res),
+    cr_assert_eq(seatd_test_http_request("127.0.0.1", srv.port, "GET", "/v1/shows/1/seats/ws", NULL,
+                                         NULL, 0, &res),
                  0);
     cr_assert_eq(res.status, 400);
     seatd_test_http_response_free(&res);

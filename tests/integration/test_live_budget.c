@@ -104,8 +104,10 @@ Test(live_budget, a_client_flooding_pings_without_reading_queues_at_most_the_bud
     }
     long long peak = tls_metric(&srv, "seatd_http_output_peak_bytes");
     long long paused = tls_metric(&srv, "seatd_http_output_paused_total");
-    fprintf(stderr, "live budget: %zu bytes of pings sent by a client that reads nothing; the "
-            "worker's peak queued output %lld bytes (budget %u)\n", sent, peak, BUDGET);
+    fprintf(stderr,
+            "live budget: %zu bytes of pings sent by a client that reads nothing; the "
+            "worker's peak queued output %lld bytes (budget %u)\n",
+            sent, peak, BUDGET);
     cr_assert_geq(peak, 0, "the worker reports its queued output");
     cr_assert_leq(peak, (long long)BUDGET, "peak %lld over the budget", peak);
     cr_assert_geq(paused, 1, "reading paused");
@@ -167,8 +169,10 @@ Test(live_budget, deltas_to_a_client_that_does_not_read_stop_at_the_budget_and_c
             closed = tls_metric(&srv, "seatd_live_slow_closed_total");
     }
     long long peak = tls_metric(&srv, "seatd_http_output_peak_bytes");
-    fprintf(stderr, "live budget: %d hold/release cycles to a client that reads nothing; the "
-            "worker's peak queued output %lld bytes (budget %u)\n", cycles, peak, BUDGET);
+    fprintf(stderr,
+            "live budget: %d hold/release cycles to a client that reads nothing; the "
+            "worker's peak queued output %lld bytes (budget %u)\n",
+            cycles, peak, BUDGET);
     cr_assert_geq(closed, 1, "the client was closed for being slow");
     cr_assert_geq(peak, 0);
     /* Data frames are checked before they are queued; only our close frame may follow. */
@@ -189,7 +193,7 @@ Test(live_budget, deltas_to_a_client_that_does_not_read_stop_at_the_budget_and_c
  * over the harness's 8 KiB). */
 static int create_big_show(th_t *t, const char *show, size_t n)
 {
-    char (*names)[16] = calloc(n, sizeof(*names));
+    char(*names)[16] = calloc(n, sizeof(*names));
     const char **ids = calloc(n + 1, sizeof(*ids));
     seatd_buf_t layout = SEATD_BUF_INIT;
     seatd_buf_printf(&layout, "{\"showId\":\"%s\",\"seats\":[", show);
@@ -260,7 +264,8 @@ Test(live_budget, pipelined_layout_gets_to_a_client_that_does_not_read_stay_with
             poll(NULL, 0, 20);
     }
     long long peak = tls_metric(&srv, "seatd_http_output_peak_bytes");
-    fprintf(stderr, "output budget: %d pipelined layout GETs (%zu-byte answers) from a client "
+    fprintf(stderr,
+            "output budget: %d pipelined layout GETs (%zu-byte answers) from a client "
             "that reads nothing; the worker's peak queued output %lld bytes (budget %u)\n",
             LAYOUT_GETS, answer, peak, BUDGET);
     cr_assert_geq(paused, 1, "the worker paused the connection");

@@ -25,12 +25,12 @@
 #define WSC_MAX_QUEUE 1024
 
 typedef struct wsc_s {
-    int fd;                        /* the socket, -1 when closed */
-    seatd_ws_t *ws;                /* client codec */
-    char *queue[WSC_MAX_QUEUE];    /* text messages received, not yet taken */
+    int fd;                     /* the socket, -1 when closed */
+    seatd_ws_t *ws;             /* client codec */
+    char *queue[WSC_MAX_QUEUE]; /* text messages received, not yet taken */
     size_t qhead, qlen;
-    int closed;                    /* a close frame arrived or the socket ended */
-    unsigned close_status;         /* the server's close code */
+    int closed;            /* a close frame arrived or the socket ended */
+    unsigned close_status; /* the server's close code */
 } wsc_t;
 
 static inline long long wsc_now_ms(void)
@@ -207,7 +207,8 @@ static inline long long wsc_int(const cJSON *j, const char *name)
 /* The status of 'seat' in a snapshot frame, or NULL. */
 static inline const char *wsc_snapshot_seat(const cJSON *j, const char *seat)
 {
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "seats"), seat);
+    const cJSON *s =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "seats"), seat);
     return cJSON_IsString(s) ? s->valuestring : NULL;
 }
 

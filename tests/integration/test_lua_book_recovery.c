@@ -106,9 +106,9 @@ Test(lua_book_recovery, a_charge_that_lands_after_the_booking_failed_records_its
     begin_booking(&t, &r, s, b);
     cr_assert_eq(th_book_fail(&t, &r, b), 0);
     th_res_clear(&r);
-    cr_assert_eq(th_finish(&t, &r, seatd_store_book_confirm(t.store, b, "ch_late", th_on_result,
-                                                            &r)),
-                 SEATD_ESTATE);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_book_confirm(t.store, b, "ch_late", th_on_result, &r)),
+        SEATD_ESTATE);
     cr_assert_str_eq(r.detail, "FAILED"); /* what the worker checks before refunding */
     for (int i = 0; i < 2; i++) {
         th_res_clear(&r);

@@ -150,8 +150,8 @@ Test(lua_expiry, held_bits_are_cleared_by_lazy_reaping_and_by_reap)
  * hold. The probes are bounded in count and time.
  * --------------------------------------------------------------------------------------- */
 
-#define PROBE_TRIES 400   /* attempts per probe series, each a fresh hold */
-#define PROBE_HOLD_TTL 15 /* ms: short, so an attempt takes ~15 ms */
+#define PROBE_TRIES 400        /* attempts per probe series, each a fresh hold */
+#define PROBE_HOLD_TTL 15      /* ms: short, so an attempt takes ~15 ms */
 #define PROBE_DEADLINE_MS 8000 /* per series */
 
 static long long time_of(const redisReply *t)

@@ -288,16 +288,17 @@ Test(lua_hold, refuses_bits_from_another_layout_or_out_of_range_and_changes_noth
         const char *h = strcmp(cases[i].hash_kind, "same") == 0 ? hash : other;
         char hold_id[SEATD_ID_MAX];
         cr_assert_eq(seatd_keys_new_id(hold_id, "1", 'h'), 0);
-        const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta", hold_id, "bob", "0", "0",
-                              "", h, cases[i].seat, cases[i].bit};
+        const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta",  hold_id,     "bob", "0",
+                              "0",     "",           h,   cases[i].seat, cases[i].bit};
         redisReply *rep = redisCommandArgv(c, 12, argv, NULL);
         cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR, "%s was accepted", cases[i].why);
         cr_expect(strncmp(rep->str, "INVAL", 5) == 0, "%s: %s", cases[i].why, rep->str);
         freeReplyObject(rep);
     }
     /* Two seats claiming one bit. */
-    const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta", "1-h00000000000000000009",
-                          "bob", "0", "0", "", hash, "C1", "0", "C2", "0"};
+    const char *argv[] = {"FCALL", "seatd_hold", "1",  "{s:1}:meta", "1-h00000000000000000009",
+                          "bob",   "0",          "0",  "",           hash,
+                          "C1",    "0",          "C2", "0"};
     redisReply *rep = redisCommandArgv(c, 14, argv, NULL);
     cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR);
     cr_expect(strncmp(rep->str, "INVAL", 5) == 0, "%s", rep->str);

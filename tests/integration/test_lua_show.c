@@ -81,7 +81,7 @@ Test(lua_show, the_seatmap_reads_version_and_both_bitmaps_at_once)
     th_t t;
     th_res_t r = {0};
     cr_assert_eq(th_open(&t), 0);
-    static const char *const seats10[] = {"B1", "B2", "B3", "B4", "B5", "B6",
+    static const char *const seats10[] = {"B1", "B2", "B3", "B4",  "B5", "B6",
                                           "B7", "B8", "B9", "B10", NULL};
     cr_assert_eq(th_create_show(&t, "1", seats10, 90000), 0);
     const char *b10[] = {"B10", NULL};

@@ -677,8 +677,8 @@ Test(rds, fails_commands_at_once_when_the_connect_is_refused_not_at_their_deadli
     int port = fx.port;
     seatd_test_redis_stop(&fx); /* now refused */
     uv_loop_t *loop = seatd_test_loop_new();
-    seatd_rds_opts_t o = {.host = "127.0.0.1", .port = port, .pool_size = 2,
-                          .timeout_ms = SLOW_DEADLINE_MS};
+    seatd_rds_opts_t o = {
+        .host = "127.0.0.1", .port = port, .pool_size = 2, .timeout_ms = SLOW_DEADLINE_MS};
     seatd_rds_t *rds = seatd_rds_new(loop, &o);
     sentinel_t s;
     ping_against_sentinel(loop, rds, &s);
@@ -707,8 +707,8 @@ Test(rds, fails_commands_at_once_after_redis_is_killed_not_at_their_deadline)
     seatd_test_redis_t fx;
     cr_assert_eq(seatd_test_redis_start(&fx), 0);
     uv_loop_t *loop = seatd_test_loop_new();
-    seatd_rds_opts_t o = {.host = "127.0.0.1", .port = fx.port, .pool_size = 1,
-                          .timeout_ms = SLOW_DEADLINE_MS};
+    seatd_rds_opts_t o = {
+        .host = "127.0.0.1", .port = fx.port, .pool_size = 1, .timeout_ms = SLOW_DEADLINE_MS};
     seatd_rds_t *rds = seatd_rds_new(loop, &o);
     cr_assert_eq(wait_connected(loop, rds, 1, 3000), 0);
 

@@ -18,8 +18,8 @@ TestSuite(sweeper, .init = sweeper_init, .timeout = 150);
 
 typedef struct {
     redisContext *rc;
-    char key[64];        /* the held bitmap */
-    long bit;            /* the seat's bit */
+    char key[64];         /* the held bitmap */
+    long bit;             /* the seat's bit */
     long long cleared_ms; /* wall time the bit was seen cleared; 0 until then */
     int done;
 } watch_t;
@@ -40,8 +40,7 @@ static void on_poll(uv_timer_t *tm)
 
 /* Runs the loop (the sweeper with it) until the seat's held bit clears. Returns the lag
  * after 'deadline' in ms, or -1 after 'limit_ms'. */
-static long long wait_cleared(th_t *t, const char *show, long bit, long long deadline,
-                              int limit_ms)
+static long long wait_cleared(th_t *t, const char *show, long bit, long long deadline, int limit_ms)
 {
     watch_t w = {0};
     w.rc = seatd_test_redis_connect();
@@ -178,8 +177,12 @@ Test(sweeper, keeps_its_deadline_with_100k_other_holds_live)
             cr_assert_eq(seatd_keys_new_id(hold_id, id, 'h'), 0);
             snprintf(owner, sizeof(owner), "u%d", i);
             const char *one[] = {names[i]};
-            seatd_hold_args_t a = {.show_id = id, .hold_id = hold_id, .owner = owner,
-                                   .seat_ids = one, .nseats = 1, .ttl_ms = 600000,
+            seatd_hold_args_t a = {.show_id = id,
+                                   .hold_id = hold_id,
+                                   .owner = owner,
+                                   .seat_ids = one,
+                                   .nseats = 1,
+                                   .ttl_ms = 600000,
                                    .max_per_user = 8};
             cr_assert_eq(seatd_store_hold(t.store, &a, on_bulk_hold, &b), 0);
             b.queued++;

@@ -114,8 +114,8 @@ static char *read_all(int fd, size_t *out_len)
     return buf;
 }
 
-char *seatd_test_http_raw(const char *host, int port, const char *data, size_t len,
-                          int timeout_ms, size_t *out_len)
+char *seatd_test_http_raw(const char *host, int port, const char *data, size_t len, int timeout_ms,
+                          size_t *out_len)
 {
     int fd = connect_to(host, port, timeout_ms);
     if (fd < 0)
@@ -174,8 +174,7 @@ static char *dechunk(const char *p, size_t len, size_t *out_len)
     return out;
 }
 
-static int parse_response(const char *raw, size_t len, int head,
-                          seatd_test_http_response_t *out)
+static int parse_response(const char *raw, size_t len, int head, seatd_test_http_response_t *out)
 {
     memset(out, 0, sizeof(*out));
     const char *hend = strstr(raw, "\r\n\r\n");
@@ -234,17 +233,17 @@ int seatd_test_http_request(const char *host, int port, const char *method, cons
     int fd = connect_to(host, port, IO_TIMEOUT_MS);
     if (fd < 0)
         return -1;
-    size_t cap = strlen(method) + strlen(path) + strlen(host) + (headers ? strlen(headers) : 0) +
-                 128;
+    size_t cap =
+        strlen(method) + strlen(path) + strlen(host) + (headers ? strlen(headers) : 0) + 128;
     char *req = malloc(cap + body_len);
     if (req == NULL) {
         close(fd);
         return -1;
     }
     int unix_socket = strncmp(host, "unix:", 5) == 0;
-    int n = snprintf(req, cap, "%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n%s", method,
-                     path, unix_socket ? "localhost" : host, unix_socket ? 80 : port,
-                     headers ? headers : "");
+    int n =
+        snprintf(req, cap, "%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n%s", method, path,
+                 unix_socket ? "localhost" : host, unix_socket ? 80 : port, headers ? headers : "");
     if (body)
         n += snprintf(req + n, cap - (size_t)n, "Content-Length: %zu\r\n", body_len);
     n += snprintf(req + n, cap - (size_t)n, "\r\n");

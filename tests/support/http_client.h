@@ -18,12 +18,12 @@
 #define SEATD_TEST_HTTP_MAX_HEADERS 64
 
 typedef struct seatd_test_http_response_s {
-    int status;                                     /* e.g. 200; 0 if none was parsed */
-    size_t nheaders;                                /* used entries below */
+    int status;                                       /* e.g. 200; 0 if none was parsed */
+    size_t nheaders;                                  /* used entries below */
     char *header_names[SEATD_TEST_HTTP_MAX_HEADERS];  /* owned, lower-cased */
     char *header_values[SEATD_TEST_HTTP_MAX_HEADERS]; /* owned, trimmed */
-    char *body;                                     /* owned, NUL-terminated (may hold NULs) */
-    size_t body_len;                                /* bytes in 'body' */
+    char *body;                                       /* owned, NUL-terminated (may hold NULs) */
+    size_t body_len;                                  /* bytes in 'body' */
 } seatd_test_http_response_t;
 
 /*
@@ -48,7 +48,7 @@ void seatd_test_http_response_free(seatd_test_http_response_t *res);
  * connection or 'timeout_ms' passes with nothing read. Returns the bytes received as an owned
  * NUL-terminated string (free()), '*out_len' its length; NULL if the connection failed.
  */
-char *seatd_test_http_raw(const char *host, int port, const char *data, size_t len,
-                          int timeout_ms, size_t *out_len);
+char *seatd_test_http_raw(const char *host, int port, const char *data, size_t len, int timeout_ms,
+                          size_t *out_len);
 
 #endif

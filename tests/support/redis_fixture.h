@@ -16,9 +16,9 @@
 struct redisContext;
 
 typedef struct seatd_test_redis_s {
-    int port;        /* loopback TCP port */
-    int pid;         /* redis-server pid, 0 when stopped */
-    char dir[256];   /* temp dir holding its files */
+    int port;      /* loopback TCP port */
+    int pid;       /* redis-server pid, 0 when stopped */
+    char dir[256]; /* temp dir holding its files */
 } seatd_test_redis_t;
 
 /* Starts a server on a free port; returns 0 once it answers PING, -1 on failure. */

@@ -67,8 +67,7 @@ static char *make_token(const char *header, const char *claims, const char *key)
 
 static const char *HS = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
 
-static int verify(const char *header, const char *claims, const char *key,
-                  seatd_principal_t *who)
+static int verify(const char *header, const char *claims, const char *key, seatd_principal_t *who)
 {
     char *t = make_token(header, claims, key);
     int rc = seatd_auth_verify_at(auth, t, NOW, who);
@@ -91,14 +90,16 @@ Test(auth, grants_admin_from_role_or_roles)
 {
     seatd_principal_t who;
     char claims[256];
-    snprintf(claims, sizeof(claims), "{\"sub\":\"root\",\"exp\":%lld,\"role\":\"admin\"}", NOW + 60);
+    snprintf(claims, sizeof(claims), "{\"sub\":\"root\",\"exp\":%lld,\"role\":\"admin\"}",
+             NOW + 60);
     cr_assert_eq(verify(HS, claims, SECRET, &who), 0);
     cr_assert_eq(who.admin, 1);
     snprintf(claims, sizeof(claims), "{\"sub\":\"root\",\"exp\":%lld,\"roles\":[\"x\",\"admin\"]}",
              NOW + 60);
     cr_assert_eq(verify(HS, claims, SECRET, &who), 0);
     cr_assert_eq(who.admin, 1);
-    snprintf(claims, sizeof(claims), "{\"sub\":\"root\",\"exp\":%lld,\"role\":\"Admin\"}", NOW + 60);
+    snprintf(claims, sizeof(claims), "{\"sub\":\"root\",\"exp\":%lld,\"role\":\"Admin\"}",
+             NOW + 60);
     cr_assert_eq(verify(HS, claims, SECRET, &who), 0);
     cr_assert_eq(who.admin, 0);
 }
@@ -118,8 +119,8 @@ Test(auth, rejects_a_token_without_exp)
     seatd_principal_t who;
     cr_assert_eq(verify(HS, "{\"sub\":\"u\"}", SECRET, &who), SEATD_EUNAUTH);
     cr_assert_eq(verify(HS, "{\"sub\":\"u\",\"exp\":\"soon\"}", SECRET, &who), SEATD_EUNAUTH);
-    cr_assert_eq(verify(HS, "{\"sub\":\"u\",\"exp\":1800000060.5}", SECRET, &who),
-                 SEATD_EUNAUTH, "exp must be whole seconds");
+    cr_assert_eq(verify(HS, "{\"sub\":\"u\",\"exp\":1800000060.5}", SECRET, &who), SEATD_EUNAUTH,
+                 "exp must be whole seconds");
     cr_assert_eq(verify(HS, "{\"sub\":\"u\",\"exp\":1.80000006e9}", SECRET, &who), 0,
                  "any JSON spelling of a whole number is fine");
 }
@@ -179,8 +180,13 @@ Test(auth, rejects_other_or_missing_algorithms)
     char claims[256];
     snprintf(claims, sizeof(claims), "{\"sub\":\"u\",\"exp\":%lld}", NOW + 60);
     const char *headers[] = {
-        "{\"alg\":\"RS256\",\"typ\":\"JWT\"}", "{\"alg\":\"HS512\"}", "{\"alg\":\"hs256\"}",
-        "{\"typ\":\"JWT\"}", "{\"alg\":null}", "[\"HS256\"]", "{\"alg\":\"HS256\",\"typ\":\"JWE\"}",
+        "{\"alg\":\"RS256\",\"typ\":\"JWT\"}",
+        "{\"alg\":\"HS512\"}",
+        "{\"alg\":\"hs256\"}",
+        "{\"typ\":\"JWT\"}",
+        "{\"alg\":null}",
+        "[\"HS256\"]",
+        "{\"alg\":\"HS256\",\"typ\":\"JWE\"}",
         "{\"alg\":\"HS256\",\"crit\":[\"exp\"]}",
     };
     for (size_t i = 0; i < sizeof(headers) / sizeof(headers[0]); i++)
@@ -234,8 +240,9 @@ Test(auth, rejects_a_missing_or_invalid_sub)
 {
     seatd_principal_t who;
     const char *subs[] = {
-        NULL, "\"\"", "42", "\"a b\"", "\"{s:1}\"",
-        "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"",
+        NULL,        "\"\"",
+        "42",        "\"a b\"",
+        "\"{s:1}\"", "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"",
     };
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
         char claims[256];

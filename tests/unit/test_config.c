@@ -58,8 +58,15 @@ Test(config, reads_the_environment_and_lets_flags_win)
 {
     seatd_config_t cfg;
     char err[256];
-    const char *env[] = {"SEATD_JWT_SECRET", GOOD_SECRET,  "SEATD_REDIS_POOL", "4",
-                         "SEATD_LISTEN",     "unix:/tmp/s", "SEATD_WORKER_NAME", "w1", NULL};
+    const char *env[] = {"SEATD_JWT_SECRET",
+                         GOOD_SECRET,
+                         "SEATD_REDIS_POOL",
+                         "4",
+                         "SEATD_LISTEN",
+                         "unix:/tmp/s",
+                         "SEATD_WORKER_NAME",
+                         "w1",
+                         NULL};
     const char *argv[] = {"seatd", "--redis-pool", "8", "--log-level=debug",
                           "--redis=unix:/run/redis.sock"};
     cr_assert_eq(load(&cfg, env, 5, argv, err), 0, "%s", err);
@@ -81,15 +88,23 @@ Test(config, refuses_values_out_of_bounds_with_a_clear_message)
         const char *msg;
     } cases[] = {
         {{"seatd", "--redis-pool", "0"}, 3, "--redis-pool: 0 is below the minimum 1"},
-        {{"seatd", "--max-seats-per-hold=101"}, 2, "--max-seats-per-hold: 101 is above the maximum 100"},
+        {{"seatd", "--max-seats-per-hold=101"},
+         2,
+         "--max-seats-per-hold: 101 is above the maximum 100"},
         {{"seatd", "--redis-pool", "two"}, 3, "--redis-pool: 'two' is not an integer"},
         {{"seatd", "--redis-pool"}, 2, "--redis-pool needs a value"},
         {{"seatd", "--nope", "1"}, 3, "unknown option '--nope' (see --help)"},
         {{"seatd", "stray"}, 2, "unexpected argument 'stray' (see --help)"},
-        {{"seatd", "--log-level", "loud"}, 3, "--log-level: 'loud' is not one of debug, info, warn, error"},
+        {{"seatd", "--log-level", "loud"},
+         3,
+         "--log-level: 'loud' is not one of debug, info, warn, error"},
         {{"seatd", "--listen", "nowhere"}, 3, "--listen: 'nowhere' is not host:port or unix:/path"},
-        {{"seatd", "--gateway-url", "ftp://x"}, 3, "--gateway-url: 'ftp://x' is not an http:// or https:// URL"},
-        {{"seatd", "--jwt-secret", GOOD_SECRET}, 3, "--jwt-secret is not accepted: set SEATD_JWT_SECRET in the environment"},
+        {{"seatd", "--gateway-url", "ftp://x"},
+         3,
+         "--gateway-url: 'ftp://x' is not an http:// or https:// URL"},
+        {{"seatd", "--jwt-secret", GOOD_SECRET},
+         3,
+         "--jwt-secret is not accepted: set SEATD_JWT_SECRET in the environment"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         cr_assert_eq(load(&cfg, env, cases[i].argc, cases[i].argv, err), SEATD_EINVAL, "case %zu",
@@ -123,9 +138,10 @@ Test(config, help_needs_no_secret_and_lists_every_setting)
     cr_assert_eq(cfg.help, 1);
     seatd_buf_t out = SEATD_BUF_INIT;
     seatd_config_help("seatd", &out);
-    const char *names[] = {"--listen", "SEATD_LISTEN", "--redis-pool", "1..64", "--gateway-url",
-                           "--sweeper-interval-ms", "SEATD_WORKER_NAME", "SEATD_JWT_SECRET",
-                           "--max-header", "--hold-ttl-ms"};
+    const char *names[] = {
+        "--listen",      "SEATD_LISTEN",          "--redis-pool",      "1..64",
+        "--gateway-url", "--sweeper-interval-ms", "SEATD_WORKER_NAME", "SEATD_JWT_SECRET",
+        "--max-header",  "--hold-ttl-ms"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         cr_assert(strstr(out.data, names[i]), "help mentions %s", names[i]);
     seatd_buf_free(&out);

@@ -61,8 +61,9 @@ static int parse_err(const char *raw, size_t len, const seatd_req_limits_t *lim)
 
 Test(http_request, parses_method_path_query_and_headers)
 {
-    seatd_req_t *r = parse_ok("GET /v1/shows/4%32?page=2&q=a+b%21&flag&page=3 HTTP/1.1\r\n"
-                              "Host: x\r\nIf-None-Match:   \"118\"  \r\nX-Dup: 1\r\nx-dup: 2\r\n\r\n");
+    seatd_req_t *r =
+        parse_ok("GET /v1/shows/4%32?page=2&q=a+b%21&flag&page=3 HTTP/1.1\r\n"
+                 "Host: x\r\nIf-None-Match:   \"118\"  \r\nX-Dup: 1\r\nx-dup: 2\r\n\r\n");
     cr_assert_str_eq(seatd_req_method(r), "GET");
     cr_assert_str_eq(seatd_req_path(r), "/v1/shows/42");
     cr_assert_str_eq(seatd__req_raw_path(r), "/v1/shows/4%32");
@@ -335,8 +336,8 @@ Test(http_request, rejects_malformed_requests_with_400)
         "GET / HTTP/1.1\r\nBad Header: x\r\n\r\n",
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        cr_assert_eq(parse_err(cases[i], strlen(cases[i]), NULL), SEATD_EINVAL, "case %zu: %s",
-                     i, cases[i]);
+        cr_assert_eq(parse_err(cases[i], strlen(cases[i]), NULL), SEATD_EINVAL, "case %zu: %s", i,
+                     cases[i]);
 }
 
 Test(http_request, keeps_returning_the_error_after_a_failure)
@@ -345,8 +346,7 @@ Test(http_request, keeps_returning_the_error_after_a_failure)
     size_t used = 0;
     seatd_req_t *r = NULL;
     cr_assert_eq(seatd_req_parser_feed(p, "BAD\r\n\r\n", 7, &used, &r), SEATD_EINVAL);
-    cr_assert_eq(seatd_req_parser_feed(p, "GET / HTTP/1.1\r\n\r\n", 18, &used, &r),
-                 SEATD_EINVAL);
+    cr_assert_eq(seatd_req_parser_feed(p, "GET / HTTP/1.1\r\n\r\n", 18, &used, &r), SEATD_EINVAL);
     cr_assert_null(r);
     seatd_req_parser_free(p);
 }

@@ -23,10 +23,10 @@
 
 /* ---- handlers ---------------------------------------------------------------------------- */
 
-static int finished_hooks;  /* on_finish calls */
-static int detached_seen;   /* async callbacks that found their request gone */
-static int async_started;   /* h_async calls */
-static int last_status;     /* the status of the last on_finish call */
+static int finished_hooks; /* on_finish calls */
+static int detached_seen;  /* async callbacks that found their request gone */
+static int async_started;  /* h_async calls */
+static int last_status;    /* the status of the last on_finish call */
 
 static int h_hello(seatd_req_t *r)
 {
@@ -120,8 +120,8 @@ static seatd_http_server_t *srv;
 static seatd_auth_t *auth;
 static int port;
 static char *user_token, *admin_token;
-static size_t fixture_budget;      /* opts.output_budget of the next start_server (0: default) */
-static unsigned fixture_idle_ms;   /* opts.idle_timeout_ms of the next start_server */
+static size_t fixture_budget;    /* opts.output_budget of the next start_server (0: default) */
+static unsigned fixture_idle_ms; /* opts.idle_timeout_ms of the next start_server */
 
 typedef void (*client_fn)(void *arg);
 typedef struct {
@@ -297,7 +297,8 @@ Test(http_server, runs_the_pipeline_route_auth_handler)
     cr_assert_eq(routes[4].stats.by_status[4], 1, "/fail: one 409");
 }
 
-/* ---- raw exchanges ---------------------------------------------------------------------------- */
+/* ---- raw exchanges ----------------------------------------------------------------------------
+ */
 
 typedef struct {
     const char *send;
@@ -371,15 +372,16 @@ Test(http_server, keeps_a_connection_alive_across_requests_and_http10_closes)
     free(x.got);
 }
 
-/* ---- detached requests ---------------------------------------------------------------------------- */
+/* ---- detached requests
+ * ---------------------------------------------------------------------------- */
 
 static void do_send_and_leave(void *arg)
 {
     (void)arg;
     size_t len = 0;
     /* Read for 10 ms only, then close while the handler's 200 ms timer is pending. */
-    char *got = seatd_test_http_raw("127.0.0.1", port, "GET /async?ms=200 HTTP/1.1\r\n\r\n", 31,
-                                    10, &len);
+    char *got =
+        seatd_test_http_raw("127.0.0.1", port, "GET /async?ms=200 HTTP/1.1\r\n\r\n", 31, 10, &len);
     free(got);
 }
 
@@ -410,7 +412,8 @@ Test(http_server, a_drain_waits_for_a_request_whose_client_left)
     cr_assert_eq(routes[5].stats.by_status[4], 1, "counted as 499");
 }
 
-/* ---- connection limit and drain ---------------------------------------------------------------------- */
+/* ---- connection limit and drain
+ * ---------------------------------------------------------------------- */
 
 static void *second_client(void *arg)
 {
@@ -428,8 +431,8 @@ static void do_limit(void *arg)
     pthread_t th;
     pthread_create(&th, NULL, second_client, arg);
     /* The first connection waits 300 ms for its answer while the second one arrives. */
-    out[0] = seatd_test_http_raw("127.0.0.1", port, "GET /async?ms=300 HTTP/1.1\r\n\r\n", 31,
-                                 1000, &len);
+    out[0] = seatd_test_http_raw("127.0.0.1", port, "GET /async?ms=300 HTTP/1.1\r\n\r\n", 31, 1000,
+                                 &len);
     pthread_join(th, NULL);
 }
 
@@ -484,10 +487,10 @@ Test(http_server, drains_in_flight_requests_then_calls_back)
 #define TEST_BUDGET (256u << 10)
 
 typedef struct {
-    int go[2];          /* the test writes one byte when the client may start reading */
-    int read_all;       /* read the answers after the go (else close without reading) */
-    int answers;        /* complete 200 answers read */
-    int ok;             /* connected and wrote every request */
+    int go[2];    /* the test writes one byte when the client may start reading */
+    int read_all; /* read the answers after the go (else close without reading) */
+    int answers;  /* complete 200 answers read */
+    int ok;       /* connected and wrote every request */
 } nonreader_t;
 
 /* A client with a small receive buffer that pipelines PIPELINED GET /big in one write and
@@ -613,7 +616,8 @@ Test(http_server, queues_at_most_its_output_budget_for_a_pipelining_client_that_
     seatd_http_server_stats_t st;
     seatd_http_server_get_stats(srv, &st);
     int served_unread = big_served;
-    fprintf(stderr, "http output budget: %d of %d pipelined answers built for a client that "
+    fprintf(stderr,
+            "http output budget: %d of %d pipelined answers built for a client that "
             "reads nothing, peak queued %zu bytes (budget %u)\n",
             served_unread, PIPELINED, st.output_peak, TEST_BUDGET);
     /* At most the high-water mark (half the budget) plus one answer in flight. */

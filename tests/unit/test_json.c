@@ -12,7 +12,8 @@
 static seatd_req_t *req_with_body(const char *ctype, const char *body)
 {
     char raw[4096];
-    int n = snprintf(raw, sizeof(raw), "POST /v1/x HTTP/1.1\r\nHost: x\r\n%s%s%sContent-Length: %zu"
+    int n = snprintf(raw, sizeof(raw),
+                     "POST /v1/x HTTP/1.1\r\nHost: x\r\n%s%s%sContent-Length: %zu"
                      "\r\n\r\n%s",
                      ctype ? "Content-Type: " : "", ctype ? ctype : "", ctype ? "\r\n" : "",
                      strlen(body), body);
@@ -194,8 +195,11 @@ Test(json, get_string_array_reads_seat_ids)
     struct {
         const char *name;
         int err;
-    } bad[] = {{"mixed", SEATD_EINVAL}, {"notarr", SEATD_EINVAL}, {"absent", SEATD_EINVAL},
-               {"many", SEATD_EINVAL},  {"longs", SEATD_EINVAL}};
+    } bad[] = {{"mixed", SEATD_EINVAL},
+               {"notarr", SEATD_EINVAL},
+               {"absent", SEATD_EINVAL},
+               {"many", SEATD_EINVAL},
+               {"longs", SEATD_EINVAL}};
     for (size_t i = 0; i < 5; i++) {
         r = req_with_body("application/json", "{}");
         cr_assert_eq(seatd_json_get_string_array_or_reply(r, o, bad[i].name, 2, 5, &arr, &n),

@@ -46,7 +46,8 @@ Test(log, an_unbatched_line_is_written_at_once_as_one_json_object)
     seatd_log(SEATD_LOG_INFO, "r1", "hello \"you\"", "\"n\":%d", 7);
     const char *out = written();
     cr_assert(strncmp(out, "{\"ts\":\"", 7) == 0, "%s", out);
-    cr_assert(strstr(out, "\"req\":\"r1\",\"msg\":\"hello \\\"you\\\"\",\"n\":7}\n") != NULL, "%s", out);
+    cr_assert(strstr(out, "\"req\":\"r1\",\"msg\":\"hello \\\"you\\\"\",\"n\":7}\n") != NULL, "%s",
+              out);
 }
 
 Test(log, batched_info_lines_wait_for_a_flush_and_a_warning_flushes_them_first)

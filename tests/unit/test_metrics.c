@@ -15,7 +15,9 @@ static int handler(seatd_req_t *r)
 Test(metrics, renders_route_stats_counters_and_histograms)
 {
     seatd_route_t routes[] = {
-        {.method = "POST", .pattern = "/v1/shows/{id}/holds", .name = "holds_create",
+        {.method = "POST",
+         .pattern = "/v1/shows/{id}/holds",
+         .name = "holds_create",
          .handler = handler},
         {.method = "GET", .pattern = "/healthz", .name = "healthz", .handler = handler},
     };
@@ -33,10 +35,11 @@ Test(metrics, renders_route_stats_counters_and_histograms)
         strstr(b.data, "seatd_http_requests_total{route=\"holds_create\",code=\"2xx\"} 1\n"));
     cr_assert_not_null(
         strstr(b.data, "seatd_http_requests_total{route=\"holds_create\",code=\"4xx\"} 1\n"));
+    cr_assert_not_null(
+        strstr(b.data, "seatd_http_request_duration_seconds_count{route=\"holds_create\"} 2\n"));
     cr_assert_not_null(strstr(
-        b.data, "seatd_http_request_duration_seconds_count{route=\"holds_create\"} 2\n"));
-    cr_assert_not_null(strstr(
-        b.data, "seatd_http_request_duration_seconds_bucket{route=\"holds_create\",le=\"+Inf\"} 2\n"));
+        b.data,
+        "seatd_http_request_duration_seconds_bucket{route=\"holds_create\",le=\"+Inf\"} 2\n"));
     /* A route nobody called has no histogram lines. */
     cr_assert_null(strstr(b.data, "duration_seconds_count{route=\"healthz\"}"));
     cr_assert_not_null(strstr(b.data, "seatd_holds_total{outcome=\"created\"} 1\n"));

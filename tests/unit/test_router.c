@@ -92,10 +92,10 @@ Test(router, answers_no_route_for_unknown_paths)
 {
     seatd_route_match_t m;
     const char *paths[] = {"/v1/nope", "/v1/shows/", "/v1/shows/42/holds/x", "/", "",
-                           "v1/shows", "/v1//42", "/v1/shows//holds"};
+                           "v1/shows", "/v1//42",    "/v1/shows//holds"};
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
-        cr_assert_eq(seatd_router_match(table, N, "GET", paths[i], &m), SEATD_ENOROUTE,
-                     "path '%s'", paths[i]);
+        cr_assert_eq(seatd_router_match(table, N, "GET", paths[i], &m), SEATD_ENOROUTE, "path '%s'",
+                     paths[i]);
 }
 
 Test(router, percent_decodes_parameters)
@@ -166,8 +166,8 @@ Test(router, stats_count_status_classes_and_cumulative_latency)
     cr_assert_eq(s.by_status[2], 1);
     cr_assert_eq(s.by_status[4], 1);
     cr_assert_eq(s.by_status[5], 1);
-    cr_assert_eq(s.latency_buckets[0], 1);                          /* <= 0.5 ms */
-    cr_assert_eq(s.latency_buckets[3], 2);                          /* <= 5 ms */
+    cr_assert_eq(s.latency_buckets[0], 1);                         /* <= 0.5 ms */
+    cr_assert_eq(s.latency_buckets[3], 2);                         /* <= 5 ms */
     cr_assert_eq(s.latency_buckets[SEATD_LATENCY_BUCKETS - 1], 2); /* <= 5 s; 10 s is +Inf */
     cr_assert_float_eq(s.latency_sum_s, 10.0034, 1e-9);
     for (int i = 1; i < SEATD_LATENCY_BUCKETS; i++)

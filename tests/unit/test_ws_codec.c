@@ -22,10 +22,10 @@ typedef struct {
 static const key_case_t key_cases[] = {
     {"dGhlIHNhbXBsZSBub25jZQ==", 1},
     {"AAAAAAAAAAAAAAAAAAAAAA==", 1},
-    {"dGhlIHNhbXBsZSBub25jZQ", 0},   /* no padding */
-    {"dGhlIHNhbXBsZSBub25jZQ=", 0},  /* 23 characters */
+    {"dGhlIHNhbXBsZSBub25jZQ", 0},    /* no padding */
+    {"dGhlIHNhbXBsZSBub25jZQ=", 0},   /* 23 characters */
     {"dGhlIHNhbXBsZSBub25jZQ===", 0}, /* 25 characters */
-    {"dGhl!HNhbXBsZSBub25jZQ==", 0}, /* not base64 */
+    {"dGhl!HNhbXBsZSBub25jZQ==", 0},  /* not base64 */
     {"", 0},
 };
 

@@ -52,20 +52,20 @@
 #define CURRENCY "EUR"
 
 typedef struct {
-    seatd_req_t *r;              /* NULL once nobody waits for the answer: the work goes on */
-    seatd_app_t *app;            /* borrowed */
-    cJSON *body;                 /* owned */
+    seatd_req_t *r;   /* NULL once nobody waits for the answer: the work goes on */
+    seatd_app_t *app; /* borrowed */
+    cJSON *body;      /* owned */
     char hold_id[SEATD_ID_MAX];
     char show_id[SEATD_ID_MAX];
     char booking_id[SEATD_ID_MAX];
-    char method[65];             /* payment token, e.g. "tok_ok" */
-    char *seat_csv;              /* owned: the hold's seats */
-    cJSON *tiers;                /* owned: the show's price tiers */
-    long long amount;            /* minor units */
+    char method[65];  /* payment token, e.g. "tok_ok" */
+    char *seat_csv;   /* owned: the hold's seats */
+    cJSON *tiers;     /* owned: the show's price tiers */
+    long long amount; /* minor units */
     char charge_id[64];
     char decline[64];
     char refund_key[SEATD_ID_MAX + 8];
-    uint64_t wait_until;         /* loop ms: a retry waits for the first payment until then */
+    uint64_t wait_until;          /* loop ms: a retry waits for the first payment until then */
     char hold_ctr[SEATD_KEY_MAX]; /* the per-hold decline counter */
     char user_ctr[SEATD_KEY_MAX]; /* the per-user decline counter */
     int ctrs_taken;               /* counters holding one attempt of this request (0..2) */
@@ -161,8 +161,8 @@ static void counters_give(book_op_t *op)
 static cJSON *booking_to_json(const seatd_config_t *cfg, const seatd_store_result_t *res)
 {
     cJSON *o = cJSON_CreateObject();
-    static const char *strings[] = {"bookingId", "status", "holdId", "showId", "currency",
-                                    "paymentRef", "reason", "refundStatus"};
+    static const char *strings[] = {"bookingId", "status",     "holdId", "showId",
+                                    "currency",  "paymentRef", "reason", "refundStatus"};
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
         const char *v = seatd_store_get(res, strings[i], NULL);
         if (v && v[0])
@@ -355,9 +355,9 @@ static void on_refund(const seatd_payment_result_t *res, void *data)
 {
     book_op_t *op = data;
     step_end(op);
-    int approved = res->outcome == SEATD_PAY_APPROVED ||
-                   (res->outcome == SEATD_PAY_DECLINED &&
-                    strcmp(res->code, "charge_already_refunded") == 0);
+    int approved =
+        res->outcome == SEATD_PAY_APPROVED ||
+        (res->outcome == SEATD_PAY_DECLINED && strcmp(res->code, "charge_already_refunded") == 0);
     if (!approved) {
         /* Still owed and on record (PENDING_PAYMENT, or FAILED in {s}:refunds):
          * reconciliation refunds it by the same key. */
@@ -838,8 +838,8 @@ static void on_cancelled(const seatd_store_result_t *res, void *data)
          * refund (same key, same body) and refunds nothing more. */
         seatd_reconcile_hint(app->rds, op->show_id);
         snprintf(op->key, sizeof(op->key), "cancel-%s", op->booking_id);
-        if (seatd_payment_refund(app->payment, op->key, ref, refund, "cancelled",
-                                 on_cancel_refund, op) == 0) {
+        if (seatd_payment_refund(app->payment, op->key, ref, refund, "cancelled", on_cancel_refund,
+                                 op) == 0) {
             if (op->r)
                 seatd_req_hold(op->r);
             return;

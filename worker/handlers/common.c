@@ -177,8 +177,8 @@ static seatd_layout_t *layout_from_result(const seatd_store_result_t *res)
     cJSON *doc = text ? cJSON_Parse(text) : NULL;
     seatd_layout_t *l = NULL;
     char why[128];
-    if (doc && seatd_layout_from_json(cJSON_GetObjectItemCaseSensitive(doc, "seats"), NULL, &l,
-                                      why, sizeof(why)) < 0)
+    if (doc && seatd_layout_from_json(cJSON_GetObjectItemCaseSensitive(doc, "seats"), NULL, &l, why,
+                                      sizeof(why)) < 0)
         l = NULL;
     cJSON_Delete(doc);
     return l;
@@ -209,10 +209,9 @@ static void on_layout(const seatd_store_result_t *res, void *data)
             if (w->fail)
                 w->fail(w->ctx);
         } else if (cached == NULL) {
-            seatd_req_finish_problem(w->r, l ? SEATD_EOVERLOAD : SEATD_EINTERNAL,
-                                     l ? "too many shows read at once, retry"
-                                       : "the stored layout is unreadable",
-                                     NULL);
+            seatd_req_finish_problem(
+                w->r, l ? SEATD_EOVERLOAD : SEATD_EINTERNAL,
+                l ? "too many shows read at once, retry" : "the stored layout is unreadable", NULL);
             if (w->fail)
                 w->fail(w->ctx);
         } else {

@@ -31,11 +31,11 @@
 
 typedef struct {
     seatd_req_t *r;
-    cJSON *body;           /* owned; 'ids' and 'idem' point into it */
-    const char **ids;      /* owned array of borrowed strings */
+    cJSON *body;      /* owned; 'ids' and 'idem' point into it */
+    const char **ids; /* owned array of borrowed strings */
     size_t nids;
-    const char *idem;      /* borrowed: header or body; may be NULL */
-    char idem_copy[160];   /* the header value outlives nothing, so keep a copy */
+    const char *idem;    /* borrowed: header or body; may be NULL */
+    char idem_copy[160]; /* the header value outlives nothing, so keep a copy */
     char show_id[SEATD_ID_MAX];
     char hold_id[SEATD_ID_MAX]; /* the id sent to Redis, for the compensation of a 5xx */
 } hold_op_t;
@@ -296,7 +296,7 @@ static void on_hold(const seatd_store_result_t *res, void *data)
         return;
     }
     if (res->err) {
-        seatd_metrics_inc(res->err == SEATD_ECONFLICT        ? SEATD_METRIC_HOLD_CONFLICT
+        seatd_metrics_inc(res->err == SEATD_ECONFLICT             ? SEATD_METRIC_HOLD_CONFLICT
                           : seatd_err_http_status(res->err) < 500 ? SEATD_METRIC_HOLD_REJECTED
                                                                   : SEATD_METRIC_HOLD_ERROR);
         seatd__reply_store_error(r, res);
@@ -328,8 +328,7 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
     if (rc < 0) {
         char msg[128];
         if (rc == SEATD_ETOOMANY)
-            snprintf(msg, sizeof(msg), "at most %lld seats per hold",
-                     app->cfg->max_seats_per_hold);
+            snprintf(msg, sizeof(msg), "at most %lld seats per hold", app->cfg->max_seats_per_hold);
         else if (rc == SEATD_EEMPTY)
             snprintf(msg, sizeof(msg), "'seatIds' must name at least one seat");
         else if (rc == SEATD_EUNKNOWNSEAT)

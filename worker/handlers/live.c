@@ -21,8 +21,8 @@
 #include "ws_codec.h"
 
 typedef struct {
-    long long since;    /* ?since=, or -1 */
-    char key[32];       /* Sec-WebSocket-Key (24 characters when valid) */
+    long long since; /* ?since=, or -1 */
+    char key[32];    /* Sec-WebSocket-Key (24 characters when valid) */
 } ws_op_t;
 
 static void ws_op_free(void *ctx)
@@ -33,8 +33,8 @@ static void ws_op_free(void *ctx)
 static void ws_upgrade(seatd_req_t *r, const struct seatd_layout_s *l, void *ctx)
 {
     ws_op_t *op = ctx;
-    int rc = seatd_live_accept(seatd__app(r)->live, r, seatd_req_param(r, "id"), l, op->key,
-                               op->since);
+    int rc =
+        seatd_live_accept(seatd__app(r)->live, r, seatd_req_param(r, "id"), l, op->key, op->since);
     if (rc < 0)
         seatd_req_finish_problem(r, rc, NULL, NULL);
     free(op);
@@ -66,8 +66,8 @@ int seatd_handle_live_ws(seatd_req_t *r)
     if (seatd_ws_check_upgrade(seatd_req_header(r, "upgrade"), seatd_req_header(r, "connection"),
                                seatd_req_header(r, "sec-websocket-version"), key) < 0) {
         seatd_req_add_header(r, "Sec-WebSocket-Version", "13");
-        seatd_req_finish_problem(r, SEATD_EINVAL,
-                                 "a WebSocket upgrade (version 13) is required", NULL);
+        seatd_req_finish_problem(r, SEATD_EINVAL, "a WebSocket upgrade (version 13) is required",
+                                 NULL);
         return 0;
     }
     ws_op_t *op = seatd_calloc(1, sizeof(*op));

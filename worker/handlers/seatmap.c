@@ -84,9 +84,9 @@ static void on_read(const seatd_store_result_t *res, void *data)
     size_t held_len = 0, booked_len = 0;
     const char *held = seatd_store_get(res, "held", &held_len);
     const char *booked = seatd_store_get(res, "booked", &booked_len);
-    seatd_seatmap_t *m = seatd_seatmap_put(
-        id, seatd_store_get_int(res, "version", 0), (size_t)seatd_store_get_int(res, "seatCount", 0),
-        held, held_len, booked, booked_len, seatd_seatmap_now_ms());
+    seatd_seatmap_t *m = seatd_seatmap_put(id, seatd_store_get_int(res, "version", 0),
+                                           (size_t)seatd_store_get_int(res, "seatCount", 0), held,
+                                           held_len, booked, booked_len, seatd_seatmap_now_ms());
     const seatd_layout_t *l = NULL;
     if (op->kind == MAP_STATUS && (l = seatd_layout_cache_get(id)) == NULL) {
         /* Evicted by other shows' layouts while Redis answered: rare, and honest to say. */
@@ -136,8 +136,7 @@ static map_op_t *map_op_or_reply(seatd_req_t *r, map_kind_t kind, int *rc)
     if (v) {
         char *end = NULL;
         min_version = strtoll(v, &end, 10);
-        if (v[0] < '0' || v[0] > '9' || *end != '\0' || min_version < 0 ||
-            strlen(v) > 18) {
+        if (v[0] < '0' || v[0] > '9' || *end != '\0' || min_version < 0 || strlen(v) > 18) {
             seatd_req_finish_problem(r, SEATD_EINVAL,
                                      "query parameter 'minVersion' must be a non-negative integer "
                                      "(the version of your own hold, release or booking)",

@@ -252,11 +252,11 @@ int seatd_handle_shows_get(seatd_req_t *r)
 
 typedef struct {
     seatd_req_t *r;
-    cJSON *body;             /* owned: the parsed request */
-    seatd_layout_t *layout;  /* owned until cached */
-    char *tiers_json;        /* owned */
-    char *extra_json;        /* owned, may be NULL */
-    const char *title;       /* borrowed from 'body' */
+    cJSON *body;            /* owned: the parsed request */
+    seatd_layout_t *layout; /* owned until cached */
+    char *tiers_json;       /* owned */
+    char *extra_json;       /* owned, may be NULL */
+    const char *title;      /* borrowed from 'body' */
     int64_t starts_at_ms;
     int64_t hold_ttl_ms;
     int64_t sales_close_ms; /* 0: sales close at starts_at_ms */
