@@ -34,7 +34,7 @@
  * connection dies runs to completion (a request outlives its client): the server keeps it,
  * and its finish writes nothing but is logged and counted as status 499 with
  * "outcome":"client_gone" and the status it would have answered; a drain waits for such
- * requests (up to a second drain timeout).
+ * requests however long they take (each of their steps has its own deadline).
  *
  * The upgrade seam (WebSocket): a handler that accepts an upgrade calls
  * seatd_req_take_connection(). The request is finished as status 101 (logged, counted, the

@@ -39,7 +39,7 @@ static void entry_clear(seatd_seatmap_t *e)
 seatd_seatmap_t *seatd_seatmap_get(const char *show_id, long long min_version)
 {
     seatd_seatmap_t *e = find(show_id);
-    if (e == NULL || e->version < min_version ||
+    if (e == NULL || e->version < min_version || e->version < e->floor ||
         seatd_seatmap_now_ms() - e->read_at_ms >= SEATD_SEATMAP_FRESH_MS)
         return NULL;
     return e;
@@ -53,36 +53,53 @@ static unsigned char *copy_bytes(const void *p, size_t len)
     return c;
 }
 
+/* The slot of 'show_id': its own, else a free one, else the one read longest ago (cleared,
+ * with no read kept). */
+static seatd_seatmap_t *slot_for(const char *show_id)
+{
+    seatd_seatmap_t *e = find(show_id);
+    if (e)
+        return e;
+    e = &slots[0];
+    for (int i = 1; i < SEATD_SEATMAP_SLOTS && e->show_id[0]; i++)
+        if (!slots[i].show_id[0] || slots[i].read_at_ms < e->read_at_ms)
+            e = &slots[i];
+    entry_clear(e);
+    snprintf(e->show_id, sizeof(e->show_id), "%s", show_id);
+    e->version = -1;
+    e->read_at_ms = INT64_MIN / 2;
+    return e;
+}
+
 seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_t seat_count,
                                    const void *held, size_t held_len, const void *booked,
                                    size_t booked_len, int64_t read_at_ms)
 {
-    seatd_seatmap_t *e = find(show_id);
-    if (e && e->version > version)
-        return e;    /* a newer read already landed: keep it */
-    if (e == NULL) { /* a free slot, else the one read longest ago */
-        e = &slots[0];
-        for (int i = 1; i < SEATD_SEATMAP_SLOTS && e->show_id[0]; i++)
-            if (!slots[i].show_id[0] || slots[i].read_at_ms < e->read_at_ms)
-                e = &slots[i];
-    }
+    seatd_seatmap_t *e = slot_for(show_id);
+    if (e->version > version)
+        return e; /* a newer read already landed: keep it */
+    long long floor = e->floor;
     entry_clear(e);
     snprintf(e->show_id, sizeof(e->show_id), "%s", show_id);
+    e->floor = floor;
     e->version = version;
     e->seat_count = seat_count;
     e->held = copy_bytes(held, held ? held_len : 0);
     e->held_len = held ? held_len : 0;
     e->booked = copy_bytes(booked, booked ? booked_len : 0);
     e->booked_len = booked ? booked_len : 0;
-    e->read_at_ms = read_at_ms;
+    /* A read that started before a change this worker made and answered since (the floor)
+     * still answers its own request, but is never served from here. */
+    e->read_at_ms = version >= floor ? read_at_ms : INT64_MIN / 2;
     return e;
 }
 
-void seatd_seatmap_invalidate(const char *show_id)
+void seatd_seatmap_invalidate(const char *show_id, long long version)
 {
-    seatd_seatmap_t *e = find(show_id);
-    if (e)
-        e->read_at_ms = INT64_MIN / 2; /* stale; its slot is reused first */
+    seatd_seatmap_t *e = slot_for(show_id);
+    if (version > e->floor)
+        e->floor = version;
+    e->read_at_ms = INT64_MIN / 2; /* stale; its slot is reused first */
 }
 
 void seatd_seatmap_clear(void)

@@ -16,7 +16,7 @@
  * Freshness: an entry is served for SEATD_SEATMAP_FRESH_MS after its Redis read, and never to
  * a request that asks for a newer version than it holds (?minVersion=N: read-your-writes for
  * a client that passes the version of its own hold, release or booking answer). A change made
- * through this worker invalidates its entry at once.
+ * through this worker invalidates its entry at once, with a floor at the change's version.
  *
  * Pure memory: no I/O. Not thread-safe (one loop per process).
  */
@@ -35,7 +35,8 @@ struct seatd_layout_s;
 
 typedef struct seatd_seatmap_s {
     char show_id[SEATD_ID_MAX]; /* "" when the slot is free */
-    long long version;
+    long long version;          /* -1: no read kept (only a floor) */
+    long long floor; /* a change this worker made reached this version: never serve older */
     size_t seat_count;
     unsigned char *held, *booked; /* owned copies of the bitmaps as Redis stores them */
     size_t held_len, booked_len;
@@ -64,8 +65,10 @@ seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_
                                    const void *held, size_t held_len, const void *booked,
                                    size_t booked_len, int64_t read_at_ms);
 
-/* Forgets the cached status of 'show_id' (after a change this worker made itself). */
-void seatd_seatmap_invalidate(const char *show_id);
+/* Forgets the cached status of 'show_id' after a change this worker made itself, which
+ * Redis answered with 'version': nothing older is served from here again, not even a read
+ * that was already in flight when the change was made. */
+void seatd_seatmap_invalidate(const char *show_id, long long version);
 
 /* Frees every entry (tests, shutdown). */
 void seatd_seatmap_clear(void);

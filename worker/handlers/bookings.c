@@ -429,7 +429,7 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
         return;
     }
     seatd_metrics_inc(SEATD_METRIC_BOOKING_CONFIRMED);
-    seatd_seatmap_invalidate(op->show_id);
+    seatd_seatmap_invalidate(op->show_id, seatd_store_get_int(res, "version", 0));
     answer_with_booking(op);
 }
 
@@ -549,7 +549,9 @@ static void on_user_counter(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     step_end(op);
-    if (op->r == NULL || res->err) { /* the hold's attempt is given back, nothing began */
+    if (op->r == NULL || res->err) { /* every attempt taken is given back, nothing began */
+        if (!res->err && seatd_store_get_int(res, "ok", 0) == 1)
+            op->ctrs_taken = 2; /* the user's counter took one too */
         counters_give(op);
         if (op->r)
             seatd__reply_store_error(op->r, res);
@@ -699,7 +701,7 @@ int seatd_handle_bookings_create(seatd_req_t *r)
         return 0;
     }
     /* One booking per hold is the idempotency of this route: a retry with the same hold
-     * finds the booking book_begin already made. The key is validated and logged only. */
+     * finds the booking book_begin already made. The key is validated, and nothing else. */
     if (seatd_keys_parse_id(hold_id, 'h', op->show_id) < 0) {
         book_op_free(op);
         return SEATD_ENOTFOUND;
@@ -828,7 +830,7 @@ static void on_cancelled(const seatd_store_result_t *res, void *data)
         free(op);
         return;
     }
-    seatd_seatmap_invalidate(op->show_id);
+    seatd_seatmap_invalidate(op->show_id, seatd_store_get_int(res, "version", 0));
     seatd_app_t *app = op->app;
     const char *rs = seatd_store_get(res, "refundStatus", NULL);
     const char *ref = seatd_store_get(res, "paymentRef", NULL);

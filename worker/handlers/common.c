@@ -312,11 +312,3 @@ int seatd__idempotency_key_check(seatd_json_check_t *v, seatd_req_t *r, const ch
     *out = hdr ? hdr : body_key;
     return 0;
 }
-
-int seatd__idempotency_key_or_reply(seatd_req_t *r, const char *body_key, const char **out)
-{
-    seatd_json_check_t v;
-    seatd_json_check_init(&v);
-    seatd__idempotency_key_check(&v, r, body_key, out);
-    return seatd_json_check_done_or_reply(&v, r);
-}

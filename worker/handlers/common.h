@@ -56,11 +56,10 @@ void seatd__json_add_time(void *obj, const char *name, int64_t ms);
 void seatd__json_add_csv_array(void *obj, const char *name, const char *csv);
 
 /* The idempotency key of 'r': the Idempotency-Key header or the body's field 'body_key'
- * (string, may be NULL). Answers 400 and returns a negative code if both are given and
- * differ, or if the key is malformed; '*out' may be NULL (none given). */
-int seatd__idempotency_key_or_reply(seatd_req_t *r, const char *body_key, const char **out);
-/* As above, recording a bad key in 'v' (field "Idempotency-Key" or "idempotencyKey") instead
- * of answering; '*out' is NULL then. */
+ * (string, may be NULL); '*out' is NULL when none was given. A malformed key, or a header and
+ * a field that differ, is recorded in 'v' (field "Idempotency-Key" or "idempotencyKey") and
+ * '*out' is NULL then. '*out' may point into a per-thread buffer that the next call
+ * overwrites: copy it to keep it. */
 struct seatd_json_check_s;
 int seatd__idempotency_key_check(struct seatd_json_check_s *v, seatd_req_t *r, const char *body_key,
                                  const char **out);

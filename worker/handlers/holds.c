@@ -304,7 +304,7 @@ static void on_hold(const seatd_store_result_t *res, void *data)
         return;
     }
     int replayed = seatd_store_get_int(res, "replayed", 0) == 1;
-    seatd_seatmap_invalidate(op->show_id);
+    seatd_seatmap_invalidate(op->show_id, seatd_store_get_int(res, "version", 0));
     seatd_metrics_inc(replayed ? SEATD_METRIC_HOLD_REPLAYED : SEATD_METRIC_HOLD_CREATED);
     cJSON *o = hold_to_json(res);
     cJSON_AddNumberToObject(o, "version", (double)seatd_store_get_int(res, "version", 0));
@@ -441,7 +441,7 @@ static void on_release(const seatd_store_result_t *res, void *data)
     seatd_metrics_inc(SEATD_METRIC_HOLD_RELEASED);
     char show[SEATD_ID_MAX];
     if (seatd_keys_parse_id(seatd_req_param(r, "id"), 'h', show) == 0)
-        seatd_seatmap_invalidate(show);
+        seatd_seatmap_invalidate(show, seatd_store_get_int(res, "version", 0));
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "holdId", seatd_store_get(res, "holdId", NULL) ?: "");
     cJSON_AddStringToObject(o, "status", seatd_store_get(res, "status", NULL) ?: "RELEASED");
