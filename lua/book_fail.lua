@@ -34,7 +34,7 @@ local function book_fail(keys, args)
             redis.call('HSET', bk, 'refund', late, 'refundRef', args[4] or '',
                 'refundStatus', 'succeeded', 'reason', (b.reason or '') .. '+charged_late_refunded')
         end
-        if late and late ~= '' then
+        if late and tonumber(late) and tonumber(late) >= 0 then -- recorded (now or before)
             redis.call('ZREM', p .. ':refunds', booking_id)
         end
         return {'bookingId', booking_id, 'status', 'FAILED',

@@ -105,6 +105,12 @@ local function hold(keys, args)
                 return fail('IDEM_MISMATCH', idem)
             end
             r.replayed = '1'
+            -- A client now has this hold: a compensation of an earlier 5xx answer for it
+            -- (release_unclaimed) must leave it alone.
+            local hk = p .. ':hold:' .. (r.holdId or '')
+            if redis.call('EXISTS', hk) == 1 then
+                redis.call('HSET', hk, 'claimed', '1')
+            end
             return reply_fields(r, HOLD_FIELDS)
         end
     end

@@ -4,6 +4,8 @@ release.lua - seatd_release: the owner gives a HELD hold back; its seats become 
   KEYS[1]  {s:<id>}:meta
   ARGV[1]  hold id
   ARGV[2]  owner
+  ARGV[3]  optional "unclaimed": refuse (STATE CLAIMED, nothing changes) a hold that an
+           idempotent replay already gave to a client (hold.lua marks it "claimed")
   Returns  {"holdId", id, "status", "RELEASED", "version", v}; releasing again answers the same
   Errors   NOTFOUND (missing, or another owner's), STATE <status> (PENDING_PAYMENT, BOOKED),
            EXPIRED (the deadline passed first)
@@ -33,6 +35,9 @@ local function release(keys, args)
     end
     if h.status ~= 'HELD' then
         return fail_flush(p, changes, 'STATE', h.status)
+    end
+    if args[3] == 'unclaimed' and h.claimed == '1' then
+        return fail_flush(p, changes, 'STATE', 'CLAIMED')
     end
 
     ------------------------------------------------------------------ effects (cannot fail)

@@ -788,9 +788,9 @@ int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_
     return rc;
 }
 
-/* hold_get and release: (hold id, owner). */
+/* hold_get and release: (hold id, owner[, mode]); 'mode' may be NULL. */
 static int hold_owner_call(seatd_store_t *st, const char *fn, const char *hold_id,
-                           const char *owner, seatd_store_cb cb, void *data)
+                           const char *owner, const char *mode, seatd_store_cb cb, void *data)
 {
     char key[SEATD_KEY_MAX];
     int rc = meta_of_id(key, hold_id, 'h');
@@ -798,20 +798,26 @@ static int hold_owner_call(seatd_store_t *st, const char *fn, const char *hold_i
         return rc;
     if (!seatd_keys_valid_sub(owner))
         return SEATD_EBADID;
-    const char *args[2] = {hold_id, owner};
-    return fcall(op_new(st, cb, data), fn, key, 2, args, NULL, on_reply);
+    const char *args[3] = {hold_id, owner, mode};
+    return fcall(op_new(st, cb, data), fn, key, mode ? 3 : 2, args, NULL, on_reply);
 }
 
 int seatd_store_hold_get(seatd_store_t *st, const char *hold_id, const char *owner,
                          seatd_store_cb cb, void *data)
 {
-    return hold_owner_call(st, "seatd_hold_get", hold_id, owner, cb, data);
+    return hold_owner_call(st, "seatd_hold_get", hold_id, owner, NULL, cb, data);
 }
 
 int seatd_store_release(seatd_store_t *st, const char *hold_id, const char *owner,
                         seatd_store_cb cb, void *data)
 {
-    return hold_owner_call(st, "seatd_release", hold_id, owner, cb, data);
+    return hold_owner_call(st, "seatd_release", hold_id, owner, NULL, cb, data);
+}
+
+int seatd_store_release_unclaimed(seatd_store_t *st, const char *hold_id, const char *owner,
+                                  seatd_store_cb cb, void *data)
+{
+    return hold_owner_call(st, "seatd_release", hold_id, owner, "unclaimed", cb, data);
 }
 
 /* ---------------------------------------------------------------------- bookings */

@@ -142,6 +142,11 @@ SEATD_MUSTCHECK int seatd_store_hold_get(seatd_store_t *st, const char *hold_id,
  * Errors: NOTFOUND, STATE (paying or booked), EXPIRED. Releasing twice answers the same. */
 SEATD_MUSTCHECK int seatd_store_release(seatd_store_t *st, const char *hold_id, const char *owner,
                                         seatd_store_cb cb, void *data);
+/* As release, unless a client has already been answered this hold by an idempotent replay
+ * (the hold is "claimed"): then STATE CLAIMED and nothing changes. The compensation of a hold
+ * answered 5xx uses it, so a buyer whose retry got the hold keeps it. */
+SEATD_MUSTCHECK int seatd_store_release_unclaimed(seatd_store_t *st, const char *hold_id,
+                                                  const char *owner, seatd_store_cb cb, void *data);
 
 /* book_begin: HELD -> PENDING_PAYMENT; one live booking per hold (a repeat answers the same
  * booking with replayed=1); seat keys extended to cover 'payment_window_ms'.

@@ -93,3 +93,48 @@ Test(lua_release, refuses_a_hold_that_is_paying_or_expired)
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
 }
+
+/* The compensation of a hold answered 5xx releases it only if no client has it yet: once a
+ * retry with the same idempotency key was answered the hold (a replay), it stays. */
+Test(lua_release, a_hold_a_replay_gave_to_its_buyer_is_not_released_by_compensation)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats4, 60000), 0);
+    const char *a1[] = {"A1", NULL}, *a2[] = {"A2", NULL};
+    char unseen[SEATD_ID_MAX], replayed[SEATD_ID_MAX];
+
+    /* Never replayed: compensation releases it. */
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", a1, 0, 0, "k-1"), 0);
+    snprintf(unseen, sizeof(unseen), "%s", th_get(&r, "holdId"));
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r,
+                  seatd_store_release_unclaimed(t.store, unseen, "alice", th_on_result, &r)),
+        0, "err %d", r.err);
+    cr_assert_str_eq(th_get(&r, "status"), "RELEASED");
+
+    /* Replayed to its buyer: compensation refuses, nothing changes. */
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", a2, 0, 0, "k-2"), 0);
+    snprintf(replayed, sizeof(replayed), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", a2, 0, 0, "k-2"), 0);
+    cr_assert_str_eq(th_get(&r, "replayed"), "1");
+    cr_assert_str_eq(th_get(&r, "holdId"), replayed);
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r,
+                  seatd_store_release_unclaimed(t.store, replayed, "bob", th_on_result, &r)),
+        SEATD_ESTATE);
+    redisContext *c = seatd_test_redis_connect();
+    char v[128];
+    cr_assert_eq(th_str(c, v, sizeof(v), "GET {s:1}:seat:A2"), 1);
+    cr_assert_str_eq(v, replayed, "bob still holds A2");
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:hold:%s status", replayed), 1);
+    cr_assert_str_eq(v, "HELD");
+    redisFree(c);
+    /* The owner's own release still works. */
+    cr_assert_eq(th_release(&t, &r, replayed, "bob"), 0);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}

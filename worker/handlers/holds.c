@@ -75,8 +75,9 @@ static cJSON *hold_to_json(const seatd_store_result_t *res)
  * again, releases that hold if it exists, then deletes the hold's idempotency record so that
  * a retry with the same key gets a fresh answer instead of a replay of the released hold.
  * A NOTFOUND is checked once more COMP_ABSENT_RECHECK_MS later (a command still buffered in
- * an old connection to a woken Redis lands within its first event-loop turns). A hold that is
- * paying or booked by then (the buyer found it through a replay) is kept.
+ * an old connection to a woken Redis lands within its first event-loop turns). A hold that a
+ * retry with the same idempotency key was answered (a replay marks it claimed), or that is
+ * paying or booked by then, is kept: the buyer has it.
  *
  * One queue per worker process, processed one entry at a time with backoff while Redis is
  * unavailable (COMP_BACKOFF_MIN_MS doubling to COMP_BACKOFF_MAX_MS), bounded at COMP_MAX
@@ -196,6 +197,9 @@ static void on_comp_release(const seatd_store_result_t *res, void *data)
     comp.busy = 0;
     (void)data;
     if (!res->err || res->err == SEATD_EEXPIRED) {
+        char show[SEATD_ID_MAX];
+        if (!res->err && seatd_keys_parse_id(e->hold_id, 'h', show) == 0)
+            seatd_seatmap_invalidate(show, seatd_store_get_int(res, "version", 0));
         e->released = 1;
         if (e->idem_key) {
             comp_delete_idem();
@@ -240,7 +244,7 @@ static void comp_run(uv_timer_t *t)
         comp_delete_idem();
         return;
     }
-    int rc = seatd_store_release(app->store, e->hold_id, e->owner, on_comp_release, NULL);
+    int rc = seatd_store_release_unclaimed(app->store, e->hold_id, e->owner, on_comp_release, NULL);
     if (rc == SEATD_ESHUTDOWN) {
         comp_pop(SEATD_METRIC_HOLD_COMP_DROPPED, "dropped");
         return;
