@@ -21,6 +21,7 @@
 
 #include "app.h"
 #include "auth.h"
+#include "child_exit.h"
 #include "config.h"
 #include "handlers/handlers.h"
 #include "http_client.h"
@@ -102,7 +103,7 @@ static void out_child_main(int fd, int redis_port)
     uv_run(app->loop, UV_RUN_DEFAULT);
     seatd_http_server_free(app->server);
     seatd_auth_free(app->auth);
-    _exit(uv_loop_close(app->loop) == 0 ? 0 : 3);
+    seatd_test_child_exit(uv_loop_close(app->loop) == 0 ? 0 : 3); /* leaks fail it */
 }
 
 typedef struct out_s {
@@ -320,7 +321,7 @@ Test(outage, holds_answered_5xx_while_redis_hangs_are_not_left_held)
         pids[i] = fork();
         cr_assert_geq(pids[i], 0);
         if (pids[i] == 0)
-            _exit(hold_child(show, i));
+            seatd_test_child_exit(hold_child(show, i));
     }
     int answered[OUT_HOLDS + 1], n5xx = 0;
     for (int i = 1; i <= OUT_HOLDS; i++) {
