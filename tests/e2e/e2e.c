@@ -45,6 +45,12 @@ const char *e2e_token(const char *sub, int admin)
 int e2e_call(const char *method, const char *path, const char *sub, const char *body,
              const char *extra, e2e_res_t *out)
 {
+    return e2e_call_at("127.0.0.1", method, path, sub, body, extra, out);
+}
+
+int e2e_call_at(const char *host, const char *method, const char *path, const char *sub,
+                const char *body, const char *extra, e2e_res_t *out)
+{
     memset(out, 0, sizeof(*out));
     seatd_buf_t h = SEATD_BUF_INIT;
     if (sub)
@@ -54,8 +60,8 @@ int e2e_call(const char *method, const char *path, const char *sub, const char *
         seatd_buf_puts(&h, "Content-Type: application/json\r\n");
     if (extra)
         seatd_buf_puts(&h, extra);
-    int rc = seatd_test_http_request("127.0.0.1", e2e_port(), method, path, h.data ? h.data : "",
-                                     body, body ? strlen(body) : 0, &out->http);
+    int rc = seatd_test_http_request(host, e2e_port(), method, path, h.data ? h.data : "", body,
+                                     body ? strlen(body) : 0, &out->http);
     seatd_buf_free(&h);
     if (rc == 0 && out->http.body_len)
         out->json = cJSON_ParseWithLength(out->http.body, out->http.body_len);
@@ -77,6 +83,11 @@ const char *e2e_str(const e2e_res_t *res, const char *name)
 
 int e2e_create_show(int rows, int per_row, int ttl_s, char *id)
 {
+    return e2e_create_show_at("127.0.0.1", rows, per_row, ttl_s, id);
+}
+
+int e2e_create_show_at(const char *host, int rows, int per_row, int ttl_s, char *id)
+{
     seatd_buf_t b = SEATD_BUF_INIT;
     seatd_buf_printf(&b,
                      "{\"title\":\"e2e show\",\"startsAt\":\"2030-01-01T20:00:00Z\","
@@ -92,7 +103,7 @@ int e2e_create_show(int rows, int per_row, int ttl_s, char *id)
                              r < rows / 2 ? "standard" : "premium", s, r);
     seatd_buf_puts(&b, "]}");
     e2e_res_t res;
-    int rc = e2e_call("POST", "/v1/shows", "admin", b.data, NULL, &res);
+    int rc = e2e_call_at(host, "POST", "/v1/shows", "admin", b.data, NULL, &res);
     seatd_buf_free(&b);
     if (rc < 0 || res.http.status != 201) {
         fprintf(stderr, "e2e: create show failed: %d %.*s\n", res.http.status,

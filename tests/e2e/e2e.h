@@ -28,6 +28,9 @@ const char *e2e_token(const char *sub, int admin);
  * extra header lines 'extra' ("Name: v\r\n…", may be NULL). Returns 0 or -1 (no answer). */
 int e2e_call(const char *method, const char *path, const char *sub, const char *body,
              const char *extra, e2e_res_t *out);
+/* As e2e_call, to 'host': "127.0.0.1" (nginx) or "unix:<socket>" (one worker, directly). */
+int e2e_call_at(const char *host, const char *method, const char *path, const char *sub,
+                const char *body, const char *extra, e2e_res_t *out);
 void e2e_res_free(e2e_res_t *res);
 /* A string member of the response JSON, or "". */
 const char *e2e_str(const e2e_res_t *res, const char *name);
@@ -35,6 +38,8 @@ const char *e2e_str(const e2e_res_t *res, const char *name);
 /* Creates a show with 'rows' x 'per_row' seats (ids A1.., B1..) and 'ttl_s' hold TTL as
  * admin; writes its id into 'id' (32 bytes). Returns 0 or -1. */
 int e2e_create_show(int rows, int per_row, int ttl_s, char *id);
+/* As e2e_create_show, through 'host' (see e2e_call_at). */
+int e2e_create_show_at(const char *host, int rows, int per_row, int ttl_s, char *id);
 
 /* The password in the stack's runtime folder file 'file' (e.g. "redis-admin.pass") into
  * 'out' ('size' bytes); 0, or -1 when there is none. */
