@@ -190,6 +190,8 @@ static void log_conn(int level, const conn_t *c, const char *msg, const char *de
     seatd_buf_free(&d);
 }
 
+#define BULK_GRACE_MS_PER_MB 1000
+
 /* Returns an owned command holding copies of the arguments (freed with free()). */
 static cmd_t *cmd_new(seatd_rds_t *rds, int argc, const char **argv, const size_t *argvlen,
                       seatd_rds_reply_cb cb, void *data)
@@ -203,7 +205,10 @@ static cmd_t *cmd_new(seatd_rds_t *rds, int argc, const char **argv, const size_
     cmd->rds = rds;
     cmd->cb = cb;
     cmd->data = data;
-    cmd->deadline_ms = now_ms() + rds->timeout_ms;
+    /* A large command (a stadium's ~6 MB layout) takes longer to send and to run: its deadline
+     * grows by BULK_GRACE_MS_PER_MB per MiB of arguments, so only the payload's own time is
+     * added, and a hung Redis still fails small commands within --redis-timeout-ms. */
+    cmd->deadline_ms = now_ms() + rds->timeout_ms + (uint64_t)(bytes >> 20) * BULK_GRACE_MS_PER_MB;
     cmd->argc = argc;
     cmd->argvlen = (size_t *)(cmd + 1);
     cmd->argv = (char **)(cmd->argvlen + argc);

@@ -42,7 +42,8 @@ typedef struct seatd_rds_opts_s {
     int port;              /* TCP port; 6379 when 0 */
     const char *unix_path; /* borrowed; a unix socket path, used instead of host/port if set */
     int pool_size;         /* connections in the pool; 2 when 0 */
-    int timeout_ms;        /* per-command deadline from the moment it is queued; 2000 when 0 */
+    int timeout_ms;        /* per-command deadline from the moment it is queued (plus 1 s per
+                            * MiB of arguments); 2000 when 0 */
     int max_pending;       /* commands queued or in flight across the pool; 10000 when 0 */
     const char *user;      /* borrowed; Redis ACL user for AUTH on every connect, or NULL */
     const char *password;  /* borrowed; when set, "AUTH [user] password" is the first command

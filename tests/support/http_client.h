@@ -37,6 +37,10 @@ int seatd_test_http_request(const char *host, int port, const char *method, cons
                             const char *headers, const char *body, size_t body_len,
                             seatd_test_http_response_t *out);
 
+/* Sets how long seatd_test_http_request() waits without progress (ms; <= 0: the default,
+ * 5 s), for requests that legitimately take longer (a 6 MB layout under AddressSanitizer). */
+void seatd_test_http_set_timeout(int ms);
+
 /* The first value of response header 'name' (case-insensitive), or NULL. Borrowed. */
 const char *seatd_test_http_header(const seatd_test_http_response_t *res, const char *name);
 
