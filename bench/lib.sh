@@ -76,7 +76,8 @@ start_redis() {
 }
 stop_redis() { [ -f "$1/redis.pid" ] && stop_pid "$(cat "$1/redis.pid")"; return 0; }
 
-# load_library <port>: FUNCTION LOAD REPLACE of the library into the redis at <port>.
+# load_library <port>: FUNCTION LOAD REPLACE of the library into the (private, password-less)
+# redis at <port>.
 load_library() {
-    lua_library | redis-cli -p "$1" -x FUNCTION LOAD REPLACE >/dev/null
+    lua_library | env -u REDISCLI_AUTH redis-cli -p "$1" -x FUNCTION LOAD REPLACE >/dev/null
 }

@@ -289,6 +289,23 @@ static int parse_status(const char *st)
     return -1;
 }
 
+/*
+ * The coalescing period: opts.tick_ms while this worker has few watchers, longer with many,
+ * so that a busy show costs the worker (and nginx, which relays every frame) at most about
+ * FRAMES_PER_S frames a second however many people watch: 500 watchers get a frame every
+ * 100 ms, 5,000 every second (TICK_MAX_MS). Every change still arrives, coalesced.
+ */
+#define FRAMES_PER_S 5000
+#define TICK_MAX_MS 1000
+
+static uint64_t tick_period_ms(const seatd_live_t *lv)
+{
+    uint64_t t = (uint64_t)lv->stats.watchers * 1000 / FRAMES_PER_S;
+    if (t < lv->opts.tick_ms)
+        t = lv->opts.tick_ms;
+    return t < TICK_MAX_MS ? t : TICK_MAX_MS;
+}
+
 /* Marks 's' as having versions some watchers have not been sent, and arms the tick: at once
  * when the last tick is at least one tick old, else when the tick period is up. */
 static void mark_dirty(show_t *s)
@@ -300,7 +317,7 @@ static void mark_dirty(show_t *s)
         lv->dirty = s;
     }
     if (!uv_is_active((uv_handle_t *)&lv->tick) && !lv->closing) {
-        uint64_t now = now_ms(lv), next = lv->last_flush_ms + lv->opts.tick_ms;
+        uint64_t now = now_ms(lv), next = lv->last_flush_ms + tick_period_ms(lv);
         uv_timer_start(&lv->tick, on_tick, next > now ? next - now : 0, 0);
     }
 }
