@@ -287,15 +287,11 @@ static int cmp_float(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Watch mode: 'clients' watchers on show 'show' for 'ms' once all are connected, then the
- * figures. */
-static int watch_only(const char *show, int clients, int procs, int ms)
+/* Forks 'procs' client processes sharing 'clients' watchers of $WSF_SHOW and waits (60 s at
+ * most) until all have their snapshot; '*connect_s' is how long that took. Returns the pids
+ * (owned). */
+static int *start_clients(int clients, int procs, double *connect_s)
 {
-    SH = mmap(NULL, sizeof(*SH), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (SH == MAP_FAILED)
-        return 1;
-    SH->watch = 1;
-    setenv("WSF_SHOW", show, 1);
     long long t0 = now_ns();
     int *pids = calloc((size_t)procs, sizeof(int));
     for (int p = 0; p < procs; p++) {
@@ -306,7 +302,21 @@ static int watch_only(const char *show, int clients, int procs, int ms)
     }
     while (SH->ready < clients && now_ns() - t0 < 60000000000LL)
         usleep(20000);
-    double connect_s = (double)(now_ns() - t0) / 1e9;
+    *connect_s = (double)(now_ns() - t0) / 1e9;
+    return pids;
+}
+
+/* Watch mode: 'clients' watchers on show 'show' for 'ms' once all are connected, then the
+ * figures. */
+static int watch_only(const char *show, int clients, int procs, int ms)
+{
+    SH = mmap(NULL, sizeof(*SH), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (SH == MAP_FAILED)
+        return 1;
+    SH->watch = 1;
+    setenv("WSF_SHOW", show, 1);
+    double connect_s = 0;
+    int *pids = start_clients(clients, procs, &connect_s);
     printf("ws_fanout watch connected=%d\n", SH->ready); /* bench/run starts the load now */
     fflush(stdout);
     long long f0 = SH->frames, t1 = now_ns();
@@ -390,17 +400,8 @@ int main(int argc, char **argv)
     if (SH == MAP_FAILED)
         return 1;
     long rss0 = worker_pid ? rss_kb(worker_pid) : -1;
-    long long t0 = now_ns();
-    int *pids = calloc((size_t)procs, sizeof(int));
-    for (int p = 0; p < procs; p++) {
-        int n = clients / procs + (p < clients % procs);
-        fflush(NULL);
-        if ((pids[p] = fork()) == 0)
-            client_proc(n);
-    }
-    while (SH->ready < clients && now_ns() - t0 < 60000000000LL)
-        usleep(20000);
-    double connect_s = (double)(now_ns() - t0) / 1e9;
+    double connect_s = 0;
+    int *pids = start_clients(clients, procs, &connect_s);
     usleep(300000);
     long rss1 = worker_pid ? rss_kb(worker_pid) : -1;
     printf("ws_fanout clients=%d procs=%d connected=%d in %.2f s\n", clients, procs, SH->ready,
