@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "e2e.h"
@@ -465,12 +466,36 @@ Test(api_bad_input, holds_and_bookings_after_sales_close_are_409_sales_closed)
     long long close = (long long)t * 1000, stop = redis_clock_ms(c) + 10000, now;
     while ((now = redis_clock_ms(c)) < close)
         cr_assert(now < stop);
+    /* The hold ended at the close; the sweeper reaps it (its own change, asynchronous): wait
+     * for that, so that the snapshots below see only what the booking attempt does. */
+    for (;;) {
+        redisReply *st = redisCommand(c, "HGET {s:%s}:hold:%s status", started, hold_id);
+        int held = st && st->type == REDIS_REPLY_STRING && strcmp(st->str, "HELD") == 0;
+        freeReplyObject(st);
+        if (!held)
+            break;
+        cr_assert(redis_clock_ms(c) < stop + 10000, "the sweeper reaps the hold");
+        usleep(20 * 1000);
+    }
     redisFree(c);
     char *before = e2e_show_snapshot(started);
     snprintf(body, sizeof(body), "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_ok\"}", hold_id);
     cr_assert_eq(e2e_call("POST", "/v1/bookings", "late", body, NULL, &res), 0);
     assert_problem(&res, 409, "sales-closed", "booking after the close");
     e2e_res_free(&res);
+    /* The attempt was counted against the hold's decline cap and given back (the worker's
+     * give may reach Redis just after the answer): wait for it to be gone. */
+    c = e2e_redis();
+    for (long long until = redis_clock_ms(c) + 5000;;) {
+        redisReply *ex = redisCommand(c, "EXISTS {s:%s}:declines:%s", started, hold_id);
+        long long n = ex ? ex->integer : 0;
+        freeReplyObject(ex);
+        if (n == 0)
+            break;
+        cr_assert(redis_clock_ms(c) < until, "the attempt is given back");
+        usleep(10 * 1000);
+    }
+    redisFree(c);
     char *after = e2e_show_snapshot(started);
     cr_assert_str_eq(before, after, "nothing changed, no charge started");
     free(before);
