@@ -128,11 +128,16 @@ Test(api_availability, the_bitmaps_are_redis_bytes_and_an_unchanged_map_answers_
 
 Test(api_availability, bad_min_versions_and_unknown_shows_are_refused)
 {
+    char show[32];
+    cr_assert_eq(e2e_create_show(2, 5, 300, show), 0);
     e2e_res_t res;
+    availability(show, -1, NULL, &res); /* nginx caches it: a bad minVersion must not hit that */
+    cr_assert_eq(res.http.status, 200);
+    e2e_res_free(&res);
     const char *bad[] = {"-1", "x", "1.5", "", "99999999999999999999"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char path[96];
-        snprintf(path, sizeof(path), "/v1/shows/1/availability?minVersion=%s", bad[i]);
+        snprintf(path, sizeof(path), "/v1/shows/%s/availability?minVersion=%s", show, bad[i]);
         cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
         cr_assert_eq(res.http.status, 400, "minVersion=%s", bad[i]);
         cr_assert_str_eq(e2e_str(&res, "type"), "https://seatd.dev/problems/bad-request");
@@ -188,6 +193,12 @@ Test(api_availability, a_read_with_min_version_is_never_older_than_the_writers_c
 /* An 80,000-seat stadium: the layout is accepted, and its availability stays small. */
 Test(api_availability, a_stadium_of_80000_seats_is_served_in_under_25_kib, .timeout = 240)
 {
+#if defined(__SANITIZE_ADDRESS__)
+    /* Under AddressSanitizer a worker needs seconds to parse, hash and send a 6 MB layout,
+     * longer than the production Redis deadlines the stack runs with (503, retried, again):
+     * this test runs in the release pass of deploy/test; the sanitizer pass skips it. */
+    cr_skip_test("a 6 MB layout is too slow for the stack's deadlines under ASan");
+#endif
     seatd_buf_t b = SEATD_BUF_INIT;
     seatd_buf_puts(&b, "{\"title\":\"stadium\",\"startsAt\":\"2030-01-01T20:00:00Z\","
                        "\"priceTiers\":{\"standard\":5000},\"seats\":[");
