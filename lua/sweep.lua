@@ -15,6 +15,21 @@ sweep.lua - seatd_sweep_claim: hands due shows to one sweeper (worker/sweeper.c)
   Errors   INVAL
 ]]
 
+-- Removes up to 'max' members of zset 'key' scored up to 'upto' and answers them as
+-- {"now", now, "id", id1, "id", id2, ...}.
+local function pop_due(key, now, upto, max)
+    local ids = redis.call('ZRANGEBYSCORE', key, '-inf', upto, 'LIMIT', 0, max)
+    local out = {'now', tostring(now)}
+    for _, id in ipairs(ids) do
+        out[#out + 1] = 'id'
+        out[#out + 1] = id
+    end
+    if #ids > 0 then
+        redis.call('ZREM', key, unpack(ids))
+    end
+    return out
+end
+
 local function sweep_claim(keys, args)
     if keys[1] ~= 'seatd:due' then
         return fail('INVAL', 'bad due key')
@@ -26,16 +41,7 @@ local function sweep_claim(keys, args)
 
     ------------------------------------------------------------------ effects (cannot fail)
     local now = now_ms()
-    local ids = redis.call('ZRANGEBYSCORE', keys[1], '-inf', now, 'LIMIT', 0, max)
-    local out = {'now', tostring(now)}
-    for _, id in ipairs(ids) do
-        out[#out + 1] = 'id'
-        out[#out + 1] = id
-    end
-    if #ids > 0 then
-        redis.call('ZREM', keys[1], unpack(ids))
-    end
-    return out
+    return pop_due(keys[1], now, now, max)
 end
 
 redis.register_function{function_name='seatd_sweep_claim', callback=sweep_claim}
@@ -60,16 +66,7 @@ local function catalogue_prune(keys, args)
         return fail('INVAL', 'retention and count')
     end
     local now = now_ms()
-    local ids = redis.call('ZRANGEBYSCORE', keys[1], '-inf', now - retention, 'LIMIT', 0, max)
-    local out = {'now', tostring(now)}
-    for _, id in ipairs(ids) do
-        out[#out + 1] = 'id'
-        out[#out + 1] = id
-    end
-    if #ids > 0 then
-        redis.call('ZREM', keys[1], unpack(ids))
-    end
-    return out
+    return pop_due(keys[1], now, now - retention, max)
 end
 
 --[[
