@@ -45,6 +45,11 @@ class Document:
     def __init__(self, doc):
         self.doc = doc
         self.resolver = jsonschema.RefResolver.from_schema(doc)
+        for name, schema in doc["components"]["schemas"].items():
+            try:
+                jsonschema.Draft202012Validator.check_schema(schema)
+            except jsonschema.SchemaError as e:
+                raise SystemExit("components.schemas.%s is not a valid schema: %s" % (name, e))
         self.templates = []
         for tmpl, item in doc["paths"].items():
             segs = tmpl.split("/")
