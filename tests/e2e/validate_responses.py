@@ -5,7 +5,9 @@ document (api/openapi.json).
     validate_responses.py OPENAPI_JSON RESPONSE_LOG --port PORT
 
 RESPONSE_LOG holds one JSON line per response (tests/support/http_client.c writes it when
-SEATD_E2E_RESPONSE_LOG is set): host, port, method, path, status, headers, body. Answers from
+SEATD_E2E_RESPONSE_LOG is set): host, port, method, path, status, headers, body; and one per
+WebSocket text frame (tests/integration/test_live_client.h): "ws": true, path, frame, each
+validated against its operation's `x-websocket.serverFrames`. Answers from
 seatd (nginx on PORT, or a worker's unix socket) are checked; others (the fake gateway) are
 skipped. For each answer: the path is matched to a path template and the method to its
 operation (HEAD as GET, without a body); a request that matches no operation is held to the
@@ -77,8 +79,25 @@ class Document:
                 for e in errs[:3]]
 
 
+def check_frame(d, e):
+    """A WebSocket text frame: validated against its operation's x-websocket.serverFrames."""
+    tmpl, item = d.match(e["path"].split("?", 1)[0])
+    ws = ((item or {}).get("get") or {}).get("x-websocket")
+    if ws is None:
+        return "(frame on an undocumented WebSocket)", ["no x-websocket for %s" % e["path"]]
+    try:
+        frame = json.loads(e["frame"])
+    except ValueError as ex:
+        return "%s frame" % item["get"]["operationId"], ["frame is not JSON: %s" % ex]
+    kind = frame.get("type") if isinstance(frame, dict) else None
+    label = "%s frame %s" % (item["get"]["operationId"], kind)
+    return label, ["frame " + m for m in d.validate(frame, ws["serverFrames"])]
+
+
 def check(d, e):
     """Returns (operation label, list of problems) for one logged response."""
+    if e.get("ws"):
+        return check_frame(d, e)
     method = e["method"].upper()
     path = e["path"].split("?", 1)[0]
     status = str(e["status"])
@@ -160,7 +179,7 @@ def main():
             continue
         label, errs = check(d, e)
         checked += 1
-        per_op["%s %s" % (label, e["status"])] += 1
+        per_op[label if e.get("ws") else "%s %s" % (label, e["status"])] += 1
         if errs:
             failures.append((e, label, errs))
     if not a.quiet:
@@ -170,12 +189,12 @@ def main():
         for k in sorted(skipped):
             print("  skipped %d: %s" % (skipped[k], k))
     for e, label, errs in failures[:40]:
-        print("MISMATCH %s %s -> %s (%s):" % (e["method"], e["path"][:120], e["status"], label),
-              file=sys.stderr)
+        print("MISMATCH %s %s -> %s (%s):" % (e.get("method", "WS"), e["path"][:120],
+                                              e.get("status", "frame"), label), file=sys.stderr)
         for m in errs:
             print("    " + m[:400], file=sys.stderr)
-        print("    body: " + (e.get("body") or "")[:300], file=sys.stderr)
-    print("validate_responses: %d responses validated against %s, %d operations seen, "
+        print("    body: " + (e.get("body") or e.get("frame") or "")[:300], file=sys.stderr)
+    print("validate_responses: %d responses and frames validated against %s, %d operations seen, "
           "%d mismatches" % (checked, a.openapi, len({k.rsplit(" ", 1)[0] for k in per_op}),
                              len(failures)))
     if checked == 0:
