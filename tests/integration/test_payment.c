@@ -814,7 +814,7 @@ static void reconcile_init(void)
     gw_start();
 }
 
-TestSuite(reconcile, .init = reconcile_init, .fini = suite_fini, .timeout = 30);
+TestSuite(payment_reconcile, .init = reconcile_init, .fini = suite_fini, .timeout = 30);
 
 typedef struct {
     th_t t;
@@ -902,7 +902,7 @@ static void on_rec_pay(const seatd_payment_result_t *res, void *data)
 }
 
 Test(
-    reconcile,
+    payment_reconcile,
     a_booking_the_gateway_does_not_know_stays_pending_until_the_horizon_and_a_late_charge_confirms_it)
 {
     rec_t x;
@@ -931,7 +931,7 @@ Test(
     rec_close(&x);
 }
 
-Test(reconcile, past_the_horizon_a_booking_never_charged_fails)
+Test(payment_reconcile, past_the_horizon_a_booking_never_charged_fails)
 {
     rec_t x;
     char bid[SEATD_ID_MAX];
@@ -948,7 +948,7 @@ Test(reconcile, past_the_horizon_a_booking_never_charged_fails)
     rec_close(&x);
 }
 
-Test(reconcile, a_charge_recorded_late_on_a_failed_booking_is_refunded_once)
+Test(payment_reconcile, a_charge_recorded_late_on_a_failed_booking_is_refunded_once)
 {
     rec_t x;
     char bid[SEATD_ID_MAX];
