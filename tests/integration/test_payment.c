@@ -559,7 +559,13 @@ Test(payment, replay_while_the_first_is_in_flight_is_unknown_409)
 {
     got_t first = {0}, second = {0};
     charge(pay, "42-b0011", 2400, "tok_slow", &first);
-    loop_sleep(200); /* the first is now being processed (GATEWAY_SLOW_MS = 1500) */
+    /* Until a lookup says the first is being processed (GATEWAY_SLOW_MS = 1500). */
+    got_t l = {0};
+    for (int i = 0; i < 1000 && l.res.http_status != 409; i++) {
+        loop_sleep(5);
+        lookup_and_wait("42-b0011", &l);
+    }
+    cr_assert_eq(l.res.http_status, 409, "the first is being processed");
     charge_and_wait(pay, "42-b0011", 2400, "tok_slow", &second);
     cr_assert_eq(second.res.outcome, SEATD_PAY_UNKNOWN);
     cr_assert_eq(second.res.http_status, 409);
@@ -703,7 +709,10 @@ Test(payment, close_with_a_request_in_flight_fires_its_callback_once)
 {
     got_t g = {0};
     charge(pay, "42-b0017", 2400, "tok_hang", &g);
-    loop_sleep(200); /* sent, and hanging */
+    /* Until the gateway has recorded it: sent, and hanging (tok_hang never answers). */
+    for (int i = 0; i < 1000 && stat_of("42-b0017", "charges") < 1; i++)
+        loop_sleep(5);
+    cr_assert_eq(stat_of("42-b0017", "charges"), 1, "sent, and hanging");
     cr_assert_eq(g.calls, 0);
     seatd_payment_close(pay);
     got_t late = {0};
