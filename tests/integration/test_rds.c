@@ -114,6 +114,39 @@ static int wait_connected(uv_loop_t *loop, seatd_rds_t *rds, unsigned want, int 
     return rc;
 }
 
+/* A repeating check that sets 'done' once Redis counts 'want' clients blocked (a BLPOP of
+ * ours has reached the server and holds its connection). */
+typedef struct blocked_waiter_s {
+    uv_timer_t t;
+    redisContext *c;
+    long long want;
+    int done;
+} blocked_waiter_t;
+
+static void on_blocked_tick(uv_timer_t *t)
+{
+    blocked_waiter_t *w = t->data;
+    redisReply *r = redisCommand(w->c, "INFO clients");
+    const char *p = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "blocked_clients:") : NULL;
+    if (p && atoll(p + strlen("blocked_clients:")) >= w->want)
+        w->done = 1;
+    freeReplyObject(r);
+}
+
+static int wait_blocked(uv_loop_t *loop, long long want, int timeout_ms)
+{
+    blocked_waiter_t *w = calloc(1, sizeof(*w));
+    w->c = seatd_test_redis_connect();
+    w->want = want;
+    uv_timer_init(loop, &w->t);
+    w->t.data = w;
+    uv_timer_start(&w->t, on_blocked_tick, 1, 5);
+    int rc = seatd_test_loop_run_until(loop, &w->done, timeout_ms);
+    redisFree(w->c);
+    uv_close((uv_handle_t *)&w->t, on_waiter_closed);
+    return rc;
+}
+
 /* A one-shot timer that runs 'fn(arg)'; freed when it has run and closed. */
 typedef struct later_s {
     uv_timer_t t;
@@ -373,7 +406,8 @@ Test(rds, fires_every_pending_callback_once_when_the_connection_is_killed)
         cr_assert_eq(call(rds, &p[i], 1, ping), 0);
     }
     int killed = 0;
-    run_later(loop, 150, kill_normal_clients, &killed);
+    cr_assert_eq(wait_blocked(loop, 1, 5000), 0, "the BLPOP holds the connection");
+    kill_normal_clients(&killed);
     cr_assert_eq(run_until_count(loop, &done, KILLED + 1, 5000), 0);
     cr_assert_geq(killed, 1, "CLIENT KILL killed nobody");
     cr_assert_eq(done, KILLED + 1);
@@ -468,7 +502,8 @@ Test(rds, fails_commands_across_a_server_restart_then_recovers_without_a_new_cli
     const char *blpop[] = {"BLPOP", "rds:never", "0"};
     cr_assert_eq(call(r.rds, &before, 3, set), 0);
     cr_assert_eq(call(r.rds, &blocked, 3, blpop), 0);
-    run_later(loop, 100, restart_server, &r);
+    cr_assert_eq(wait_blocked(loop, 1, 5000), 0, "the BLPOP holds its connection");
+    restart_server(&r);
     cr_assert_eq(run_until_count(loop, &done, 2, 5000), 0);
     cr_assert_eq(run_until_count(loop, &r.done, 1, 5000), 0);
     cr_assert_eq(r.restarted, 1, "restart failed (%d)", r.restarted);
@@ -572,7 +607,8 @@ Test(rds, fires_each_pending_callback_once_with_shutdown_on_close)
     probe_t blocked = {.done_counter = &done};
     const char *blpop[] = {"BLPOP", "rds:never", "0"};
     cr_assert_eq(call(a.rds, &blocked, 3, blpop), 0);
-    run_later(loop, 100, send_and_close, &a);
+    cr_assert_eq(wait_blocked(loop, 1, 5000), 0, "the BLPOP holds the connection");
+    send_and_close(&a);
 
     /* B: never connected (nothing listens on port 1), commands only queued. */
     seatd_rds_opts_t o = {.host = "127.0.0.1", .port = 1, .pool_size = 2, .timeout_ms = 10000};
