@@ -21,8 +21,13 @@
 
 #define WORKERS 4 /* racers 1..WORKERS; 0 is the subscriber, WORKERS + 1 the reconciler */
 #define USERS 8
-#define HORIZON_MS 300 /* the reconcilers' charge horizon */
-#define WAIT_MS 30000  /* waits for an event: only one that never comes reaches it */
+/* The charge horizon: while workers run, no booking is failed for want of a charge (a worker
+ * may charge a booking any time after it began, as a gateway may still process a charge);
+ * once every worker is gone, no charge can land any more and the last reconciler fails the
+ * uncharged ones at once. */
+#define HORIZON_RUN_MS 600000
+#define HORIZON_END_MS 0
+#define WAIT_MS 30000 /* waits for an event: only one that never comes reaches it */
 #define RUN_MS 3000
 #define SUB_GRACE_MS 1500
 
@@ -225,11 +230,11 @@ static void on_drained(const struct redisReply *reply, int err, void *data)
 }
 
 /*
- * Runs a reconciler (every 10 ms, no minimum age, charge horizon HORIZON_MS) against the
+ * Runs a reconciler (every 10 ms, no minimum age, charge horizon 'horizon_ms') against the
  * fake gateway on a loop of its own: for the run ('until_ms' > 0, the mono ms to stop at) or
  * until nothing is pending. Returns 0, or a non-zero code (never asserts: also a racer).
  */
-static int reconcile_run(long long until_ms, int limit_ms)
+static int reconcile_run(long long until_ms, int limit_ms, long long horizon_ms)
 {
     th_t t;
     if (th_open(&t) != 0)
@@ -239,7 +244,7 @@ static int reconcile_run(long long until_ms, int limit_ms)
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", gw_port);
     seatd_payment_t *pay = seatd_payment_new(t.loop, url, 5000);
     seatd_reconcile_opts_t o = {
-        .interval_ms = 10, .min_age_ms = 0, .rescan_every = 1, .horizon_ms = HORIZON_MS};
+        .interval_ms = 10, .min_age_ms = 0, .rescan_every = 1, .horizon_ms = horizon_ms};
     seatd_reconcile_t *rec = pay ? seatd_reconcile_new(t.loop, t.rds, t.store, pay, &o) : NULL;
     if (rec == NULL)
         return 41;
@@ -267,7 +272,7 @@ static int model_racer(int i, void *arg)
         return subscriber();
     if (i == WORKERS + 1) {
         seatd_test_racer_ready_and_wait();
-        return reconcile_run(mono_ms() + RUN_MS, RUN_MS + WAIT_MS);
+        return reconcile_run(mono_ms() + RUN_MS, RUN_MS + WAIT_MS, HORIZON_RUN_MS);
     }
     return worker(i);
 }
@@ -470,7 +475,8 @@ Test(model, random_operations_keep_the_seat_invariant_and_every_index)
                 th_int(c, "ZCARD {s:1}:pending"));
 
     /* A last reconciler settles every payment the workers walked away from. */
-    cr_assert_eq(reconcile_run(0, WAIT_MS), 0, "the reconciler emptied {s}:pending");
+    cr_assert_eq(reconcile_run(0, WAIT_MS, HORIZON_END_MS), 0,
+                 "the reconciler emptied {s}:pending");
 
     /* Once Redis's clock is past every deadline of the run (the final hold's is 30 s out), a
      * reap brings the projection up to date; then audit. */
