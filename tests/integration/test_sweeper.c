@@ -360,22 +360,23 @@ Test(sweeper, renews_its_rescan_lease_while_a_long_walk_runs)
     th_t t;
     cr_assert_eq(th_open(&t), 0);
     redisContext *c = seatd_test_redis_connect();
-    for (int i = 1; i <= 150; i++)
+    for (int i = 1; i <= 400; i++)
         freeReplyObject(redisCommand(c, "ZADD seatd:shows 1900000000000 %d", i));
-    /* One show per page, one page per 10 ms tick: the walk outlasts a 300 ms lease at least
-     * twice over (150 pages need >= 1.5 s of ticks). */
+    /* One show per page, one page per 10 ms tick: the walk outlasts a 1 s lease at least
+     * three times over (400 pages need >= 4 s of ticks). The lease is renewed every third of
+     * it, so only a loop stalled for two thirds of a second could lose it. */
     seatd_sweeper_t *sw = seatd_sweeper_new(t.loop, t.rds, t.scripts, t.store, 10);
     seatd_sweeper_rescan_t ro = {
-        .retention_ms = -1, .first_ms = 10, .every_ms = 600000, .lease_ms = 300, .page = 1};
+        .retention_ms = -1, .first_ms = 10, .every_ms = 600000, .lease_ms = 1000, .page = 1};
     seatd_sweeper_set_rescan(sw, &ro);
     seatd_sweeper_start(sw);
-    wait_stats(&t, sw, 100, 0, 20000); /* >= 1 s into the walk */
+    wait_stats(&t, sw, 200, 0, 60000); /* >= 2 s (two leases) into the walk */
 
     redisReply *x = redisCommand(c, "PTTL seatd:sweep:rescan");
     cr_assert(x->type == REDIS_REPLY_INTEGER && x->integer > 0,
               "the lease is still held deep into the walk (PTTL %lld)", x->integer);
     freeReplyObject(x);
-    x = redisCommand(c, "FCALL seatd_lease 1 seatd:sweep:rescan take someone-else 300");
+    x = redisCommand(c, "FCALL seatd_lease 1 seatd:sweep:rescan take someone-else 1000");
     cr_assert(x->type == REDIS_REPLY_ARRAY && x->elements == 2 &&
                   strcmp(x->element[1]->str, "0") == 0,
               "a second walker cannot take it");
