@@ -78,6 +78,11 @@ static void on_bad_closed(uv_handle_t *h)
     free(c);
 }
 
+static void on_refused_closed(uv_handle_t *h)
+{
+    free(h->data); /* never entered the table */
+}
+
 static void bad_close(bad_conn_t *c)
 {
     if (!uv_is_closing((uv_handle_t *)&c->tcp))
@@ -132,8 +137,7 @@ static void on_bad_connection(uv_stream_t *l, int status)
     uv_tcp_init(l->loop, &c->tcp);
     c->tcp.data = c;
     if (status < 0 || slot == BAD_CONNS || uv_accept(l, (uv_stream_t *)&c->tcp) != 0) {
-        c->slot = BAD_CONNS; /* not in the table */
-        uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
+        uv_close((uv_handle_t *)&c->tcp, on_refused_closed);
         return;
     }
     gw->conns[slot] = c;
