@@ -41,6 +41,7 @@ struct seatd_sweeper_s {
     uint64_t lease_at_ms;      /* when the lease was last taken or renewed (loop ms) */
     char token[48];            /* this sweeper's lease token */
     seatd_sweeper_rescan_t ro; /* rescan options */
+    uint64_t swept_at_ms;      /* when the last sweep ended, or the sweeper was made (loop ms) */
     seatd_sweeper_stats_t stats;
 };
 
@@ -75,8 +76,8 @@ static int op_done(op_t *op)
 {
     seatd_sweeper_t *sw = op->sw;
     sw->inflight--;
-    if (op->sweep)
-        sw->sweep_pending--;
+    if (op->sweep && --sw->sweep_pending == 0)
+        sw->swept_at_ms = uv_now(sw->loop);
     free(op);
     if (sw->closing) {
         maybe_free(sw);
@@ -389,6 +390,7 @@ seatd_sweeper_t *seatd_sweeper_new(uv_loop_t *loop, seatd_rds_t *rds, seatd_scri
     sw->timer.data = sw;
     /* The first rescan soon after start, so a restart picks up holds nobody hinted. */
     sw->next_rescan_ms = uv_now(loop) + 1000;
+    sw->swept_at_ms = uv_now(loop);
     snprintf(sw->token, sizeof(sw->token), "%ld-%llx", (long)getpid(),
              (unsigned long long)uv_hrtime());
     seatd_sweeper_rescan_t ro = {.retention_ms = -1};
@@ -419,6 +421,8 @@ void seatd_sweeper_start(seatd_sweeper_t *sw)
 void seatd_sweeper_get_stats(const seatd_sweeper_t *sw, seatd_sweeper_stats_t *out)
 {
     *out = sw->stats;
+    uint64_t now = uv_now(sw->loop);
+    out->lag_ms = now > sw->swept_at_ms ? now - sw->swept_at_ms : 0;
 }
 
 static void on_timer_closed(uv_handle_t *h)
