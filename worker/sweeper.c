@@ -41,7 +41,9 @@ struct seatd_sweeper_s {
     uint64_t lease_at_ms;      /* when the lease was last taken or renewed (loop ms) */
     char token[48];            /* this sweeper's lease token */
     seatd_sweeper_rescan_t ro; /* rescan options */
-    uint64_t swept_at_ms;      /* when the last sweep ended, or the sweeper was made (loop ms) */
+    uint64_t swept_at_ms;      /* when the last sweep without a failed call ended, or the
+                                  sweeper was made (loop ms) */
+    int sweep_failed;          /* a claim or reap of the current sweep failed */
     seatd_sweeper_stats_t stats;
 };
 
@@ -76,7 +78,7 @@ static int op_done(op_t *op)
 {
     seatd_sweeper_t *sw = op->sw;
     sw->inflight--;
-    if (op->sweep && --sw->sweep_pending == 0)
+    if (op->sweep && --sw->sweep_pending == 0 && !sw->sweep_failed)
         sw->swept_at_ms = uv_now(sw->loop);
     free(op);
     if (sw->closing) {
@@ -131,6 +133,7 @@ static void on_reap(const seatd_store_result_t *res, void *data)
         sw->stats.reaped += (unsigned long long)seatd_store_get_int(res, "reaped", 0);
     } else if (res->err != SEATD_ENOSHOW) {
         sw->stats.errors++;
+        sw->sweep_failed = 1;
     }
     /* Decide the filing before op_done() (which may free the sweeper when closing). */
     char score[32] = "";
@@ -155,6 +158,7 @@ static void on_claim(const struct redisReply *reply, int err, void *data)
     seatd_sweeper_t *sw = op->sw;
     if (err || seatd_rds_reply_type(reply) != SEATD_RDS_REPLY_ARRAY) {
         sw->stats.errors++;
+        sw->sweep_failed = 1;
         if (!err)
             seatd_log(SEATD_LOG_WARN, NULL, "sweeper: claim failed", "\"reply\":\"%s\"",
                       seatd_rds_reply_str(reply, NULL) ? seatd_rds_reply_str(reply, NULL) : "");
@@ -366,9 +370,11 @@ static void on_timer(uv_timer_t *t)
     const char *args[] = {CLAIM_MAX};
     op_t *op = op_new(sw, NULL, 1);
     sw->stats.sweeps++;
+    sw->sweep_failed = 0;
     if (seatd_scripts_fcall(sw->scripts, "seatd_sweep_claim", 1, keys, 1, args, NULL, on_claim,
                             op) < 0) {
         sw->stats.errors++;
+        sw->sweep_failed = 1;
         op_done(op);
     }
 }
