@@ -35,3 +35,11 @@ seatd_route_t seatd_routes[] = {
 };
 
 const size_t seatd_nroutes = sizeof(seatd_routes) / sizeof(seatd_routes[0]);
+
+/* The metrics listener (--metrics-listen): what a scraper and a probe need, nothing else. */
+seatd_route_t seatd_metrics_routes[] = {
+    ROUTE("GET", "/metrics", "metrics", seatd_handle_metrics, 0),
+    ROUTE("GET", "/healthz", "healthz", seatd_handle_health, 0),
+};
+
+const size_t seatd_metrics_nroutes = sizeof(seatd_metrics_routes) / sizeof(seatd_metrics_routes[0]);

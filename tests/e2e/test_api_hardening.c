@@ -562,7 +562,7 @@ static void shell_env(const hstack_t *s, char *out, size_t size)
              "env -u SEATD_HOLD_RATE -u SEATD_HOLD_BURST -u SEATD_BOOKING_RATE "
              "-u SEATD_BOOKING_BURST -u SEATD_CONN_PER_ADDR -u SEATD_WS_CONN_PER_ADDR "
              "-u SEATD_HOLD_RATE_PER_USER -u SEATD_HOLD_RATE_WINDOW_MS -u SEATD_JWT_SECRET "
-             "-u SEATD_REDIS_PORT -u SEATD_GATEWAY_PORT -u SEATD_REDIS_USER "
+             "-u SEATD_REDIS_PORT -u SEATD_GATEWAY_PORT -u SEATD_METRICS_PORT -u SEATD_REDIS_USER "
              "-u SEATD_REDIS_PASSWORD_FILE -u SEATD_WORKER_ARGS -u SEATD_NGINX_ACCESS_LOG "
              "SEATD_PORT=%d SEATD_RUN_DIR=%s SEATD_WORKERS=2 SEATD_NO_DEMO=1 SEATD_SKIP_BUILD=1 "
              "SEATD_BUILD_DIR=%s",
@@ -575,7 +575,8 @@ static void stack_up(hstack_t *s)
     srand((unsigned)getpid() ^ (unsigned)time(NULL));
     for (int i = 0; i < 50 && !s->port; i++) {
         int p = 20000 + rand() % 8000;
-        if (port_free(p) && port_free(p + 1000) && port_free(p + 2000))
+        if (port_free(p) && port_free(p + 1000) && port_free(p + 2000) && port_free(p + 3000) &&
+            port_free(p + 3001))
             s->port = p;
     }
     cr_assert(s->port, "no free ports");

@@ -16,6 +16,7 @@
 #include "errors.h"
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "rds.h"
 #include "redis_fixture.h"
 
@@ -274,6 +275,8 @@ Test(rds, pipelines_many_commands_and_answers_each_once)
     seatd_rds_get_stats(rds, &st);
     cr_assert_eq(st.commands, PIPELINED);
     cr_assert_gt(st.rtt_us_sum, 0);
+    /* Every answered command is one observation of the Redis round-trip histogram. */
+    cr_assert_eq(seatd_metrics_observations(SEATD_HIST_REDIS_RTT), st.commands);
 
     close_and_check(loop, rds);
     for (int i = 0; i < PIPELINED; i++)
