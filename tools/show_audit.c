@@ -558,21 +558,31 @@ static void run_checks(audit_t *a)
         violation(a, "counts", "clients saw %ld bookings CONFIRMED but the show has %ld",
                   o->bookings, rep->confirmed);
 
-    /* The outbox. */
-    redisReply *ev = cmd(a, "XRANGE %s:bookings - +", a->prefix);
-    long confirmed_events = 0;
-    for (size_t i = 0; ev && ev->type == REDIS_REPLY_ARRAY && i < ev->elements; i++) {
-        const char *type = hfield(ev->element[i]->element[1], 0, "type");
-        if (type && strcmp(type, "booking.confirmed") == 0)
-            confirmed_events++;
-    }
-    if (ev)
+    /* The outbox: each CONFIRMED booking has one booking.confirmed event, and a cancelled
+     * one a booking.cancelled event after it (the stream is never trimmed). */
+    long confirmed_events = 0, cancelled_events = 0;
+    char from[64] = "-";
+    for (;;) {
+        redisReply *ev = cmd(a, "XRANGE %s:bookings %s + COUNT 1000", a->prefix, from);
+        if (!ev)
+            break;
+        size_t n = ev->type == REDIS_REPLY_ARRAY ? ev->elements : 0;
+        for (size_t i = 0; i < n; i++) {
+            const char *type = hfield(ev->element[i]->element[1], 0, "type");
+            confirmed_events += type && strcmp(type, "booking.confirmed") == 0;
+            cancelled_events += type && strcmp(type, "booking.cancelled") == 0;
+        }
+        if (n > 0)
+            snprintf(from, sizeof from, "(%s", ev->element[n - 1]->element[0]->str);
         freeReplyObject(ev);
-    if (!a->failed && confirmed_events != rep->confirmed)
+        if (n < 1000)
+            break;
+    }
+    if (!a->failed && confirmed_events - cancelled_events != rep->confirmed)
         violation(a, "outbox",
-                  "the outbox has %ld booking.confirmed events for %ld CONFIRMED "
-                  "bookings",
-                  confirmed_events, rep->confirmed);
+                  "the outbox has %ld booking.confirmed and %ld booking.cancelled events for %ld "
+                  "CONFIRMED bookings",
+                  confirmed_events, cancelled_events, rep->confirmed);
     /* Owners' booked counts. */
     for (size_t i = 0; i < a->nowners && !a->failed; i++) {
         redisReply *b = cmd(a, "HGET %s:user:%s booked", a->prefix, a->owners[i].name);

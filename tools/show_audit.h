@@ -21,7 +21,8 @@
  *                    count; no field names a hold that is not live
  *   owner_counts     each owner's "booked" = the seats of their CONFIRMED bookings
  *   pending          PENDING_PAYMENT booking <=> member of {s}:pending
- *   outbox           one booking.confirmed event per CONFIRMED booking on {s}:bookings
+ *   outbox           booking.confirmed minus booking.cancelled events on {s}:bookings =
+ *                    the CONFIRMED bookings
  *   counts           seatCount = the layout's seats; with the options below, hold records
  *                    and CONFIRMED bookings as expected
  *   settled          (opts.settled) no seat key, held bit or live hold is left
