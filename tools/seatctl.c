@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,32 +68,6 @@ enum {
 #define O_RDS (O_REDIS | O_REDIS_USER | O_REDIS_PASS)
 #define O_ALWAYS (O_JSON | O_HELP)
 
-static const struct {
-    const char *name;
-    unsigned flag;
-    int has_value;
-} options[] = {
-    {"--url", O_URL, 1},
-    {"--token", O_TOKEN, 1},
-    {"--redis", O_REDIS, 1},
-    {"--redis-user", O_REDIS_USER, 1},
-    {"--redis-pass", O_REDIS_PASS, 1},
-    {"--json", O_JSON, 0},
-    {"--help", O_HELP, 0},
-    {"--layout", O_LAYOUT, 1},
-    {"--body", O_BODY, 1},
-    {"--title", O_TITLE, 1},
-    {"--starts-at", O_STARTS, 1},
-    {"--hold-ttl", O_HOLD_TTL, 1},
-    {"--price", O_PRICE, 1},
-    {"--sales-close-at", O_CLOSE, 1},
-    {"--page", O_PAGE, 1},
-    {"--size", O_SIZE, 1},
-    {"--sub", O_SUB, 1},
-    {"--role", O_ROLE, 1},
-    {"--ttl", O_TTL, 1},
-};
-
 typedef struct opts_s {
     unsigned given; /* O_* seen */
     const char *url, *token, *redis, *redis_user, *redis_pass;
@@ -104,6 +79,36 @@ typedef struct opts_s {
     const char *args[MAX_ARGS]; /* the command's positional arguments */
     int nargs;
 } opts_t;
+
+/* Each option with a value sets the opts_t field at 'offset' (a const char *), except
+ * --price (repeatable: 'prices'); --json and --help only set their flag. */
+#define NO_FIELD ((size_t)-1)
+static const struct {
+    const char *name;
+    unsigned flag;
+    int has_value;
+    size_t offset; /* of the field it sets, or NO_FIELD */
+} options[] = {
+    {"--url", O_URL, 1, offsetof(opts_t, url)},
+    {"--token", O_TOKEN, 1, offsetof(opts_t, token)},
+    {"--redis", O_REDIS, 1, offsetof(opts_t, redis)},
+    {"--redis-user", O_REDIS_USER, 1, offsetof(opts_t, redis_user)},
+    {"--redis-pass", O_REDIS_PASS, 1, offsetof(opts_t, redis_pass)},
+    {"--json", O_JSON, 0, NO_FIELD},
+    {"--help", O_HELP, 0, NO_FIELD},
+    {"--layout", O_LAYOUT, 1, offsetof(opts_t, layout)},
+    {"--body", O_BODY, 1, offsetof(opts_t, body)},
+    {"--title", O_TITLE, 1, offsetof(opts_t, title)},
+    {"--starts-at", O_STARTS, 1, offsetof(opts_t, starts_at)},
+    {"--hold-ttl", O_HOLD_TTL, 1, offsetof(opts_t, hold_ttl)},
+    {"--price", O_PRICE, 1, NO_FIELD},
+    {"--sales-close-at", O_CLOSE, 1, offsetof(opts_t, sales_close_at)},
+    {"--page", O_PAGE, 1, offsetof(opts_t, page)},
+    {"--size", O_SIZE, 1, offsetof(opts_t, size)},
+    {"--sub", O_SUB, 1, offsetof(opts_t, sub)},
+    {"--role", O_ROLE, 1, offsetof(opts_t, role)},
+    {"--ttl", O_TTL, 1, offsetof(opts_t, ttl)},
+};
 
 typedef int (*cmd_fn)(opts_t *o);
 
@@ -1089,69 +1094,18 @@ static int cmd_token(opts_t *o)
  * main: options anywhere, then the command words and their arguments
  * --------------------------------------------------------------------------------------- */
 
-static int set_option(opts_t *o, unsigned flag, const char *v)
+static int set_option(opts_t *o, size_t k, const char *v)
 {
-    switch (flag) {
-    case O_URL:
-        o->url = v;
-        break;
-    case O_TOKEN:
-        o->token = v;
-        break;
-    case O_REDIS:
-        o->redis = v;
-        break;
-    case O_REDIS_USER:
-        o->redis_user = v;
-        break;
-    case O_REDIS_PASS:
-        o->redis_pass = v;
-        break;
-    case O_JSON:
-        o->json = 1;
-        break;
-    case O_HELP:
-        break;
-    case O_LAYOUT:
-        o->layout = v;
-        break;
-    case O_BODY:
-        o->body = v;
-        break;
-    case O_TITLE:
-        o->title = v;
-        break;
-    case O_STARTS:
-        o->starts_at = v;
-        break;
-    case O_HOLD_TTL:
-        o->hold_ttl = v;
-        break;
-    case O_CLOSE:
-        o->sales_close_at = v;
-        break;
-    case O_PAGE:
-        o->page = v;
-        break;
-    case O_SIZE:
-        o->size = v;
-        break;
-    case O_SUB:
-        o->sub = v;
-        break;
-    case O_ROLE:
-        o->role = v;
-        break;
-    case O_TTL:
-        o->ttl = v;
-        break;
-    case O_PRICE:
+    if (options[k].flag == O_PRICE) {
         if (o->nprices == MAX_PRICES)
             return usage_error("at most %d --price options", MAX_PRICES);
         o->prices[o->nprices++] = v;
-        break;
+    } else if (options[k].flag == O_JSON) {
+        o->json = 1;
+    } else if (options[k].offset != NO_FIELD) {
+        *(const char **)((char *)o + options[k].offset) = v;
     }
-    o->given |= flag;
+    o->given |= options[k].flag;
     return 0;
 }
 
@@ -1190,7 +1144,7 @@ int main(int argc, char **argv)
         } else if (eq) {
             return usage_error("%s takes no value", options[k].name);
         }
-        if (set_option(&o, options[k].flag, v) != 0)
+        if (set_option(&o, k, v) != 0)
             return EXIT_USAGE;
     }
     if (strcmp(nwords ? words[0] : "", "help") == 0) {
@@ -1214,19 +1168,24 @@ int main(int argc, char **argv)
         if (commands[i].verb == NULL || (nwords > 1 && strcmp(commands[i].verb, words[1]) == 0))
             cmd = &commands[i];
     }
-    if (!cmd) {
-        if (group_known && (o.given & O_HELP)) {
-            for (size_t i = 0; i < NCOMMANDS; i++)
-                if (strcmp(commands[i].group, words[0]) == 0)
-                    command_help(stdout, &commands[i]), fputs("\n", stdout);
-            return EXIT_OK;
-        }
-        if (group_known)
-            return usage_error("'%s' needs a subcommand: %s", words[0],
-                               strcmp(words[0], "show") == 0   ? "create, list"
-                               : strcmp(words[0], "seat") == 0 ? "who"
-                                                               : "show, release");
+    if (!cmd && !group_known)
         return usage_error("unknown command '%s'", words[0]);
+    if (!cmd) {
+        /* A group without its verb: its commands' help, or the list of its verbs. */
+        char verbs[128] = "";
+        for (size_t i = 0; i < NCOMMANDS; i++) {
+            if (strcmp(commands[i].group, words[0]) != 0)
+                continue;
+            if (o.given & O_HELP) {
+                command_help(stdout, &commands[i]);
+                fputs("\n", stdout);
+            }
+            size_t len = strlen(verbs);
+            snprintf(verbs + len, sizeof verbs - len, "%s%s", len ? ", " : "", commands[i].verb);
+        }
+        if (o.given & O_HELP)
+            return EXIT_OK;
+        return usage_error("'%s' needs a subcommand: %s", words[0], verbs);
     }
     if (o.given & O_HELP) {
         command_help(stdout, cmd);
