@@ -441,7 +441,7 @@ static void print_record(const cJSON *o)
     }
 }
 
-/* Prints a successful answer: its JSON with --json, else the record (and 'extra' lines). */
+/* Prints a successful answer: its JSON with --json, else the record. */
 static int print_answer(const opts_t *o, http_res_t *res)
 {
     if (o->json) {

@@ -27,6 +27,7 @@ typedef struct audit_s {
     size_t errlen;
     int nseats;      /* seats in the layout */
     char **seat_ids; /* index -> seat id, owned */
+    int *by_id;      /* seat indexes sorted by id, owned */
     int *booked_by;  /* index -> CONFIRMED bookings listing it */
     owner_t *owners; /* owners of CONFIRMED bookings, owned */
     size_t nowners, capowners;
@@ -93,12 +94,29 @@ static redisReply *probe(audit_t *a, const char *lua, int nkeys, int nargs, cons
     return r;
 }
 
-/* Seat id -> index in the layout (an array scan: lookups happen once per held/booked seat). */
+static const char *const *sort_ids; /* qsort's comparator has no context argument */
+
+static int cmp_by_id(const void *x, const void *y)
+{
+    const char *p = sort_ids[*(const int *)x], *q = sort_ids[*(const int *)y];
+    return strcmp(p ? p : "", q ? q : "");
+}
+
+/* Seat id -> index in the layout (a binary search over the ids sorted once). */
 static int seat_index(const audit_t *a, const char *seat)
 {
-    for (int i = 0; i < a->nseats; i++)
-        if (a->seat_ids[i] && strcmp(a->seat_ids[i], seat) == 0)
-            return i;
+    size_t lo = 0, hi = (size_t)a->nseats;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *id = a->seat_ids[a->by_id[mid]];
+        int c = strcmp(id ? id : "", seat);
+        if (c == 0)
+            return a->by_id[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return -1;
 }
 
@@ -490,6 +508,14 @@ static int load_layout(audit_t *a, const char *show_id)
         k++;
     }
     cJSON_Delete(doc);
+    a->by_id = malloc((size_t)n * sizeof *a->by_id);
+    if (!a->by_id)
+        abort();
+    for (int i = 0; i < n; i++)
+        a->by_id[i] = i;
+    sort_ids = (const char *const *)a->seat_ids;
+    qsort(a->by_id, (size_t)n, sizeof *a->by_id, cmp_by_id);
+    sort_ids = NULL;
     return 0;
 }
 
@@ -626,6 +652,7 @@ int seatd_audit_show(redisContext *c, const char *show_id, const seatd_audit_opt
     for (int i = 0; i < a.nseats; i++)
         free(a.seat_ids[i]);
     free(a.seat_ids);
+    free(a.by_id);
     free(a.booked_by);
     free(a.owners);
     return rc;
