@@ -75,3 +75,60 @@ Test(api_openapi, the_reference_page_renders_the_document_with_a_local_redoc)
     cr_assert(loc && strcmp(loc, "/docs/") == 0, "location %s", loc ? loc : "none");
     e2e_res_free(&res);
 }
+
+/* The operators' routes answer as documented (tests/e2e/run validates every answer's shape):
+ * a hold and a booking of any user read, released, cancelled, and a show reaped. */
+Test(api_openapi, the_admin_routes_answer_any_users_records)
+{
+    char show[32], path[128], body[160], hold[64], booking[64];
+    cr_assert_eq(e2e_create_show(1, 4, 300, show), 0);
+    e2e_res_t res;
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    cr_assert_eq(e2e_call("POST", path, "ann", "{\"seatIds\":[\"A1\"]}", NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201);
+    snprintf(hold, sizeof(hold), "%s", e2e_str(&res, "holdId"));
+    e2e_res_free(&res);
+
+    snprintf(path, sizeof(path), "/v1/admin/holds/%s", hold);
+    cr_assert_eq(e2e_call("GET", path, "ann", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 403, "a customer on an admin route");
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_call("GET", path, "admin", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    cr_assert_str_eq(e2e_str(&res, "owner"), "ann");
+    e2e_res_free(&res);
+    snprintf(path, sizeof(path), "/v1/admin/shows/%s/reap", show);
+    cr_assert_eq(e2e_call("POST", path, "admin", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    cr_assert_eq(e2e_num(&res, "reaped"), 0);
+    e2e_res_free(&res);
+    snprintf(path, sizeof(path), "/v1/admin/holds/%s", hold);
+    cr_assert_eq(e2e_call("DELETE", path, "admin", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    cr_assert_str_eq(e2e_str(&res, "status"), "RELEASED");
+    e2e_res_free(&res);
+
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    cr_assert_eq(e2e_call("POST", path, "ann", "{\"seatIds\":[\"A2\"]}", NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201);
+    snprintf(hold, sizeof(hold), "%s", e2e_str(&res, "holdId"));
+    e2e_res_free(&res);
+    snprintf(body, sizeof(body), "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_ok\"}", hold);
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", "ann", body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201);
+    snprintf(booking, sizeof(booking), "%s", e2e_str(&res, "bookingId"));
+    e2e_res_free(&res);
+    snprintf(path, sizeof(path), "/v1/admin/bookings/%s", booking);
+    cr_assert_eq(e2e_call("GET", path, "admin", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    cr_assert_str_eq(e2e_str(&res, "status"), "CONFIRMED");
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_call("DELETE", path, "admin", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    cr_assert_str_eq(e2e_str(&res, "status"), "CANCELLED");
+    e2e_res_free(&res);
+    snprintf(path, sizeof(path), "/v1/admin/bookings/%s-b0123456789abcdef0123", show);
+    cr_assert_eq(e2e_call("GET", path, "admin", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 404);
+    e2e_res_free(&res);
+}

@@ -1,5 +1,5 @@
 /*
- * Unit tests for api/openapi.json against the two tables it describes: the route table
+ * Unit tests for api/openapi.json against the tables it describes: the route tables
  * (worker/routes.c) and the problem table (worker/errors.h). A route or a problem type added
  * to either without the document fails here; so does an operation the document describes
  * that no route serves (unless nginx answers it itself: "x-served-by": "nginx").
@@ -165,6 +165,17 @@ Test(openapi, describes_every_route_of_the_route_table)
             cr_assert(found, "%s: path parameter %.*s not declared", rt->name, (int)(end - p + 1),
                       p);
         }
+    }
+}
+
+Test(openapi, describes_the_routes_of_the_metrics_listener)
+{
+    for (size_t i = 0; i < seatd_metrics_nroutes; i++) {
+        const seatd_route_t *rt = &seatd_metrics_routes[i];
+        const cJSON *id = at(operation(rt->method, rt->pattern), "operationId", NULL);
+        cr_assert(cJSON_IsString(id) && strcmp(id->valuestring, rt->name) == 0,
+                  "metrics listener route %s %s (%s) is not in api/openapi.json", rt->method,
+                  rt->pattern, rt->name);
     }
 }
 
