@@ -82,8 +82,7 @@ static void job_end(job_t *j)
 static void on_failed(const seatd_store_result_t *res, void *data)
 {
     job_t *j = data;
-    const char *st = seatd_store_get(res, "status", NULL);
-    if (res->err == 0 && st && strcmp(st, "PENDING_PAYMENT") == 0) {
+    if (res->err == 0 && strcmp(res->booking.status, "PENDING_PAYMENT") == 0) {
         /* Not charged yet, but within the charge horizon: look again next tick. */
         j->rc->deferred++;
         seatd_log(SEATD_LOG_DEBUG, NULL, "reconcile: no charge yet, within the horizon",
@@ -135,8 +134,7 @@ static void on_late_recorded(const seatd_store_result_t *res, void *data)
 {
     job_t *j = data;
     seatd_reconcile_t *rc = j->rc;
-    const char *rs = seatd_store_get(res, "refundStatus", NULL);
-    if (res->err == 0 && rs && strcmp(rs, "pending") == 0) {
+    if (res->err == 0 && strcmp(res->booking.refund_status, "pending") == 0) {
         refund_late(j);
         op_done(rc);
         return;
@@ -270,22 +268,21 @@ static void on_cancelled_booking(const seatd_store_result_t *res, void *data)
 {
     job_t *j = data;
     seatd_reconcile_t *rc = j->rc;
-    const char *st = seatd_store_get(res, "status", NULL);
-    const char *rs = seatd_store_get(res, "refundStatus", NULL);
-    const char *ref = seatd_store_get(res, "paymentRef", NULL);
-    const char *late = seatd_store_get(res, "lateCharge", NULL);
-    if (!rc->closing && res->err == 0 && st && strcmp(st, "FAILED") == 0 && rs &&
-        strcmp(rs, "pending") == 0 && late && late[0]) {
+    const seatd_booking_result_t *b = &res->booking;
+    const char *st = b->status, *rs = b->refund_status, *ref = b->payment_ref;
+    const char *late = b->late_charge;
+    if (!rc->closing && res->err == 0 && strcmp(st, "FAILED") == 0 && strcmp(rs, "pending") == 0 &&
+        late[0]) {
         /* A late charge recorded by seatd_late_charge: refund it whole. */
-        j->amount = seatd_store_get_int(res, "amount", 0);
+        j->amount = b->amount;
         snprintf(j->charge, sizeof(j->charge), "%s", late);
         refund_late(j);
         op_done(rc); /* the lookup step ends; the refund (or job_end) carries the job on */
         return;
     }
-    if (!rc->closing && res->err == 0 && st && strcmp(st, "CANCELLED") == 0 && rs &&
-        strcmp(rs, "pending") == 0 && ref && ref[0]) {
-        j->amount = seatd_store_get_int(res, "refund", 0);
+    if (!rc->closing && res->err == 0 && strcmp(st, "CANCELLED") == 0 &&
+        strcmp(rs, "pending") == 0 && ref[0]) {
+        j->amount = b->refund;
         snprintf(j->charge, sizeof(j->charge), "%s", ref);
         snprintf(j->key, sizeof(j->key), "cancel-%s", j->bid);
         if (j->amount > 0 &&
@@ -322,13 +319,11 @@ static void on_due(const seatd_store_result_t *res, void *data)
     check_t *c = data;
     seatd_reconcile_t *rc = c->rc;
     if (res->err == 0 && !rc->closing) {
-        for (size_t i = 0; i < res->nfields; i++) {
-            if (strcmp(res->names[i], "booking") == 0)
-                settle(rc, res->values[i]);
-            else if (strcmp(res->names[i], "refund") == 0)
-                retry_refund(rc, res->values[i]);
-        }
-        if (c->score[0] && seatd_store_get_int(res, "remaining", -1) == 0 &&
+        for (size_t i = 0; i < res->pending.nbookings; i++)
+            settle(rc, res->pending.bookings[i]);
+        for (size_t i = 0; i < res->pending.nrefunds; i++)
+            retry_refund(rc, res->pending.refunds[i]);
+        if (c->score[0] && res->pending.remaining == 0 &&
             started(rc, seatd_store_hint_clear(rc->store, c->show, c->score, on_hint_cleared, c))) {
             op_done(rc);
             return;

@@ -160,41 +160,40 @@ static void counters_give(book_op_t *op)
 
 static cJSON *booking_to_json(const seatd_config_t *cfg, const seatd_store_result_t *res)
 {
+    const seatd_booking_result_t *b = &res->booking;
     cJSON *o = cJSON_CreateObject();
-    static const char *strings[] = {"bookingId", "status",     "holdId", "showId",
-                                    "currency",  "paymentRef", "reason", "refundStatus"};
-    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
-        const char *v = seatd_store_get(res, strings[i], NULL);
-        if (v && v[0])
-            cJSON_AddStringToObject(o, strings[i], v);
-    }
-    seatd__json_add_csv_array(o, "seatIds", seatd_store_get(res, "seatIds", NULL));
-    cJSON_AddNumberToObject(o, "amount", (double)seatd_store_get_int(res, "amount", 0));
-    int64_t t = seatd_store_get_int(res, "createdAt", 0);
-    if (t)
-        seatd__json_add_time(o, "createdAt", t);
-    t = seatd_store_get_int(res, "confirmedAt", 0);
-    if (t)
-        seatd__json_add_time(o, "confirmedAt", t);
-    static const char *times[] = {"failedAt", "cancelledAt", "startsAt"};
-    for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
-        t = seatd_store_get_int(res, times[i], 0);
-        if (t)
-            seatd__json_add_time(o, times[i], t);
-    }
-    const char *version = seatd_store_get(res, "version", NULL);
-    if (version && version[0]) /* the seat map's ?minVersion= that shows this change */
-        cJSON_AddNumberToObject(o, "version", (double)seatd_store_get_int(res, "version", 0));
-    const char *refund = seatd_store_get(res, "refund", NULL);
-    if (refund && refund[0])
-        cJSON_AddNumberToObject(o, "refund", (double)seatd_store_get_int(res, "refund", 0));
-    const char *status = seatd_store_get(res, "status", NULL);
-    const char *bid = seatd_store_get(res, "bookingId", NULL);
-    if (cfg && status && strcmp(status, "CONFIRMED") == 0 && bid) {
+    const struct {
+        const char *name, *value;
+    } strings[] = {{"bookingId", b->booking_id}, {"status", b->status},
+                   {"holdId", b->hold_id},       {"showId", b->show_id},
+                   {"currency", b->currency},    {"paymentRef", b->payment_ref},
+                   {"reason", b->reason},        {"refundStatus", b->refund_status}};
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+        if (strings[i].value[0])
+            cJSON_AddStringToObject(o, strings[i].name, strings[i].value);
+    seatd__json_add_csv_array(o, "seatIds", b->seat_ids);
+    cJSON_AddNumberToObject(o, "amount", (double)b->amount);
+    const struct {
+        const char *name;
+        int64_t ms;
+    } times[] = {{"createdAt", b->created_at_ms},
+                 {"confirmedAt", b->confirmed_at_ms},
+                 {"failedAt", b->failed_at_ms},
+                 {"cancelledAt", b->cancelled_at_ms},
+                 {"startsAt", b->starts_at_ms}};
+    for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++)
+        if (times[i].ms)
+            seatd__json_add_time(o, times[i].name, times[i].ms);
+    if (b->has_version) /* the seat map's ?minVersion= that shows this change */
+        cJSON_AddNumberToObject(o, "version", (double)b->version);
+    if (b->has_refund)
+        cJSON_AddNumberToObject(o, "refund", (double)b->refund);
+    const char *bid = b->booking_id;
+    if (cfg && strcmp(b->status, "CONFIRMED") == 0 && bid[0]) {
         /* The ticket: a token signed with the ticket key, and its QR code. */
         unsigned char key[SEATD_TICKET_KEY_LEN];
         seatd_ticket_key(cfg->jwt_secret, cfg->jwt_secret_len, key);
-        char *token = seatd_ticket_sign(key, bid, seatd_store_get(res, "seatIds", NULL));
+        char *token = seatd_ticket_sign(key, bid, b->seat_ids);
         char *svg = token ? seatd_ticket_qr_svg(token) : NULL;
         if (token)
             cJSON_AddStringToObject(o, "ticketToken", token);
@@ -213,18 +212,18 @@ static void on_booking_final(const seatd_store_result_t *res, void *data)
     if (step_gone_or_failed(op, res))
         return;
     seatd_req_t *r = op->r;
-    const char *status = seatd_store_get(res, "status", NULL);
-    const char *reason = seatd_store_get(res, "reason", NULL);
+    const char *status = res->booking.status;
+    const char *reason = res->booking.reason;
     cJSON *o = booking_to_json(op->app->cfg, res);
     char loc[96];
     snprintf(loc, sizeof(loc), "/v1/bookings/%s", op->booking_id);
-    if (status && strcmp(status, "CONFIRMED") == 0) {
+    if (strcmp(status, "CONFIRMED") == 0) {
         seatd_req_add_header(r, "Location", loc);
         seatd_req_finish_json(r, 201, o);
-    } else if (status && strcmp(status, "PENDING_PAYMENT") == 0) {
+    } else if (strcmp(status, "PENDING_PAYMENT") == 0) {
         seatd_req_add_header(r, "Location", loc);
         seatd_req_finish_json(r, 202, o);
-    } else if (status && strcmp(status, "FAILED") == 0 && reason && reason[0]) {
+    } else if (strcmp(status, "FAILED") == 0 && reason[0]) {
         /* The answer the first request gave: seats lost (410) or a decline (402). */
         cJSON_Delete(o);
         cJSON *extra = cJSON_CreateObject();
@@ -299,8 +298,7 @@ static void wait_for_outcome(book_op_t *op)
 static void on_waited_booking(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    const char *status = seatd_store_get(res, "status", NULL);
-    if (res->err == 0 && status && strcmp(status, "PENDING_PAYMENT") == 0 &&
+    if (res->err == 0 && strcmp(res->booking.status, "PENDING_PAYMENT") == 0 &&
         uv_now(op->app->loop) < op->wait_until) {
         step_end(op);
         if (op->r == NULL) {
@@ -392,8 +390,7 @@ static void on_late_charge_recorded(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     step_end(op);
-    const char *rs = seatd_store_get(res, "refundStatus", NULL);
-    if (res->err == 0 && rs && strcmp(rs, "pending") != 0) {
+    if (res->err == 0 && strcmp(res->booking.refund_status, "pending") != 0) {
         answer_with_booking(op); /* refunded already */
         return;
     }
@@ -429,7 +426,7 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
         return;
     }
     seatd_metrics_inc(SEATD_METRIC_BOOKING_CONFIRMED);
-    seatd_seatmap_invalidate(op->show_id, seatd_store_get_int(res, "version", 0));
+    seatd_seatmap_invalidate(op->show_id, res->booking.version);
     answer_with_booking(op);
 }
 
@@ -474,13 +471,13 @@ static void on_begin(const seatd_store_result_t *res, void *data)
         book_op_free(op);
         return;
     }
-    const char *bid = seatd_store_get(res, "bookingId", NULL);
-    snprintf(op->booking_id, sizeof(op->booking_id), "%s", bid ? bid : "");
-    op->amount = seatd_store_get_int(res, "amount", op->amount);
-    if (seatd_store_get_int(res, "replayed", 0) == 1) {
+    const seatd_booking_result_t *b = &res->booking;
+    snprintf(op->booking_id, sizeof(op->booking_id), "%s", b->booking_id);
+    if (b->has_amount)
+        op->amount = b->amount;
+    if (b->replayed) {
         counters_give(op); /* the first request's attempt is the one counted */
-        const char *status = seatd_store_get(res, "status", NULL);
-        if (op->r && status && strcmp(status, "PENDING_PAYMENT") == 0) {
+        if (op->r && strcmp(b->status, "PENDING_PAYMENT") == 0) {
             /* A retry during the first request's payment: wait for its outcome. */
             op->wait_until =
                 uv_now(op->app->loop) + (uint64_t)op->app->cfg->payment_timeout_ms + 1000;
@@ -550,7 +547,7 @@ static void on_user_counter(const seatd_store_result_t *res, void *data)
     book_op_t *op = data;
     step_end(op);
     if (op->r == NULL || res->err) { /* every attempt taken is given back, nothing began */
-        if (!res->err && seatd_store_get_int(res, "ok", 0) == 1)
+        if (!res->err && res->attempt.ok)
             op->ctrs_taken = 2; /* the user's counter took one too */
         counters_give(op);
         if (op->r)
@@ -558,8 +555,8 @@ static void on_user_counter(const seatd_store_result_t *res, void *data)
         book_op_free(op);
         return;
     }
-    if (seatd_store_get_int(res, "ok", 0) != 1) {
-        op->retry_after_ms = seatd_store_get_int(res, "retryAfterMs", 1000);
+    if (!res->attempt.ok) {
+        op->retry_after_ms = res->attempt.retry_after_ms;
         answer_capped(op, "user");
         return;
     }
@@ -572,8 +569,8 @@ static void on_hold_counter(const seatd_store_result_t *res, void *data)
     book_op_t *op = data;
     if (step_gone_or_failed(op, res))
         return;
-    if (seatd_store_get_int(res, "ok", 0) != 1) {
-        op->retry_after_ms = seatd_store_get_int(res, "retryAfterMs", 1000);
+    if (!res->attempt.ok) {
+        op->retry_after_ms = res->attempt.retry_after_ms;
         answer_capped(op, "hold");
         return;
     }
@@ -643,8 +640,7 @@ static void on_show_for_booking(const seatd_store_result_t *res, void *data)
     seatd_req_t *r = op->r;
     if (step_gone_or_failed(op, res))
         return;
-    const char *tiers = seatd_store_get(res, "priceTiers", NULL);
-    op->tiers = tiers ? cJSON_Parse(tiers) : NULL;
+    op->tiers = cJSON_Parse(res->show.price_tiers);
     if (!cJSON_IsObject(op->tiers)) {
         seatd_req_finish_problem(r, SEATD_EINTERNAL, "the show has no price tiers", NULL);
         book_op_free(op);
@@ -663,8 +659,7 @@ static void on_hold_for_booking(const seatd_store_result_t *res, void *data)
     seatd_req_t *r = op->r;
     if (step_gone_or_failed(op, res))
         return;
-    const char *seats = seatd_store_get(res, "seatIds", NULL);
-    op->seat_csv = seatd_strdup(seats ? seats : "");
+    op->seat_csv = seatd_strdup(res->hold.seat_ids);
     int rc = seatd_store_show_get(seatd__app(r)->store, op->show_id, on_show_for_booking, op);
     step_started(op, rc);
 }
@@ -830,12 +825,12 @@ static void on_cancelled(const seatd_store_result_t *res, void *data)
         free(op);
         return;
     }
-    seatd_seatmap_invalidate(op->show_id, seatd_store_get_int(res, "version", 0));
+    const seatd_booking_result_t *b = &res->booking;
+    seatd_seatmap_invalidate(op->show_id, b->version);
     seatd_app_t *app = op->app;
-    const char *rs = seatd_store_get(res, "refundStatus", NULL);
-    const char *ref = seatd_store_get(res, "paymentRef", NULL);
-    int64_t refund = seatd_store_get_int(res, "refund", 0);
-    if (rs && strcmp(rs, "pending") == 0 && refund > 0 && ref && ref[0]) {
+    const char *ref = b->payment_ref;
+    int64_t refund = b->refund;
+    if (strcmp(b->refund_status, "pending") == 0 && refund > 0 && ref[0]) {
         /* A repeat cancel sends the same request again: the gateway answers the first
          * refund (same key, same body) and refunds nothing more. */
         seatd_reconcile_hint(app->rds, op->show_id);
@@ -901,16 +896,15 @@ static void on_verify_booking(const seatd_store_result_t *res, void *data)
         free(op);
         return;
     }
-    const char *status = seatd_store_get(res, "status", NULL);
-    const char *seats = seatd_store_get(res, "seatIds", NULL);
+    const char *status = res->booking.status;
+    const char *seats = res->booking.seat_ids;
     if (res->err == SEATD_ENOTFOUND) {
         seatd_req_finish_json(r, 200, verify_answer(0, "unknown_booking", &op->t));
     } else if (res->err) {
         seatd__reply_store_error(r, res);
-    } else if (status && strcmp(status, "CONFIRMED") == 0 && seats &&
-               strcmp(seats, op->t.seats) == 0) {
+    } else if (strcmp(status, "CONFIRMED") == 0 && strcmp(seats, op->t.seats) == 0) {
         seatd_req_finish_json(r, 200, verify_answer(1, "confirmed", &op->t));
-    } else if (status && strcmp(status, "CANCELLED") == 0) {
+    } else if (strcmp(status, "CANCELLED") == 0) {
         seatd_req_finish_json(r, 200, verify_answer(0, "cancelled", &op->t));
     } else {
         seatd_req_finish_json(r, 200, verify_answer(0, "not_confirmed", &op->t));

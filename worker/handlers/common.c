@@ -173,8 +173,7 @@ static void fetch_unlink(layout_fetch_t *f)
 /* The parsed layout of a seatd_store_layout_get() answer, or NULL. */
 static seatd_layout_t *layout_from_result(const seatd_store_result_t *res)
 {
-    const char *text = seatd_store_get(res, "layout", NULL);
-    cJSON *doc = text ? cJSON_Parse(text) : NULL;
+    cJSON *doc = cJSON_Parse(res->show.layout);
     seatd_layout_t *l = NULL;
     char why[128];
     if (doc && seatd_layout_from_json(cJSON_GetObjectItemCaseSensitive(doc, "seats"), NULL, &l, why,
