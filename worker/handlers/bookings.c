@@ -942,24 +942,3 @@ int seatd_handle_tickets_verify(seatd_req_t *r)
     seatd_req_hold(r);
     return 0;
 }
-
-int seatd_refund_policy_valid(const void *policy)
-{
-    const cJSON *p = policy;
-    int n = cJSON_GetArraySize(p);
-    if (!cJSON_IsArray(p) || n < 1 || n > 10)
-        return 0;
-    const cJSON *tier = NULL;
-    cJSON_ArrayForEach(tier, p)
-    {
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(tier, "beforeSeconds");
-        const cJSON *pc = cJSON_GetObjectItemCaseSensitive(tier, "percent");
-        if (!cJSON_IsObject(tier) || !cJSON_IsNumber(b) || !cJSON_IsNumber(pc))
-            return 0;
-        double bv = cJSON_GetNumberValue(b), pv = cJSON_GetNumberValue(pc);
-        if (bv < 0 || bv > 365.0 * 86400 || bv != (double)(long long)bv || pv < 0 || pv > 100 ||
-            pv != (double)(long long)pv)
-            return 0;
-    }
-    return 1;
-}

@@ -20,6 +20,7 @@
 #include "layout.h"
 #include "mem.h"
 #include "metrics.h"
+#include "refund_policy.h"
 #include "timefmt.h"
 
 #define SHOWS_PAGE_MAX 100
