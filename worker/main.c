@@ -194,6 +194,7 @@ int main(int argc, char **argv)
     seatd_pubsub_set_auth(cfg.redis_user, redis_pass);
     app->store = seatd_store_new(app->scripts);
     seatd_store_set_hold_rate(app->store, cfg.hold_rate_per_user, cfg.hold_rate_window_ms);
+    seatd_store_set_hints(app->store, app->rds);
     app->payment = seatd_payment_new(app->loop, cfg.gateway_url, (int)cfg.payment_timeout_ms);
     app->sweeper = seatd_sweeper_new(app->loop, app->rds, app->scripts, app->store,
                                      (unsigned)cfg.sweeper_interval_ms);
@@ -222,7 +223,6 @@ int main(int argc, char **argv)
         .max_body = (size_t)cfg.max_body,
         .output_budget = (size_t)cfg.conn_output_budget,
         .auth = app->auth,
-        .on_finish = seatd_handle_live_on_finish,
     };
     /* POST /v1/shows carries a whole layout (2,000 seats ~130 KB, an 80,000-seat stadium ~6 MB). */
     seatd_req_set_large_body_route("POST", "/v1/shows", 16u << 20);

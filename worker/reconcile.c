@@ -6,6 +6,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "hints.h"
 #include "keys.h"
 #include "log.h"
 #include "mem.h"
@@ -435,23 +436,7 @@ unsigned long seatd_reconcile_deferred(const seatd_reconcile_t *rc)
     return rc ? rc->deferred : 0;
 }
 
-static void on_hint_reply(const struct redisReply *reply, int err, void *data)
-{
-    (void)reply;
-    (void)data;
-    if (err)
-        seatd_log(SEATD_LOG_WARN, NULL,
-                  "reconcile hint not written; the catalogue rescan will "
-                  "find the show",
-                  "\"err\":%d", err);
-}
-
 void seatd_reconcile_hint(seatd_rds_t *rds, const char *show_id)
 {
-    if (rds == NULL || !seatd_keys_valid_show_id(show_id))
-        return;
-    /* The score counts hints, so a reconciler clears the entry only if none came since. */
-    const char *argv[] = {"ZINCRBY", SEATD_KEY_PENDING_SHOWS, "1", show_id};
-    if (seatd_rds_callv(rds, 4, argv, NULL, on_hint_reply, NULL) < 0)
-        on_hint_reply(NULL, SEATD_EOVERLOAD, NULL);
+    seatd_hints_pending(rds, show_id);
 }

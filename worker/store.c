@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "hints.h"
 #include "keys.h"
 #include "layout.h"
 #include "log.h"
@@ -32,6 +33,14 @@ struct seatd_store_s {
     seatd_scripts_t *scripts; /* borrowed */
     long long hold_rate;      /* hold requests per user per window; 0: no limit */
     long long hold_window_ms; /* that window */
+    seatd_rds_t *hints;       /* borrowed: where hints are filed; NULL: none */
+};
+
+/* The hints an operation files on success (hints.h), for the show in op->show_id. */
+enum {
+    HINT_DUE = 1,     /* a hold, or a deadline moved: the sweepers */
+    HINT_PENDING = 2, /* a booking began (not a replay): the reconcilers */
+    HINT_REFUND = 4   /* a cancellation whose refund is still owed: the reconcilers */
 };
 
 #define LAYOUT_KEY_PREFIX "seatd:layout:" /* + the layout's digest: the shared layouts */
@@ -40,6 +49,7 @@ struct seatd_store_s {
 typedef struct store_op_s {
     seatd_store_t *st;                      /* borrowed */
     int kind;                               /* kind_t: what the last reply decodes into */
+    unsigned hints;                         /* HINT_* filed when the operation succeeds */
     seatd_store_cb cb;                      /* the caller's callback, run exactly once */
     void *data;                             /* the caller's context */
     char show_id[SEATD_ID_MAX];             /* chains: the show */
@@ -476,11 +486,37 @@ static void op_fail(store_op_t *op, int err)
     op_free(op);
 }
 
+/* Files the hints of a succeeded operation (the need it created) before its callback runs. */
+static void file_hints(const store_op_t *op, const seatd_store_result_t *res)
+{
+    seatd_rds_t *rds = op->st->hints;
+    const seatd_booking_result_t *b = &res->booking;
+    if (res->err != 0 || rds == NULL || op->hints == 0)
+        return;
+    if (op->hints & HINT_DUE)
+        seatd_hints_due(rds, op->show_id);
+    if ((op->hints & HINT_PENDING) && !b->replayed)
+        seatd_hints_pending(rds, op->show_id);
+    if ((op->hints & HINT_REFUND) && strcmp(b->refund_status, "pending") == 0 && b->refund > 0 &&
+        b->payment_ref[0])
+        seatd_hints_pending(rds, op->show_id);
+}
+
+/* Marks 'op' to file 'hints' for the show named by 'id' (a hold or booking id of 'kind').
+ * Returns 'op'. */
+static store_op_t *op_hint(store_op_t *op, unsigned hints, const char *id, char kind)
+{
+    if (seatd_keys_parse_id(id, kind, op->show_id) == 0)
+        op->hints = hints;
+    return op;
+}
+
 static void on_reply(const struct redisReply *reply, int err, void *data)
 {
     store_op_t *op = data;
     decoded_t d;
     decode(&d, reply, err, (kind_t)op->kind);
+    file_hints(op, &d.res);
     op->cb(&d.res, op->data);
     decoded_free(&d);
     op_free(op);
@@ -599,6 +635,11 @@ seatd_store_t *seatd_store_new(seatd_scripts_t *scripts)
     seatd_store_t *st = seatd_calloc(1, sizeof(*st));
     st->scripts = scripts;
     return st;
+}
+
+void seatd_store_set_hints(seatd_store_t *st, seatd_rds_t *rds)
+{
+    st->hints = rds;
 }
 
 void seatd_store_free(seatd_store_t *st)
@@ -928,7 +969,7 @@ static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store
     snprintf(ttl, sizeof(ttl), "%" PRId64, a->ttl_ms);
     snprintf(max, sizeof(max), "%d", a->max_per_user);
     const char *base[5] = {a->hold_id, a->owner, ttl, max, a->idem_key ? a->idem_key : ""};
-    store_op_t *op = op_new(st, KIND_HOLD, cb, data);
+    store_op_t *op = op_hint(op_new(st, KIND_HOLD, cb, data), HINT_DUE, a->hold_id, 'h');
     /* Fast path: the layout is cached (the script checks that it is the show's). Otherwise ask
      * the show which layout it has, and read that one. */
     const seatd_layout_t *l = seatd_layout_cache_get(a->show_id);
@@ -1093,32 +1134,35 @@ int seatd_store_book_begin(seatd_store_t *st, const seatd_book_args_t *a, seatd_
                            a->currency ? a->currency : "",
                            a->payment_method ? a->payment_method : "",
                            win};
-    return fcall(op_new(st, KIND_BOOKING, cb, data), "seatd_book_begin", key, 7, args, NULL,
-                 on_reply);
+    store_op_t *op =
+        op_hint(op_new(st, KIND_BOOKING, cb, data), HINT_DUE | HINT_PENDING, a->booking_id, 'b');
+    return fcall(op, "seatd_book_begin", key, 7, args, NULL, on_reply);
 }
 
 /* book_confirm, book_fail: (booking id, text). */
-static int booking_text_call(seatd_store_t *st, const char *fn, const char *booking_id,
-                             const char *text, seatd_store_cb cb, void *data)
+static int booking_text_call(seatd_store_t *st, const char *fn, unsigned hints,
+                             const char *booking_id, const char *text, seatd_store_cb cb,
+                             void *data)
 {
     char key[SEATD_KEY_MAX];
     int rc = meta_of_id(key, booking_id, 'b');
     if (rc < 0)
         return rc;
     const char *args[2] = {booking_id, text ? text : ""};
-    return fcall(op_new(st, KIND_BOOKING, cb, data), fn, key, 2, args, NULL, on_reply);
+    store_op_t *op = op_hint(op_new(st, KIND_BOOKING, cb, data), hints, booking_id, 'b');
+    return fcall(op, fn, key, 2, args, NULL, on_reply);
 }
 
 int seatd_store_book_confirm(seatd_store_t *st, const char *booking_id, const char *payment_ref,
                              seatd_store_cb cb, void *data)
 {
-    return booking_text_call(st, "seatd_book_confirm", booking_id, payment_ref, cb, data);
+    return booking_text_call(st, "seatd_book_confirm", 0, booking_id, payment_ref, cb, data);
 }
 
 int seatd_store_book_fail(seatd_store_t *st, const char *booking_id, const char *reason,
                           seatd_store_cb cb, void *data)
 {
-    return booking_text_call(st, "seatd_book_fail", booking_id, reason, cb, data);
+    return booking_text_call(st, "seatd_book_fail", HINT_DUE, booking_id, reason, cb, data);
 }
 
 int seatd_store_booking_get(seatd_store_t *st, const char *booking_id, const char *owner,
@@ -1163,8 +1207,8 @@ int seatd_store_book_fail_refunded(seatd_store_t *st, const char *booking_id, co
         return SEATD_EINVAL;
     snprintf(amount, sizeof(amount), "%" PRId64, refund);
     const char *args[4] = {booking_id, reason ? reason : "", amount, refund_ref ? refund_ref : ""};
-    return fcall(op_new(st, KIND_BOOKING, cb, data), "seatd_book_fail", key, 4, args, NULL,
-                 on_reply);
+    return fcall(op_hint(op_new(st, KIND_BOOKING, cb, data), HINT_DUE, booking_id, 'b'),
+                 "seatd_book_fail", key, 4, args, NULL, on_reply);
 }
 
 int seatd_store_cancel_by_policy(seatd_store_t *st, const char *booking_id, const char *owner,
@@ -1177,13 +1221,14 @@ int seatd_store_cancel_by_policy(seatd_store_t *st, const char *booking_id, cons
     if (owner != NULL && !seatd_keys_valid_sub(owner))
         return SEATD_EBADID;
     const char *args[3] = {booking_id, owner ? owner : "", "policy"};
-    return fcall(op_new(st, KIND_BOOKING, cb, data), "seatd_cancel", key, 3, args, NULL, on_reply);
+    return fcall(op_hint(op_new(st, KIND_BOOKING, cb, data), HINT_REFUND, booking_id, 'b'),
+                 "seatd_cancel", key, 3, args, NULL, on_reply);
 }
 
 int seatd_store_refund_done(seatd_store_t *st, const char *booking_id, const char *refund_ref,
                             seatd_store_cb cb, void *data)
 {
-    return booking_text_call(st, "seatd_refund_done", booking_id, refund_ref, cb, data);
+    return booking_text_call(st, "seatd_refund_done", 0, booking_id, refund_ref, cb, data);
 }
 
 int seatd_store_pending_due(seatd_store_t *st, const char *show_id, int64_t min_age_ms, int max,
@@ -1238,14 +1283,14 @@ int seatd_store_book_fail_after(seatd_store_t *st, const char *booking_id, const
         return SEATD_EINVAL;
     snprintf(age, sizeof(age), "%" PRId64, min_age_ms);
     const char *args[5] = {booking_id, reason ? reason : "", "", "", age};
-    return fcall(op_new(st, KIND_BOOKING, cb, data), "seatd_book_fail", key, 5, args, NULL,
-                 on_reply);
+    return fcall(op_hint(op_new(st, KIND_BOOKING, cb, data), HINT_DUE, booking_id, 'b'),
+                 "seatd_book_fail", key, 5, args, NULL, on_reply);
 }
 
 int seatd_store_late_charge(seatd_store_t *st, const char *booking_id, const char *charge_id,
                             seatd_store_cb cb, void *data)
 {
-    return booking_text_call(st, "seatd_late_charge", booking_id, charge_id, cb, data);
+    return booking_text_call(st, "seatd_late_charge", 0, booking_id, charge_id, cb, data);
 }
 
 int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,

@@ -150,6 +150,11 @@ typedef void (*seatd_store_cb)(const seatd_store_result_t *res, void *data);
 
 /* Returns an owned store over 'scripts' (borrowed; must outlive it). */
 seatd_store_t *seatd_store_new(seatd_scripts_t *scripts);
+/* Files the hints of hints.h through 'rds' (borrowed; must outlive the store; NULL, the
+ * default: none) after the operations that create their need: hold, book_begin and every
+ * book_fail (seatd:due: a new or moved deadline); book_begin unless replayed, and
+ * cancel_by_policy when its refund is still owed (seatd:pending_shows). */
+void seatd_store_set_hints(seatd_store_t *st, seatd_rds_t *rds);
 void seatd_store_free(seatd_store_t *st);
 
 /* ---------------------------------------------------------------------------------------

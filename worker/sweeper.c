@@ -110,9 +110,9 @@ static void file_show(seatd_sweeper_t *sw, const char *id, const char *score, in
 
 void seatd_sweeper_hint(seatd_sweeper_t *sw, const char *show_id)
 {
-    if (sw == NULL || sw->closing || !seatd_keys_valid_show_id(show_id))
+    if (sw == NULL || sw->closing)
         return;
-    file_show(sw, show_id, "0", 0);
+    seatd_hints_due(sw->rds, show_id);
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -46,7 +46,6 @@
 #include "metrics.h"
 #include "seatmap.h"
 #include "payment.h"
-#include "reconcile.h"
 #include "ticket.h"
 
 #define CURRENCY "EUR"
@@ -487,7 +486,6 @@ static void on_begin(const seatd_store_result_t *res, void *data)
         answer_with_booking(op);
         return;
     }
-    seatd_reconcile_hint(op->app->rds, op->show_id);
     if (op->amount == 0) {
         /* Free seats (a 0-priced tier): nothing to charge, confirm at once. */
         counters_give(op);
@@ -833,7 +831,6 @@ static void on_cancelled(const seatd_store_result_t *res, void *data)
     if (strcmp(b->refund_status, "pending") == 0 && refund > 0 && ref[0]) {
         /* A repeat cancel sends the same request again: the gateway answers the first
          * refund (same key, same body) and refunds nothing more. */
-        seatd_reconcile_hint(app->rds, op->show_id);
         snprintf(op->key, sizeof(op->key), "cancel-%s", op->booking_id);
         if (seatd_payment_refund(app->payment, op->key, ref, refund, "cancelled", on_cancel_refund,
                                  op) == 0) {

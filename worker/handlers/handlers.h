@@ -30,10 +30,8 @@ int seatd_handle_bookings_get(seatd_req_t *r);
 int seatd_handle_bookings_cancel(seatd_req_t *r);
 int seatd_handle_tickets_verify(seatd_req_t *r);
 
-/* live.c: the WebSocket upgrade, and the server's on_finish hook (hints the sweeper after
- * holds and booking attempts). */
+/* live.c: the WebSocket upgrade. */
 int seatd_handle_live_ws(seatd_req_t *r);
-void seatd_handle_live_on_finish(seatd_req_t *r, int status, double seconds, void *app);
 
 /* health.c */
 int seatd_handle_health(seatd_req_t *r);
