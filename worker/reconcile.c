@@ -436,6 +436,77 @@ unsigned long seatd_reconcile_deferred(const seatd_reconcile_t *rc)
     return rc ? rc->deferred : 0;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Waiting for a payment in flight to settle (a retried POST /v1/bookings)
+ * --------------------------------------------------------------------------------------- */
+
+typedef struct settle_wait_s {
+    uv_timer_t timer;     /* first member: the handle is the allocation */
+    seatd_store_t *store; /* borrowed */
+    char booking_id[SEATD_ID_MAX];
+    uint64_t until_ms;     /* loop time */
+    int (*wanted)(void *); /* may be NULL */
+    seatd_store_cb cb;
+    void *data;
+} settle_wait_t;
+
+static void settle_wait_free(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* Runs the callback once with 'res' and closes the wait. */
+static void settle_wait_end(settle_wait_t *w, const seatd_store_result_t *res)
+{
+    w->cb(res, w->data);
+    uv_close((uv_handle_t *)&w->timer, settle_wait_free);
+}
+
+static void on_settle_read(const seatd_store_result_t *res, void *data);
+
+static void on_settle_timer(uv_timer_t *t)
+{
+    settle_wait_t *w = (settle_wait_t *)t;
+    int rc = SEATD_EUNAVAILABLE;
+    if (w->wanted == NULL || w->wanted(w->data))
+        rc = seatd_store_booking_get(w->store, w->booking_id, NULL, on_settle_read, w);
+    if (rc < 0) {
+        seatd_store_result_t res = {.err = rc, .detail = ""};
+        settle_wait_end(w, &res);
+    }
+}
+
+static void on_settle_read(const seatd_store_result_t *res, void *data)
+{
+    settle_wait_t *w = data;
+    if (res->err == 0 && strcmp(res->booking.status, "PENDING_PAYMENT") == 0 &&
+        uv_now(w->timer.loop) < w->until_ms) {
+        uv_timer_start(&w->timer, on_settle_timer, SEATD_RECONCILE_WAIT_POLL_MS, 0);
+        return;
+    }
+    settle_wait_end(w, res);
+}
+
+int seatd_reconcile_wait_settled(uv_loop_t *loop, seatd_store_t *store, const char *booking_id,
+                                 uint64_t until_ms, int (*wanted)(void *data), seatd_store_cb cb,
+                                 void *data)
+{
+    char show[SEATD_ID_MAX];
+    if (loop == NULL || store == NULL || cb == NULL ||
+        seatd_keys_parse_id(booking_id, 'b', show) < 0)
+        return SEATD_EINVAL;
+    settle_wait_t *w = seatd_calloc(1, sizeof(*w));
+    w->store = store;
+    snprintf(w->booking_id, sizeof(w->booking_id), "%s", booking_id);
+    w->until_ms = until_ms;
+    w->wanted = wanted;
+    w->cb = cb;
+    w->data = data;
+    uv_timer_init(loop, &w->timer);
+    uv_timer_start(&w->timer, on_settle_timer, SEATD_RECONCILE_WAIT_POLL_MS, 0);
+    return 0;
+}
+
 void seatd_reconcile_hint(seatd_rds_t *rds, const char *show_id)
 {
     seatd_hints_pending(rds, show_id);

@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "errors.h"
+#include "store.h" /* seatd_store_cb */
 
 struct uv_loop_s;
 struct seatd_rds_s;
@@ -71,6 +72,22 @@ unsigned long seatd_reconcile_settled(const seatd_reconcile_t *rc);
 /* Number of lookups that found no charge yet and left the booking pending because it was
  * within the charge horizon, for tests and logs. */
 unsigned long seatd_reconcile_deferred(const seatd_reconcile_t *rc);
+
+/*
+ * Waits for the payment of booking 'booking_id' (borrowed) to settle, for a retried
+ * POST /v1/bookings that found the first request's payment in flight: reads the booking
+ * (seatd_store_booking_get, any owner) every SEATD_RECONCILE_WAIT_POLL_MS until it is no
+ * longer PENDING_PAYMENT or the loop time passes 'until_ms', then runs 'cb' once with the
+ * last read. 'wanted' (may be NULL) is asked before each read: 0 ends the wait at once, with
+ * a result whose err is SEATD_EUNAVAILABLE. Returns 0 (then 'cb' runs exactly once, on a
+ * later loop turn) or an error (then it never runs). Independent of any reconciler object.
+ */
+#define SEATD_RECONCILE_WAIT_POLL_MS 100
+SEATD_MUSTCHECK int seatd_reconcile_wait_settled(struct uv_loop_s *loop,
+                                                 struct seatd_store_s *store,
+                                                 const char *booking_id, uint64_t until_ms,
+                                                 int (*wanted)(void *data), seatd_store_cb cb,
+                                                 void *data);
 
 /* Fire-and-forget: ZINCRBY seatd:pending_shows 1 'show_id' (the score counts hints); the
  * same as seatd_hints_pending(), which the store calls after the operations that need it. */

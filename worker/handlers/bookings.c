@@ -10,10 +10,10 @@
  * reconciliation to settle by the same idempotency key.
  *
  * A retried POST (same hold) while the first one's payment is in flight does not answer 409:
- * it waits, polling the booking every 100 ms for up to the payment timeout + 1 s, and then
- * answers what the first request answered (201 CONFIRMED, 402 declined, 410 seats lost and
- * refunded, or 202 still PENDING_PAYMENT with Location). One hold has one live booking, so
- * the retry can never start a second charge.
+ * it waits for up to the payment timeout + 1 s (seatd_reconcile_wait_settled, reconcile.h,
+ * reads the booking every 100 ms) and then answers what the first request answered (201
+ * CONFIRMED, 402 declined, 410 seats lost and refunded, or 202 still PENDING_PAYMENT with
+ * Location). One hold has one live booking, so the retry can never start a second charge.
  *
  * Before book_begin, one attempt is counted against the decline caps of the hold and of the
  * user (seatd_attempt; 429 with Retry-After over a cap, before anything is recorded or the
@@ -46,6 +46,7 @@
 #include "metrics.h"
 #include "seatmap.h"
 #include "payment.h"
+#include "reconcile.h"
 #include "ticket.h"
 
 #define CURRENCY "EUR"
@@ -259,55 +260,20 @@ static void answer_with_booking(book_op_t *op)
 
 /* ---------------------------------------------------------------- a retry waits (see top) */
 
-typedef struct {
-    uv_timer_t timer; /* first member: the handle is the allocation */
-    book_op_t *op;
-} wait_t;
-
-static void wait_free(uv_handle_t *h)
-{
-    free(h);
-}
-
-static void on_waited_booking(const seatd_store_result_t *res, void *data);
-
-static void on_wait_timer(uv_timer_t *t)
-{
-    wait_t *w = (wait_t *)t;
-    book_op_t *op = w->op;
-    uv_close((uv_handle_t *)t, wait_free);
-    step_end(op);
-    if (op->r == NULL) { /* only waiting: the first request does the work */
-        book_op_free(op);
-        return;
-    }
-    int rc = seatd_store_booking_get(op->app->store, op->booking_id, NULL, on_waited_booking, op);
-    step_started(op, rc);
-}
-
-static void wait_for_outcome(book_op_t *op)
-{
-    wait_t *w = seatd_calloc(1, sizeof(*w));
-    w->op = op;
-    uv_timer_init(op->app->loop, &w->timer);
-    uv_timer_start(&w->timer, on_wait_timer, 100, 0);
-    seatd_req_hold(op->r);
-}
-
-static void on_waited_booking(const seatd_store_result_t *res, void *data)
+/* The retry waits only while its client does (the first request does the work). */
+static int still_waiting(void *data)
 {
     book_op_t *op = data;
-    if (res->err == 0 && strcmp(res->booking.status, "PENDING_PAYMENT") == 0 &&
-        uv_now(op->app->loop) < op->wait_until) {
-        step_end(op);
-        if (op->r == NULL) {
-            book_op_free(op);
-            return;
-        }
-        wait_for_outcome(op);
-        return;
-    }
-    on_booking_final(res, op);
+    return !seatd_req_is_detached(op->r);
+}
+
+/* The wait itself is reconcile.h's (seatd_reconcile_wait_settled): it ends in
+ * on_booking_final() with the booking as it settled, or as it still is at op->wait_until. */
+static void wait_for_outcome(book_op_t *op)
+{
+    step_started(op,
+                 seatd_reconcile_wait_settled(op->app->loop, op->app->store, op->booking_id,
+                                              op->wait_until, still_waiting, on_booking_final, op));
 }
 
 /* After book_fail following a decline: 402 with the decline code; the hold is HELD again. */
