@@ -16,7 +16,6 @@
 #include "auth.h"
 #include "buf.h"
 #include "config.h"
-#include "handlers/handlers.h"
 #include "http_request.h"
 #include "http_server.h"
 #include "live.h"
@@ -224,8 +223,10 @@ int main(int argc, char **argv)
         .output_budget = (size_t)cfg.conn_output_budget,
         .auth = app->auth,
     };
-    /* POST /v1/shows carries a whole layout (2,000 seats ~130 KB, an 80,000-seat stadium ~6 MB). */
-    seatd_req_set_large_body_route("POST", "/v1/shows", 16u << 20);
+    for (size_t i = 0; i < seatd_nroutes; i++) /* the routes flagged LARGE_BODY (router.h) */
+        if (seatd_routes[i].flags & SEATD_ROUTE_LARGE_BODY)
+            seatd_req_set_large_body_route(seatd_routes[i].method, seatd_routes[i].pattern,
+                                           SEATD_ROUTE_LARGE_BODY_MAX);
     app->server = seatd_http_server_new(app->loop, &hopts, seatd_routes, seatd_nroutes, app);
     if (seatd_http_server_listen(app->server) < 0) {
         fprintf(stderr, "seatd: cannot listen on %s\n", cfg.listen);

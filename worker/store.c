@@ -28,6 +28,7 @@
 #include "log.h"
 #include "mem.h"
 #include "rds.h"
+#include "seats.h"
 
 struct seatd_store_s {
     seatd_scripts_t *scripts; /* borrowed */
@@ -961,7 +962,7 @@ static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store
         return SEATD_EBADID;
     if (a->ttl_ms < 0 || a->max_per_user < 0)
         return SEATD_EINVAL;
-    if (a->nseats > 1000)
+    if (a->nseats > SEATD_SEATS_MAX_PER_HOLD)
         return SEATD_ETOOMANY;
     for (size_t i = 0; i < a->nseats; i++)
         if (!seatd_keys_valid_seat_id(a->seat_ids[i]))
@@ -1044,8 +1045,8 @@ int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_
     if (st->hold_rate == 0 || a->owner == NULL)
         return hold_start(st, a, cb, data);
     char key[SEATD_KEY_MAX], limit[24], window[24];
-    if (!seatd_keys_valid_sub(a->owner) || a->nseats > 1000 || a->show_id == NULL ||
-        a->hold_id == NULL)
+    if (!seatd_keys_valid_sub(a->owner) || a->nseats > SEATD_SEATS_MAX_PER_HOLD ||
+        a->show_id == NULL || a->hold_id == NULL)
         return hold_start(st, a, cb, data); /* its own checks answer */
     int n = snprintf(key, sizeof(key), "seatd:rate:hold:%s", a->owner);
     if (n < 0 || (size_t)n >= sizeof(key))

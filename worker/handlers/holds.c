@@ -27,7 +27,7 @@
 
 /* Seat ids accepted into the normaliser: more than any hold allows, so that "too many" gets
  * its own error rather than a generic shape error; the body limit bounds it anyway. */
-#define SEAT_IDS_PARSE_MAX 1000
+#define SEAT_IDS_PARSE_MAX (10 * SEATD_SEATS_MAX_PER_HOLD)
 
 typedef struct {
     seatd_req_t *r;
