@@ -85,37 +85,26 @@ static void book_op_free(void *ctx)
  * Steps. A request outlives its client: once book_begin made the booking, payment, confirm,
  * refund and fail run to completion whether or not anybody is left to read the answer (the
  * server logs and counts such a request as 499 client_gone). Every asynchronous step holds
- * the request while it runs (http_request.h rule 19); these helpers are the only places that
- * decide what a step's start or end means, and every answer goes through op->r being set.
+ * the request while it runs, through common.h's seatd__step_begin() / seatd__step_end() on
+ * op->r (NULL once nobody waits), and every answer goes through op->r being set.
  * --------------------------------------------------------------------------------------- */
 
 /* The step started with return code 'rc': on failure answers (if anybody waits) and frees
  * 'op'; otherwise holds the request until the step's callback. */
 static void step_started(book_op_t *op, int rc)
 {
-    if (rc < 0) {
+    if (seatd__step_begin(&op->r, rc) < 0) {
         if (op->r)
             seatd_req_finish_problem(op->r, rc, NULL, NULL);
         book_op_free(op);
-        return;
     }
-    if (op->r)
-        seatd_req_hold(op->r);
-}
-
-/* At a step's end: lets the request go if nobody waits for it any more (then op->r is NULL).
- * The caller goes on with the work either way. */
-static void step_end(book_op_t *op)
-{
-    if (op->r && seatd_req_release(op->r))
-        op->r = NULL;
 }
 
 /* At the end of a step before any money moved: 1 (and 'op' freed) if nobody waits, or if the
  * store failed (then the failure was answered). */
 static int step_gone_or_failed(book_op_t *op, const seatd_store_result_t *res)
 {
-    step_end(op);
+    seatd__step_end(&op->r);
     if (op->r == NULL) {
         book_op_free(op);
         return 1;
@@ -280,7 +269,7 @@ static void wait_for_outcome(book_op_t *op)
 static void on_failed_after_decline(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     seatd_metrics_inc(SEATD_METRIC_BOOKING_DECLINED);
     if (res->err)
         seatd_log(SEATD_LOG_WARN, NULL, "book_fail after a decline failed; reconciliation settles",
@@ -299,7 +288,7 @@ static void on_failed_after_decline(const seatd_store_result_t *res, void *data)
 static void on_failed_after_loss(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     (void)res;
     seatd_metrics_inc(SEATD_METRIC_BOOKING_LOST);
     cJSON *extra = cJSON_CreateObject();
@@ -317,7 +306,7 @@ static void fail_booking(book_op_t *op, const char *reason, seatd_store_cb cb)
 static void on_refund(const seatd_payment_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     int approved =
         res->outcome == SEATD_PAY_APPROVED ||
         (res->outcome == SEATD_PAY_DECLINED && strcmp(res->code, "charge_already_refunded") == 0);
@@ -342,19 +331,15 @@ static void refund_charge(book_op_t *op)
     snprintf(op->refund_key, sizeof(op->refund_key), "refund-%s", op->booking_id);
     int rc = seatd_payment_refund(op->app->payment, op->refund_key, op->charge_id, op->amount,
                                   "seats_lost", on_refund, op);
-    if (rc < 0) {
+    if (seatd__step_begin(&op->r, rc) < 0)
         answer_with_booking(op); /* on record: reconciliation refunds */
-        return;
-    }
-    if (op->r)
-        seatd_req_hold(op->r);
 }
 
 /* The late charge of a FAILED booking is on record ({s}:refunds): now ask for the refund. */
 static void on_late_charge_recorded(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     if (res->err == 0 && strcmp(res->booking.refund_status, "pending") != 0) {
         answer_with_booking(op); /* refunded already */
         return;
@@ -369,7 +354,7 @@ static void on_late_charge_recorded(const seatd_store_result_t *res, void *data)
 static void on_confirm(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     if (res->err == SEATD_EEXPIRED) {
         /* The booking is still PENDING_PAYMENT: on record for reconciliation. */
         refund_charge(op);
@@ -398,7 +383,8 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
 static void on_charge(const seatd_payment_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op); /* whether or not the client is still there, the booking is settled now */
+    /* Whether or not the client is still there, the booking is settled now. */
+    seatd__step_end(&op->r);
     seatd_store_t *store = op->app->store;
     int rc = 0;
     switch (res->outcome) {
@@ -427,7 +413,7 @@ static void on_charge(const seatd_payment_result_t *res, void *data)
 static void on_begin(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     if (res->err) {
         counters_give(op);
         seatd_metrics_inc(SEATD_METRIC_BOOKING_ERROR);
@@ -464,14 +450,11 @@ static void on_begin(const seatd_store_result_t *res, void *data)
     snprintf(desc, sizeof(desc), "seatd show %s seats %.80s", op->show_id, op->seat_csv);
     int rc = seatd_payment_charge(op->app->payment, op->booking_id, op->amount, CURRENCY,
                                   op->method, desc, on_charge, op);
-    if (rc < 0) {
+    if (seatd__step_begin(&op->r, rc) < 0) {
         /* The booking is PENDING and nothing was charged; let the buyer retry later. */
         counters_give(op);
         answer_with_booking(op);
-        return;
     }
-    if (op->r)
-        seatd_req_hold(op->r);
 }
 
 static void begin_booking(book_op_t *op)
@@ -509,7 +492,7 @@ static void answer_capped(book_op_t *op, const char *which)
 static void on_user_counter(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     if (op->r == NULL || res->err) { /* every attempt taken is given back, nothing began */
         if (!res->err && res->attempt.ok)
             op->ctrs_taken = 2; /* the user's counter took one too */
@@ -667,14 +650,12 @@ int seatd_handle_bookings_create(seatd_req_t *r)
     }
     snprintf(op->hold_id, sizeof(op->hold_id), "%s", hold_id);
     snprintf(op->method, sizeof(op->method), "%s", method);
-    int rc = seatd_store_hold_get(seatd__app(r)->store, op->hold_id, seatd__sub(r),
-                                  on_hold_for_booking, op);
-    if (rc < 0) {
+    int rc =
+        seatd__step_begin(&op->r, seatd_store_hold_get(seatd__app(r)->store, op->hold_id,
+                                                       seatd__sub(r), on_hold_for_booking, op));
+    if (rc < 0)
         book_op_free(op);
-        return rc;
-    }
-    seatd_req_hold(r);
-    return 0;
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -696,7 +677,7 @@ int seatd_handle_bookings_get(seatd_req_t *r)
     if (id == NULL || seatd_keys_parse_id(id, 'b', show) < 0)
         return SEATD_ENOTFOUND;
     int rc = seatd_store_booking_get(seatd__app(r)->store, id, seatd__sub(r), on_booking_get, r);
-    return seatd__started(r, rc);
+    return seatd__step_begin(&r, rc);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -711,17 +692,10 @@ typedef struct {
     char key[SEATD_ID_MAX + 8]; /* "cancel-<bookingId>": one refund per booking */
 } cancel_op_t;
 
-/* At a step's end: lets the request go if nobody waits any more (op->r is then NULL). */
-static void cancel_step_end(cancel_op_t *op)
-{
-    if (op->r && seatd_req_release(op->r))
-        op->r = NULL;
-}
-
 static void on_cancel_answer(const seatd_store_result_t *res, void *data)
 {
     cancel_op_t *op = data;
-    cancel_step_end(op);
+    seatd__step_end(&op->r);
     seatd_req_t *r = op->r;
     free(op);
     if (r == NULL)
@@ -741,18 +715,16 @@ static void cancel_answer(cancel_op_t *op)
         return;
     }
     int rc = seatd_store_booking_get(op->app->store, op->booking_id, NULL, on_cancel_answer, op);
-    if (rc < 0) {
+    if (seatd__step_begin(&op->r, rc) < 0) {
         seatd_req_finish_problem(r, rc, NULL, NULL);
         free(op);
-        return;
     }
-    seatd_req_hold(r);
 }
 
 static void on_refund_recorded(const seatd_store_result_t *res, void *data)
 {
     cancel_op_t *op = data;
-    cancel_step_end(op);
+    seatd__step_end(&op->r);
     if (res->err)
         seatd_log(SEATD_LOG_WARN, NULL, "cancel refund made but not recorded; reconciliation will",
                   "\"booking\":\"%s\",\"err\":%d", op->booking_id, res->err);
@@ -762,16 +734,13 @@ static void on_refund_recorded(const seatd_store_result_t *res, void *data)
 static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
 {
     cancel_op_t *op = data;
-    cancel_step_end(op); /* the refund is recorded whether or not anybody waits */
+    seatd__step_end(&op->r); /* the refund is recorded whether or not anybody waits */
     if (res->outcome == SEATD_PAY_APPROVED ||
         (res->outcome == SEATD_PAY_DECLINED && strcmp(res->code, "charge_already_refunded") == 0)) {
         int rc = seatd_store_refund_done(op->app->store, op->booking_id, op->key,
                                          on_refund_recorded, op);
-        if (rc == 0) {
-            if (op->r)
-                seatd_req_hold(op->r);
+        if (seatd__step_begin(&op->r, rc) == 0)
             return;
-        }
     } else {
         seatd_log(SEATD_LOG_WARN, NULL, "cancel refund not confirmed; reconciliation will retry",
                   "\"booking\":\"%s\",\"code\":\"%s\"", op->booking_id, res->code);
@@ -782,7 +751,7 @@ static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
 static void on_cancelled(const seatd_store_result_t *res, void *data)
 {
     cancel_op_t *op = data;
-    cancel_step_end(op);
+    seatd__step_end(&op->r);
     if (res->err) {
         if (op->r)
             seatd__reply_store_error(op->r, res);
@@ -798,12 +767,9 @@ static void on_cancelled(const seatd_store_result_t *res, void *data)
         /* A repeat cancel sends the same request again: the gateway answers the first
          * refund (same key, same body) and refunds nothing more. */
         snprintf(op->key, sizeof(op->key), "cancel-%s", op->booking_id);
-        if (seatd_payment_refund(app->payment, op->key, ref, refund, "cancelled", on_cancel_refund,
-                                 op) == 0) {
-            if (op->r)
-                seatd_req_hold(op->r);
+        if (seatd__step_begin(&op->r, seatd_payment_refund(app->payment, op->key, ref, refund,
+                                                           "cancelled", on_cancel_refund, op)) == 0)
             return;
-        }
     }
     cancel_answer(op);
 }
@@ -819,14 +785,12 @@ int seatd_handle_bookings_cancel(seatd_req_t *r)
         return SEATD_ENOTFOUND;
     }
     snprintf(op->booking_id, sizeof(op->booking_id), "%s", id);
-    int rc = seatd_store_cancel_by_policy(seatd__app(r)->store, op->booking_id, seatd__sub(r),
-                                          on_cancelled, op);
-    if (rc < 0) {
+    int rc =
+        seatd__step_begin(&op->r, seatd_store_cancel_by_policy(seatd__app(r)->store, op->booking_id,
+                                                               seatd__sub(r), on_cancelled, op));
+    if (rc < 0)
         free(op);
-        return rc;
-    }
-    seatd_req_hold(r);
-    return 0;
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -855,7 +819,7 @@ static void on_verify_booking(const seatd_store_result_t *res, void *data)
 {
     verify_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
+    if (seatd__step_end(&r)) {
         free(op);
         return;
     }
@@ -896,12 +860,10 @@ int seatd_handle_tickets_verify(seatd_req_t *r)
         seatd_req_finish_json(r, 200, verify_answer(0, "invalid_signature", NULL));
         return 0;
     }
-    int rc = seatd_store_booking_get(seatd__app(r)->store, op->t.booking_id, NULL,
-                                     on_verify_booking, op);
-    if (rc < 0) {
+    int rc =
+        seatd__step_begin(&op->r, seatd_store_booking_get(seatd__app(r)->store, op->t.booking_id,
+                                                          NULL, on_verify_booking, op));
+    if (rc < 0)
         free(op);
-        return rc;
-    }
-    seatd_req_hold(r);
-    return 0;
+    return rc;
 }

@@ -293,7 +293,7 @@ static void on_hold(const seatd_store_result_t *res, void *data)
     seatd_req_t *r = op->r;
     if (res->err && seatd_err_http_status(res->err) >= 500)
         hold_compensate(seatd__app(r), op, seatd__sub(r)); /* before 'r' may go */
-    if (seatd_req_release(r)) {
+    if (seatd__step_end(&r)) {
         hold_op_free(op);
         return;
     }
@@ -362,15 +362,13 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .max_per_user = (int)app->cfg->max_seats_per_user,
     };
     if (rc == 0)
-        rc = seatd_store_hold(app->store, &a, on_hold, op);
+        rc = seatd__step_begin(&r, seatd_store_hold(app->store, &a, on_hold, op));
     free(sorted);
     if (rc < 0) {
         seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
         seatd_req_finish_problem(r, rc, NULL, NULL);
         hold_op_free(op);
-        return;
     }
-    seatd_req_hold(r);
 }
 
 int seatd_handle_holds_create(seatd_req_t *r)
@@ -432,7 +430,7 @@ int seatd_handle_holds_get(seatd_req_t *r)
     if (!valid_hold_id(id))
         return SEATD_ENOTFOUND;
     int rc = seatd_store_hold_get(seatd__app(r)->store, id, seatd__sub(r), on_hold_get, r);
-    return seatd__started(r, rc);
+    return seatd__step_begin(&r, rc);
 }
 
 static void on_release(const seatd_store_result_t *res, void *data)
@@ -457,5 +455,5 @@ int seatd_handle_holds_delete(seatd_req_t *r)
     if (!valid_hold_id(id))
         return SEATD_ENOTFOUND;
     int rc = seatd_store_release(seatd__app(r)->store, id, seatd__sub(r), on_release, r);
-    return seatd__started(r, rc);
+    return seatd__step_begin(&r, rc);
 }

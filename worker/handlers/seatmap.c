@@ -106,13 +106,11 @@ static void serve(map_op_t *op, const seatd_layout_t *l)
         return;
     }
     seatd_metrics_inc(SEATD_METRIC_SEATMAP_REDIS_READ);
-    int rc = seatd_store_seatmap(seatd__app(r)->store, id, on_read, op);
+    int rc = seatd__step_begin(&r, seatd_store_seatmap(seatd__app(r)->store, id, on_read, op));
     if (rc < 0) {
         seatd_req_finish_problem(r, rc, NULL, NULL);
         free(op);
-        return;
     }
-    seatd_req_hold(r);
 }
 
 static void status_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)

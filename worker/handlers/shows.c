@@ -111,7 +111,8 @@ static void on_list_item(const seatd_store_result_t *res, void *data)
     free(it);
     /* Every get holds the request once, so every callback releases once; after a release
      * that reports the client gone, 'r' is only ever passed to further releases. */
-    if (seatd_req_release(op->r))
+    seatd_req_t *r = op->r;
+    if (seatd__step_end(&r))
         op->gone = 1;
     if (!op->gone) {
         if (res->err == 0)
@@ -138,7 +139,7 @@ static void on_list(const seatd_store_result_t *res, void *data)
 {
     list_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
+    if (seatd__step_end(&r)) {
         list_op_free(op, 1);
         return;
     }
@@ -164,13 +165,12 @@ static void on_list(const seatd_store_result_t *res, void *data)
         list_item_t *it = seatd_malloc(sizeof(*it));
         it->op = op;
         it->slot = slot++;
-        if (seatd_store_show_get(app->store, res->page.ids[i], on_list_item, it) < 0) {
+        if (seatd__step_begin(
+                &r, seatd_store_show_get(app->store, res->page.ids[i], on_list_item, it)) < 0) {
             free(it);
             op->failed++;
             op->pending--;
-            continue;
         }
-        seatd_req_hold(r);
     }
     if (op->pending == 0) {
         seatd_req_finish_problem(r, SEATD_EUNAVAILABLE, NULL, NULL);
@@ -209,12 +209,9 @@ int seatd_handle_shows_list(seatd_req_t *r)
     op->page = page;
     op->size = size;
     int rc = seatd_store_list_shows(seatd__app(r)->store, (page - 1) * size, size, on_list, op);
-    if (rc < 0) {
+    if (seatd__step_begin(&r, rc) < 0)
         free(op);
-        return rc;
-    }
-    seatd_req_hold(r);
-    return 0;
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -235,7 +232,7 @@ int seatd_handle_shows_get(seatd_req_t *r)
     if (!seatd_keys_valid_show_id(id))
         return SEATD_ENOSHOW;
     int rc = seatd_store_show_get(seatd__app(r)->store, id, on_show, r);
-    return seatd__started(r, rc);
+    return seatd__step_begin(&r, rc);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -268,7 +265,7 @@ static void on_created(const seatd_store_result_t *res, void *data)
 {
     create_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
+    if (seatd__step_end(&r)) {
         create_op_free(op);
         return;
     }
@@ -301,7 +298,7 @@ static void on_show_id(const seatd_store_result_t *res, void *data)
 {
     create_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
+    if (seatd__step_end(&r)) {
         create_op_free(op);
         return;
     }
@@ -331,15 +328,14 @@ static void on_show_id(const seatd_store_result_t *res, void *data)
         .nseats = n,
         .extra_json = op->extra_json,
     };
-    int rc = seatd_store_create_show(seatd__app(r)->store, &a, on_created, op);
+    int rc =
+        seatd__step_begin(&r, seatd_store_create_show(seatd__app(r)->store, &a, on_created, op));
     free(layout_json);
     free(ids);
     if (rc < 0) {
         seatd_req_finish_problem(r, rc, NULL, NULL);
         create_op_free(op);
-        return;
     }
-    seatd_req_hold(r);
 }
 
 static int valid_tier_name(const char *s)
@@ -445,13 +441,10 @@ int seatd_handle_shows_create(seatd_req_t *r)
     op->extra_json = cJSON_PrintUnformatted(extra);
     cJSON_Delete(extra);
 
-    rc = seatd_store_next_show_id(app->store, on_show_id, op);
-    if (rc < 0) {
+    rc = seatd__step_begin(&r, seatd_store_next_show_id(app->store, on_show_id, op));
+    if (rc < 0)
         create_op_free(op);
-        return rc;
-    }
-    seatd_req_hold(r);
-    return 0;
+    return rc;
 replied:
     create_op_free(op);
     return 0;
