@@ -31,7 +31,8 @@ seatd_ping (no-writes): KEYS none, ARGV none -> {"pong", "1", "library", "seatd"
 local RETENTION_MS = 3600 * 1000  -- terminal holds are kept this long for GET /v1/holds
 local IDEM_TTL_MS = 24 * 3600 * 1000
 local REAP_BATCH = 100            -- due holds reaped lazily per script
-local MAX_SEATS_PER_HOLD = 100    -- hard cap, the worker's own limit is usually lower
+-- MAX_SEATS_PER_HOLD (the hard cap of seats in one hold) is declared in worker/seats.h and
+-- generated right after this file (cmake/embed_lua.cmake).
 
 local function now_ms()
     local t = redis.call('TIME')

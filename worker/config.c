@@ -1,6 +1,7 @@
 /* config.c - the settings table and the code that walks it; see config.h. */
 #include "config.h"
 #include "log.h"
+#include "seats.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -46,8 +47,8 @@ static const row_t rows[] = {
      F(payment_window_ms), "how long seats stay held while a payment runs"},
     {"hold-ttl-ms", "SEATD_HOLD_TTL_MS", T_INT, 100, 3600000, "300000", F(hold_ttl_ms),
      "default hold TTL for shows created without one"},
-    {"max-seats-per-hold", "SEATD_MAX_SEATS_PER_HOLD", T_INT, 1, 100, "10", F(max_seats_per_hold),
-     "seats in one hold"},
+    {"max-seats-per-hold", "SEATD_MAX_SEATS_PER_HOLD", T_INT, 1, SEATD_SEATS_MAX_PER_HOLD, "10",
+     F(max_seats_per_hold), "seats in one hold"},
     {"max-seats-per-user", "SEATD_MAX_SEATS_PER_USER", T_INT, 1, 1000, "10", F(max_seats_per_user),
      "seats one user may hold or book per show"},
     {"max-connections", "SEATD_MAX_CONNECTIONS", T_INT, 1, 1000000, "10000", F(max_connections),

@@ -397,7 +397,7 @@ static void on_orphan_finish(seatd_req_t *r, void *data)
     const seatd_route_t *rt = seatd_req_route(r);
     if (rt)
         seatd_route_stats_observe(&((seatd_route_t *)rt)->stats, CLIENT_GONE, seconds);
-    if (srv->opts.on_finish) /* its effects follow what was done, e.g. a hold's sweeper hint */
+    if (srv->opts.on_finish) /* it sees the request as it was done, client gone or not */
         srv->opts.on_finish(r, answer > 0 ? answer : 500, seconds, srv->app);
     free(o);
     if (srv->norphans > 0)

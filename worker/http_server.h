@@ -82,7 +82,7 @@ typedef struct seatd_http_opts_s {
     size_t max_body;            /* body bytes; 16384 when 0 */
     size_t output_budget;       /* queued output per connection (see above); 1 MiB when 0 */
     const seatd_auth_t *auth;   /* borrowed; verifies bearer tokens for AUTH routes (NULL: 401) */
-    seatd_http_finish_cb on_finish; /* may be NULL; the metrics hook */
+    seatd_http_finish_cb on_finish; /* may be NULL; runs after each request is finished */
 } seatd_http_opts_t;
 
 /*

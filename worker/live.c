@@ -480,14 +480,12 @@ static void on_seatmap(const seatd_store_result_t *res, void *data)
         start_read(s);
         return;
     }
-    size_t hl = 0, bl = 0;
-    const unsigned char *held = (const unsigned char *)seatd_store_get(res, "held", &hl);
-    const unsigned char *booked = (const unsigned char *)seatd_store_get(res, "booked", &bl);
+    const seatd_seatmap_result_t *sm = &res->seatmap;
     for (size_t i = 0; i < s->nseats; i++)
-        s->status[i] = bit(booked, booked ? bl : 0, i) ? ST_BOOKED
-                       : bit(held, held ? hl : 0, i)   ? ST_HELD
-                                                       : ST_AVAILABLE;
-    s->ver = seatd_store_get_int(res, "version", 0);
+        s->status[i] = bit(sm->booked, sm->booked_len, i) ? ST_BOOKED
+                       : bit(sm->held, sm->held_len, i)   ? ST_HELD
+                                                          : ST_AVAILABLE;
+    s->ver = sm->version;
     s->synced = 1;
     ring_clear(s);
     /* Messages that arrived during the read: older ones are in the map, newer ones apply. */

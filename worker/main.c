@@ -16,7 +16,6 @@
 #include "auth.h"
 #include "buf.h"
 #include "config.h"
-#include "handlers/handlers.h"
 #include "http_request.h"
 #include "http_server.h"
 #include "live.h"
@@ -225,6 +224,7 @@ int main(int argc, char **argv)
     seatd_pubsub_set_auth(cfg.redis_user, redis_pass);
     app->store = seatd_store_new(app->scripts);
     seatd_store_set_hold_rate(app->store, cfg.hold_rate_per_user, cfg.hold_rate_window_ms);
+    seatd_store_set_hints(app->store, app->rds);
     app->payment = seatd_payment_new(app->loop, cfg.gateway_url, (int)cfg.payment_timeout_ms);
     app->sweeper = seatd_sweeper_new(app->loop, app->rds, app->scripts, app->store,
                                      (unsigned)cfg.sweeper_interval_ms);
@@ -253,10 +253,11 @@ int main(int argc, char **argv)
         .max_body = (size_t)cfg.max_body,
         .output_budget = (size_t)cfg.conn_output_budget,
         .auth = app->auth,
-        .on_finish = seatd_handle_live_on_finish,
     };
-    /* POST /v1/shows carries a whole layout (2,000 seats ~130 KB, an 80,000-seat stadium ~6 MB). */
-    seatd_req_set_large_body_route("POST", "/v1/shows", 16u << 20);
+    for (size_t i = 0; i < seatd_nroutes; i++) /* the routes flagged LARGE_BODY (router.h) */
+        if (seatd_routes[i].flags & SEATD_ROUTE_LARGE_BODY)
+            seatd_req_set_large_body_route(seatd_routes[i].method, seatd_routes[i].pattern,
+                                           SEATD_ROUTE_LARGE_BODY_MAX);
     app->server = seatd_http_server_new(app->loop, &hopts, seatd_routes, seatd_nroutes, app);
     if (metrics_listen(app, &cfg) < 0) {
         fprintf(stderr, "seatd: cannot listen on --metrics-listen %s\n", cfg.metrics_listen);

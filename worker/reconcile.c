@@ -6,6 +6,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "hints.h"
 #include "keys.h"
 #include "log.h"
 #include "mem.h"
@@ -88,8 +89,7 @@ static void job_end(job_t *j)
 static void on_failed(const seatd_store_result_t *res, void *data)
 {
     job_t *j = data;
-    const char *st = seatd_store_get(res, "status", NULL);
-    if (res->err == 0 && st && strcmp(st, "PENDING_PAYMENT") == 0) {
+    if (res->err == 0 && strcmp(res->booking.status, "PENDING_PAYMENT") == 0) {
         /* Not charged yet, but within the charge horizon: look again next tick. */
         j->rc->deferred++;
         seatd_metrics_inc(SEATD_METRIC_RECONCILE_DEFERRED);
@@ -143,8 +143,7 @@ static void on_late_recorded(const seatd_store_result_t *res, void *data)
 {
     job_t *j = data;
     seatd_reconcile_t *rc = j->rc;
-    const char *rs = seatd_store_get(res, "refundStatus", NULL);
-    if (res->err == 0 && rs && strcmp(rs, "pending") == 0) {
+    if (res->err == 0 && strcmp(res->booking.refund_status, "pending") == 0) {
         refund_late(j);
         op_done(rc);
         return;
@@ -280,22 +279,21 @@ static void on_cancelled_booking(const seatd_store_result_t *res, void *data)
 {
     job_t *j = data;
     seatd_reconcile_t *rc = j->rc;
-    const char *st = seatd_store_get(res, "status", NULL);
-    const char *rs = seatd_store_get(res, "refundStatus", NULL);
-    const char *ref = seatd_store_get(res, "paymentRef", NULL);
-    const char *late = seatd_store_get(res, "lateCharge", NULL);
-    if (!rc->closing && res->err == 0 && st && strcmp(st, "FAILED") == 0 && rs &&
-        strcmp(rs, "pending") == 0 && late && late[0]) {
+    const seatd_booking_result_t *b = &res->booking;
+    const char *st = b->status, *rs = b->refund_status, *ref = b->payment_ref;
+    const char *late = b->late_charge;
+    if (!rc->closing && res->err == 0 && strcmp(st, "FAILED") == 0 && strcmp(rs, "pending") == 0 &&
+        late[0]) {
         /* A late charge recorded by seatd_late_charge: refund it whole. */
-        j->amount = seatd_store_get_int(res, "amount", 0);
+        j->amount = b->amount;
         snprintf(j->charge, sizeof(j->charge), "%s", late);
         refund_late(j);
         op_done(rc); /* the lookup step ends; the refund (or job_end) carries the job on */
         return;
     }
-    if (!rc->closing && res->err == 0 && st && strcmp(st, "CANCELLED") == 0 && rs &&
-        strcmp(rs, "pending") == 0 && ref && ref[0]) {
-        j->amount = seatd_store_get_int(res, "refund", 0);
+    if (!rc->closing && res->err == 0 && strcmp(st, "CANCELLED") == 0 &&
+        strcmp(rs, "pending") == 0 && ref[0]) {
+        j->amount = b->refund;
         snprintf(j->charge, sizeof(j->charge), "%s", ref);
         snprintf(j->key, sizeof(j->key), "cancel-%s", j->bid);
         if (j->amount > 0 &&
@@ -333,14 +331,12 @@ static void on_due(const seatd_store_result_t *res, void *data)
     seatd_reconcile_t *rc = c->rc;
     if (res->err == 0 && !rc->closing) {
         if (c->score[0])
-            rc->pass_pending += seatd_store_get_int(res, "remaining", 0);
-        for (size_t i = 0; i < res->nfields; i++) {
-            if (strcmp(res->names[i], "booking") == 0)
-                settle(rc, res->values[i]);
-            else if (strcmp(res->names[i], "refund") == 0)
-                retry_refund(rc, res->values[i]);
-        }
-        if (c->score[0] && seatd_store_get_int(res, "remaining", -1) == 0 &&
+            rc->pass_pending += res->pending.remaining;
+        for (size_t i = 0; i < res->pending.nbookings; i++)
+            settle(rc, res->pending.bookings[i]);
+        for (size_t i = 0; i < res->pending.nrefunds; i++)
+            retry_refund(rc, res->pending.refunds[i]);
+        if (c->score[0] && res->pending.remaining == 0 &&
             started(rc, seatd_store_hint_clear(rc->store, c->show, c->score, on_hint_cleared, c))) {
             op_done(rc);
             return;
@@ -456,23 +452,78 @@ unsigned long seatd_reconcile_deferred(const seatd_reconcile_t *rc)
     return rc ? rc->deferred : 0;
 }
 
-static void on_hint_reply(const struct redisReply *reply, int err, void *data)
+/* ---------------------------------------------------------------------------------------
+ * Waiting for a payment in flight to settle (a retried POST /v1/bookings)
+ * --------------------------------------------------------------------------------------- */
+
+typedef struct settle_wait_s {
+    uv_timer_t timer;     /* first member: the handle is the allocation */
+    seatd_store_t *store; /* borrowed */
+    char booking_id[SEATD_ID_MAX];
+    uint64_t until_ms;     /* loop time */
+    int (*wanted)(void *); /* may be NULL */
+    seatd_store_cb cb;
+    void *data;
+} settle_wait_t;
+
+static void settle_wait_free(uv_handle_t *h)
 {
-    (void)reply;
-    (void)data;
-    if (err)
-        seatd_log(SEATD_LOG_WARN, NULL,
-                  "reconcile hint not written; the catalogue rescan will "
-                  "find the show",
-                  "\"err\":%d", err);
+    free(h);
+}
+
+/* Runs the callback once with 'res' and closes the wait. */
+static void settle_wait_end(settle_wait_t *w, const seatd_store_result_t *res)
+{
+    w->cb(res, w->data);
+    uv_close((uv_handle_t *)&w->timer, settle_wait_free);
+}
+
+static void on_settle_read(const seatd_store_result_t *res, void *data);
+
+static void on_settle_timer(uv_timer_t *t)
+{
+    settle_wait_t *w = (settle_wait_t *)t;
+    int rc = SEATD_EUNAVAILABLE;
+    if (w->wanted == NULL || w->wanted(w->data))
+        rc = seatd_store_booking_get(w->store, w->booking_id, NULL, on_settle_read, w);
+    if (rc < 0) {
+        seatd_store_result_t res = {.err = rc, .detail = ""};
+        settle_wait_end(w, &res);
+    }
+}
+
+static void on_settle_read(const seatd_store_result_t *res, void *data)
+{
+    settle_wait_t *w = data;
+    if (res->err == 0 && strcmp(res->booking.status, "PENDING_PAYMENT") == 0 &&
+        uv_now(w->timer.loop) < w->until_ms) {
+        uv_timer_start(&w->timer, on_settle_timer, SEATD_RECONCILE_WAIT_POLL_MS, 0);
+        return;
+    }
+    settle_wait_end(w, res);
+}
+
+int seatd_reconcile_wait_settled(uv_loop_t *loop, seatd_store_t *store, const char *booking_id,
+                                 uint64_t until_ms, int (*wanted)(void *data), seatd_store_cb cb,
+                                 void *data)
+{
+    char show[SEATD_ID_MAX];
+    if (loop == NULL || store == NULL || cb == NULL ||
+        seatd_keys_parse_id(booking_id, 'b', show) < 0)
+        return SEATD_EINVAL;
+    settle_wait_t *w = seatd_calloc(1, sizeof(*w));
+    w->store = store;
+    snprintf(w->booking_id, sizeof(w->booking_id), "%s", booking_id);
+    w->until_ms = until_ms;
+    w->wanted = wanted;
+    w->cb = cb;
+    w->data = data;
+    uv_timer_init(loop, &w->timer);
+    uv_timer_start(&w->timer, on_settle_timer, SEATD_RECONCILE_WAIT_POLL_MS, 0);
+    return 0;
 }
 
 void seatd_reconcile_hint(seatd_rds_t *rds, const char *show_id)
 {
-    if (rds == NULL || !seatd_keys_valid_show_id(show_id))
-        return;
-    /* The score counts hints, so a reconciler clears the entry only if none came since. */
-    const char *argv[] = {"ZINCRBY", SEATD_KEY_PENDING_SHOWS, "1", show_id};
-    if (seatd_rds_callv(rds, 4, argv, NULL, on_hint_reply, NULL) < 0)
-        on_hint_reply(NULL, SEATD_EOVERLOAD, NULL);
+    seatd_hints_pending(rds, show_id);
 }

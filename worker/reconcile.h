@@ -10,13 +10,13 @@
  *
  * Finding work: each show keeps {s:<id>}:pending (bookingId -> start ms, written by
  * book_begin, left by confirm/fail) and {s:<id>}:refunds (cancelled bookings whose refund is
- * not confirmed). Workers add the show to the hint zset seatd:pending_shows (score = ms)
- * after starting a booking or cancelling (seatd_reconcile_hint: a second, cross-slot write,
- * so not from inside the script). Every tick reads the hint set and asks each show for its
- * due entries (seatd_store_pending_due: pending for at least 'min_age_ms' on Redis's clock);
- * a show with nothing left is dropped from the hint set only if no worker re-hinted it
- * meanwhile. Every 'rescan_every' ticks a page of the catalogue seatd:shows is checked too:
- * the safety net for a worker that died between book_begin and its hint.
+ * not confirmed). The store adds the show to the hint zset seatd:pending_shows (score = the
+ * number of hints, ZINCRBY) after a booking begins or a cancellation leaves a refund owed
+ * (hints.h: a second, cross-slot write, so not from inside the script). Every tick reads the hint
+ * set and asks each show for its due entries (seatd_store_pending_due: pending for at least
+ * 'min_age_ms' on Redis's clock); a show with nothing left is dropped from the hint set only if no
+ * worker re-hinted it meanwhile. Every 'rescan_every' ticks a page of the catalogue seatd:shows is
+ * checked too: the safety net for a worker that died between book_begin and its hint.
  *
  * A due booking: lookup by key -> APPROVED: book_confirm; if the seats were lost, refund the
  * whole charge and book_fail "seats_lost_refunded" with the amount; DECLINED: book_fail with
@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "errors.h"
+#include "store.h" /* seatd_store_cb */
 
 struct uv_loop_s;
 struct seatd_rds_s;
@@ -72,7 +73,24 @@ unsigned long seatd_reconcile_settled(const seatd_reconcile_t *rc);
  * within the charge horizon, for tests and logs. */
 unsigned long seatd_reconcile_deferred(const seatd_reconcile_t *rc);
 
-/* Fire-and-forget: ZADD seatd:pending_shows <now ms> 'show_id'. */
+/*
+ * Waits for the payment of booking 'booking_id' (borrowed) to settle, for a retried
+ * POST /v1/bookings that found the first request's payment in flight: reads the booking
+ * (seatd_store_booking_get, any owner) every SEATD_RECONCILE_WAIT_POLL_MS until it is no
+ * longer PENDING_PAYMENT or the loop time passes 'until_ms', then runs 'cb' once with the
+ * last read. 'wanted' (may be NULL) is asked before each read: 0 ends the wait at once, with
+ * a result whose err is SEATD_EUNAVAILABLE. Returns 0 (then 'cb' runs exactly once, on a
+ * later loop turn) or an error (then it never runs). Independent of any reconciler object.
+ */
+#define SEATD_RECONCILE_WAIT_POLL_MS 100
+SEATD_MUSTCHECK int seatd_reconcile_wait_settled(struct uv_loop_s *loop,
+                                                 struct seatd_store_s *store,
+                                                 const char *booking_id, uint64_t until_ms,
+                                                 int (*wanted)(void *data), seatd_store_cb cb,
+                                                 void *data);
+
+/* Fire-and-forget: ZINCRBY seatd:pending_shows 1 'show_id' (the score counts hints); the
+ * same as seatd_hints_pending(), which the store calls after the operations that need it. */
 void seatd_reconcile_hint(struct seatd_rds_s *rds, const char *show_id);
 
 #endif

@@ -31,7 +31,14 @@ enum {
     SEATD_ROUTE_AUTH = 1,      /* a valid bearer token is required (401 otherwise) */
     SEATD_ROUTE_ADMIN = 2,     /* the token must carry role "admin" (403 otherwise); implies AUTH */
     SEATD_ROUTE_JSON_BODY = 4, /* informational: the handler parses a JSON body */
+    SEATD_ROUTE_LARGE_BODY = 8, /* bodies up to SEATD_ROUTE_LARGE_BODY_MAX instead of the
+                                   server's max_body (one route at most, a literal path:
+                                   http_request.h seatd_req_set_large_body_route) */
 };
+
+/* The body limit of the SEATD_ROUTE_LARGE_BODY route: POST /v1/shows carries a whole layout
+ * (2,000 seats ~130 KB, an 80,000-seat stadium ~6 MB). */
+#define SEATD_ROUTE_LARGE_BODY_MAX (16u << 20)
 
 #define SEATD_ROUTE_MAX_PARAMS 4    /* path parameters per pattern */
 #define SEATD_ROUTE_PARAM_MAX 64    /* decoded bytes per parameter, NUL excluded */

@@ -9,6 +9,7 @@
 #define AUTH SEATD_ROUTE_AUTH
 #define ADMIN (SEATD_ROUTE_AUTH | SEATD_ROUTE_ADMIN)
 #define JSON SEATD_ROUTE_JSON_BODY
+#define LARGE SEATD_ROUTE_LARGE_BODY
 #define ROUTE(m, p, n, h, f)                                                                       \
     {                                                                                              \
         .method = m, .pattern = p, .name = n, .handler = h, .flags = f                             \
@@ -16,7 +17,7 @@
 
 seatd_route_t seatd_routes[] = {
     ROUTE("GET", "/v1/shows", "shows_list", seatd_handle_shows_list, 0),
-    ROUTE("POST", "/v1/shows", "shows_create", seatd_handle_shows_create, ADMIN | JSON),
+    ROUTE("POST", "/v1/shows", "shows_create", seatd_handle_shows_create, ADMIN | JSON | LARGE),
     ROUTE("GET", "/v1/shows/{id}", "shows_get", seatd_handle_shows_get, 0),
     ROUTE("GET", "/v1/shows/{id}/layout", "shows_layout", seatd_handle_shows_layout, 0),
     ROUTE("GET", "/v1/shows/{id}/seats", "shows_seats", seatd_handle_shows_seats, 0),

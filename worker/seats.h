@@ -17,6 +17,11 @@
 
 struct seatd_layout_s;
 
+/* Seats in one hold, at most: --max-seats-per-hold is bounded by it, the store refuses more,
+ * and the hold script checks it too (generated into the Lua library as MAX_SEATS_PER_HOLD,
+ * see cmake/embed_lua.cmake). */
+#define SEATD_SEATS_MAX_PER_HOLD 100 /* lua: MAX_SEATS_PER_HOLD */
+
 /*
  * Normalises 'n' seat ids ('ids' borrowed) into 'out' (an array of at least 'n' pointers,
  * each pointing into 'ids', so valid as long as 'ids' is). 'max_seats' bounds 'n' (0: no bound).

@@ -6,28 +6,42 @@
  * once. The only operation made of two calls is create_show: the show (its own slot) and
  * then the catalogue entry (seatd:shows, another slot).
  *
- * hiredis is included here only to read the reply structure handed to us by rds.c.
+ * Replies are read through rds.h's accessors (hiredis stays inside rds.c). Each reply is
+ * decoded once, in decode(): the raw name/value pairs, then the typed member of the
+ * operation's kind from the field tables below.
  */
 #include "store.h"
 
+#include <assert.h>
 #include <cjson/cJSON.h>
-#include <hiredis/hiredis.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
+#include "hints.h"
 #include "keys.h"
 #include "layout.h"
 #include "log.h"
 #include "mem.h"
+#include "rds.h"
+#include "seats.h"
 
 struct seatd_store_s {
     seatd_scripts_t *scripts; /* borrowed */
     long long hold_rate;      /* hold requests per user per window; 0: no limit */
     long long hold_window_ms; /* that window */
+    seatd_rds_t *hints;       /* borrowed: where hints are filed; NULL: none */
+};
+
+/* The hints an operation files on success (hints.h), for the show in op->show_id. */
+enum {
+    HINT_DUE = 1,     /* a hold, or a deadline moved: the sweepers */
+    HINT_PENDING = 2, /* a booking began (not a replay): the reconcilers */
+    HINT_REFUND = 4   /* a cancellation whose refund is still owed: the reconcilers */
 };
 
 #define LAYOUT_KEY_PREFIX "seatd:layout:" /* + the layout's digest: the shared layouts */
@@ -35,6 +49,8 @@ struct seatd_store_s {
 /* One queued operation: the caller's callback and what the chained operations carry. */
 typedef struct store_op_s {
     seatd_store_t *st;                      /* borrowed */
+    int kind;                               /* kind_t: what the last reply decodes into */
+    unsigned hints;                         /* HINT_* filed when the operation succeeds */
     seatd_store_cb cb;                      /* the caller's callback, run exactly once */
     void *data;                             /* the caller's context */
     char show_id[SEATD_ID_MAX];             /* chains: the show */
@@ -49,38 +65,175 @@ typedef struct store_op_s {
 
 /* ---------------------------------------------------------------------- results */
 
-const char *seatd_store_get(const seatd_store_result_t *res, const char *name, size_t *len)
-{
-    for (size_t i = 0; res != NULL && i < res->nfields; i++) {
-        if (strcmp(res->names[i], name) == 0) {
-            if (len != NULL)
-                *len = res->lens[i];
-            return res->values[i];
-        }
-    }
-    return NULL;
-}
+/* What an operation's reply decodes into: a member of seatd_store_result_t. */
+typedef enum {
+    KIND_RAW, /* no typed member (unused by the operations; kept as the zero kind) */
+    KIND_SHOW,
+    KIND_PAGE,
+    KIND_SEATMAP,
+    KIND_HOLD,
+    KIND_BOOKING,
+    KIND_PENDING,
+    KIND_REAP,
+    KIND_ATTEMPT,
+    KIND_REMOVED,
+    KIND_COUNT
+} kind_t;
 
-int64_t seatd_store_get_int(const seatd_store_result_t *res, const char *name, int64_t dflt)
-{
-    const char *v = seatd_store_get(res, name, NULL);
-    if (v == NULL || *v == '\0')
-        return dflt;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    return *end == '\0' ? (int64_t)n : dflt;
-}
+typedef enum {
+    F_STR,   /* const char *, "" when missing */
+    F_INT,   /* int64_t; 'aux': its int has_ flag, set when the value is a number */
+    F_FLAG,  /* int: 1 iff the value is the number 1 */
+    F_BYTES, /* const unsigned char *, 'aux': its size_t length */
+    F_LIST   /* const char *const *, the values of a repeated name; 'aux': their size_t count */
+} ftype_t;
+
+#define NOAUX SIZE_MAX
+
+/* One field of a typed result: the reply's name -> the member at 'off'. */
+typedef struct field_s {
+    const char *name;
+    ftype_t type;
+    size_t off;
+    size_t aux;
+    int64_t dflt; /* F_INT: when missing or not a number */
+} field_t;
+
+#define OFF(m) offsetof(seatd_store_result_t, m)
+#define STR(n, m)                                                                                  \
+    {                                                                                              \
+        n, F_STR, OFF(m), NOAUX, 0                                                                 \
+    }
+#define INT(n, m)                                                                                  \
+    {                                                                                              \
+        n, F_INT, OFF(m), NOAUX, 0                                                                 \
+    }
+#define INT_OR(n, m, d)                                                                            \
+    {                                                                                              \
+        n, F_INT, OFF(m), NOAUX, d                                                                 \
+    }
+#define INT_HAS(n, m, h)                                                                           \
+    {                                                                                              \
+        n, F_INT, OFF(m), OFF(h), 0                                                                \
+    }
+#define FLAG(n, m)                                                                                 \
+    {                                                                                              \
+        n, F_FLAG, OFF(m), NOAUX, 0                                                                \
+    }
+#define BYTES(n, m, l)                                                                             \
+    {                                                                                              \
+        n, F_BYTES, OFF(m), OFF(l), 0                                                              \
+    }
+#define LIST(n, m, c)                                                                              \
+    {                                                                                              \
+        n, F_LIST, OFF(m), OFF(c), 0                                                               \
+    }
+
+/* The reply fields of each kind, as the scripts name them (the lua/ files). */
+static const field_t show_fields[] = {
+    STR("showId", show.show_id),
+    STR("title", show.title),
+    STR("priceTiers", show.price_tiers),
+    STR("extra", show.extra),
+    STR("layoutHash", show.layout_hash),
+    STR("layout", show.layout),
+    INT("startsAt", show.starts_at_ms),
+    INT_HAS("salesCloseAt", show.sales_close_at_ms, show.has_sales_close_at),
+    INT("holdTtlMs", show.hold_ttl_ms),
+    INT("seatCount", show.seat_count),
+    INT("version", show.version),
+    INT("createdAt", show.created_at_ms),
+    FLAG("catalogued", show.catalogued),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t page_fields[] = {
+    INT("total", page.total),
+    LIST("id", page.ids, page.nids),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t seatmap_fields[] = {
+    INT("version", seatmap.version),
+    INT("seatCount", seatmap.seat_count),
+    BYTES("held", seatmap.held, seatmap.held_len),
+    BYTES("booked", seatmap.booked, seatmap.booked_len),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t hold_fields[] = {
+    STR("holdId", hold.hold_id),
+    STR("showId", hold.show_id),
+    STR("owner", hold.owner),
+    STR("seatIds", hold.seat_ids),
+    STR("status", hold.status),
+    STR("bookingId", hold.booking_id),
+    INT("expiresAt", hold.expires_at_ms),
+    INT("createdAt", hold.created_at_ms),
+    INT("version", hold.version),
+    FLAG("replayed", hold.replayed),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t booking_fields[] = {
+    STR("bookingId", booking.booking_id),
+    STR("showId", booking.show_id),
+    STR("holdId", booking.hold_id),
+    STR("owner", booking.owner),
+    STR("seatIds", booking.seat_ids),
+    STR("currency", booking.currency),
+    STR("status", booking.status),
+    STR("paymentRef", booking.payment_ref),
+    STR("reason", booking.reason),
+    STR("refundStatus", booking.refund_status),
+    STR("lateCharge", booking.late_charge),
+    INT_HAS("amount", booking.amount, booking.has_amount),
+    INT_HAS("refund", booking.refund, booking.has_refund),
+    INT_HAS("version", booking.version, booking.has_version),
+    INT("createdAt", booking.created_at_ms),
+    INT("confirmedAt", booking.confirmed_at_ms),
+    INT("failedAt", booking.failed_at_ms),
+    INT("cancelledAt", booking.cancelled_at_ms),
+    INT("startsAt", booking.starts_at_ms),
+    FLAG("replayed", booking.replayed),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t pending_fields[] = {
+    INT_OR("remaining", pending.remaining, -1),
+    LIST("booking", pending.bookings, pending.nbookings),
+    LIST("refund", pending.refunds, pending.nrefunds),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t reap_fields[] = {
+    INT("reaped", reap.reaped), INT("version", reap.version), INT("due", reap.due),
+    INT("now", reap.now_ms),    STR("next", reap.next),       {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t attempt_fields[] = {
+    FLAG("ok", attempt.ok),
+    INT("count", attempt.count),
+    INT_OR("retryAfterMs", attempt.retry_after_ms, 1000),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t removed_fields[] = {
+    FLAG("removed", removed),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+
+static const field_t *const kind_fields[KIND_COUNT] = {
+    [KIND_SHOW] = show_fields, [KIND_PAGE] = page_fields,       [KIND_SEATMAP] = seatmap_fields,
+    [KIND_HOLD] = hold_fields, [KIND_BOOKING] = booking_fields, [KIND_PENDING] = pending_fields,
+    [KIND_REAP] = reap_fields, [KIND_ATTEMPT] = attempt_fields, [KIND_REMOVED] = removed_fields,
+};
+
+#define MAX_LISTS 2 /* F_LIST fields per kind */
 
 /* Storage behind a decoded result, freed after the callback. */
 typedef struct decoded_s {
-    seatd_store_result_t res; /* what the callback sees */
-    char *detail;             /* owned copy of the error detail */
-    char *wordbuf;            /* owned, the detail with spaces replaced by NULs */
-    const char **words;       /* owned array */
-    const char **names;       /* owned array */
-    const char **values;      /* owned array */
-    size_t *lens;             /* owned array */
-    char (*ints)[24];         /* owned: integer elements printed as text */
+    seatd_store_result_t res;      /* what the callback sees */
+    char *detail;                  /* owned copy of the error detail */
+    char *wordbuf;                 /* owned, the detail with spaces replaced by NULs */
+    const char **words;            /* owned array */
+    const char **names;            /* owned array */
+    const char **values;           /* owned array */
+    size_t *lens;                  /* owned array */
+    char (*ints)[24];              /* owned: integer elements printed as text */
+    const char **lists[MAX_LISTS]; /* owned arrays of the F_LIST fields */
 } decoded_t;
 
 static void decoded_free(decoded_t *d)
@@ -92,6 +245,94 @@ static void decoded_free(decoded_t *d)
     free(d->values);
     free(d->lens);
     free(d->ints);
+    for (int i = 0; i < MAX_LISTS; i++)
+        free(d->lists[i]);
+}
+
+/* The raw value of field 'name' or NULL (the internal links of a chain). */
+static const char *raw_get(const seatd_store_result_t *res, const char *name, size_t *len)
+{
+    for (size_t i = 0; res != NULL && i < res->nfields; i++) {
+        if (strcmp(res->names[i], name) == 0) {
+            if (len != NULL)
+                *len = res->lens[i];
+            return res->values[i];
+        }
+    }
+    return NULL;
+}
+
+static int parse_int(const char *v, int64_t *out)
+{
+    if (v == NULL || *v == '\0')
+        return 0;
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (*end != '\0')
+        return 0;
+    *out = (int64_t)n;
+    return 1;
+}
+
+static void *member(seatd_store_result_t *res, size_t off)
+{
+    return (char *)res + off;
+}
+
+static void set_ptr(seatd_store_result_t *res, size_t off, const void *p)
+{
+    memcpy(member(res, off), &p, sizeof(p));
+}
+
+/* Fills the typed member of 'kind' from the raw pairs: every field read once, here. */
+static void decode_typed(decoded_t *d, kind_t kind)
+{
+    static const char *const none[1] = {NULL};
+    seatd_store_result_t *res = &d->res;
+    int nlists = 0;
+    for (const field_t *f = kind_fields[kind]; f != NULL && f->name != NULL; f++) {
+        const char *v = NULL;
+        size_t len = 0;
+        switch (f->type) {
+        case F_STR:
+            v = raw_get(res, f->name, NULL);
+            set_ptr(res, f->off, v ? v : "");
+            break;
+        case F_BYTES:
+            v = raw_get(res, f->name, &len);
+            set_ptr(res, f->off, v ? v : "");
+            *(size_t *)member(res, f->aux) = v ? len : 0;
+            break;
+        case F_INT: {
+            int64_t n = f->dflt;
+            int ok = parse_int(raw_get(res, f->name, NULL), &n);
+            *(int64_t *)member(res, f->off) = ok ? n : f->dflt;
+            if (f->aux != NOAUX)
+                *(int *)member(res, f->aux) = ok;
+            break;
+        }
+        case F_FLAG: {
+            int64_t n = 0;
+            *(int *)member(res, f->off) = parse_int(raw_get(res, f->name, NULL), &n) && n == 1;
+            break;
+        }
+        case F_LIST: {
+            assert(nlists < MAX_LISTS);
+            size_t n = 0;
+            for (size_t i = 0; i < res->nfields; i++)
+                n += strcmp(res->names[i], f->name) == 0;
+            const char **list = n ? seatd_calloc(n, sizeof(*list)) : NULL;
+            d->lists[nlists++] = list;
+            n = 0;
+            for (size_t i = 0; i < res->nfields; i++)
+                if (strcmp(res->names[i], f->name) == 0)
+                    list[n++] = res->values[i];
+            set_ptr(res, f->off, list ? (const char *const *)list : none);
+            *(size_t *)member(res, f->aux) = n;
+            break;
+        }
+        }
+    }
 }
 
 /* An error reply "<WORD> detail…" (possibly "ERR <WORD> …") -> err, detail, words. */
@@ -146,33 +387,35 @@ static void decode_error(decoded_t *d, const char *s, size_t len)
         seatd_layout_cache_clear();
 }
 
-/* An array of name/value pairs -> fields. Returns 0 or SEATD_EPROTO. */
-static int decode_fields(decoded_t *d, const redisReply *r)
+/* An array of name/value pairs -> the raw fields. Returns 0 or SEATD_EPROTO. */
+static int decode_fields(decoded_t *d, const struct redisReply *r)
 {
-    if (r->elements % 2 != 0 || r->elements / 2 > MAX_DECODED_FIELDS)
+    size_t elements = seatd_rds_reply_elements(r);
+    if (elements % 2 != 0 || elements / 2 > MAX_DECODED_FIELDS)
         return SEATD_EPROTO;
-    size_t n = r->elements / 2;
+    size_t n = elements / 2;
     d->names = seatd_calloc(n + 1, sizeof(*d->names));
     d->values = seatd_calloc(n + 1, sizeof(*d->values));
     d->lens = seatd_calloc(n + 1, sizeof(*d->lens));
     d->ints = seatd_calloc(n + 1, sizeof(*d->ints));
     for (size_t i = 0; i < n; i++) {
-        const redisReply *k = r->element[2 * i], *v = r->element[2 * i + 1];
-        if (k->type != REDIS_REPLY_STRING && k->type != REDIS_REPLY_STATUS)
+        const struct redisReply *k = seatd_rds_reply_element(r, 2 * i);
+        const struct redisReply *v = seatd_rds_reply_element(r, 2 * i + 1);
+        int kt = seatd_rds_reply_type(k);
+        if (kt != SEATD_RDS_REPLY_STRING && kt != SEATD_RDS_REPLY_STATUS)
             return SEATD_EPROTO;
-        d->names[i] = k->str;
-        switch (v->type) {
-        case REDIS_REPLY_STRING:
-        case REDIS_REPLY_STATUS:
-            d->values[i] = v->str;
-            d->lens[i] = v->len;
+        d->names[i] = seatd_rds_reply_str(k, NULL);
+        switch (seatd_rds_reply_type(v)) {
+        case SEATD_RDS_REPLY_STRING:
+        case SEATD_RDS_REPLY_STATUS:
+            d->values[i] = seatd_rds_reply_str(v, &d->lens[i]);
             break;
-        case REDIS_REPLY_INTEGER:
-            snprintf(d->ints[i], sizeof(d->ints[i]), "%lld", v->integer);
+        case SEATD_RDS_REPLY_INTEGER:
+            snprintf(d->ints[i], sizeof(d->ints[i]), "%lld", seatd_rds_reply_integer(v));
             d->values[i] = d->ints[i];
             d->lens[i] = strlen(d->ints[i]);
             break;
-        case REDIS_REPLY_NIL:
+        case SEATD_RDS_REPLY_NIL:
             d->values[i] = "";
             d->lens[i] = 0;
             break;
@@ -187,17 +430,22 @@ static int decode_fields(decoded_t *d, const redisReply *r)
     return 0;
 }
 
-static void decode(decoded_t *d, const redisReply *r, int err)
+/* Decodes 'r' (or 'err') into 'd': the error, or the raw pairs and the typed member of
+ * 'kind'. 'd' is freed with decoded_free(). */
+static void decode(decoded_t *d, const struct redisReply *r, int err, kind_t kind)
 {
     memset(d, 0, sizeof(*d));
     d->res.detail = "";
+    int type = seatd_rds_reply_type(r);
     if (err != 0) {
         d->res.err = err;
     } else if (r == NULL) {
         d->res.err = SEATD_EPROTO;
-    } else if (r->type == REDIS_REPLY_ERROR) {
-        decode_error(d, r->str ? r->str : "", r->str ? r->len : 0);
-    } else if (r->type != REDIS_REPLY_ARRAY) {
+    } else if (type == SEATD_RDS_REPLY_ERROR) {
+        size_t len = 0;
+        const char *s = seatd_rds_reply_str(r, &len);
+        decode_error(d, s ? s : "", s ? len : 0);
+    } else if (type != SEATD_RDS_REPLY_ARRAY) {
         d->res.err = SEATD_EPROTO;
     } else {
         int rc = decode_fields(d, r);
@@ -206,6 +454,7 @@ static void decode(decoded_t *d, const redisReply *r, int err)
             d->res.nfields = 0;
         }
     }
+    decode_typed(d, kind); /* on failure too: no NULL string in the operation's member */
 }
 
 /* ---------------------------------------------------------------------- calling */
@@ -231,25 +480,54 @@ static void op_keep_args(store_op_t *op, int n, const char *const *args)
 /* Ends a chain with the error 'err' through the callback. */
 static void op_fail(store_op_t *op, int err)
 {
-    seatd_store_result_t res = {err, "", 0, NULL, 0, NULL, NULL, NULL};
-    op->cb(&res, op->data);
+    decoded_t d = {.res = {.err = err, .detail = ""}};
+    decode_typed(&d, (kind_t)op->kind);
+    op->cb(&d.res, op->data);
+    decoded_free(&d);
     op_free(op);
+}
+
+/* Files the hints of a succeeded operation (the need it created) before its callback runs. */
+static void file_hints(const store_op_t *op, const seatd_store_result_t *res)
+{
+    seatd_rds_t *rds = op->st->hints;
+    const seatd_booking_result_t *b = &res->booking;
+    if (res->err != 0 || rds == NULL || op->hints == 0)
+        return;
+    if (op->hints & HINT_DUE)
+        seatd_hints_due(rds, op->show_id);
+    if ((op->hints & HINT_PENDING) && !b->replayed)
+        seatd_hints_pending(rds, op->show_id);
+    if ((op->hints & HINT_REFUND) && strcmp(b->refund_status, "pending") == 0 && b->refund > 0 &&
+        b->payment_ref[0])
+        seatd_hints_pending(rds, op->show_id);
+}
+
+/* Marks 'op' to file 'hints' for the show named by 'id' (a hold or booking id of 'kind').
+ * Returns 'op'. */
+static store_op_t *op_hint(store_op_t *op, unsigned hints, const char *id, char kind)
+{
+    if (seatd_keys_parse_id(id, kind, op->show_id) == 0)
+        op->hints = hints;
+    return op;
 }
 
 static void on_reply(const struct redisReply *reply, int err, void *data)
 {
     store_op_t *op = data;
     decoded_t d;
-    decode(&d, reply, err);
+    decode(&d, reply, err, (kind_t)op->kind);
+    file_hints(op, &d.res);
     op->cb(&d.res, op->data);
     decoded_free(&d);
     op_free(op);
 }
 
-static store_op_t *op_new(seatd_store_t *st, seatd_store_cb cb, void *data)
+static store_op_t *op_new(seatd_store_t *st, kind_t kind, seatd_store_cb cb, void *data)
 {
     store_op_t *op = seatd_calloc(1, sizeof(*op));
     op->st = st;
+    op->kind = kind;
     op->cb = cb;
     op->data = data;
     return op;
@@ -299,7 +577,7 @@ static void fetch_shared_layout(store_op_t *op, const struct redisReply *reply, 
                                 seatd_rds_reply_cb next)
 {
     decoded_t d;
-    decode(&d, reply, err);
+    decode(&d, reply, err, (kind_t)op->kind);
     if (d.res.err != 0) {
         op->cb(&d.res, op->data);
         decoded_free(&d);
@@ -307,7 +585,7 @@ static void fetch_shared_layout(store_op_t *op, const struct redisReply *reply, 
         return;
     }
     size_t len = 0;
-    const char *hash = seatd_store_get(&d.res, "layoutHash", &len);
+    const char *hash = raw_get(&d.res, "layoutHash", &len);
     if (!valid_digest(hash, len)) {
         decoded_free(&d);
         seatd_log(SEATD_LOG_ERROR, NULL, "show meta has no valid layoutHash", "\"showId\":\"%s\"",
@@ -328,8 +606,8 @@ static void fetch_shared_layout(store_op_t *op, const struct redisReply *reply, 
 static const char *shared_layout_text(store_op_t *op, decoded_t *d, const struct redisReply *reply,
                                       int err, size_t *len)
 {
-    decode(d, reply, err);
-    const char *text = d->res.err == 0 ? seatd_store_get(&d->res, "seats", len) : NULL;
+    decode(d, reply, err, (kind_t)op->kind);
+    const char *text = d->res.err == 0 ? raw_get(&d->res, "seats", len) : NULL;
     if (text != NULL)
         return text;
     int e = d->res.err;
@@ -360,6 +638,11 @@ seatd_store_t *seatd_store_new(seatd_scripts_t *scripts)
     return st;
 }
 
+void seatd_store_set_hints(seatd_store_t *st, seatd_rds_t *rds)
+{
+    st->hints = rds;
+}
+
 void seatd_store_free(seatd_store_t *st)
 {
     free(st);
@@ -372,15 +655,18 @@ void seatd_store_free(seatd_store_t *st)
 static void on_catalogued(const struct redisReply *reply, int err, void *data)
 {
     store_op_t *op = data;
-    int ok = err == 0 && reply != NULL && reply->type == REDIS_REPLY_ARRAY;
+    int ok = err == 0 && seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_ARRAY;
     if (!ok)
         seatd_log(SEATD_LOG_WARN, NULL, "show created but not catalogued", "\"showId\":\"%s\"",
                   op->show_id);
     const char *names[] = {"showId", "version", "catalogued"};
     const char *values[] = {op->show_id, "0", ok ? "1" : "0"};
     size_t lens[] = {strlen(op->show_id), 1, 1};
-    seatd_store_result_t res = {0, "", 0, NULL, 3, names, values, lens};
-    op->cb(&res, op->data);
+    decoded_t d = {
+        .res = {.detail = "", .nfields = 3, .names = names, .values = values, .lens = lens}};
+    decode_typed(&d, KIND_SHOW);
+    op->cb(&d.res, op->data);
+    decoded_free(&d);
     op_free(op);
 }
 
@@ -388,7 +674,7 @@ static void on_show_created(const struct redisReply *reply, int err, void *data)
 {
     store_op_t *op = data;
     decoded_t d;
-    decode(&d, reply, err);
+    decode(&d, reply, err, (kind_t)op->kind);
     if (d.res.err != 0) {
         op->cb(&d.res, op->data);
         decoded_free(&d);
@@ -411,7 +697,7 @@ static void on_layout_put(const struct redisReply *reply, int err, void *data)
 {
     store_op_t *op = data;
     decoded_t d;
-    decode(&d, reply, err);
+    decode(&d, reply, err, (kind_t)op->kind);
     if (d.res.err != 0) {
         op->cb(&d.res, op->data);
         decoded_free(&d);
@@ -462,7 +748,7 @@ int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a, seatd
     const char *show_args[7] = {
         a->title, starts, ttl, a->price_tiers_json, hash, a->extra_json ? a->extra_json : "",
         count};
-    store_op_t *op = op_new(st, cb, data);
+    store_op_t *op = op_new(st, KIND_SHOW, cb, data);
     snprintf(op->show_id, sizeof(op->show_id), "%s", a->show_id);
     memcpy(op->starts_at, starts, sizeof(starts));
     memcpy(op->hash, hash, sizeof(op->hash));
@@ -479,24 +765,24 @@ int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a, seatd
 
 int seatd_store_next_show_id(seatd_store_t *st, seatd_store_cb cb, void *data)
 {
-    return fcall(op_new(st, cb, data), "seatd_next_show_id", SEATD_KEY_SHOW_SEQ, 0, NULL, NULL,
-                 on_reply);
+    return fcall(op_new(st, KIND_SHOW, cb, data), "seatd_next_show_id", SEATD_KEY_SHOW_SEQ, 0, NULL,
+                 NULL, on_reply);
 }
 
 /* A no-argument read of one show's function 'fn'. */
-static int show_read(seatd_store_t *st, const char *fn, const char *show_id, seatd_store_cb cb,
-                     void *data)
+static int show_read(seatd_store_t *st, const char *fn, kind_t kind, const char *show_id,
+                     seatd_store_cb cb, void *data)
 {
     char key[SEATD_KEY_MAX];
     int rc = seatd_keys_show(key, show_id, "meta");
     if (rc < 0)
         return rc;
-    return fcall(op_new(st, cb, data), fn, key, 0, NULL, NULL, on_reply);
+    return fcall(op_new(st, kind, cb, data), fn, key, 0, NULL, NULL, on_reply);
 }
 
 int seatd_store_show_get(seatd_store_t *st, const char *show_id, seatd_store_cb cb, void *data)
 {
-    return show_read(st, "seatd_show_get", show_id, cb, data);
+    return show_read(st, "seatd_show_get", KIND_SHOW, show_id, cb, data);
 }
 
 /* layout_get, last link: the shared layout, checked against its address, rendered as the
@@ -530,8 +816,11 @@ static void on_layout_text(const struct redisReply *reply, int err, void *data)
     const char *names[] = {"layout", "layoutHash"};
     const char *values[] = {b.data, op->hash};
     size_t lens[] = {b.len, strlen(op->hash)};
-    seatd_store_result_t res = {0, "", 0, NULL, 2, names, values, lens};
-    op->cb(&res, op->data);
+    decoded_t res = {
+        .res = {.detail = "", .nfields = 2, .names = names, .values = values, .lens = lens}};
+    decode_typed(&res, KIND_SHOW);
+    op->cb(&res.res, op->data);
+    decoded_free(&res);
     seatd_buf_free(&b);
     op_free(op);
 }
@@ -547,14 +836,14 @@ int seatd_store_layout_get(seatd_store_t *st, const char *show_id, seatd_store_c
     int rc = seatd_keys_show(key, show_id, "meta");
     if (rc < 0)
         return rc;
-    store_op_t *op = op_new(st, cb, data);
+    store_op_t *op = op_new(st, KIND_SHOW, cb, data);
     snprintf(op->show_id, sizeof(op->show_id), "%s", show_id);
     return fcall(op, "seatd_layout_get", key, 0, NULL, NULL, on_layout_ref);
 }
 
 int seatd_store_seatmap(seatd_store_t *st, const char *show_id, seatd_store_cb cb, void *data)
 {
-    return show_read(st, "seatd_seatmap", show_id, cb, data);
+    return show_read(st, "seatd_seatmap", KIND_SEATMAP, show_id, cb, data);
 }
 
 int seatd_store_list_shows(seatd_store_t *st, long offset, long count, seatd_store_cb cb,
@@ -566,8 +855,8 @@ int seatd_store_list_shows(seatd_store_t *st, long offset, long count, seatd_sto
     snprintf(off, sizeof(off), "%ld", offset);
     snprintf(cnt, sizeof(cnt), "%ld", count);
     const char *args[2] = {off, cnt};
-    return fcall(op_new(st, cb, data), "seatd_list_shows", SEATD_KEY_CATALOGUE, 2, args, NULL,
-                 on_reply);
+    return fcall(op_new(st, KIND_PAGE, cb, data), "seatd_list_shows", SEATD_KEY_CATALOGUE, 2, args,
+                 NULL, on_reply);
 }
 
 /* ---------------------------------------------------------------------- holds */
@@ -646,10 +935,10 @@ static void on_hold_layout_ref(const struct redisReply *reply, int err, void *da
 {
     store_op_t *op = data;
     const seatd_layout_t *l = seatd_layout_cache_get(op->show_id);
-    if (l != NULL && err == 0 && reply != NULL && reply->type == REDIS_REPLY_ARRAY) {
+    if (l != NULL && err == 0 && seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_ARRAY) {
         decoded_t d;
-        decode(&d, reply, err);
-        const char *hash = seatd_store_get(&d.res, "layoutHash", NULL);
+        decode(&d, reply, err, (kind_t)op->kind);
+        const char *hash = raw_get(&d.res, "layoutHash", NULL);
         int same = d.res.err == 0 && hash != NULL && strcmp(hash, seatd_layout_digest(l)) == 0;
         decoded_free(&d);
         if (same) {
@@ -673,7 +962,7 @@ static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store
         return SEATD_EBADID;
     if (a->ttl_ms < 0 || a->max_per_user < 0)
         return SEATD_EINVAL;
-    if (a->nseats > 1000)
+    if (a->nseats > SEATD_SEATS_MAX_PER_HOLD)
         return SEATD_ETOOMANY;
     for (size_t i = 0; i < a->nseats; i++)
         if (!seatd_keys_valid_seat_id(a->seat_ids[i]))
@@ -681,7 +970,7 @@ static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store
     snprintf(ttl, sizeof(ttl), "%" PRId64, a->ttl_ms);
     snprintf(max, sizeof(max), "%d", a->max_per_user);
     const char *base[5] = {a->hold_id, a->owner, ttl, max, a->idem_key ? a->idem_key : ""};
-    store_op_t *op = op_new(st, cb, data);
+    store_op_t *op = op_hint(op_new(st, KIND_HOLD, cb, data), HINT_DUE, a->hold_id, 'h');
     /* Fast path: the layout is cached (the script checks that it is the show's). Otherwise ask
      * the show which layout it has, and read that one. */
     const seatd_layout_t *l = seatd_layout_cache_get(a->show_id);
@@ -729,14 +1018,16 @@ static void on_rate_reply(const struct redisReply *reply, int err, void *data)
 {
     rate_op_t *r = data;
     decoded_t d;
-    decode(&d, reply, err);
+    decode(&d, reply, err, KIND_HOLD);
     if (d.res.err != 0) {
         r->cb(&d.res, r->data);
     } else {
         int rc = hold_start(r->st, &r->a, r->cb, r->data);
         if (rc < 0) {
-            seatd_store_result_t res = {rc, "", 0, NULL, 0, NULL, NULL, NULL};
-            r->cb(&res, r->data);
+            decoded_t e = {.res = {.err = rc, .detail = ""}};
+            decode_typed(&e, KIND_HOLD);
+            r->cb(&e.res, r->data);
+            decoded_free(&e);
         }
     }
     decoded_free(&d);
@@ -754,8 +1045,8 @@ int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_
     if (st->hold_rate == 0 || a->owner == NULL)
         return hold_start(st, a, cb, data);
     char key[SEATD_KEY_MAX], limit[24], window[24];
-    if (!seatd_keys_valid_sub(a->owner) || a->nseats > 1000 || a->show_id == NULL ||
-        a->hold_id == NULL)
+    if (!seatd_keys_valid_sub(a->owner) || a->nseats > SEATD_SEATS_MAX_PER_HOLD ||
+        a->show_id == NULL || a->hold_id == NULL)
         return hold_start(st, a, cb, data); /* its own checks answer */
     int n = snprintf(key, sizeof(key), "seatd:rate:hold:%s", a->owner);
     if (n < 0 || (size_t)n >= sizeof(key))
@@ -799,7 +1090,7 @@ static int hold_owner_call(seatd_store_t *st, const char *fn, const char *hold_i
     if (owner != NULL && !seatd_keys_valid_sub(owner))
         return SEATD_EBADID;
     const char *args[3] = {hold_id, owner ? owner : "", mode};
-    return fcall(op_new(st, cb, data), fn, key, mode ? 3 : 2, args, NULL, on_reply);
+    return fcall(op_new(st, KIND_HOLD, cb, data), fn, key, mode ? 3 : 2, args, NULL, on_reply);
 }
 
 int seatd_store_hold_get(seatd_store_t *st, const char *hold_id, const char *owner,
@@ -844,31 +1135,35 @@ int seatd_store_book_begin(seatd_store_t *st, const seatd_book_args_t *a, seatd_
                            a->currency ? a->currency : "",
                            a->payment_method ? a->payment_method : "",
                            win};
-    return fcall(op_new(st, cb, data), "seatd_book_begin", key, 7, args, NULL, on_reply);
+    store_op_t *op =
+        op_hint(op_new(st, KIND_BOOKING, cb, data), HINT_DUE | HINT_PENDING, a->booking_id, 'b');
+    return fcall(op, "seatd_book_begin", key, 7, args, NULL, on_reply);
 }
 
 /* book_confirm, book_fail: (booking id, text). */
-static int booking_text_call(seatd_store_t *st, const char *fn, const char *booking_id,
-                             const char *text, seatd_store_cb cb, void *data)
+static int booking_text_call(seatd_store_t *st, const char *fn, unsigned hints,
+                             const char *booking_id, const char *text, seatd_store_cb cb,
+                             void *data)
 {
     char key[SEATD_KEY_MAX];
     int rc = meta_of_id(key, booking_id, 'b');
     if (rc < 0)
         return rc;
     const char *args[2] = {booking_id, text ? text : ""};
-    return fcall(op_new(st, cb, data), fn, key, 2, args, NULL, on_reply);
+    store_op_t *op = op_hint(op_new(st, KIND_BOOKING, cb, data), hints, booking_id, 'b');
+    return fcall(op, fn, key, 2, args, NULL, on_reply);
 }
 
 int seatd_store_book_confirm(seatd_store_t *st, const char *booking_id, const char *payment_ref,
                              seatd_store_cb cb, void *data)
 {
-    return booking_text_call(st, "seatd_book_confirm", booking_id, payment_ref, cb, data);
+    return booking_text_call(st, "seatd_book_confirm", 0, booking_id, payment_ref, cb, data);
 }
 
 int seatd_store_book_fail(seatd_store_t *st, const char *booking_id, const char *reason,
                           seatd_store_cb cb, void *data)
 {
-    return booking_text_call(st, "seatd_book_fail", booking_id, reason, cb, data);
+    return booking_text_call(st, "seatd_book_fail", HINT_DUE, booking_id, reason, cb, data);
 }
 
 int seatd_store_booking_get(seatd_store_t *st, const char *booking_id, const char *owner,
@@ -881,7 +1176,8 @@ int seatd_store_booking_get(seatd_store_t *st, const char *booking_id, const cha
     if (owner != NULL && !seatd_keys_valid_sub(owner))
         return SEATD_EBADID;
     const char *args[2] = {booking_id, owner ? owner : ""};
-    return fcall(op_new(st, cb, data), "seatd_booking_get", key, 2, args, NULL, on_reply);
+    return fcall(op_new(st, KIND_BOOKING, cb, data), "seatd_booking_get", key, 2, args, NULL,
+                 on_reply);
 }
 
 int seatd_store_cancel(seatd_store_t *st, const char *booking_id, const char *owner, int64_t refund,
@@ -897,7 +1193,7 @@ int seatd_store_cancel(seatd_store_t *st, const char *booking_id, const char *ow
         return SEATD_EINVAL;
     snprintf(amount, sizeof(amount), "%" PRId64, refund);
     const char *args[3] = {booking_id, owner ? owner : "", amount};
-    return fcall(op_new(st, cb, data), "seatd_cancel", key, 3, args, NULL, on_reply);
+    return fcall(op_new(st, KIND_BOOKING, cb, data), "seatd_cancel", key, 3, args, NULL, on_reply);
 }
 
 int seatd_store_book_fail_refunded(seatd_store_t *st, const char *booking_id, const char *reason,
@@ -912,7 +1208,8 @@ int seatd_store_book_fail_refunded(seatd_store_t *st, const char *booking_id, co
         return SEATD_EINVAL;
     snprintf(amount, sizeof(amount), "%" PRId64, refund);
     const char *args[4] = {booking_id, reason ? reason : "", amount, refund_ref ? refund_ref : ""};
-    return fcall(op_new(st, cb, data), "seatd_book_fail", key, 4, args, NULL, on_reply);
+    return fcall(op_hint(op_new(st, KIND_BOOKING, cb, data), HINT_DUE, booking_id, 'b'),
+                 "seatd_book_fail", key, 4, args, NULL, on_reply);
 }
 
 int seatd_store_cancel_by_policy(seatd_store_t *st, const char *booking_id, const char *owner,
@@ -925,13 +1222,14 @@ int seatd_store_cancel_by_policy(seatd_store_t *st, const char *booking_id, cons
     if (owner != NULL && !seatd_keys_valid_sub(owner))
         return SEATD_EBADID;
     const char *args[3] = {booking_id, owner ? owner : "", "policy"};
-    return fcall(op_new(st, cb, data), "seatd_cancel", key, 3, args, NULL, on_reply);
+    return fcall(op_hint(op_new(st, KIND_BOOKING, cb, data), HINT_REFUND, booking_id, 'b'),
+                 "seatd_cancel", key, 3, args, NULL, on_reply);
 }
 
 int seatd_store_refund_done(seatd_store_t *st, const char *booking_id, const char *refund_ref,
                             seatd_store_cb cb, void *data)
 {
-    return booking_text_call(st, "seatd_refund_done", booking_id, refund_ref, cb, data);
+    return booking_text_call(st, "seatd_refund_done", 0, booking_id, refund_ref, cb, data);
 }
 
 int seatd_store_pending_due(seatd_store_t *st, const char *show_id, int64_t min_age_ms, int max,
@@ -946,7 +1244,8 @@ int seatd_store_pending_due(seatd_store_t *st, const char *show_id, int64_t min_
     snprintf(age, sizeof(age), "%" PRId64, min_age_ms);
     snprintf(n, sizeof(n), "%d", max);
     const char *args[2] = {age, n};
-    return fcall(op_new(st, cb, data), "seatd_pending_due", key, 2, args, NULL, on_reply);
+    return fcall(op_new(st, KIND_PENDING, cb, data), "seatd_pending_due", key, 2, args, NULL,
+                 on_reply);
 }
 
 int seatd_store_hint_clear(seatd_store_t *st, const char *show_id, const char *score,
@@ -955,8 +1254,8 @@ int seatd_store_hint_clear(seatd_store_t *st, const char *show_id, const char *s
     if (!seatd_keys_valid_show_id(show_id) || score == NULL)
         return SEATD_EBADID;
     const char *args[2] = {show_id, score};
-    return fcall(op_new(st, cb, data), "seatd_hint_clear", SEATD_KEY_PENDING_SHOWS, 2, args, NULL,
-                 on_reply);
+    return fcall(op_new(st, KIND_REMOVED, cb, data), "seatd_hint_clear", SEATD_KEY_PENDING_SHOWS, 2,
+                 args, NULL, on_reply);
 }
 
 int seatd_store_reap(seatd_store_t *st, const char *show_id, int max, seatd_store_cb cb, void *data)
@@ -969,7 +1268,7 @@ int seatd_store_reap(seatd_store_t *st, const char *show_id, int max, seatd_stor
         return SEATD_EINVAL;
     snprintf(n, sizeof(n), "%d", max);
     const char *args[1] = {n};
-    return fcall(op_new(st, cb, data), "seatd_reap", key, 1, args, NULL, on_reply);
+    return fcall(op_new(st, KIND_REAP, cb, data), "seatd_reap", key, 1, args, NULL, on_reply);
 }
 
 /* ------------------------------------------------------------------ payment guards */
@@ -985,13 +1284,14 @@ int seatd_store_book_fail_after(seatd_store_t *st, const char *booking_id, const
         return SEATD_EINVAL;
     snprintf(age, sizeof(age), "%" PRId64, min_age_ms);
     const char *args[5] = {booking_id, reason ? reason : "", "", "", age};
-    return fcall(op_new(st, cb, data), "seatd_book_fail", key, 5, args, NULL, on_reply);
+    return fcall(op_hint(op_new(st, KIND_BOOKING, cb, data), HINT_DUE, booking_id, 'b'),
+                 "seatd_book_fail", key, 5, args, NULL, on_reply);
 }
 
 int seatd_store_late_charge(seatd_store_t *st, const char *booking_id, const char *charge_id,
                             seatd_store_cb cb, void *data)
 {
-    return booking_text_call(st, "seatd_late_charge", booking_id, charge_id, cb, data);
+    return booking_text_call(st, "seatd_late_charge", 0, booking_id, charge_id, cb, data);
 }
 
 int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,
@@ -1003,5 +1303,6 @@ int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t ca
     snprintf(c, sizeof(c), "%" PRId64, cap);
     snprintf(w, sizeof(w), "%" PRId64, window_ms);
     const char *args[3] = {take ? "take" : "give", c, w};
-    return fcall(op_new(st, cb, data), "seatd_attempt", key, take ? 3 : 1, args, NULL, on_reply);
+    return fcall(op_new(st, KIND_ATTEMPT, cb, data), "seatd_attempt", key, take ? 3 : 1, args, NULL,
+                 on_reply);
 }

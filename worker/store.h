@@ -7,9 +7,11 @@
  *
  * Result shape: every seatd function answers a flat array of name/value pairs on success
  * ("holdId", "42-h…", "expiresAt", "1764…", …) and a Redis error reply "<WORD> detail…" on
- * failure, where WORD is a Lua word of SEATD_ERRNO_MAP. The result exposes both: 'err' (0 or
- * the SEATD_E* code) with the detail split into words (e.g. the conflicting seat ids), or the
- * fields, read by name with seatd_store_get(). Values are binary-safe (bitmaps are values).
+ * failure, where WORD is a Lua word of SEATD_ERRNO_MAP. store.c decodes the reply once: 'err'
+ * (0 or the SEATD_E* code) with the detail split into words (e.g. the conflicting seat ids),
+ * or, on success, the typed member of the operation's entity (each operation below names it
+ * under "Result:"; a field read by a wrong name does not compile). The raw pairs stay
+ * available (names/values) for tests and diagnostics only.
  *
  * Callback contract (STYLE rule 18): a call that returns 0 runs 'cb' exactly once, with a
  * result borrowed until 'cb' returns; a call that returns an error never runs 'cb'.
@@ -27,12 +29,118 @@
 
 typedef struct seatd_store_s seatd_store_t;
 
+/*
+ * Typed results. Strings are borrowed like the result, "" when the reply lacks them; numbers
+ * are 0 (or the default noted) when missing or not a number; 'has_*' says whether an optional
+ * number was there. Only the member of the operation's entity is decoded: the others are
+ * zero (their strings NULL).
+ */
+typedef struct seatd_show_result_s { /* create_show, next_show_id, show_get, layout_get */
+    const char *show_id;
+    const char *title;
+    const char *price_tiers; /* JSON object */
+    const char *extra;       /* JSON object or "" */
+    const char *layout_hash;
+    const char *layout; /* layout_get: the layout document (JSON) */
+    int64_t starts_at_ms;
+    int64_t sales_close_at_ms; /* valid when has_sales_close_at */
+    int has_sales_close_at;
+    int64_t hold_ttl_ms;
+    int64_t seat_count;
+    int64_t version;
+    int64_t created_at_ms;
+    int catalogued; /* create_show: 1 when the catalogue entry was written */
+} seatd_show_result_t;
+
+typedef struct seatd_show_page_s { /* list_shows */
+    int64_t total;                 /* shows in the catalogue */
+    size_t nids;
+    const char *const *ids; /* the page's show ids, in order */
+} seatd_show_page_t;
+
+typedef struct seatd_seatmap_result_s { /* seatmap */
+    int64_t version;
+    int64_t seat_count;
+    const unsigned char *held; /* bitmap, MSB-first; 'held_len' bytes (may be 0) */
+    size_t held_len;
+    const unsigned char *booked; /* likewise */
+    size_t booked_len;
+} seatd_seatmap_result_t;
+
+typedef struct seatd_hold_result_s { /* hold, hold_get, release, release_unclaimed */
+    const char *hold_id;
+    const char *show_id;
+    const char *owner;
+    const char *seat_ids; /* comma-joined */
+    const char *status;
+    const char *booking_id; /* "" when none */
+    int64_t expires_at_ms;  /* epoch ms, Redis clock */
+    int64_t created_at_ms;
+    int64_t version;
+    int replayed; /* hold: answered from the idempotency record */
+} seatd_hold_result_t;
+
+typedef struct seatd_booking_result_s { /* book_*, booking_get, cancel*, refund_done, late_charge */
+    const char *booking_id;
+    const char *show_id;
+    const char *hold_id;
+    const char *owner;
+    const char *seat_ids; /* comma-joined */
+    const char *currency;
+    const char *status;
+    const char *payment_ref;
+    const char *reason;
+    const char *refund_status; /* "pending", "succeeded", "none" or "" */
+    const char *late_charge;   /* the charge id of a late charge, or "" */
+    int64_t amount;            /* valid when has_amount */
+    int has_amount;
+    int64_t refund; /* valid when has_refund */
+    int has_refund;
+    int64_t version; /* valid when has_version: the seat map version of the change */
+    int has_version;
+    int64_t created_at_ms, confirmed_at_ms, failed_at_ms, cancelled_at_ms, starts_at_ms;
+    int replayed; /* book_begin: the booking already existed */
+} seatd_booking_result_t;
+
+typedef struct seatd_pending_result_s { /* pending_due */
+    int64_t remaining;                  /* all entries, due or not; -1 when missing */
+    size_t nbookings;
+    const char *const *bookings; /* due PENDING_PAYMENT booking ids */
+    size_t nrefunds;
+    const char *const *refunds; /* due unconfirmed refunds (booking ids) */
+} seatd_pending_result_t;
+
+typedef struct seatd_reap_result_s { /* reap */
+    int64_t reaped;
+    int64_t version;
+    int64_t due;      /* holds still due after this reap */
+    int64_t now_ms;   /* Redis clock */
+    const char *next; /* score text of the next deadline, or "" */
+} seatd_reap_result_t;
+
+typedef struct seatd_attempt_result_s { /* attempt */
+    int ok;                             /* 1: counted; 0: over the cap, nothing counted */
+    int64_t count;
+    int64_t retry_after_ms; /* 1000 when missing */
+} seatd_attempt_result_t;
+
 typedef struct seatd_store_result_s {
-    int err;             /* 0, or a negative SEATD_E* code */
-    const char *detail;  /* the error text after the word ("" if none); borrowed */
-    size_t nwords;       /* detail split on spaces, e.g. the conflicting seat ids */
-    const char **words;  /* borrowed */
-    size_t nfields;      /* success: name/value pairs */
+    int err;            /* 0, or a negative SEATD_E* code */
+    const char *detail; /* the error text after the word ("" if none); borrowed */
+    size_t nwords;      /* detail split on spaces, e.g. the conflicting seat ids */
+    const char **words; /* borrowed */
+    /* success: the typed member of the operation (see "Result:") */
+    seatd_show_result_t show;
+    seatd_show_page_t page;
+    seatd_seatmap_result_t seatmap;
+    seatd_hold_result_t hold;
+    seatd_booking_result_t booking;
+    seatd_pending_result_t pending;
+    seatd_reap_result_t reap;
+    seatd_attempt_result_t attempt;
+    int removed; /* hint_clear: 1 when the hint was dropped */
+    /* success: the raw name/value pairs, for tests and diagnostics only */
+    size_t nfields;
     const char **names;  /* borrowed */
     const char **values; /* borrowed, NUL-terminated, may contain NULs (see 'lens') */
     const size_t *lens;  /* byte length of each value */
@@ -40,13 +148,13 @@ typedef struct seatd_store_result_s {
 
 typedef void (*seatd_store_cb)(const seatd_store_result_t *res, void *data);
 
-/* Returns the value of field 'name' or NULL; borrowed like 'res'. 'len' may be NULL. */
-const char *seatd_store_get(const seatd_store_result_t *res, const char *name, size_t *len);
-/* Returns the field parsed as an integer, or 'dflt' if missing or not a number. */
-int64_t seatd_store_get_int(const seatd_store_result_t *res, const char *name, int64_t dflt);
-
 /* Returns an owned store over 'scripts' (borrowed; must outlive it). */
 seatd_store_t *seatd_store_new(seatd_scripts_t *scripts);
+/* Files the hints of hints.h through 'rds' (borrowed; must outlive the store; NULL, the
+ * default: none) after the operations that create their need: hold, book_begin and every
+ * book_fail (seatd:due: a new or moved deadline); book_begin unless replayed, and
+ * cancel_by_policy when its refund is still owed (seatd:pending_shows). */
+void seatd_store_set_hints(seatd_store_t *st, seatd_rds_t *rds);
 void seatd_store_free(seatd_store_t *st);
 
 /* ---------------------------------------------------------------------------------------
@@ -62,8 +170,8 @@ void seatd_store_free(seatd_store_t *st);
  * {"showId":…,"seats":[{id,row,number,tier,x,y},…]} in index order (parsed and stored in
  * canonical form); 'seat_ids' lists the same ids in index order (else EINVAL).
  * Synchronous errors also include those of seatd_layout_from_json (EBADSEAT, EDUPSEAT, …).
- * Fields: showId, version. Errors: EXISTS, INTERNAL (a stored layout under that digest with
- * other content).
+ * Result: res->show with showId, version. Errors: EXISTS, INTERNAL (a stored layout under that
+ * digest with other content).
  */
 typedef struct seatd_show_args_s {
     const char *show_id;
@@ -79,27 +187,28 @@ typedef struct seatd_show_args_s {
 SEATD_MUSTCHECK int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a,
                                             seatd_store_cb cb, void *data);
 
-/* INCR of the show id sequence. Fields: showId. */
+/* INCR of the show id sequence. Result: res->show with showId. */
 SEATD_MUSTCHECK int seatd_store_next_show_id(seatd_store_t *st, seatd_store_cb cb, void *data);
 
-/* A show's meta. Fields: showId, title, startsAt (ms), holdTtlMs, priceTiers (JSON),
+/* A show's meta. Result: res->show with showId, title, startsAt (ms), holdTtlMs, priceTiers (JSON),
  * seatCount, version, createdAt, extra, layoutHash. Errors: NOSHOW. */
 SEATD_MUSTCHECK int seatd_store_show_get(seatd_store_t *st, const char *show_id, seatd_store_cb cb,
                                          void *data);
 
 /* The frozen layout document {"showId":…,"seats":[…]}, rendered from the shared layout the
  * show names (two reads: meta, then the layout, checked against its SHA-256).
- * Fields: layout (JSON), layoutHash. Errors: NOSHOW, INTERNAL (layout missing or altered). */
+ * Result: res->show with layout (JSON), layoutHash. Errors: NOSHOW, INTERNAL (layout missing or
+ * altered). */
 SEATD_MUSTCHECK int seatd_store_layout_get(seatd_store_t *st, const char *show_id,
                                            seatd_store_cb cb, void *data);
 
-/* Catalogue page by start time: ids of shows [offset, offset+count). Fields: total, then
- * "id" repeated once per show, in order. */
+/* Catalogue page by start time: ids of shows [offset, offset+count). Result: res->page with total,
+ * then "id" repeated once per show, in order. */
 SEATD_MUSTCHECK int seatd_store_list_shows(seatd_store_t *st, long offset, long count,
                                            seatd_store_cb cb, void *data);
 
-/* Seat status projection, read atomically: Fields: version, seatCount, held (bitmap bytes),
- * booked (bitmap bytes). Bit i (MSB-first, as SETBIT numbers them) is seat index i.
+/* Seat status projection, read atomically: Result: res->seatmap with version, seatCount, held
+ * (bitmap bytes), booked (bitmap bytes). Bit i (MSB-first, as SETBIT numbers them) is seat index i.
  * Errors: NOSHOW. */
 SEATD_MUSTCHECK int seatd_store_seatmap(seatd_store_t *st, const char *show_id, seatd_store_cb cb,
                                         void *data);
@@ -109,7 +218,7 @@ SEATD_MUSTCHECK int seatd_store_seatmap(seatd_store_t *st, const char *show_id, 
  * sorted). Each seat goes to the script with its bit index, taken from the show's layout in
  * layout.h's cache (read from Redis and cached first when missing), and the layout's digest,
  * which the script checks against the show's layoutHash before any write.
- * Fields: holdId, showId, expiresAt (epoch ms, Redis clock), version, seatIds
+ * Result: res->hold with holdId, showId, expiresAt (epoch ms, Redis clock), version, seatIds
  * (comma-joined), replayed ("1" when answered from the idempotency record).
  * Errors: CONFLICT <seat…>, UNKNOWN_SEAT <seat>, NOSHOW, LIMIT, IDEM_MISMATCH, EMPTY, TOOMANY,
  * INVAL (this process's cached layout is not the show's), INTERNAL (shared layout missing
@@ -133,14 +242,14 @@ SEATD_MUSTCHECK int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t 
  * 0 turns it off (the default). */
 void seatd_store_set_hold_rate(seatd_store_t *st, long long per_window, long long window_ms);
 
-/* A hold, as its owner sees it ('owner' NULL: any owner, for operators). Fields: holdId,
- * showId, owner, seatIds, status, expiresAt, createdAt, bookingId (may be "").
+/* A hold, as its owner sees it ('owner' NULL: any owner, for operators). Result: res->hold
+ * with holdId, showId, owner, seatIds, status, expiresAt, createdAt, bookingId (may be "").
  * Errors: NOTFOUND (missing or another owner's). */
 SEATD_MUSTCHECK int seatd_store_hold_get(seatd_store_t *st, const char *hold_id, const char *owner,
                                          seatd_store_cb cb, void *data);
 
 /* release: HELD -> RELEASED, seats AVAILABLE ('owner' must be the hold's; NULL never matches).
- * Fields: holdId, status, version.
+ * Result: res->hold with holdId, status, version.
  * Errors: NOTFOUND, STATE (paying or booked), EXPIRED. Releasing twice answers the same. */
 SEATD_MUSTCHECK int seatd_store_release(seatd_store_t *st, const char *hold_id, const char *owner,
                                         seatd_store_cb cb, void *data);
@@ -152,7 +261,7 @@ SEATD_MUSTCHECK int seatd_store_release_unclaimed(seatd_store_t *st, const char 
 
 /* book_begin: HELD -> PENDING_PAYMENT; one live booking per hold (a repeat answers the same
  * booking with replayed=1); seat keys extended to cover 'payment_window_ms'.
- * Fields: bookingId, holdId, showId, status, amount, seatIds, replayed.
+ * Result: res->booking with bookingId, holdId, showId, status, amount, seatIds, replayed.
  * Errors: NOTFOUND, EXPIRED, STATE. */
 typedef struct seatd_book_args_s {
     const char *hold_id;
@@ -168,25 +277,26 @@ SEATD_MUSTCHECK int seatd_store_book_begin(seatd_store_t *st, const seatd_book_a
 
 /* book_confirm: seats HELD -> BOOKED iff every seat key still names the hold; booking
  * CONFIRMED; one event on the show's bookings stream. Confirming twice answers the same.
- * Fields: bookingId, status, version. Errors: NOTFOUND, EXPIRED (seats lost), STATE. */
+ * Result: res->booking with bookingId, status, version. Errors: NOTFOUND, EXPIRED (seats lost),
+ * STATE. */
 SEATD_MUSTCHECK int seatd_store_book_confirm(seatd_store_t *st, const char *booking_id,
                                              const char *payment_ref, seatd_store_cb cb,
                                              void *data);
 
 /* book_fail: booking FAILED (with 'reason'), hold back to HELD until its original deadline.
- * Fields: bookingId, status. Errors: NOTFOUND, STATE. */
+ * Result: res->booking with bookingId, status. Errors: NOTFOUND, STATE. */
 SEATD_MUSTCHECK int seatd_store_book_fail(seatd_store_t *st, const char *booking_id,
                                           const char *reason, seatd_store_cb cb, void *data);
 
 /* A booking, as its owner sees it ('owner' NULL: any owner, for internal use).
- * Fields: bookingId, showId, holdId, owner, seatIds, amount, currency, status, paymentRef,
- * createdAt, confirmedAt, reason. Errors: NOTFOUND. */
+ * Result: res->booking with bookingId, showId, holdId, owner, seatIds, amount, currency, status,
+ * paymentRef, createdAt, confirmedAt, reason. Errors: NOTFOUND. */
 SEATD_MUSTCHECK int seatd_store_booking_get(seatd_store_t *st, const char *booking_id,
                                             const char *owner, seatd_store_cb cb, void *data);
 
 /* cancel: CONFIRMED -> CANCELLED, booked seats AVAILABLE, 'refund' recorded, one stream
- * event. Cancelling twice answers the same. Fields: bookingId, status, refund, version.
- * Errors: NOTFOUND, STATE. */
+ * event. Cancelling twice answers the same. Result: res->booking with bookingId, status, refund,
+ * version. Errors: NOTFOUND, STATE. */
 SEATD_MUSTCHECK int seatd_store_cancel(seatd_store_t *st, const char *booking_id, const char *owner,
                                        int64_t refund, seatd_store_cb cb, void *data);
 
@@ -196,38 +306,39 @@ SEATD_MUSTCHECK int seatd_store_cancel(seatd_store_t *st, const char *booking_id
 
 /* book_fail that also records a refund already made at the gateway ('refund' minor units,
  * 'refund_ref' its reference, may be NULL): booking FAILED with 'reason', refundStatus
- * "succeeded". Fields and errors of seatd_store_book_fail(). */
+ * "succeeded". Result and errors of seatd_store_book_fail(). */
 SEATD_MUSTCHECK int seatd_store_book_fail_refunded(seatd_store_t *st, const char *booking_id,
                                                    const char *reason, int64_t refund,
                                                    const char *refund_ref, seatd_store_cb cb,
                                                    void *data);
 
 /* cancel with the refund computed inside the script from the amount charged, the show's
- * tiered refund policy and the time left before the show on Redis's clock. Fields: bookingId,
- * status, refund, version, paymentRef, refundStatus ("pending", "succeeded", "none").
- * Errors: NOTFOUND, STATE. */
+ * tiered refund policy and the time left before the show on Redis's clock. Result: res->booking
+ * with bookingId, status, refund, version, paymentRef, refundStatus ("pending", "succeeded",
+ * "none"). Errors: NOTFOUND, STATE. */
 SEATD_MUSTCHECK int seatd_store_cancel_by_policy(seatd_store_t *st, const char *booking_id,
                                                  const char *owner, seatd_store_cb cb, void *data);
 
-/* The gateway confirmed a cancelled booking's refund. Fields: bookingId, refundStatus.
- * Errors: NOTFOUND, STATE. */
+/* The gateway confirmed a cancelled booking's refund. Result: res->booking with bookingId,
+ * refundStatus. Errors: NOTFOUND, STATE. */
 SEATD_MUSTCHECK int seatd_store_refund_done(seatd_store_t *st, const char *booking_id,
                                             const char *refund_ref, seatd_store_cb cb, void *data);
 
 /* What reconciliation must settle in show 'show_id': bookings PENDING_PAYMENT for at least
  * 'min_age_ms' (Redis clock) and cancelled bookings whose refund is unconfirmed, at most
- * 'max' of each. Fields: remaining (all entries, due or not), then "booking" and "refund"
- * repeated once per due id. */
+ * 'max' of each. Result: res->pending with remaining (all entries, due or not), then "booking" and
+ * "refund" repeated once per due id. */
 SEATD_MUSTCHECK int seatd_store_pending_due(seatd_store_t *st, const char *show_id,
                                             int64_t min_age_ms, int max, seatd_store_cb cb,
                                             void *data);
 
 /* Removes 'show_id' from the hint zset SEATD_KEY_PENDING_SHOWS if its score is still
- * 'score' (text as read). Fields: removed ("0"/"1"). */
+ * 'score' (text as read). Result: res->removed (removed). */
 SEATD_MUSTCHECK int seatd_store_hint_clear(seatd_store_t *st, const char *show_id,
                                            const char *score, seatd_store_cb cb, void *data);
 
-/* reap: releases up to 'max' due holds of one show. Fields: reaped, version. */
+/* reap: releases up to 'max' due holds of one show. Result: res->reap with reaped, version, due,
+ * now, next. */
 SEATD_MUSTCHECK int seatd_store_reap(seatd_store_t *st, const char *show_id, int max,
                                      seatd_store_cb cb, void *data);
 
@@ -243,14 +354,14 @@ SEATD_MUSTCHECK int seatd_store_book_fail_after(seatd_store_t *st, const char *b
                                                 seatd_store_cb cb, void *data);
 
 /* seatd_late_charge: a FAILED booking was charged ('charge_id'): the refund it is owed is
- * recorded (refundStatus "pending", {s}:refunds) before it is asked for. Fields: bookingId,
- * status, refundStatus. Errors: NOTFOUND, STATE (not FAILED). */
+ * recorded (refundStatus "pending", {s}:refunds) before it is asked for. Result: res->booking with
+ * bookingId, status, refundStatus. Errors: NOTFOUND, STATE (not FAILED). */
 SEATD_MUSTCHECK int seatd_store_late_charge(seatd_store_t *st, const char *booking_id,
                                             const char *charge_id, seatd_store_cb cb, void *data);
 
 /* seatd_attempt on counter 'key' (borrowed; a key of one slot): 'take' one within 'cap' per
- * 'window_ms', or give one back ('take' 0; 'cap' and 'window_ms' unused). Fields: ok ("1",
- * or "0": over the cap, nothing counted), count, retryAfterMs. */
+ * 'window_ms', or give one back ('take' 0; 'cap' and 'window_ms' unused). Result: res->attempt with
+ * ok ("1", or "0": over the cap, nothing counted), count, retryAfterMs. */
 SEATD_MUSTCHECK int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,
                                         int64_t window_ms, seatd_store_cb cb, void *data);
 

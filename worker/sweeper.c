@@ -113,9 +113,9 @@ static void file_show(seatd_sweeper_t *sw, const char *id, const char *score, in
 
 void seatd_sweeper_hint(seatd_sweeper_t *sw, const char *show_id)
 {
-    if (sw == NULL || sw->closing || !seatd_keys_valid_show_id(show_id))
+    if (sw == NULL || sw->closing)
         return;
-    file_show(sw, show_id, "0", 0);
+    seatd_hints_due(sw->rds, show_id);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -130,7 +130,7 @@ static void on_reap(const seatd_store_result_t *res, void *data)
     snprintf(id, sizeof(id), "%s", op->id);
     if (res->err == 0) {
         sw->stats.reaps++;
-        sw->stats.reaped += (unsigned long long)seatd_store_get_int(res, "reaped", 0);
+        sw->stats.reaped += (unsigned long long)res->reap.reaped;
     } else if (res->err != SEATD_ENOSHOW) {
         sw->stats.errors++;
         sw->sweep_failed = 1;
@@ -138,11 +138,11 @@ static void on_reap(const seatd_store_result_t *res, void *data)
     /* Decide the filing before op_done() (which may free the sweeper when closing). */
     char score[32] = "";
     if (res->err == 0) {
-        const char *next = seatd_store_get(res, "next", NULL);
-        if (seatd_store_get_int(res, "due", 0) > 0)
-            snprintf(score, sizeof(score), "%lld", (long long)seatd_store_get_int(res, "now", 0));
-        else if (next && next[0])
-            snprintf(score, sizeof(score), "%s", next);
+        const seatd_reap_result_t *reap = &res->reap;
+        if (reap->due > 0)
+            snprintf(score, sizeof(score), "%lld", (long long)reap->now_ms);
+        else if (reap->next[0])
+            snprintf(score, sizeof(score), "%s", reap->next);
     } else if (res->err != SEATD_ENOSHOW) {
         snprintf(score, sizeof(score), "0"); /* try again at the next sweep */
     }

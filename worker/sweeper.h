@@ -8,9 +8,10 @@
  * State lives in Redis, so any number of workers sweep safely and a restart loses nothing:
  *   seatd:due  zset  show id -> the earliest deadline (epoch ms, Redis's clock) at which the
  *                    show may have a hold to reap. A hint index, outside the shows' slots
- *                    (a hold script cannot write it: cross-slot), so it is written here:
- *   - seatd_sweeper_hint() after a hold (or a booking attempt) adds the show with score 0
- *     (ZADD LT: "look at this show soon"); fire and forget.
+ *                    (a hold script cannot write it: cross-slot), so the worker writes it:
+ *   - the store, after a hold or a booking begun or failed (hints.h, seatd_hints_due; or
+ *     seatd_sweeper_hint()), adds the show with score 0 (ZADD LT: "look at this show soon");
+ *     fire and forget.
  *   - every interval, one FCALL seatd_sweep_claim takes the shows whose score is due and
  *     removes them (so exactly one worker reaps each); each is reaped with seatd_reap, whose
  *     reply names the show's next deadline, under which the show is filed again (ZADD LT; a
@@ -33,6 +34,7 @@
 #define SEATD_SWEEPER_H
 
 #include "errors.h"
+#include "hints.h" /* SEATD_KEY_DUE */
 
 struct uv_loop_s;
 struct seatd_rds_s;
@@ -41,7 +43,6 @@ struct seatd_store_s;
 
 typedef struct seatd_sweeper_s seatd_sweeper_t;
 
-#define SEATD_KEY_DUE "seatd:due"
 #define SEATD_KEY_RESCAN_LEASE "seatd:sweep:rescan"
 
 /* Returns an owned sweeper using 'rds', 'scripts' and 'store' (borrowed; must outlive it)

@@ -87,6 +87,7 @@ static inline void tls_child_main(int fd, const seatd_live_opts_t *lopts)
     app->rds = seatd_rds_new(app->loop, &ro);
     app->scripts = seatd_scripts_new(app->rds);
     app->store = seatd_store_new(app->scripts);
+    seatd_store_set_hints(app->store, app->rds);
     app->sweeper = seatd_sweeper_new(app->loop, app->rds, app->scripts, app->store, 0);
     seatd_sweeper_start(app->sweeper);
     seatd_live_opts_t lo = *lopts;
@@ -95,8 +96,7 @@ static inline void tls_child_main(int fd, const seatd_live_opts_t *lopts)
     seatd_http_opts_t ho = {.listen = "127.0.0.1:0",
                             .auth = app->auth,
                             .drain_timeout_ms = 3000,
-                            .output_budget = tls_output_budget,
-                            .on_finish = seatd_handle_live_on_finish};
+                            .output_budget = tls_output_budget};
     app->server = seatd_http_server_new(app->loop, &ho, seatd_routes, seatd_nroutes, app);
     if (seatd_http_server_listen(app->server) < 0)
         seatd_test_child_exit(5);

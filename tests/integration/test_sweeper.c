@@ -91,7 +91,7 @@ Test(sweeper, releases_an_abandoned_hold_after_its_deadline_without_any_request)
     const char *a2[] = {"A2", NULL};
     cr_assert_eq(th_hold(&t, &r, "1", "u1", a2, 700, 8, NULL), 0);
     long long deadline = th_get_ll(&r, "expiresAt");
-    seatd_sweeper_hint(sw, "1"); /* what the worker's finish hook does after a hold */
+    seatd_sweeper_hint(sw, "1"); /* what the store files after a hold (hints.h) */
 
     long long lag = wait_cleared(&t, "1", 1, deadline, 20000);
     fprintf(stderr, "sweeper: expiry lag %lld ms after the deadline (1 hold live)\n", lag);

@@ -7,7 +7,7 @@
  *   DELETE /v1/admin/bookings/{id}     cancel it by the show's refund policy (seatd_cancel with
  *                                      any owner); a refund due is left to reconciliation (it
  *                                      refunds under the same key "cancel-<bookingId>" as the
- *                                      owner's cancel would), which is hinted at once
+ *                                      owner's cancel would), which the store hints at once
  *   POST   /v1/admin/shows/{id}/reap   run seatd_reap on the show now (what the sweeper does)
  *
  * Records are answered as the store reads them: every field present, times ("…At",
@@ -23,7 +23,6 @@
 #include "handlers.h"
 #include "http_request.h"
 #include "keys.h"
-#include "reconcile.h"
 #include "seatmap.h"
 
 #define REAP_MAX 10000 /* holds per call: seatd_reap's own bound */
@@ -84,7 +83,8 @@ int seatd_handle_admin_holds_get(seatd_req_t *r)
     const char *id = seatd_req_param(r, "id");
     if (!valid_id(id, 'h', show))
         return SEATD_ENOTFOUND;
-    return seatd__started(r, seatd_store_hold_get(seatd__app(r)->store, id, NULL, on_record, r));
+    return seatd__step_begin(&r,
+                             seatd_store_hold_get(seatd__app(r)->store, id, NULL, on_record, r));
 }
 
 static void on_admin_release(const seatd_store_result_t *res, void *data)
@@ -94,7 +94,7 @@ static void on_admin_release(const seatd_store_result_t *res, void *data)
         return;
     char show[SEATD_ID_MAX];
     if (valid_id(seatd_req_param(r, "id"), 'h', show))
-        seatd_seatmap_invalidate(show, seatd_store_get_int(res, "version", 0));
+        seatd_seatmap_invalidate(show, res->hold.version);
     seatd_req_finish_json(r, 200, record_to_json(res));
 }
 
@@ -104,10 +104,10 @@ static void on_hold_owner(const seatd_store_result_t *res, void *data)
     seatd_req_t *r = data;
     if (seatd__done(r, res))
         return;
-    const char *owner = seatd_store_get(res, "owner", NULL);
+    const char *owner = res->hold.owner;
     int rc = seatd_store_release(seatd__app(r)->store, seatd_req_param(r, "id"), owner ? owner : "",
                                  on_admin_release, r);
-    if (seatd__started(r, rc) < 0)
+    if (seatd__step_begin(&r, rc) < 0)
         seatd_req_finish_problem(r, rc, NULL, NULL);
 }
 
@@ -117,8 +117,8 @@ int seatd_handle_admin_holds_release(seatd_req_t *r)
     const char *id = seatd_req_param(r, "id");
     if (!valid_id(id, 'h', show))
         return SEATD_ENOTFOUND;
-    return seatd__started(r,
-                          seatd_store_hold_get(seatd__app(r)->store, id, NULL, on_hold_owner, r));
+    return seatd__step_begin(
+        &r, seatd_store_hold_get(seatd__app(r)->store, id, NULL, on_hold_owner, r));
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -131,7 +131,8 @@ int seatd_handle_admin_bookings_get(seatd_req_t *r)
     const char *id = seatd_req_param(r, "id");
     if (!valid_id(id, 'b', show))
         return SEATD_ENOTFOUND;
-    return seatd__started(r, seatd_store_booking_get(seatd__app(r)->store, id, NULL, on_record, r));
+    return seatd__step_begin(&r,
+                             seatd_store_booking_get(seatd__app(r)->store, id, NULL, on_record, r));
 }
 
 /* Cancelled: the booking as it reads now (refundStatus "pending" until reconciliation has
@@ -143,14 +144,11 @@ static void on_admin_cancelled(const seatd_store_result_t *res, void *data)
         return;
     char show[SEATD_ID_MAX];
     const char *id = seatd_req_param(r, "id");
-    if (valid_id(id, 'b', show)) {
-        seatd_seatmap_invalidate(show, seatd_store_get_int(res, "version", 0));
-        const char *rs = seatd_store_get(res, "refundStatus", NULL);
-        if (rs && strcmp(rs, "pending") == 0)
-            seatd_reconcile_hint(seatd__app(r)->rds, show);
-    }
+    /* A refund owed was hinted to reconciliation by the store (hints.h). */
+    if (valid_id(id, 'b', show) && res->booking.has_version)
+        seatd_seatmap_invalidate(show, res->booking.version);
     int rc = seatd_store_booking_get(seatd__app(r)->store, id, NULL, on_record, r);
-    if (seatd__started(r, rc) < 0)
+    if (seatd__step_begin(&r, rc) < 0)
         seatd_req_finish_problem(r, rc, NULL, NULL);
 }
 
@@ -160,8 +158,8 @@ int seatd_handle_admin_bookings_cancel(seatd_req_t *r)
     const char *id = seatd_req_param(r, "id");
     if (!valid_id(id, 'b', show))
         return SEATD_ENOTFOUND;
-    return seatd__started(
-        r, seatd_store_cancel_by_policy(seatd__app(r)->store, id, NULL, on_admin_cancelled, r));
+    return seatd__step_begin(
+        &r, seatd_store_cancel_by_policy(seatd__app(r)->store, id, NULL, on_admin_cancelled, r));
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -174,15 +172,15 @@ static void on_reaped(const seatd_store_result_t *res, void *data)
     if (seatd__done(r, res))
         return;
     const char *show = seatd_req_param(r, "id");
-    int64_t reaped = seatd_store_get_int(res, "reaped", 0);
+    int64_t reaped = res->reap.reaped;
     if (reaped > 0)
-        seatd_seatmap_invalidate(show, seatd_store_get_int(res, "version", 0));
+        seatd_seatmap_invalidate(show, res->reap.version);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "showId", show);
     cJSON_AddNumberToObject(o, "reaped", (double)reaped);
-    cJSON_AddNumberToObject(o, "due", (double)seatd_store_get_int(res, "due", 0));
-    cJSON_AddNumberToObject(o, "version", (double)seatd_store_get_int(res, "version", 0));
-    int64_t next = seatd_store_get_int(res, "next", 0);
+    cJSON_AddNumberToObject(o, "due", (double)res->reap.due);
+    cJSON_AddNumberToObject(o, "version", (double)res->reap.version);
+    int64_t next = res->reap.next ? strtoll(res->reap.next, NULL, 10) : 0;
     if (next > 0)
         seatd__json_add_time(o, "nextDeadline", next);
     seatd_req_finish_json(r, 200, o);
@@ -193,5 +191,6 @@ int seatd_handle_admin_shows_reap(seatd_req_t *r)
     const char *show = seatd_req_param(r, "id");
     if (!seatd_keys_valid_show_id(show))
         return SEATD_ENOSHOW;
-    return seatd__started(r, seatd_store_reap(seatd__app(r)->store, show, REAP_MAX, on_reaped, r));
+    return seatd__step_begin(&r,
+                             seatd_store_reap(seatd__app(r)->store, show, REAP_MAX, on_reaped, r));
 }

@@ -10,10 +10,10 @@
  * reconciliation to settle by the same idempotency key.
  *
  * A retried POST (same hold) while the first one's payment is in flight does not answer 409:
- * it waits, polling the booking every 100 ms for up to the payment timeout + 1 s, and then
- * answers what the first request answered (201 CONFIRMED, 402 declined, 410 seats lost and
- * refunded, or 202 still PENDING_PAYMENT with Location). One hold has one live booking, so
- * the retry can never start a second charge.
+ * it waits for up to the payment timeout + 1 s (seatd_reconcile_wait_settled, reconcile.h,
+ * reads the booking every 100 ms) and then answers what the first request answered (201
+ * CONFIRMED, 402 declined, 410 seats lost and refunded, or 202 still PENDING_PAYMENT with
+ * Location). One hold has one live booking, so the retry can never start a second charge.
  *
  * Before book_begin, one attempt is counted against the decline caps of the hold and of the
  * user (seatd_attempt; 429 with Retry-After over a cap, before anything is recorded or the
@@ -85,37 +85,26 @@ static void book_op_free(void *ctx)
  * Steps. A request outlives its client: once book_begin made the booking, payment, confirm,
  * refund and fail run to completion whether or not anybody is left to read the answer (the
  * server logs and counts such a request as 499 client_gone). Every asynchronous step holds
- * the request while it runs (http_request.h rule 19); these helpers are the only places that
- * decide what a step's start or end means, and every answer goes through op->r being set.
+ * the request while it runs, through common.h's seatd__step_begin() / seatd__step_end() on
+ * op->r (NULL once nobody waits), and every answer goes through op->r being set.
  * --------------------------------------------------------------------------------------- */
 
 /* The step started with return code 'rc': on failure answers (if anybody waits) and frees
  * 'op'; otherwise holds the request until the step's callback. */
 static void step_started(book_op_t *op, int rc)
 {
-    if (rc < 0) {
+    if (seatd__step_begin(&op->r, rc) < 0) {
         if (op->r)
             seatd_req_finish_problem(op->r, rc, NULL, NULL);
         book_op_free(op);
-        return;
     }
-    if (op->r)
-        seatd_req_hold(op->r);
-}
-
-/* At a step's end: lets the request go if nobody waits for it any more (then op->r is NULL).
- * The caller goes on with the work either way. */
-static void step_end(book_op_t *op)
-{
-    if (op->r && seatd_req_release(op->r))
-        op->r = NULL;
 }
 
 /* At the end of a step before any money moved: 1 (and 'op' freed) if nobody waits, or if the
  * store failed (then the failure was answered). */
 static int step_gone_or_failed(book_op_t *op, const seatd_store_result_t *res)
 {
-    step_end(op);
+    seatd__step_end(&op->r);
     if (op->r == NULL) {
         book_op_free(op);
         return 1;
@@ -160,41 +149,40 @@ static void counters_give(book_op_t *op)
 
 static cJSON *booking_to_json(const seatd_config_t *cfg, const seatd_store_result_t *res)
 {
+    const seatd_booking_result_t *b = &res->booking;
     cJSON *o = cJSON_CreateObject();
-    static const char *strings[] = {"bookingId", "status",     "holdId", "showId",
-                                    "currency",  "paymentRef", "reason", "refundStatus"};
-    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
-        const char *v = seatd_store_get(res, strings[i], NULL);
-        if (v && v[0])
-            cJSON_AddStringToObject(o, strings[i], v);
-    }
-    seatd__json_add_csv_array(o, "seatIds", seatd_store_get(res, "seatIds", NULL));
-    cJSON_AddNumberToObject(o, "amount", (double)seatd_store_get_int(res, "amount", 0));
-    int64_t t = seatd_store_get_int(res, "createdAt", 0);
-    if (t)
-        seatd__json_add_time(o, "createdAt", t);
-    t = seatd_store_get_int(res, "confirmedAt", 0);
-    if (t)
-        seatd__json_add_time(o, "confirmedAt", t);
-    static const char *times[] = {"failedAt", "cancelledAt", "startsAt"};
-    for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
-        t = seatd_store_get_int(res, times[i], 0);
-        if (t)
-            seatd__json_add_time(o, times[i], t);
-    }
-    const char *version = seatd_store_get(res, "version", NULL);
-    if (version && version[0]) /* the seat map's ?minVersion= that shows this change */
-        cJSON_AddNumberToObject(o, "version", (double)seatd_store_get_int(res, "version", 0));
-    const char *refund = seatd_store_get(res, "refund", NULL);
-    if (refund && refund[0])
-        cJSON_AddNumberToObject(o, "refund", (double)seatd_store_get_int(res, "refund", 0));
-    const char *status = seatd_store_get(res, "status", NULL);
-    const char *bid = seatd_store_get(res, "bookingId", NULL);
-    if (cfg && status && strcmp(status, "CONFIRMED") == 0 && bid) {
+    const struct {
+        const char *name, *value;
+    } strings[] = {{"bookingId", b->booking_id}, {"status", b->status},
+                   {"holdId", b->hold_id},       {"showId", b->show_id},
+                   {"currency", b->currency},    {"paymentRef", b->payment_ref},
+                   {"reason", b->reason},        {"refundStatus", b->refund_status}};
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+        if (strings[i].value[0])
+            cJSON_AddStringToObject(o, strings[i].name, strings[i].value);
+    seatd__json_add_csv_array(o, "seatIds", b->seat_ids);
+    cJSON_AddNumberToObject(o, "amount", (double)b->amount);
+    const struct {
+        const char *name;
+        int64_t ms;
+    } times[] = {{"createdAt", b->created_at_ms},
+                 {"confirmedAt", b->confirmed_at_ms},
+                 {"failedAt", b->failed_at_ms},
+                 {"cancelledAt", b->cancelled_at_ms},
+                 {"startsAt", b->starts_at_ms}};
+    for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++)
+        if (times[i].ms)
+            seatd__json_add_time(o, times[i].name, times[i].ms);
+    if (b->has_version) /* the seat map's ?minVersion= that shows this change */
+        cJSON_AddNumberToObject(o, "version", (double)b->version);
+    if (b->has_refund)
+        cJSON_AddNumberToObject(o, "refund", (double)b->refund);
+    const char *bid = b->booking_id;
+    if (cfg && strcmp(b->status, "CONFIRMED") == 0 && bid[0]) {
         /* The ticket: a token signed with the ticket key, and its QR code. */
         unsigned char key[SEATD_TICKET_KEY_LEN];
         seatd_ticket_key(cfg->jwt_secret, cfg->jwt_secret_len, key);
-        char *token = seatd_ticket_sign(key, bid, seatd_store_get(res, "seatIds", NULL));
+        char *token = seatd_ticket_sign(key, bid, b->seat_ids);
         char *svg = token ? seatd_ticket_qr_svg(token) : NULL;
         if (token)
             cJSON_AddStringToObject(o, "ticketToken", token);
@@ -213,18 +201,18 @@ static void on_booking_final(const seatd_store_result_t *res, void *data)
     if (step_gone_or_failed(op, res))
         return;
     seatd_req_t *r = op->r;
-    const char *status = seatd_store_get(res, "status", NULL);
-    const char *reason = seatd_store_get(res, "reason", NULL);
+    const char *status = res->booking.status;
+    const char *reason = res->booking.reason;
     cJSON *o = booking_to_json(op->app->cfg, res);
     char loc[96];
     snprintf(loc, sizeof(loc), "/v1/bookings/%s", op->booking_id);
-    if (status && strcmp(status, "CONFIRMED") == 0) {
+    if (strcmp(status, "CONFIRMED") == 0) {
         seatd_req_add_header(r, "Location", loc);
         seatd_req_finish_json(r, 201, o);
-    } else if (status && strcmp(status, "PENDING_PAYMENT") == 0) {
+    } else if (strcmp(status, "PENDING_PAYMENT") == 0) {
         seatd_req_add_header(r, "Location", loc);
         seatd_req_finish_json(r, 202, o);
-    } else if (status && strcmp(status, "FAILED") == 0 && reason && reason[0]) {
+    } else if (strcmp(status, "FAILED") == 0 && reason[0]) {
         /* The answer the first request gave: seats lost (410) or a decline (402). */
         cJSON_Delete(o);
         cJSON *extra = cJSON_CreateObject();
@@ -261,63 +249,27 @@ static void answer_with_booking(book_op_t *op)
 
 /* ---------------------------------------------------------------- a retry waits (see top) */
 
-typedef struct {
-    uv_timer_t timer; /* first member: the handle is the allocation */
-    book_op_t *op;
-} wait_t;
-
-static void wait_free(uv_handle_t *h)
-{
-    free(h);
-}
-
-static void on_waited_booking(const seatd_store_result_t *res, void *data);
-
-static void on_wait_timer(uv_timer_t *t)
-{
-    wait_t *w = (wait_t *)t;
-    book_op_t *op = w->op;
-    uv_close((uv_handle_t *)t, wait_free);
-    step_end(op);
-    if (op->r == NULL) { /* only waiting: the first request does the work */
-        book_op_free(op);
-        return;
-    }
-    int rc = seatd_store_booking_get(op->app->store, op->booking_id, NULL, on_waited_booking, op);
-    step_started(op, rc);
-}
-
-static void wait_for_outcome(book_op_t *op)
-{
-    wait_t *w = seatd_calloc(1, sizeof(*w));
-    w->op = op;
-    uv_timer_init(op->app->loop, &w->timer);
-    uv_timer_start(&w->timer, on_wait_timer, 100, 0);
-    seatd_req_hold(op->r);
-}
-
-static void on_waited_booking(const seatd_store_result_t *res, void *data)
+/* The retry waits only while its client does (the first request does the work). */
+static int still_waiting(void *data)
 {
     book_op_t *op = data;
-    const char *status = seatd_store_get(res, "status", NULL);
-    if (res->err == 0 && status && strcmp(status, "PENDING_PAYMENT") == 0 &&
-        uv_now(op->app->loop) < op->wait_until) {
-        step_end(op);
-        if (op->r == NULL) {
-            book_op_free(op);
-            return;
-        }
-        wait_for_outcome(op);
-        return;
-    }
-    on_booking_final(res, op);
+    return !seatd_req_is_detached(op->r);
+}
+
+/* The wait itself is reconcile.h's (seatd_reconcile_wait_settled): it ends in
+ * on_booking_final() with the booking as it settled, or as it still is at op->wait_until. */
+static void wait_for_outcome(book_op_t *op)
+{
+    step_started(op,
+                 seatd_reconcile_wait_settled(op->app->loop, op->app->store, op->booking_id,
+                                              op->wait_until, still_waiting, on_booking_final, op));
 }
 
 /* After book_fail following a decline: 402 with the decline code; the hold is HELD again. */
 static void on_failed_after_decline(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     seatd_metrics_inc(SEATD_METRIC_BOOKING_DECLINED);
     if (res->err)
         seatd_log(SEATD_LOG_WARN, NULL, "book_fail after a decline failed; reconciliation settles",
@@ -336,7 +288,7 @@ static void on_failed_after_decline(const seatd_store_result_t *res, void *data)
 static void on_failed_after_loss(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     (void)res;
     seatd_metrics_inc(SEATD_METRIC_BOOKING_LOST);
     cJSON *extra = cJSON_CreateObject();
@@ -354,7 +306,7 @@ static void fail_booking(book_op_t *op, const char *reason, seatd_store_cb cb)
 static void on_refund(const seatd_payment_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     int approved =
         res->outcome == SEATD_PAY_APPROVED ||
         (res->outcome == SEATD_PAY_DECLINED && strcmp(res->code, "charge_already_refunded") == 0);
@@ -379,21 +331,16 @@ static void refund_charge(book_op_t *op)
     snprintf(op->refund_key, sizeof(op->refund_key), "refund-%s", op->booking_id);
     int rc = seatd_payment_refund(op->app->payment, op->refund_key, op->charge_id, op->amount,
                                   "seats_lost", on_refund, op);
-    if (rc < 0) {
+    if (seatd__step_begin(&op->r, rc) < 0)
         answer_with_booking(op); /* on record: reconciliation refunds */
-        return;
-    }
-    if (op->r)
-        seatd_req_hold(op->r);
 }
 
 /* The late charge of a FAILED booking is on record ({s}:refunds): now ask for the refund. */
 static void on_late_charge_recorded(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
-    const char *rs = seatd_store_get(res, "refundStatus", NULL);
-    if (res->err == 0 && rs && strcmp(rs, "pending") != 0) {
+    seatd__step_end(&op->r);
+    if (res->err == 0 && strcmp(res->booking.refund_status, "pending") != 0) {
         answer_with_booking(op); /* refunded already */
         return;
     }
@@ -407,7 +354,7 @@ static void on_late_charge_recorded(const seatd_store_result_t *res, void *data)
 static void on_confirm(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     if (res->err == SEATD_EEXPIRED) {
         /* The booking is still PENDING_PAYMENT: on record for reconciliation. */
         refund_charge(op);
@@ -429,14 +376,15 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
         return;
     }
     seatd_metrics_inc(SEATD_METRIC_BOOKING_CONFIRMED);
-    seatd_seatmap_invalidate(op->show_id, seatd_store_get_int(res, "version", 0));
+    seatd_seatmap_invalidate(op->show_id, res->booking.version);
     answer_with_booking(op);
 }
 
 static void on_charge(const seatd_payment_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op); /* whether or not the client is still there, the booking is settled now */
+    /* Whether or not the client is still there, the booking is settled now. */
+    seatd__step_end(&op->r);
     seatd_store_t *store = op->app->store;
     int rc = 0;
     switch (res->outcome) {
@@ -465,7 +413,7 @@ static void on_charge(const seatd_payment_result_t *res, void *data)
 static void on_begin(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     if (res->err) {
         counters_give(op);
         seatd_metrics_inc(seatd_metrics_booking_outcome(res->err));
@@ -474,13 +422,13 @@ static void on_begin(const seatd_store_result_t *res, void *data)
         book_op_free(op);
         return;
     }
-    const char *bid = seatd_store_get(res, "bookingId", NULL);
-    snprintf(op->booking_id, sizeof(op->booking_id), "%s", bid ? bid : "");
-    op->amount = seatd_store_get_int(res, "amount", op->amount);
-    if (seatd_store_get_int(res, "replayed", 0) == 1) {
+    const seatd_booking_result_t *b = &res->booking;
+    snprintf(op->booking_id, sizeof(op->booking_id), "%s", b->booking_id);
+    if (b->has_amount)
+        op->amount = b->amount;
+    if (b->replayed) {
         counters_give(op); /* the first request's attempt is the one counted */
-        const char *status = seatd_store_get(res, "status", NULL);
-        if (op->r && status && strcmp(status, "PENDING_PAYMENT") == 0) {
+        if (op->r && strcmp(b->status, "PENDING_PAYMENT") == 0) {
             /* A retry during the first request's payment: wait for its outcome. */
             op->wait_until =
                 uv_now(op->app->loop) + (uint64_t)op->app->cfg->payment_timeout_ms + 1000;
@@ -490,7 +438,6 @@ static void on_begin(const seatd_store_result_t *res, void *data)
         answer_with_booking(op);
         return;
     }
-    seatd_reconcile_hint(op->app->rds, op->show_id);
     if (op->amount == 0) {
         /* Free seats (a 0-priced tier): nothing to charge, confirm at once. */
         counters_give(op);
@@ -503,14 +450,11 @@ static void on_begin(const seatd_store_result_t *res, void *data)
     snprintf(desc, sizeof(desc), "seatd show %s seats %.80s", op->show_id, op->seat_csv);
     int rc = seatd_payment_charge(op->app->payment, op->booking_id, op->amount, CURRENCY,
                                   op->method, desc, on_charge, op);
-    if (rc < 0) {
+    if (seatd__step_begin(&op->r, rc) < 0) {
         /* The booking is PENDING and nothing was charged; let the buyer retry later. */
         counters_give(op);
         answer_with_booking(op);
-        return;
     }
-    if (op->r)
-        seatd_req_hold(op->r);
 }
 
 static void begin_booking(book_op_t *op)
@@ -548,9 +492,9 @@ static void answer_capped(book_op_t *op, const char *which)
 static void on_user_counter(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    step_end(op);
+    seatd__step_end(&op->r);
     if (op->r == NULL || res->err) { /* every attempt taken is given back, nothing began */
-        if (!res->err && seatd_store_get_int(res, "ok", 0) == 1)
+        if (!res->err && res->attempt.ok)
             op->ctrs_taken = 2; /* the user's counter took one too */
         counters_give(op);
         if (op->r)
@@ -558,8 +502,8 @@ static void on_user_counter(const seatd_store_result_t *res, void *data)
         book_op_free(op);
         return;
     }
-    if (seatd_store_get_int(res, "ok", 0) != 1) {
-        op->retry_after_ms = seatd_store_get_int(res, "retryAfterMs", 1000);
+    if (!res->attempt.ok) {
+        op->retry_after_ms = res->attempt.retry_after_ms;
         answer_capped(op, "user");
         return;
     }
@@ -572,8 +516,8 @@ static void on_hold_counter(const seatd_store_result_t *res, void *data)
     book_op_t *op = data;
     if (step_gone_or_failed(op, res))
         return;
-    if (seatd_store_get_int(res, "ok", 0) != 1) {
-        op->retry_after_ms = seatd_store_get_int(res, "retryAfterMs", 1000);
+    if (!res->attempt.ok) {
+        op->retry_after_ms = res->attempt.retry_after_ms;
         answer_capped(op, "hold");
         return;
     }
@@ -643,8 +587,7 @@ static void on_show_for_booking(const seatd_store_result_t *res, void *data)
     seatd_req_t *r = op->r;
     if (step_gone_or_failed(op, res))
         return;
-    const char *tiers = seatd_store_get(res, "priceTiers", NULL);
-    op->tiers = tiers ? cJSON_Parse(tiers) : NULL;
+    op->tiers = cJSON_Parse(res->show.price_tiers);
     if (!cJSON_IsObject(op->tiers)) {
         seatd_req_finish_problem(r, SEATD_EINTERNAL, "the show has no price tiers", NULL);
         book_op_free(op);
@@ -663,8 +606,7 @@ static void on_hold_for_booking(const seatd_store_result_t *res, void *data)
     seatd_req_t *r = op->r;
     if (step_gone_or_failed(op, res))
         return;
-    const char *seats = seatd_store_get(res, "seatIds", NULL);
-    op->seat_csv = seatd_strdup(seats ? seats : "");
+    op->seat_csv = seatd_strdup(res->hold.seat_ids);
     int rc = seatd_store_show_get(seatd__app(r)->store, op->show_id, on_show_for_booking, op);
     step_started(op, rc);
 }
@@ -708,14 +650,12 @@ int seatd_handle_bookings_create(seatd_req_t *r)
     }
     snprintf(op->hold_id, sizeof(op->hold_id), "%s", hold_id);
     snprintf(op->method, sizeof(op->method), "%s", method);
-    int rc = seatd_store_hold_get(seatd__app(r)->store, op->hold_id, seatd__sub(r),
-                                  on_hold_for_booking, op);
-    if (rc < 0) {
+    int rc =
+        seatd__step_begin(&op->r, seatd_store_hold_get(seatd__app(r)->store, op->hold_id,
+                                                       seatd__sub(r), on_hold_for_booking, op));
+    if (rc < 0)
         book_op_free(op);
-        return rc;
-    }
-    seatd_req_hold(r);
-    return 0;
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -737,7 +677,7 @@ int seatd_handle_bookings_get(seatd_req_t *r)
     if (id == NULL || seatd_keys_parse_id(id, 'b', show) < 0)
         return SEATD_ENOTFOUND;
     int rc = seatd_store_booking_get(seatd__app(r)->store, id, seatd__sub(r), on_booking_get, r);
-    return seatd__started(r, rc);
+    return seatd__step_begin(&r, rc);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -752,17 +692,10 @@ typedef struct {
     char key[SEATD_ID_MAX + 8]; /* "cancel-<bookingId>": one refund per booking */
 } cancel_op_t;
 
-/* At a step's end: lets the request go if nobody waits any more (op->r is then NULL). */
-static void cancel_step_end(cancel_op_t *op)
-{
-    if (op->r && seatd_req_release(op->r))
-        op->r = NULL;
-}
-
 static void on_cancel_answer(const seatd_store_result_t *res, void *data)
 {
     cancel_op_t *op = data;
-    cancel_step_end(op);
+    seatd__step_end(&op->r);
     seatd_req_t *r = op->r;
     free(op);
     if (r == NULL)
@@ -782,18 +715,16 @@ static void cancel_answer(cancel_op_t *op)
         return;
     }
     int rc = seatd_store_booking_get(op->app->store, op->booking_id, NULL, on_cancel_answer, op);
-    if (rc < 0) {
+    if (seatd__step_begin(&op->r, rc) < 0) {
         seatd_req_finish_problem(r, rc, NULL, NULL);
         free(op);
-        return;
     }
-    seatd_req_hold(r);
 }
 
 static void on_refund_recorded(const seatd_store_result_t *res, void *data)
 {
     cancel_op_t *op = data;
-    cancel_step_end(op);
+    seatd__step_end(&op->r);
     if (res->err)
         seatd_log(SEATD_LOG_WARN, NULL, "cancel refund made but not recorded; reconciliation will",
                   "\"booking\":\"%s\",\"err\":%d", op->booking_id, res->err);
@@ -803,16 +734,13 @@ static void on_refund_recorded(const seatd_store_result_t *res, void *data)
 static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
 {
     cancel_op_t *op = data;
-    cancel_step_end(op); /* the refund is recorded whether or not anybody waits */
+    seatd__step_end(&op->r); /* the refund is recorded whether or not anybody waits */
     if (res->outcome == SEATD_PAY_APPROVED ||
         (res->outcome == SEATD_PAY_DECLINED && strcmp(res->code, "charge_already_refunded") == 0)) {
         int rc = seatd_store_refund_done(op->app->store, op->booking_id, op->key,
                                          on_refund_recorded, op);
-        if (rc == 0) {
-            if (op->r)
-                seatd_req_hold(op->r);
+        if (seatd__step_begin(&op->r, rc) == 0)
             return;
-        }
     } else {
         seatd_log(SEATD_LOG_WARN, NULL, "cancel refund not confirmed; reconciliation will retry",
                   "\"booking\":\"%s\",\"code\":\"%s\"", op->booking_id, res->code);
@@ -823,29 +751,25 @@ static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
 static void on_cancelled(const seatd_store_result_t *res, void *data)
 {
     cancel_op_t *op = data;
-    cancel_step_end(op);
+    seatd__step_end(&op->r);
     if (res->err) {
         if (op->r)
             seatd__reply_store_error(op->r, res);
         free(op);
         return;
     }
-    seatd_seatmap_invalidate(op->show_id, seatd_store_get_int(res, "version", 0));
+    const seatd_booking_result_t *b = &res->booking;
+    seatd_seatmap_invalidate(op->show_id, b->version);
     seatd_app_t *app = op->app;
-    const char *rs = seatd_store_get(res, "refundStatus", NULL);
-    const char *ref = seatd_store_get(res, "paymentRef", NULL);
-    int64_t refund = seatd_store_get_int(res, "refund", 0);
-    if (rs && strcmp(rs, "pending") == 0 && refund > 0 && ref && ref[0]) {
+    const char *ref = b->payment_ref;
+    int64_t refund = b->refund;
+    if (strcmp(b->refund_status, "pending") == 0 && refund > 0 && ref[0]) {
         /* A repeat cancel sends the same request again: the gateway answers the first
          * refund (same key, same body) and refunds nothing more. */
-        seatd_reconcile_hint(app->rds, op->show_id);
         snprintf(op->key, sizeof(op->key), "cancel-%s", op->booking_id);
-        if (seatd_payment_refund(app->payment, op->key, ref, refund, "cancelled", on_cancel_refund,
-                                 op) == 0) {
-            if (op->r)
-                seatd_req_hold(op->r);
+        if (seatd__step_begin(&op->r, seatd_payment_refund(app->payment, op->key, ref, refund,
+                                                           "cancelled", on_cancel_refund, op)) == 0)
             return;
-        }
     }
     cancel_answer(op);
 }
@@ -861,14 +785,12 @@ int seatd_handle_bookings_cancel(seatd_req_t *r)
         return SEATD_ENOTFOUND;
     }
     snprintf(op->booking_id, sizeof(op->booking_id), "%s", id);
-    int rc = seatd_store_cancel_by_policy(seatd__app(r)->store, op->booking_id, seatd__sub(r),
-                                          on_cancelled, op);
-    if (rc < 0) {
+    int rc =
+        seatd__step_begin(&op->r, seatd_store_cancel_by_policy(seatd__app(r)->store, op->booking_id,
+                                                               seatd__sub(r), on_cancelled, op));
+    if (rc < 0)
         free(op);
-        return rc;
-    }
-    seatd_req_hold(r);
-    return 0;
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -897,20 +819,19 @@ static void on_verify_booking(const seatd_store_result_t *res, void *data)
 {
     verify_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
+    if (seatd__step_end(&r)) {
         free(op);
         return;
     }
-    const char *status = seatd_store_get(res, "status", NULL);
-    const char *seats = seatd_store_get(res, "seatIds", NULL);
+    const char *status = res->booking.status;
+    const char *seats = res->booking.seat_ids;
     if (res->err == SEATD_ENOTFOUND) {
         seatd_req_finish_json(r, 200, verify_answer(0, "unknown_booking", &op->t));
     } else if (res->err) {
         seatd__reply_store_error(r, res);
-    } else if (status && strcmp(status, "CONFIRMED") == 0 && seats &&
-               strcmp(seats, op->t.seats) == 0) {
+    } else if (strcmp(status, "CONFIRMED") == 0 && strcmp(seats, op->t.seats) == 0) {
         seatd_req_finish_json(r, 200, verify_answer(1, "confirmed", &op->t));
-    } else if (status && strcmp(status, "CANCELLED") == 0) {
+    } else if (strcmp(status, "CANCELLED") == 0) {
         seatd_req_finish_json(r, 200, verify_answer(0, "cancelled", &op->t));
     } else {
         seatd_req_finish_json(r, 200, verify_answer(0, "not_confirmed", &op->t));
@@ -939,33 +860,10 @@ int seatd_handle_tickets_verify(seatd_req_t *r)
         seatd_req_finish_json(r, 200, verify_answer(0, "invalid_signature", NULL));
         return 0;
     }
-    int rc = seatd_store_booking_get(seatd__app(r)->store, op->t.booking_id, NULL,
-                                     on_verify_booking, op);
-    if (rc < 0) {
+    int rc =
+        seatd__step_begin(&op->r, seatd_store_booking_get(seatd__app(r)->store, op->t.booking_id,
+                                                          NULL, on_verify_booking, op));
+    if (rc < 0)
         free(op);
-        return rc;
-    }
-    seatd_req_hold(r);
-    return 0;
-}
-
-int seatd_refund_policy_valid(const void *policy)
-{
-    const cJSON *p = policy;
-    int n = cJSON_GetArraySize(p);
-    if (!cJSON_IsArray(p) || n < 1 || n > 10)
-        return 0;
-    const cJSON *tier = NULL;
-    cJSON_ArrayForEach(tier, p)
-    {
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(tier, "beforeSeconds");
-        const cJSON *pc = cJSON_GetObjectItemCaseSensitive(tier, "percent");
-        if (!cJSON_IsObject(tier) || !cJSON_IsNumber(b) || !cJSON_IsNumber(pc))
-            return 0;
-        double bv = cJSON_GetNumberValue(b), pv = cJSON_GetNumberValue(pc);
-        if (bv < 0 || bv > 365.0 * 86400 || bv != (double)(long long)bv || pv < 0 || pv > 100 ||
-            pv != (double)(long long)pv)
-            return 0;
-    }
-    return 1;
+    return rc;
 }

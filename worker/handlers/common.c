@@ -110,17 +110,23 @@ void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
     seatd_req_finish_problem(r, res->err, detail, extra);
 }
 
-int seatd__started(seatd_req_t *r, int rc)
+int seatd__step_begin(seatd_req_t **rp, int rc)
 {
-    if (rc < 0)
-        return rc;
-    seatd_req_hold(r);
-    return 0;
+    if (rc == 0 && *rp != NULL)
+        seatd_req_hold(*rp);
+    return rc;
+}
+
+int seatd__step_end(seatd_req_t **rp)
+{
+    if (*rp != NULL && seatd_req_release(*rp))
+        *rp = NULL;
+    return *rp == NULL;
 }
 
 int seatd__done(seatd_req_t *r, const seatd_store_result_t *res)
 {
-    if (seatd_req_release(r))
+    if (seatd__step_end(&r))
         return 1;
     if (res->err) {
         seatd__reply_store_error(r, res);
@@ -173,8 +179,7 @@ static void fetch_unlink(layout_fetch_t *f)
 /* The parsed layout of a seatd_store_layout_get() answer, or NULL. */
 static seatd_layout_t *layout_from_result(const seatd_store_result_t *res)
 {
-    const char *text = seatd_store_get(res, "layout", NULL);
-    cJSON *doc = text ? cJSON_Parse(text) : NULL;
+    cJSON *doc = cJSON_Parse(res->show.layout);
     seatd_layout_t *l = NULL;
     char why[128];
     if (doc && seatd_layout_from_json(cJSON_GetObjectItemCaseSensitive(doc, "seats"), NULL, &l, why,
@@ -201,7 +206,7 @@ static void on_layout(const seatd_store_result_t *res, void *data)
     for (layout_waiter_t *w = rev, *next; w; w = next) {
         next = w->next;
         const seatd_layout_t *cached = l ? seatd_layout_cache_get(f->show_id) : NULL;
-        if (seatd_req_release(w->r)) {
+        if (seatd__step_end(&w->r)) {
             if (w->fail)
                 w->fail(w->ctx);
         } else if (res->err) {
@@ -251,8 +256,7 @@ int seatd__with_layout(seatd_req_t *r, const char *show_id, seatd__layout_cont c
     layout_waiter_t *w = seatd_calloc(1, sizeof(*w));
     *w = (layout_waiter_t){.r = r, .cont = cont, .fail = fail, .ctx = ctx, .next = f->waiters};
     f->waiters = w;
-    seatd_req_hold(r);
-    return 0;
+    return seatd__step_begin(&w->r, 0);
 }
 
 /* ---------------------------------------------------------------------------------------

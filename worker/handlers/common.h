@@ -6,7 +6,8 @@
  * - Layouts are immutable, so each worker caches them (layout.h); seatd__with_layout() answers
  *   from the cache or fetches the layout once and continues.
  * - Operation contexts: each async step carries a small heap context with the request; the
- *   request is held for the duration of every store call (http_request.h rule 19).
+ *   request is held for the duration of every step (http_request.h rule 19), always through
+ *   seatd__step_begin() / seatd__step_end().
  */
 #ifndef SEATD_HANDLERS_COMMON_H
 #define SEATD_HANDLERS_COMMON_H
@@ -30,13 +31,24 @@ const char *seatd__sub(seatd_req_t *r);
 void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res);
 
 /*
- * The two ends of a one-step store call whose context is the request itself:
- * seatd__started(r, rc) returns 'rc' if the call was refused (the pipeline answers it), else
- * holds 'r' until the callback and returns 0; in the callback, seatd__done(r, res) returns 1
- * when there is nothing more to do (the client left, or the store failed and that was
- * answered), 0 when the handler should answer the success.
+ * The one idiom for an asynchronous step of a request (a store call, a payment, a layout
+ * read: an operation whose callback runs later). '*rp' is the step's request pointer, which
+ * is NULL once nobody waits for the answer (a booking's payment goes on without its client).
+ *
+ *   rc = seatd__step_begin(&op->r, seatd_store_x(..., on_x, op));
+ *       'rc' is what starting the operation returned; when 0 the request (if any) is held
+ *       until the callback. Returns 'rc': < 0 means the callback never runs, nothing was
+ *       answered, and the caller still owns its context.
+ *   static void on_x(...) { if (seatd__step_end(&op->r)) { ...nobody waits... } ... }
+ *       First thing in the callback: releases the request; returns 1 and sets '*rp' to NULL
+ *       if nobody waits for the answer any more (the client left, or it was answered), else
+ *       0 ('*rp' is alive and still owes its one answer).
  */
-int seatd__started(seatd_req_t *r, int rc);
+int seatd__step_begin(seatd_req_t **rp, int rc);
+int seatd__step_end(seatd_req_t **rp);
+/* seatd__step_end() for a one-step store call whose context is the request itself, then the
+ * store's failure: 1 when there is nothing more to do (the client left, or the store failed
+ * and that was answered), 0 when the handler should answer the success. */
 int seatd__done(seatd_req_t *r, const seatd_store_result_t *res);
 
 /* Continuation after a layout lookup: 'l' is borrowed for the call (cache-owned). */

@@ -29,16 +29,9 @@ int seatd_handle_bookings_create(seatd_req_t *r);
 int seatd_handle_bookings_get(seatd_req_t *r);
 int seatd_handle_bookings_cancel(seatd_req_t *r);
 int seatd_handle_tickets_verify(seatd_req_t *r);
-/* 1 if 'policy' (a cJSON *) is a refund policy: 1-10 tiers {"beforeSeconds": integer >= 0,
- * "percent": integer 0..100}; used by POST /v1/shows. */
-int seatd_refund_policy_valid(const void *policy);
-#define SEATD_REFUND_POLICY_HELP                                                                   \
-    "'refundPolicy' is [{\"beforeSeconds\":7200,\"percent\":100},…] (1-10 tiers, percent 0-100)"
 
-/* live.c: the WebSocket upgrade, and the server's on_finish hook (hints the sweeper after
- * holds and booking attempts). */
+/* live.c: the WebSocket upgrade. */
 int seatd_handle_live_ws(seatd_req_t *r);
-void seatd_handle_live_on_finish(seatd_req_t *r, int status, double seconds, void *app);
 
 /* admin.c: operator routes (role admin) for seatctl */
 int seatd_handle_admin_holds_get(seatd_req_t *r);

@@ -5,6 +5,7 @@
 
 #include "app.h"
 #include "buf.h"
+#include "common.h"
 #include "config.h"
 #include "handlers.h"
 #include "http_request.h"
@@ -51,7 +52,7 @@ static void health_answer(health_op_t *op, int redis_up)
     if (!uv_is_closing((uv_handle_t *)&op->timer)) {
         uv_timer_stop(&op->timer);
     }
-    if (seatd_req_release(r))
+    if (seatd__step_end(&r))
         return;
     seatd_app_t *app = seatd_req_app(r);
     health_reply(r, redis_up, app->draining);
@@ -100,8 +101,7 @@ int seatd_handle_health(seatd_req_t *r)
     op->timer.data = op;
     uv_timer_start(&op->timer, on_health_deadline,
                    app->cfg ? (uint64_t)app->cfg->health_timeout_ms : 250, 0);
-    seatd_req_hold(r);
-    return 0;
+    return seatd__step_begin(&r, 0);
 }
 
 int seatd_handle_metrics(seatd_req_t *r)

@@ -27,7 +27,7 @@
 
 /* Seat ids accepted into the normaliser: more than any hold allows, so that "too many" gets
  * its own error rather than a generic shape error; the body limit bounds it anyway. */
-#define SEAT_IDS_PARSE_MAX 1000
+#define SEAT_IDS_PARSE_MAX (10 * SEATD_SEATS_MAX_PER_HOLD)
 
 typedef struct {
     seatd_req_t *r;
@@ -51,18 +51,16 @@ static void hold_op_free(void *ctx)
 static cJSON *hold_to_json(const seatd_store_result_t *res)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "holdId", seatd_store_get(res, "holdId", NULL) ?: "");
-    cJSON_AddStringToObject(o, "showId", seatd_store_get(res, "showId", NULL) ?: "");
-    seatd__json_add_csv_array(o, "seatIds", seatd_store_get(res, "seatIds", NULL));
-    const char *status = seatd_store_get(res, "status", NULL);
-    cJSON_AddStringToObject(o, "status", status ? status : "HELD");
-    seatd__json_add_time(o, "expiresAt", seatd_store_get_int(res, "expiresAt", 0));
-    int64_t created = seatd_store_get_int(res, "createdAt", 0);
-    if (created)
-        seatd__json_add_time(o, "createdAt", created);
-    const char *booking = seatd_store_get(res, "bookingId", NULL);
-    if (booking && booking[0])
-        cJSON_AddStringToObject(o, "bookingId", booking);
+    const seatd_hold_result_t *h = &res->hold;
+    cJSON_AddStringToObject(o, "holdId", h->hold_id);
+    cJSON_AddStringToObject(o, "showId", h->show_id);
+    seatd__json_add_csv_array(o, "seatIds", h->seat_ids);
+    cJSON_AddStringToObject(o, "status", h->status[0] ? h->status : "HELD");
+    seatd__json_add_time(o, "expiresAt", h->expires_at_ms);
+    if (h->created_at_ms)
+        seatd__json_add_time(o, "createdAt", h->created_at_ms);
+    if (h->booking_id[0])
+        cJSON_AddStringToObject(o, "bookingId", h->booking_id);
     return o;
 }
 
@@ -199,7 +197,7 @@ static void on_comp_release(const seatd_store_result_t *res, void *data)
     if (!res->err || res->err == SEATD_EEXPIRED) {
         char show[SEATD_ID_MAX];
         if (!res->err && seatd_keys_parse_id(e->hold_id, 'h', show) == 0)
-            seatd_seatmap_invalidate(show, seatd_store_get_int(res, "version", 0));
+            seatd_seatmap_invalidate(show, res->hold.version);
         e->released = 1;
         if (e->idem_key) {
             comp_delete_idem();
@@ -295,7 +293,7 @@ static void on_hold(const seatd_store_result_t *res, void *data)
     seatd_req_t *r = op->r;
     if (res->err && seatd_err_http_status(res->err) >= 500)
         hold_compensate(seatd__app(r), op, seatd__sub(r)); /* before 'r' may go */
-    if (seatd_req_release(r)) {
+    if (seatd__step_end(&r)) {
         hold_op_free(op);
         return;
     }
@@ -305,13 +303,13 @@ static void on_hold(const seatd_store_result_t *res, void *data)
         hold_op_free(op);
         return;
     }
-    int replayed = seatd_store_get_int(res, "replayed", 0) == 1;
-    seatd_seatmap_invalidate(op->show_id, seatd_store_get_int(res, "version", 0));
+    int replayed = res->hold.replayed;
+    seatd_seatmap_invalidate(op->show_id, res->hold.version);
     seatd_metrics_inc(replayed ? SEATD_METRIC_HOLD_REPLAYED : SEATD_METRIC_HOLD_CREATED);
     cJSON *o = hold_to_json(res);
-    cJSON_AddNumberToObject(o, "version", (double)seatd_store_get_int(res, "version", 0));
+    cJSON_AddNumberToObject(o, "version", (double)res->hold.version);
     char loc[96];
-    snprintf(loc, sizeof(loc), "/v1/holds/%s", seatd_store_get(res, "holdId", NULL) ?: "");
+    snprintf(loc, sizeof(loc), "/v1/holds/%s", res->hold.hold_id);
     seatd_req_add_header(r, "Location", loc);
     if (replayed)
         seatd_req_add_header(r, "Idempotent-Replayed", "true");
@@ -362,15 +360,13 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .max_per_user = (int)app->cfg->max_seats_per_user,
     };
     if (rc == 0)
-        rc = seatd_store_hold(app->store, &a, on_hold, op);
+        rc = seatd__step_begin(&r, seatd_store_hold(app->store, &a, on_hold, op));
     free(sorted);
     if (rc < 0) {
         seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
         seatd_req_finish_problem(r, rc, NULL, NULL);
         hold_op_free(op);
-        return;
     }
-    seatd_req_hold(r);
 }
 
 int seatd_handle_holds_create(seatd_req_t *r)
@@ -432,7 +428,7 @@ int seatd_handle_holds_get(seatd_req_t *r)
     if (!valid_hold_id(id))
         return SEATD_ENOTFOUND;
     int rc = seatd_store_hold_get(seatd__app(r)->store, id, seatd__sub(r), on_hold_get, r);
-    return seatd__started(r, rc);
+    return seatd__step_begin(&r, rc);
 }
 
 static void on_release(const seatd_store_result_t *res, void *data)
@@ -443,11 +439,11 @@ static void on_release(const seatd_store_result_t *res, void *data)
     seatd_metrics_inc(SEATD_METRIC_HOLD_RELEASED);
     char show[SEATD_ID_MAX];
     if (seatd_keys_parse_id(seatd_req_param(r, "id"), 'h', show) == 0)
-        seatd_seatmap_invalidate(show, seatd_store_get_int(res, "version", 0));
+        seatd_seatmap_invalidate(show, res->hold.version);
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "holdId", seatd_store_get(res, "holdId", NULL) ?: "");
-    cJSON_AddStringToObject(o, "status", seatd_store_get(res, "status", NULL) ?: "RELEASED");
-    cJSON_AddNumberToObject(o, "version", (double)seatd_store_get_int(res, "version", 0));
+    cJSON_AddStringToObject(o, "holdId", res->hold.hold_id);
+    cJSON_AddStringToObject(o, "status", res->hold.status[0] ? res->hold.status : "RELEASED");
+    cJSON_AddNumberToObject(o, "version", (double)res->hold.version);
     seatd_req_finish_json(r, 200, o);
 }
 
@@ -457,5 +453,5 @@ int seatd_handle_holds_delete(seatd_req_t *r)
     if (!valid_hold_id(id))
         return SEATD_ENOTFOUND;
     int rc = seatd_store_release(seatd__app(r)->store, id, seatd__sub(r), on_release, r);
-    return seatd__started(r, rc);
+    return seatd__step_begin(&r, rc);
 }

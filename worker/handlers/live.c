@@ -1,13 +1,11 @@
 /*
  * live.c (handlers) - GET /v1/shows/{id}/seats/ws: the WebSocket upgrade into the live seat
- * map (worker/live.h has the protocol), and the finish hook that hints the sweeper.
+ * map (worker/live.h has the protocol).
  *
  * Watching needs no token: the seat map is public, like GET /v1/shows/{id}/seats.
  */
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "app.h"
 #include "common.h"
@@ -16,8 +14,6 @@
 #include "keys.h"
 #include "live.h"
 #include "mem.h"
-#include "router.h"
-#include "sweeper.h"
 #include "ws_codec.h"
 
 typedef struct {
@@ -81,38 +77,4 @@ int seatd_handle_live_ws(seatd_req_t *r)
     if (rc < 0)
         free(op);
     return rc;
-}
-
-/* The show a finished hold or booking request touched, into 'out' (SEATD_ID_MAX bytes). */
-static int touched_show(seatd_req_t *r, const char *route, char *out)
-{
-    if (strcmp(route, "holds_create") == 0) {
-        const char *id = seatd_req_param(r, "id");
-        if (!seatd_keys_valid_show_id(id))
-            return -1;
-        snprintf(out, SEATD_ID_MAX, "%s", id);
-        return 0;
-    }
-    /* bookings_create: the hold id names its show. */
-    size_t len = 0;
-    const char *body = seatd_req_body(r, &len);
-    cJSON *doc = cJSON_ParseWithLength(body, len);
-    const cJSON *hold = cJSON_GetObjectItemCaseSensitive(doc, "holdId");
-    int rc = cJSON_IsString(hold) ? seatd_keys_parse_id(hold->valuestring, 'h', out) : -1;
-    cJSON_Delete(doc);
-    return rc < 0 ? -1 : 0;
-}
-
-void seatd_handle_live_on_finish(seatd_req_t *r, int status, double seconds, void *appv)
-{
-    seatd_app_t *app = appv;
-    const seatd_route_t *rt = seatd_req_route(r);
-    if (app == NULL || app->sweeper == NULL || rt == NULL)
-        return;
-    /* A new hold has a deadline; a booking attempt moves one (payment window, or back). */
-    int hold = strcmp(rt->name, "holds_create") == 0 && (status == 200 || status == 201);
-    int book = strcmp(rt->name, "bookings_create") == 0 && status >= 200 && status < 500;
-    char show[SEATD_ID_MAX];
-    if ((hold || book) && touched_show(r, rt->name, show) == 0)
-        seatd_sweeper_hint(app->sweeper, show);
 }

@@ -81,12 +81,10 @@ static void on_read(const seatd_store_result_t *res, void *data)
         return;
     }
     const char *id = seatd_req_param(r, "id");
-    size_t held_len = 0, booked_len = 0;
-    const char *held = seatd_store_get(res, "held", &held_len);
-    const char *booked = seatd_store_get(res, "booked", &booked_len);
-    seatd_seatmap_t *m = seatd_seatmap_put(id, seatd_store_get_int(res, "version", 0),
-                                           (size_t)seatd_store_get_int(res, "seatCount", 0), held,
-                                           held_len, booked, booked_len, seatd_seatmap_now_ms());
+    const seatd_seatmap_result_t *s = &res->seatmap;
+    seatd_seatmap_t *m =
+        seatd_seatmap_put(id, s->version, (size_t)s->seat_count, s->held, s->held_len, s->booked,
+                          s->booked_len, seatd_seatmap_now_ms());
     const seatd_layout_t *l = NULL;
     if (op->kind == MAP_STATUS && (l = seatd_layout_cache_get(id)) == NULL) {
         /* Evicted by other shows' layouts while Redis answered: rare, and honest to say. */
@@ -108,13 +106,11 @@ static void serve(map_op_t *op, const seatd_layout_t *l)
         return;
     }
     seatd_metrics_inc(SEATD_METRIC_SEATMAP_REDIS_READ);
-    int rc = seatd_store_seatmap(seatd__app(r)->store, id, on_read, op);
+    int rc = seatd__step_begin(&r, seatd_store_seatmap(seatd__app(r)->store, id, on_read, op));
     if (rc < 0) {
         seatd_req_finish_problem(r, rc, NULL, NULL);
         free(op);
-        return;
     }
-    seatd_req_hold(r);
 }
 
 static void status_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)

@@ -20,6 +20,7 @@
 #include "layout.h"
 #include "mem.h"
 #include "metrics.h"
+#include "refund_policy.h"
 #include "timefmt.h"
 
 #define SHOWS_PAGE_MAX 100
@@ -33,22 +34,18 @@
 static cJSON *show_to_json(const seatd_store_result_t *res)
 {
     cJSON *o = cJSON_CreateObject();
-    const char *id = seatd_store_get(res, "showId", NULL);
-    cJSON_AddStringToObject(o, "id", id ? id : "");
-    const char *title = seatd_store_get(res, "title", NULL);
-    cJSON_AddStringToObject(o, "title", title ? title : "");
-    int64_t starts = seatd_store_get_int(res, "startsAt", 0);
-    seatd__json_add_time(o, "startsAt", starts);
+    const seatd_show_result_t *s = &res->show;
+    cJSON_AddStringToObject(o, "id", s->show_id);
+    cJSON_AddStringToObject(o, "title", s->title);
+    seatd__json_add_time(o, "startsAt", s->starts_at_ms);
     /* When sales close: the show's cutoff, else its start (an extra's copy is not shown). */
-    seatd__json_add_time(o, "salesCloseAt", seatd_store_get_int(res, "salesCloseAt", starts));
-    cJSON_AddNumberToObject(o, "holdTtlSeconds",
-                            (double)(seatd_store_get_int(res, "holdTtlMs", 0) / 1000));
-    const char *tiers = seatd_store_get(res, "priceTiers", NULL);
-    cJSON *t = tiers ? cJSON_Parse(tiers) : NULL;
+    seatd__json_add_time(o, "salesCloseAt",
+                         s->has_sales_close_at ? s->sales_close_at_ms : s->starts_at_ms);
+    cJSON_AddNumberToObject(o, "holdTtlSeconds", (double)(s->hold_ttl_ms / 1000));
+    cJSON *t = cJSON_Parse(s->price_tiers);
     cJSON_AddItemToObject(o, "priceTiers", t ? t : cJSON_CreateObject());
-    cJSON_AddNumberToObject(o, "seatCount", (double)seatd_store_get_int(res, "seatCount", 0));
-    const char *extra = seatd_store_get(res, "extra", NULL);
-    cJSON *x = extra && extra[0] ? cJSON_Parse(extra) : NULL;
+    cJSON_AddNumberToObject(o, "seatCount", (double)s->seat_count);
+    cJSON *x = s->extra[0] ? cJSON_Parse(s->extra) : NULL;
     if (x) {
         cJSON *item = NULL;
         cJSON_ArrayForEach(item, x)
@@ -59,10 +56,10 @@ static cJSON *show_to_json(const seatd_store_result_t *res)
         cJSON_Delete(x);
     }
     char path[64];
-    snprintf(path, sizeof(path), "/v1/shows/%s/layout", id ? id : "");
+    snprintf(path, sizeof(path), "/v1/shows/%s/layout", s->show_id);
     cJSON *links = cJSON_AddObjectToObject(o, "links");
     cJSON_AddStringToObject(links, "layout", path);
-    snprintf(path, sizeof(path), "/v1/shows/%s/seats", id ? id : "");
+    snprintf(path, sizeof(path), "/v1/shows/%s/seats", s->show_id);
     cJSON_AddStringToObject(links, "seats", path);
     return o;
 }
@@ -114,7 +111,8 @@ static void on_list_item(const seatd_store_result_t *res, void *data)
     free(it);
     /* Every get holds the request once, so every callback releases once; after a release
      * that reports the client gone, 'r' is only ever passed to further releases. */
-    if (seatd_req_release(op->r))
+    seatd_req_t *r = op->r;
+    if (seatd__step_end(&r))
         op->gone = 1;
     if (!op->gone) {
         if (res->err == 0)
@@ -141,7 +139,7 @@ static void on_list(const seatd_store_result_t *res, void *data)
 {
     list_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
+    if (seatd__step_end(&r)) {
         list_op_free(op, 1);
         return;
     }
@@ -150,11 +148,8 @@ static void on_list(const seatd_store_result_t *res, void *data)
         list_op_free(op, 1);
         return;
     }
-    op->total = (long)seatd_store_get_int(res, "total", 0);
-    size_t nids = 0;
-    for (size_t i = 0; i < res->nfields; i++)
-        if (strcmp(res->names[i], "id") == 0)
-            nids++;
+    op->total = (long)res->page.total;
+    size_t nids = res->page.nids;
     op->items = seatd_calloc(nids ? nids : 1, sizeof(cJSON *));
     op->n = nids;
     if (nids == 0) {
@@ -166,19 +161,16 @@ static void on_list(const seatd_store_result_t *res, void *data)
     size_t slot = 0;
     /* Count every get as pending before issuing any, so no callback sees zero early. */
     op->pending = nids;
-    for (size_t i = 0; i < res->nfields; i++) {
-        if (strcmp(res->names[i], "id") != 0)
-            continue;
+    for (size_t i = 0; i < nids; i++) {
         list_item_t *it = seatd_malloc(sizeof(*it));
         it->op = op;
         it->slot = slot++;
-        if (seatd_store_show_get(app->store, res->values[i], on_list_item, it) < 0) {
+        if (seatd__step_begin(
+                &r, seatd_store_show_get(app->store, res->page.ids[i], on_list_item, it)) < 0) {
             free(it);
             op->failed++;
             op->pending--;
-            continue;
         }
-        seatd_req_hold(r);
     }
     if (op->pending == 0) {
         seatd_req_finish_problem(r, SEATD_EUNAVAILABLE, NULL, NULL);
@@ -217,12 +209,9 @@ int seatd_handle_shows_list(seatd_req_t *r)
     op->page = page;
     op->size = size;
     int rc = seatd_store_list_shows(seatd__app(r)->store, (page - 1) * size, size, on_list, op);
-    if (rc < 0) {
+    if (seatd__step_begin(&r, rc) < 0)
         free(op);
-        return rc;
-    }
-    seatd_req_hold(r);
-    return 0;
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -243,7 +232,7 @@ int seatd_handle_shows_get(seatd_req_t *r)
     if (!seatd_keys_valid_show_id(id))
         return SEATD_ENOSHOW;
     int rc = seatd_store_show_get(seatd__app(r)->store, id, on_show, r);
-    return seatd__started(r, rc);
+    return seatd__step_begin(&r, rc);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -276,7 +265,7 @@ static void on_created(const seatd_store_result_t *res, void *data)
 {
     create_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
+    if (seatd__step_end(&r)) {
         create_op_free(op);
         return;
     }
@@ -309,11 +298,11 @@ static void on_show_id(const seatd_store_result_t *res, void *data)
 {
     create_op_t *op = data;
     seatd_req_t *r = op->r;
-    if (seatd_req_release(r)) {
+    if (seatd__step_end(&r)) {
         create_op_free(op);
         return;
     }
-    const char *id = res->err ? NULL : seatd_store_get(res, "showId", NULL);
+    const char *id = res->err ? NULL : res->show.show_id;
     if (id == NULL || !seatd_keys_valid_show_id(id)) {
         if (res->err)
             seatd__reply_store_error(r, res);
@@ -339,15 +328,14 @@ static void on_show_id(const seatd_store_result_t *res, void *data)
         .nseats = n,
         .extra_json = op->extra_json,
     };
-    int rc = seatd_store_create_show(seatd__app(r)->store, &a, on_created, op);
+    int rc =
+        seatd__step_begin(&r, seatd_store_create_show(seatd__app(r)->store, &a, on_created, op));
     free(layout_json);
     free(ids);
     if (rc < 0) {
         seatd_req_finish_problem(r, rc, NULL, NULL);
         create_op_free(op);
-        return;
     }
-    seatd_req_hold(r);
 }
 
 static int valid_tier_name(const char *s)
@@ -453,13 +441,10 @@ int seatd_handle_shows_create(seatd_req_t *r)
     op->extra_json = cJSON_PrintUnformatted(extra);
     cJSON_Delete(extra);
 
-    rc = seatd_store_next_show_id(app->store, on_show_id, op);
-    if (rc < 0) {
+    rc = seatd__step_begin(&r, seatd_store_next_show_id(app->store, on_show_id, op));
+    if (rc < 0)
         create_op_free(op);
-        return rc;
-    }
-    seatd_req_hold(r);
-    return 0;
+    return rc;
 replied:
     create_op_free(op);
     return 0;

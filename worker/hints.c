@@ -1,0 +1,46 @@
+/*
+ * hints.c - filing the sweeper's and the reconciler's hints; see hints.h.
+ */
+#include "hints.h"
+
+#include "errors.h"
+#include "keys.h"
+#include "log.h"
+#include "rds.h"
+
+static void on_due_reply(const struct redisReply *reply, int err, void *data)
+{
+    (void)data;
+    if (err || seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_ERROR)
+        seatd_log(SEATD_LOG_DEBUG, NULL, "sweeper hint not written; the rescan will find the show",
+                  "\"err\":%d", err);
+}
+
+void seatd_hints_due(seatd_rds_t *rds, const char *show_id)
+{
+    if (rds == NULL || !seatd_keys_valid_show_id(show_id))
+        return;
+    const char *argv[] = {"ZADD", SEATD_KEY_DUE, "LT", "0", show_id};
+    if (seatd_rds_callv(rds, 5, argv, NULL, on_due_reply, NULL) < 0)
+        on_due_reply(NULL, SEATD_EOVERLOAD, NULL);
+}
+
+static void on_pending_reply(const struct redisReply *reply, int err, void *data)
+{
+    (void)reply;
+    (void)data;
+    if (err)
+        seatd_log(SEATD_LOG_WARN, NULL,
+                  "reconcile hint not written; the catalogue rescan will find the show",
+                  "\"err\":%d", err);
+}
+
+void seatd_hints_pending(seatd_rds_t *rds, const char *show_id)
+{
+    if (rds == NULL || !seatd_keys_valid_show_id(show_id))
+        return;
+    /* The score counts hints, so a reconciler clears the entry only if none came since. */
+    const char *argv[] = {"ZINCRBY", SEATD_KEY_PENDING_SHOWS, "1", show_id};
+    if (seatd_rds_callv(rds, 4, argv, NULL, on_pending_reply, NULL) < 0)
+        on_pending_reply(NULL, SEATD_EOVERLOAD, NULL);
+}
