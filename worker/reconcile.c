@@ -14,7 +14,7 @@
 #include "store.h"
 
 #define DUE_BATCH 20       /* due entries per show per tick */
-#define HINT_PAGE "199"    /* hinted shows read per tick (ZRANGE 0..199) */
+#define HINT_PAGE "199"    /* hinted shows read per bucket per tick (ZRANGE 0..199) */
 #define CATALOGUE_PAGE 100 /* catalogue shows checked per rescan */
 
 struct seatd_reconcile_s {
@@ -383,8 +383,13 @@ static void on_tick(uv_timer_t *t)
     if (rc->closing || rc->inflight > 0)
         return; /* one pass at a time */
     rc->ticks++;
-    const char *hargv[] = {"ZRANGE", SEATD_KEY_PENDING_SHOWS, "0", HINT_PAGE, "WITHSCORES"};
-    started(rc, seatd_rds_callv(rc->rds, 5, hargv, NULL, on_hints, rc));
+    for (int b = 0; b < SEATD_HINT_BUCKETS; b++) { /* every bucket of the hint set */
+        char key[SEATD_KEY_MAX];
+        if (seatd_keys_hint(key, SEATD_KEY_PENDING_SHOWS, b) < 0)
+            continue;
+        const char *hargv[] = {"ZRANGE", key, "0", HINT_PAGE, "WITHSCORES"};
+        started(rc, seatd_rds_callv(rc->rds, 5, hargv, NULL, on_hints, rc));
+    }
     if (rc->ticks % (unsigned long)rc->o.rescan_every == 0) {
         char from[24], to[24];
         snprintf(from, sizeof(from), "%ld", rc->cursor);
@@ -456,7 +461,10 @@ void seatd_reconcile_hint(seatd_rds_t *rds, const char *show_id)
     if (rds == NULL || !seatd_keys_valid_show_id(show_id))
         return;
     /* The score counts hints, so a reconciler clears the entry only if none came since. */
-    const char *argv[] = {"ZINCRBY", SEATD_KEY_PENDING_SHOWS, "1", show_id};
+    char key[SEATD_KEY_MAX];
+    if (seatd_keys_show_hint(key, SEATD_KEY_PENDING_SHOWS, show_id) < 0)
+        return;
+    const char *argv[] = {"ZINCRBY", key, "1", show_id};
     if (seatd_rds_callv(rds, 4, argv, NULL, on_hint_reply, NULL) < 0)
         on_hint_reply(NULL, SEATD_EOVERLOAD, NULL);
 }

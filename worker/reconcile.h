@@ -10,9 +10,10 @@
  *
  * Finding work: each show keeps {s:<id>}:pending (bookingId -> start ms, written by
  * book_begin, left by confirm/fail) and {s:<id>}:refunds (cancelled bookings whose refund is
- * not confirmed). Workers add the show to the hint zset seatd:pending_shows (score = ms)
- * after starting a booking or cancelling (seatd_reconcile_hint: a second, cross-slot write,
- * so not from inside the script). Every tick reads the hint set and asks each show for its
+ * not confirmed). Workers add the show to the hint zset seatd:pending_shows:{hN} (its bucket,
+ * keys.h; score = a count of hints) after starting a booking or cancelling
+ * (seatd_reconcile_hint: a second, cross-slot write, so not from inside the script). Every
+ * tick reads every bucket of the hint set and asks each show for its
  * due entries (seatd_store_pending_due: pending for at least 'min_age_ms' on Redis's clock);
  * a show with nothing left is dropped from the hint set only if no worker re-hinted it
  * meanwhile. Every 'rescan_every' ticks a page of the catalogue seatd:shows is checked too:
@@ -72,7 +73,7 @@ unsigned long seatd_reconcile_settled(const seatd_reconcile_t *rc);
  * within the charge horizon, for tests and logs. */
 unsigned long seatd_reconcile_deferred(const seatd_reconcile_t *rc);
 
-/* Fire-and-forget: ZADD seatd:pending_shows <now ms> 'show_id'. */
+/* Fire-and-forget: ZINCRBY seatd:pending_shows:{hN} 1 'show_id' (the show's bucket). */
 void seatd_reconcile_hint(struct seatd_rds_s *rds, const char *show_id);
 
 #endif

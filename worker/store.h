@@ -220,7 +220,7 @@ SEATD_MUSTCHECK int seatd_store_pending_due(seatd_store_t *st, const char *show_
                                             int64_t min_age_ms, int max, seatd_store_cb cb,
                                             void *data);
 
-/* Removes 'show_id' from the hint zset SEATD_KEY_PENDING_SHOWS if its score is still
+/* Removes 'show_id' from its bucket of the hint zset SEATD_KEY_PENDING_SHOWS if its score is still
  * 'score' (text as read). Fields: removed ("0"/"1"). */
 SEATD_MUSTCHECK int seatd_store_hint_clear(seatd_store_t *st, const char *show_id,
                                            const char *score, seatd_store_cb cb, void *data);

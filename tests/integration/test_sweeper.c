@@ -77,6 +77,18 @@ static void run_for(th_t *t, int ms)
     uv_run(t->loop, UV_RUN_NOWAIT);
 }
 
+/* Shows filed in the sweeper's hint set (every bucket) with a score up to 'max'. */
+static long long due_count(redisContext *rc, const char *max)
+{
+    long long n = 0;
+    for (int b = 0; b < SEATD_HINT_BUCKETS; b++) {
+        char key[SEATD_KEY_MAX];
+        cr_assert_eq(seatd_keys_hint(key, SEATD_KEY_DUE, b), 0);
+        n += th_int(rc, "ZCOUNT %s -inf %s", key, max);
+    }
+    return n;
+}
+
 static void close_sweeper(th_t *t, seatd_sweeper_t *sw)
 {
     seatd_sweeper_close(sw);
@@ -105,7 +117,7 @@ Test(sweeper, releases_an_abandoned_hold_within_a_second_of_its_deadline)
     seatd_sweeper_get_stats(sw, &st);
     cr_assert_geq(st.reaped, 1);
     redisContext *rc = seatd_test_redis_connect();
-    cr_assert_eq(th_int(rc, "ZCARD seatd:due"), 0, "nothing left to sweep for the show");
+    cr_assert_eq(due_count(rc, "+inf"), 0, "nothing left to sweep for the show");
     redisFree(rc);
     close_sweeper(&t, sw);
     th_res_clear(&r);
@@ -195,7 +207,9 @@ Test(sweeper, keeps_its_deadline_with_100k_other_holds_live)
                 while (b.queued - b.done > 1000)
                     uv_run(t.loop, UV_RUN_ONCE);
         }
-        redisReply *z = redisCommand(rc, "ZADD seatd:due LT 0 %s", id); /* the hint */
+        char due[SEATD_KEY_MAX];
+        cr_assert_eq(seatd_keys_show_hint(due, SEATD_KEY_DUE, id), 0);
+        redisReply *z = redisCommand(rc, "ZADD %s LT 0 %s", due, id); /* the hint */
         freeReplyObject(z);
     }
     while (b.done < b.queued)
@@ -212,12 +226,10 @@ Test(sweeper, keeps_its_deadline_with_100k_other_holds_live)
     seatd_sweeper_t *sw = seatd_sweeper_new(t.loop, t.rds, t.scripts, t.store, 250);
     seatd_sweeper_start(sw);
     /* Let the sweepers file every hinted show under its real (10-minute) deadline. */
-    for (int i = 0; i < 100 && (th_int(rc, "ZCOUNT seatd:due -inf 1") > 0 ||
-                                th_int(rc, "ZCARD seatd:due") != SHOWS);
-         i++)
+    for (int i = 0; i < 100 && (due_count(rc, "1") > 0 || due_count(rc, "+inf") != SHOWS); i++)
         run_for(&t, 100);
-    cr_assert_eq(th_int(rc, "ZCOUNT seatd:due -inf 1"), 0);
-    cr_assert_eq(th_int(rc, "ZCARD seatd:due"), SHOWS);
+    cr_assert_eq(due_count(rc, "1"), 0);
+    cr_assert_eq(due_count(rc, "+inf"), SHOWS);
 
     const char *last[] = {names[HOLDS_PER_SHOW], NULL};
     cr_assert_eq(th_hold(&t, &r, "500", "late", last, 700, 8, NULL), 0);
@@ -296,7 +308,9 @@ Test(sweeper, a_show_past_its_start_and_retention_leaves_the_scan_sets_and_the_l
     freeReplyObject(redisCommand(c, "HSET {s:2}:meta startsAt %lld", now - 120000));
     freeReplyObject(redisCommand(c, "ZADD seatd:shows %lld 3", now - 1000));
     freeReplyObject(redisCommand(c, "HSET {s:3}:meta startsAt %lld", now - 1000));
-    freeReplyObject(redisCommand(c, "ZADD seatd:due %lld 2", now + 600000)); /* a stale hint */
+    char due2[SEATD_KEY_MAX];
+    cr_assert_eq(seatd_keys_show_hint(due2, SEATD_KEY_DUE, "2"), 0);
+    freeReplyObject(redisCommand(c, "ZADD %s %lld 2", due2, now + 600000)); /* a stale hint */
 
     /* The listing is upcoming shows only, pruned or not. */
     cr_assert_eq(th_finish(&t, &r, seatd_store_list_shows(t.store, 0, 10, th_on_result, &r)), 0);
@@ -315,7 +329,7 @@ Test(sweeper, a_show_past_its_start_and_retention_leaves_the_scan_sets_and_the_l
     redisReply *x = redisCommand(c, "ZSCORE seatd:shows 2");
     cr_assert_eq(x->type, REDIS_REPLY_NIL, "show 2 left the catalogue");
     freeReplyObject(x);
-    x = redisCommand(c, "ZSCORE seatd:due 2");
+    x = redisCommand(c, "ZSCORE %s 2", due2);
     cr_assert_eq(x->type, REDIS_REPLY_NIL, "and the sweeper's hint set");
     freeReplyObject(x);
     x = redisCommand(c, "ZSCORE seatd:shows 3");
