@@ -33,3 +33,19 @@ redis_admin() { # redis_admin <args…>: redis-cli as this stack's admin (the de
         redis-cli -p "$SEATD_REDIS_PORT" "$@"
     fi
 }
+
+worker_listening() { # worker_listening N: worker N of this stack accepts requests
+    local listen; listen="$(cat "$SEATD_RUN_DIR/worker-$1.listen" 2>/dev/null)" || return 1
+    case "$listen" in
+        unix:*) test -S "${listen#unix:}" ;;
+        *) [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$listen/healthz")" != 000 ] ;;
+    esac
+}
+
+redis_nodes() { # every Redis port of this stack: one, or each node of its cluster
+    if [ -s "$SEATD_RUN_DIR/redis-nodes" ]; then
+        tr ',' '\n' < "$SEATD_RUN_DIR/redis-nodes" | sed 's/.*://'
+    else
+        echo "$SEATD_REDIS_PORT"
+    fi
+}

@@ -139,7 +139,7 @@ local function pending_due(keys, args)
 end
 
 --[[
-seatd_hint_clear: drops show ARGV[1] from the global hint set KEYS[1] (seatd:pending_shows,
+seatd_hint_clear: drops show ARGV[1] from the global hint set KEYS[1] (seatd:pending_shows:{hN},
 a zset written by the workers) only if its score is still ARGV[2], i.e. no worker re-added
 the show since the reconciler found it empty. Returns {"removed", 0|1}.
 ]]

@@ -1,7 +1,8 @@
 --[[
 sweep.lua - seatd_sweep_claim: hands due shows to one sweeper (worker/sweeper.c).
 
-  seatd:due is a hint index, outside every show's slot: show id -> the earliest deadline
+  seatd:due:{hN} is a hint index, outside every show's slot (split in buckets by the shows'
+  slots, worker/keys.h): show id -> the earliest deadline
   (epoch ms, Redis's clock) at which that show may have a hold to reap. Workers add to it with
   ZADD LT after a hold (score 0: "look soon"), the sweeper files each show it reaped under the
   "next" deadline seatd_reap returned. Claiming removes the members, so two workers never
@@ -9,7 +10,7 @@ sweep.lua - seatd_sweep_claim: hands due shows to one sweeper (worker/sweeper.c)
   A sweeper that dies between claim and file loses only hints, which the catalogue rescan
   (every 30 s) restores.
 
-  KEYS[1]  seatd:due
+  KEYS[1]  seatd:due:{hN}, one bucket
   ARGV[1]  max shows to claim (1..10000)
   Returns  {"now", Redis's clock in ms, "id", <show id>, "id", …} (due shows, earliest first)
   Errors   INVAL
@@ -31,7 +32,7 @@ local function pop_due(key, now, upto, max)
 end
 
 local function sweep_claim(keys, args)
-    if keys[1] ~= 'seatd:due' then
+    if not string.match(keys[1] or '', '^seatd:due:{h%d+}$') then
         return fail('INVAL', 'bad due key')
     end
     local max = tonumber(args[1])
@@ -51,7 +52,7 @@ seatd_catalogue_prune: shows past their start plus a retention leave the catalog
 (the scan set of the sweeper's and the reconciler's rescans and of seatd-notify), so those
 scans grow with the shows on sale, not with every show ever created. The show's own keys stay
 (GET /v1/shows/{id} and its bookings still answer); the caller also drops the pruned shows
-from the hint set seatd:due (another key: another slot on Redis Cluster).
+from their bucket of the hint set seatd:due (another key: another slot on Redis Cluster).
   KEYS[1]  seatd:shows
   ARGV[1]  retention (ms >= 0): shows whose startsAt <= now - retention are pruned
   ARGV[2]  at most this many per call (1..10000)

@@ -54,6 +54,7 @@
 
 #include "buf.h"
 #include "keys.h"
+#include "redis_sync.h"
 
 #define DEFAULT_BATCH 1000
 #define READ_COUNT "10"
@@ -78,7 +79,7 @@ static struct {
     long retry_base_ms;
     long refresh_ms;
     long delay_ms;
-    redisContext *c;
+    seatd_redis_t *c; /* NULL until connected */
     int log_fd;
     long batch;
     stream_t *streams; /* owned, sorted by show id */
@@ -122,41 +123,39 @@ static void logf_(const char *fmt, ...)
     va_end(ap);
 }
 
-/* Runs a command; reconnects (with a pause) when the connection is broken. Owned reply or
- * NULL. */
-static redisReply *cmd(int argc, const char **argv)
+/* Runs a command on the node that owns its key (redis_sync.c follows a cluster's
+ * redirections); connects (with a pause after a failure) when there is no client yet. Owned
+ * reply or NULL. The consumer's commands are safe to send twice (XREADGROUP re-delivers, the
+ * claim key dedupes). */
+static redisReply *cmdv(int argc, const char **argv, const size_t *lens)
 {
     for (int attempt = 0; attempt < 2 && !stop_flag; attempt++) {
-        if (G.c == NULL || G.c->err) {
-            if (G.c)
-                redisFree(G.c);
-            G.c = redisConnect(G.host, G.port);
-            if (G.c == NULL || G.c->err) {
+        if (G.c == NULL) {
+            char err[256];
+            seatd_redis_opts_t o = {.host = G.host,
+                                    .port = G.port,
+                                    .user = G.redis_user[0] ? G.redis_user : NULL,
+                                    .password = G.redis_password[0] ? G.redis_password : NULL};
+            G.c = seatd_redis_connect(&o, err, sizeof(err));
+            if (G.c == NULL) {
+                static char last[256];
+                if (strcmp(last, err) != 0) /* once per distinct failure, not every 500 ms */
+                    logf_("redis: %s", err);
+                snprintf(last, sizeof(last), "%s", err);
                 sleep_ms(500);
                 continue;
             }
-            if (G.redis_password[0]) {
-                redisReply *a = G.redis_user[0] ? redisCommand(G.c, "AUTH %s %s", G.redis_user,
-                                                               G.redis_password)
-                                                : redisCommand(G.c, "AUTH %s", G.redis_password);
-                int refused = a == NULL || a->type == REDIS_REPLY_ERROR;
-                if (refused)
-                    logf_("redis refused the credentials of user %s", G.redis_user);
-                if (a)
-                    freeReplyObject(a);
-                if (refused) {
-                    redisFree(G.c);
-                    G.c = NULL;
-                    sleep_ms(500);
-                    continue;
-                }
-            }
         }
-        redisReply *r = redisCommandArgv(G.c, argc, argv, NULL);
+        redisReply *r = seatd_redis_commandv(G.c, argc, argv, lens);
         if (r)
             return r;
     }
     return NULL;
+}
+
+static redisReply *cmd(int argc, const char **argv)
+{
+    return cmdv(argc, argv, NULL);
 }
 
 static int is_error(const redisReply *r)
@@ -458,7 +457,7 @@ static void dead_letter(const stream_t *s, const char *id, long long deliveries)
             argv[a] = fields->element[i]->str ? fields->element[i]->str : "";
             lens[a++] = fields->element[i]->str ? fields->element[i]->len : 0;
         }
-        redisReply *x = G.c ? redisCommandArgv(G.c, a, argv, lens) : NULL;
+        redisReply *x = cmdv(a, argv, lens);
         int ok = !is_error(x);
         freeReplyObject(x);
         free(argv);
@@ -614,8 +613,7 @@ int main(int argc, char **argv)
             sleep_ms(50);
     }
     logf_("stopped");
-    if (G.c)
-        redisFree(G.c);
+    seatd_redis_free(G.c);
     close(G.log_fd);
     free(G.streams);
     return 0;

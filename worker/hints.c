@@ -20,7 +20,10 @@ void seatd_hints_due(seatd_rds_t *rds, const char *show_id)
 {
     if (rds == NULL || !seatd_keys_valid_show_id(show_id))
         return;
-    const char *argv[] = {"ZADD", SEATD_KEY_DUE, "LT", "0", show_id};
+    char key[SEATD_KEY_MAX];
+    if (seatd_keys_show_hint(key, SEATD_KEY_DUE, show_id) < 0)
+        return;
+    const char *argv[] = {"ZADD", key, "LT", "0", show_id};
     if (seatd_rds_callv(rds, 5, argv, NULL, on_due_reply, NULL) < 0)
         on_due_reply(NULL, SEATD_EOVERLOAD, NULL);
 }
@@ -40,7 +43,10 @@ void seatd_hints_pending(seatd_rds_t *rds, const char *show_id)
     if (rds == NULL || !seatd_keys_valid_show_id(show_id))
         return;
     /* The score counts hints, so a reconciler clears the entry only if none came since. */
-    const char *argv[] = {"ZINCRBY", SEATD_KEY_PENDING_SHOWS, "1", show_id};
+    char key[SEATD_KEY_MAX];
+    if (seatd_keys_show_hint(key, SEATD_KEY_PENDING_SHOWS, show_id) < 0)
+        return;
+    const char *argv[] = {"ZINCRBY", key, "1", show_id};
     if (seatd_rds_callv(rds, 4, argv, NULL, on_pending_reply, NULL) < 0)
         on_pending_reply(NULL, SEATD_EOVERLOAD, NULL);
 }

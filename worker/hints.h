@@ -1,12 +1,15 @@
 /*
  * hints.h - the hint indexes that tell the background workers where to look.
  *
- *   seatd:due           zset  show id -> earliest deadline (ms) to look at (sweeper.h); a hint
- *                             is ZADD LT with score 0: "look at this show soon".
- *   seatd:pending_shows zset  show id -> hint count (reconcile.h); a hint is ZINCRBY 1, so a
- *                             reconciler drops the entry only if no hint came since it read it.
+ *   seatd:due:{hN}           zset  show id -> earliest deadline (ms) to look at (sweeper.h); a
+ *                                  hint is ZADD LT with score 0: "look at this show soon".
+ *   seatd:pending_shows:{hN} zset  show id -> hint count (reconcile.h); a hint is ZINCRBY 1,
+ *                                  so a reconciler drops the entry only if no hint came since
+ *                                  it read it.
+ * Each is split into SEATD_HINT_BUCKETS keys; a show's hints go to the bucket of its own slot
+ * range (keys.h), so on a cluster they sit on the shard that owns the show.
  *
- * Both keys live outside every show's slot, so a show's script cannot write them; the store
+ * These keys live outside every show's slot, so a show's script cannot write them; the store
  * files them (store.h, seatd_store_set_hints) right after the operation that creates the need:
  * a hold, a booking begun or failed (a new or moved deadline: seatd:due), a booking begun or
  * a cancellation whose refund is still owed (seatd:pending_shows). Fire and forget: a hint
@@ -17,8 +20,6 @@
 #define SEATD_HINTS_H
 
 struct seatd_rds_s;
-
-#define SEATD_KEY_DUE "seatd:due"
 
 /* Hints the sweepers that show 'show_id' (borrowed) has a new hold or deadline. A NULL 'rds'
  * or an invalid id does nothing. */

@@ -100,3 +100,59 @@ int seatd_keys_show(char *out, const char *show_id, const char *suffix)
         return SEATD_EBADID;
     return 0;
 }
+
+/* CRC16-XMODEM (polynomial 0x1021, initial 0), as the Redis Cluster specification defines
+ * the key slot; bitwise, since the tools and the worker hash only short keys. */
+static unsigned crc16_xmodem(const unsigned char *p, size_t len)
+{
+    unsigned crc = 0;
+    for (size_t i = 0; i < len; i++) {
+        crc ^= (unsigned)p[i] << 8;
+        for (int b = 0; b < 8; b++)
+            crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    }
+    return crc;
+}
+
+unsigned seatd_keys_slot(const char *key, size_t len)
+{
+    const char *open = memchr(key, '{', len);
+    if (open != NULL) {
+        size_t start = (size_t)(open - key) + 1;
+        const char *close = memchr(key + start, '}', len - start);
+        if (close != NULL && close > key + start)
+            return crc16_xmodem((const unsigned char *)key + start,
+                                (size_t)(close - (key + start))) &
+                   16383;
+    }
+    return crc16_xmodem((const unsigned char *)key, len) & 16383;
+}
+
+/* One hash tag per bucket whose slot lies in the bucket's range (found by search: "h13" hashes
+ * to slot 606, in bucket 0's [0, 1024), and so on); test_keys checks every one. */
+static const char *const hint_tags[SEATD_HINT_BUCKETS] = {
+    "h13", "h3", "h62", "h40", "h12", "h2", "h63", "h41",
+    "h11", "h1", "h60", "h42", "h10", "h0", "h61", "h43",
+};
+
+int seatd_keys_hint_bucket(const char *show_id)
+{
+    char tag[SEATD_KEY_MAX];
+    if (!seatd_keys_valid_show_id(show_id))
+        return -1;
+    int n = snprintf(tag, sizeof(tag), "s:%s", show_id); /* the show's hash tag, {s:<id>} */
+    return (int)(seatd_keys_slot(tag, (size_t)n) / (16384 / SEATD_HINT_BUCKETS));
+}
+
+int seatd_keys_hint(char *out, const char *base, int bucket)
+{
+    if (bucket < 0 || bucket >= SEATD_HINT_BUCKETS)
+        return SEATD_EBADID;
+    int n = snprintf(out, SEATD_KEY_MAX, "%s:{%s}", base, hint_tags[bucket]);
+    return n > 0 && n < SEATD_KEY_MAX ? 0 : SEATD_EBADID;
+}
+
+int seatd_keys_show_hint(char *out, const char *base, const char *show_id)
+{
+    return seatd_keys_hint(out, base, seatd_keys_hint_bucket(show_id));
+}

@@ -35,7 +35,8 @@
  *                                    names it by layoutHash.
  *   seatd:shows              zset    catalogue: show id by startsAt
  *   seatd:show_seq           integer show id sequence
- *   seatd:pending_shows      zset    show id -> hint count: shows reconciliation should look at
+ *   seatd:pending_shows:{hN} zset    show id -> hint count: shows reconciliation should look at
+ *                                    (16 buckets, see "Hint indexes" below)
  *
  * The scripts receive {s:<id>}:meta as KEYS[1] (it routes the call to the show's slot) and
  * derive the other keys of the same show from its hash tag. No show script reads a shared
@@ -79,7 +80,35 @@ SEATD_MUSTCHECK int seatd_keys_show(char *out, const char *show_id, const char *
 
 #define SEATD_KEY_CATALOGUE "seatd:shows"
 #define SEATD_KEY_SHOW_SEQ "seatd:show_seq"
-/* zset: show id -> ms of the last booking start or cancel a worker saw (reconciliation hint) */
+
+/* The Redis Cluster hash slot of a key (0..16383): CRC16-XMODEM of the key, or of its hash tag
+ * (the bytes between the first '{' and the first '}' after it, when that is not empty). */
+unsigned seatd_keys_slot(const char *key, size_t len);
+
+/*
+ * Hint indexes: which shows the sweeper (seatd:due) and reconciliation (seatd:pending_shows)
+ * should look at. They are global (a show's script cannot write them: another slot), so they
+ * are split into SEATD_HINT_BUCKETS keys, bucket b covering the hash slots
+ * [b * 16384 / SEATD_HINT_BUCKETS, (b + 1) * 16384 / SEATD_HINT_BUCKETS): a show's hints go to
+ * the bucket of its own slot, and each bucket's key carries a hash tag chosen to fall in that
+ * same range, e.g. "seatd:due:{h13}" (slot 606) for bucket 0. On a cluster whose shards own
+ * contiguous slot ranges (what `redis-cli --cluster create` makes), a shard then holds the
+ * hints of the shows it owns: no shard is the hotspot of all sweeping and reconciliation,
+ * and a dead shard stops only its own shows' hints. Readers walk every bucket.
+ *   seatd:due:{hN}            zset  show id -> earliest deadline (ms) to look at (sweeper.h)
+ *   seatd:pending_shows:{hN}  zset  show id -> hint count: a worker started a booking or a
+ *                                   cancellation there (reconcile.h); cleared only if the
+ *                                   count did not change meanwhile
+ */
+#define SEATD_HINT_BUCKETS 16
+#define SEATD_KEY_DUE "seatd:due"
 #define SEATD_KEY_PENDING_SHOWS "seatd:pending_shows"
+/* The bucket of show 'show_id' (0..SEATD_HINT_BUCKETS-1), or -1 if the id is invalid. */
+int seatd_keys_hint_bucket(const char *show_id);
+/* Writes "<base>:{<tag of 'bucket'>}" into 'out' (SEATD_KEY_MAX bytes); 'base' is one of the
+ * two above. Returns 0, or SEATD_EBADID for a bucket out of range. */
+SEATD_MUSTCHECK int seatd_keys_hint(char *out, const char *base, int bucket);
+/* The hint key of 'base' for show 'show_id'. Returns 0 or SEATD_EBADID. */
+SEATD_MUSTCHECK int seatd_keys_show_hint(char *out, const char *base, const char *show_id);
 
 #endif

@@ -16,7 +16,7 @@
 #include "store.h"
 
 #define DUE_BATCH 20       /* due entries per show per tick */
-#define HINT_PAGE "199"    /* hinted shows read per tick (ZRANGE 0..199) */
+#define HINT_PAGE "199"    /* hinted shows read per bucket per tick (ZRANGE 0..199) */
 #define CATALOGUE_PAGE 100 /* catalogue shows checked per rescan */
 
 struct seatd_reconcile_s {
@@ -395,8 +395,13 @@ static void on_tick(uv_timer_t *t)
     rc->pass_pending = 0;
     rc->pass_counted = 0;
     seatd_metrics_inc(SEATD_METRIC_RECONCILE_RUN);
-    const char *hargv[] = {"ZRANGE", SEATD_KEY_PENDING_SHOWS, "0", HINT_PAGE, "WITHSCORES"};
-    started(rc, seatd_rds_callv(rc->rds, 5, hargv, NULL, on_hints, rc));
+    for (int b = 0; b < SEATD_HINT_BUCKETS; b++) { /* every bucket of the hint set */
+        char key[SEATD_KEY_MAX];
+        if (seatd_keys_hint(key, SEATD_KEY_PENDING_SHOWS, b) < 0)
+            continue;
+        const char *hargv[] = {"ZRANGE", key, "0", HINT_PAGE, "WITHSCORES"};
+        started(rc, seatd_rds_callv(rc->rds, 5, hargv, NULL, on_hints, rc));
+    }
     if (rc->ticks % (unsigned long)rc->o.rescan_every == 0) {
         char from[24], to[24];
         snprintf(from, sizeof(from), "%ld", rc->cursor);

@@ -10,13 +10,15 @@
  *
  * Finding work: each show keeps {s:<id>}:pending (bookingId -> start ms, written by
  * book_begin, left by confirm/fail) and {s:<id>}:refunds (cancelled bookings whose refund is
- * not confirmed). The store adds the show to the hint zset seatd:pending_shows (score = the
+ * not confirmed). The store adds the show to the hint zset seatd:pending_shows:{hN} (its
+ * bucket by slot range, keys.h; score = the
  * number of hints, ZINCRBY) after a booking begins or a cancellation leaves a refund owed
  * (hints.h: a second, cross-slot write, so not from inside the script). Every tick reads the hint
- * set and asks each show for its due entries (seatd_store_pending_due: pending for at least
- * 'min_age_ms' on Redis's clock); a show with nothing left is dropped from the hint set only if no
- * worker re-hinted it meanwhile. Every 'rescan_every' ticks a page of the catalogue seatd:shows is
- * checked too: the safety net for a worker that died between book_begin and its hint.
+ * set (every bucket) and asks each show for its due entries (seatd_store_pending_due: pending for
+ * at least 'min_age_ms' on Redis's clock); a show with nothing left is dropped from the hint set
+ * only if no worker re-hinted it meanwhile. Every 'rescan_every' ticks a page of the catalogue
+ * seatd:shows is checked too: the safety net for a worker that died between book_begin and its
+ * hint.
  *
  * A due booking: lookup by key -> APPROVED: book_confirm; if the seats were lost, refund the
  * whole charge and book_fail "seats_lost_refunded" with the amount; DECLINED: book_fail with
@@ -89,7 +91,7 @@ SEATD_MUSTCHECK int seatd_reconcile_wait_settled(struct uv_loop_s *loop,
                                                  int (*wanted)(void *data), seatd_store_cb cb,
                                                  void *data);
 
-/* Fire-and-forget: ZINCRBY seatd:pending_shows 1 'show_id' (the score counts hints); the
+/* Fire-and-forget: ZINCRBY seatd:pending_shows:{hN} 1 'show_id' (the score counts hints); the
  * same as seatd_hints_pending(), which the store calls after the operations that need it. */
 void seatd_reconcile_hint(struct seatd_rds_s *rds, const char *show_id);
 

@@ -1253,9 +1253,12 @@ int seatd_store_hint_clear(seatd_store_t *st, const char *show_id, const char *s
 {
     if (!seatd_keys_valid_show_id(show_id) || score == NULL)
         return SEATD_EBADID;
+    char key[SEATD_KEY_MAX];
+    if (seatd_keys_show_hint(key, SEATD_KEY_PENDING_SHOWS, show_id) < 0)
+        return SEATD_EBADID;
     const char *args[2] = {show_id, score};
-    return fcall(op_new(st, KIND_REMOVED, cb, data), "seatd_hint_clear", SEATD_KEY_PENDING_SHOWS, 2,
-                 args, NULL, on_reply);
+    return fcall(op_new(st, KIND_REMOVED, cb, data), "seatd_hint_clear", key, 2, args, NULL,
+                 on_reply);
 }
 
 int seatd_store_reap(seatd_store_t *st, const char *show_id, int max, seatd_store_cb cb, void *data)

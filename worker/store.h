@@ -152,8 +152,8 @@ typedef void (*seatd_store_cb)(const seatd_store_result_t *res, void *data);
 seatd_store_t *seatd_store_new(seatd_scripts_t *scripts);
 /* Files the hints of hints.h through 'rds' (borrowed; must outlive the store; NULL, the
  * default: none) after the operations that create their need: hold, book_begin and every
- * book_fail (seatd:due: a new or moved deadline); book_begin unless replayed, and
- * cancel_by_policy when its refund is still owed (seatd:pending_shows). */
+ * book_fail (seatd:due:{hN}: a new or moved deadline); book_begin unless replayed, and
+ * cancel_by_policy when its refund is still owed (seatd:pending_shows:{hN}). */
 void seatd_store_set_hints(seatd_store_t *st, seatd_rds_t *rds);
 void seatd_store_free(seatd_store_t *st);
 
@@ -332,8 +332,8 @@ SEATD_MUSTCHECK int seatd_store_pending_due(seatd_store_t *st, const char *show_
                                             int64_t min_age_ms, int max, seatd_store_cb cb,
                                             void *data);
 
-/* Removes 'show_id' from the hint zset SEATD_KEY_PENDING_SHOWS if its score is still
- * 'score' (text as read). Result: res->removed (removed). */
+/* Removes 'show_id' from its bucket of the hint zset SEATD_KEY_PENDING_SHOWS (keys.h) if its
+ * score is still 'score' (text as read). Result: res->removed (removed). */
 SEATD_MUSTCHECK int seatd_store_hint_clear(seatd_store_t *st, const char *show_id,
                                            const char *score, seatd_store_cb cb, void *data);
 

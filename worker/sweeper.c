@@ -15,7 +15,7 @@
 #include "scripts.h"
 #include "store.h"
 
-#define CLAIM_MAX "256" /* shows claimed per sweep */
+#define CLAIM_MAX "256" /* shows claimed per hint bucket per sweep */
 #define REAP_MAX 1000   /* holds reaped per show per call; more: filed as due again */
 #define RESCAN_EVERY_MS 30000
 #define RESCAN_LEASE_MS 25000
@@ -100,10 +100,14 @@ static void on_filed(const struct redisReply *reply, int err, void *data)
     op_done(op);
 }
 
-/* ZADD seatd:due LT 'score' 'id': files the show unless an earlier hint is there. */
+/* ZADD seatd:due:{hN} LT 'score' 'id' (the show's bucket): files the show unless an earlier
+ * hint is there. */
 static void file_show(seatd_sweeper_t *sw, const char *id, const char *score, int sweep)
 {
-    const char *argv[] = {"ZADD", SEATD_KEY_DUE, "LT", score, id};
+    char key[SEATD_KEY_MAX];
+    if (seatd_keys_show_hint(key, SEATD_KEY_DUE, id) < 0)
+        return;
+    const char *argv[] = {"ZADD", key, "LT", score, id};
     op_t *op = op_new(sw, id, sweep);
     if (seatd_rds_callv(sw->rds, 5, argv, NULL, on_filed, op) < 0) {
         sw->stats.errors++;
@@ -242,7 +246,7 @@ static void on_unfiled(const struct redisReply *reply, int err, void *data)
     op_done(op);
 }
 
-/* The pruned shows also leave the hint set seatd:due (their holds ended long ago). */
+/* The pruned shows also leave their seatd:due bucket (their holds ended long ago). */
 static void on_pruned(const struct redisReply *reply, int err, void *data)
 {
     op_t *op = data;
@@ -260,7 +264,10 @@ static void on_pruned(const struct redisReply *reply, int err, void *data)
             if (!name || !id || strcmp(name, "id") != 0)
                 continue;
             n++;
-            const char *argv[] = {"ZREM", SEATD_KEY_DUE, id};
+            char key[SEATD_KEY_MAX];
+            if (seatd_keys_show_hint(key, SEATD_KEY_DUE, id) < 0)
+                continue;
+            const char *argv[] = {"ZREM", key, id};
             op_t *zop = op_new(sw, id, 0);
             if (seatd_rds_callv(sw->rds, 3, argv, NULL, on_unfiled, zop) < 0)
                 op_done(zop);
@@ -366,16 +373,24 @@ static void on_timer(uv_timer_t *t)
     rescan_step(sw);
     if (sw->sweep_pending > 0)
         return; /* the previous sweep is still reaping: never overlap */
-    const char *keys[] = {SEATD_KEY_DUE};
-    const char *args[] = {CLAIM_MAX};
-    op_t *op = op_new(sw, NULL, 1);
+    /* One claim per hint bucket, all sent at once (each bucket lives in its own slot range,
+     * so on a cluster each goes to the shard that owns its shows). */
     sw->stats.sweeps++;
     sw->sweep_failed = 0;
-    if (seatd_scripts_fcall(sw->scripts, "seatd_sweep_claim", 1, keys, 1, args, NULL, on_claim,
-                            op) < 0) {
-        sw->stats.errors++;
-        sw->sweep_failed = 1;
-        op_done(op);
+    for (int b = 0; b < SEATD_HINT_BUCKETS && !sw->closing; b++) {
+        char key[SEATD_KEY_MAX];
+        if (seatd_keys_hint(key, SEATD_KEY_DUE, b) < 0)
+            continue;
+        const char *keys[] = {key};
+        const char *args[] = {CLAIM_MAX};
+        op_t *op = op_new(sw, NULL, 1);
+        if (seatd_scripts_fcall(sw->scripts, "seatd_sweep_claim", 1, keys, 1, args, NULL, on_claim,
+                                op) < 0) {
+            sw->stats.errors++;
+            sw->sweep_failed = 1;
+            if (op_done(op))
+                return;
+        }
     }
 }
 

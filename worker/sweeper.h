@@ -6,13 +6,14 @@
  * AVAILABLE, with their delta, within about one interval of the deadline.
  *
  * State lives in Redis, so any number of workers sweep safely and a restart loses nothing:
- *   seatd:due  zset  show id -> the earliest deadline (epoch ms, Redis's clock) at which the
- *                    show may have a hold to reap. A hint index, outside the shows' slots
+ *   seatd:due:{hN}  zset  show id -> the earliest deadline (epoch ms, Redis's clock) at which
+ *                    the show may have a hold to reap (split into SEATD_HINT_BUCKETS keys by
+ *                    the show's slot range, keys.h). A hint index, outside the shows' slots
  *                    (a hold script cannot write it: cross-slot), so the worker writes it:
  *   - the store, after a hold or a booking begun or failed (hints.h, seatd_hints_due; or
  *     seatd_sweeper_hint()), adds the show with score 0 (ZADD LT: "look at this show soon");
  *     fire and forget.
- *   - every interval, one FCALL seatd_sweep_claim takes the shows whose score is due and
+ *   - every interval, one FCALL seatd_sweep_claim per bucket takes the shows whose score is due and
  *     removes them (so exactly one worker reaps each); each is reaped with seatd_reap, whose
  *     reply names the show's next deadline, under which the show is filed again (ZADD LT; a
  *     hint that arrived meanwhile wins if earlier). Reaping is idempotent.
@@ -20,11 +21,11 @@
  *     worker's own token, and renewed every third of its time while the walk runs, so a
  *     long walk never shares the catalogue with a second walker) first prunes the catalogue
  *     (seatd_catalogue_prune: shows whose startsAt is more than the retention, 24 h by
- *     default, in the past leave seatd:shows and seatd:due), then walks seatd:shows in pages
- *     and files every show with a non-empty expiry set under its first deadline, so a lost
- *     hint (a worker that died between claim and filing, a hint that failed) costs at most
- *     one rescan period. The walk grows with the shows on sale, not with every show created.
- * Keyspace notifications are not used: Redis emits `expired` late under load.
+ *     default, in the past leave seatd:shows and their seatd:due bucket), then walks seatd:shows in
+ * pages and files every show with a non-empty expiry set under its first deadline, so a lost hint
+ * (a worker that died between claim and filing, a hint that failed) costs at most one rescan
+ * period. The walk grows with the shows on sale, not with every show created. Keyspace
+ * notifications are not used: Redis emits `expired` late under load.
  *
  * Lifecycle: seatd_sweeper_new() -> seatd_sweeper_start() -> ... -> seatd_sweeper_close()
  * (before the Redis client closes; the object frees itself once its timer is closed and

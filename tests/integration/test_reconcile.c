@@ -14,8 +14,9 @@
  * (put back in {s}:pending by the test, which is what the reconciler sees in that race).
  *
  * No sleeps: each row starts a reconciler after the setup and waits for two whole rounds
- * (one round issues one ZRANGE of the hint set, and the next round starts only after every
- * call of the previous one answered, so the third ZRANGE proves two rounds ended), then
+ * (one round issues one ZRANGE per bucket of the hint set, SEATD_HINT_BUCKETS, and the next
+ * round starts only after every call of the previous one answered, so the first ZRANGE of a
+ * third round proves two rounds ended), then
  * reads the booking, the hold, the show's sets and the gateway's books.
  */
 #include <criterion/criterion.h>
@@ -249,8 +250,8 @@ static const char *const state_names[] = {"pending", "hold expired", "confirmed"
  * Running one row
  * --------------------------------------------------------------------------------------- */
 
-/* Calls of ZRANGE so far (INFO commandstats): one per reconcile round here (no sweeper runs,
- * and no script this test calls uses ZRANGE). */
+/* Calls of ZRANGE so far (INFO commandstats): one per hint bucket per reconcile round here (no
+ * sweeper runs, and no script this test calls uses ZRANGE). */
 static long long zrange_calls(redisContext *c)
 {
     redisReply *r = redisCommand(c, "INFO commandstats");
@@ -389,7 +390,9 @@ static void run_row(const row_t *row)
     }
     if (expire)
         cr_assert_eq(th_wait_redis_ms(c, deadline, WAIT_MS), 0, "the hold ran out");
-    freeReplyObject(redisCommand(c, "ZINCRBY seatd:pending_shows 1 1")); /* the worker's hint */
+    char hint[SEATD_KEY_MAX];
+    cr_assert_eq(seatd_keys_show_hint(hint, SEATD_KEY_PENDING_SHOWS, "1"), 0);
+    freeReplyObject(redisCommand(c, "ZINCRBY %s 1 1", hint)); /* the worker's hint */
 
     /* The gateway the reconciler talks to. */
     bad_gw_t bad;
@@ -414,7 +417,7 @@ static void run_row(const row_t *row)
     long long base = zrange_calls(c);
     seatd_reconcile_t *rec = seatd_reconcile_new(t.loop, t.rds, t.store, pay, &o);
     cr_assert_not_null(rec);
-    wait_rounds(&t, c, base + 3);
+    wait_rounds(&t, c, base + 2 * SEATD_HINT_BUCKETS + 1);
     unsigned long deferred = seatd_reconcile_deferred(rec);
     seatd_reconcile_close(rec);
     seatd_payment_close(pay); /* a lookup still hanging ends now, with "shutdown" */

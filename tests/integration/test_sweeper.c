@@ -66,6 +66,18 @@ static void on_barrier(const struct redisReply *reply, int err, void *data)
     (*(int *)data)++;
 }
 
+/* Shows filed in the sweeper's hint set (every bucket) with a score up to 'max'. */
+static long long due_count(redisContext *rc, const char *max)
+{
+    long long n = 0;
+    for (int b = 0; b < SEATD_HINT_BUCKETS; b++) {
+        char key[SEATD_KEY_MAX];
+        cr_assert_eq(seatd_keys_hint(key, SEATD_KEY_DUE, b), 0);
+        n += th_int(rc, "ZCOUNT %s -inf %s", key, max);
+    }
+    return n;
+}
+
 /* Closes 'sw' and runs the loop until it has freed itself: after close it sends nothing new,
  * and a PING queued behind its in-flight calls on the harness's one connection answers only
  * after they all did; one more loop turn runs its timer's close callback. */
@@ -100,7 +112,7 @@ Test(sweeper, releases_an_abandoned_hold_after_its_deadline_without_any_request)
     seatd_sweeper_get_stats(sw, &st);
     cr_assert_geq(st.reaped, 1);
     redisContext *rc = seatd_test_redis_connect();
-    cr_assert_eq(th_int(rc, "ZCARD seatd:due"), 0, "nothing left to sweep for the show");
+    cr_assert_eq(due_count(rc, "+inf"), 0, "nothing left to sweep for the show");
     redisFree(rc);
     close_sweeper(&t, sw);
     th_res_clear(&r);
@@ -155,8 +167,7 @@ typedef struct {
 static void on_due_poll(uv_timer_t *tm)
 {
     due_wait_t *w = tm->data;
-    if (th_int(w->rc, "ZCOUNT seatd:due -inf 1") == 0 &&
-        th_int(w->rc, "ZCARD seatd:due") == w->shows) {
+    if (due_count(w->rc, "1") == 0 && due_count(w->rc, "+inf") == w->shows) {
         w->done = 1;
         uv_timer_stop(tm);
     }
@@ -223,7 +234,9 @@ Test(sweeper, releases_an_abandoned_hold_with_100k_other_holds_live)
                 while (b.queued - b.done > 1000)
                     uv_run(t.loop, UV_RUN_ONCE);
         }
-        redisReply *z = redisCommand(rc, "ZADD seatd:due LT 0 %s", id); /* the hint */
+        char due[SEATD_KEY_MAX];
+        cr_assert_eq(seatd_keys_show_hint(due, SEATD_KEY_DUE, id), 0);
+        redisReply *z = redisCommand(rc, "ZADD %s LT 0 %s", due, id); /* the hint */
         freeReplyObject(z);
     }
     while (b.done < b.queued)
@@ -242,8 +255,8 @@ Test(sweeper, releases_an_abandoned_hold_with_100k_other_holds_live)
     /* Let the sweepers file every hinted show under its real (10-minute) deadline. */
     due_wait_t dw = {.rc = rc, .shows = SHOWS};
     wait_due_filed(&t, &dw, 60000);
-    cr_assert_eq(th_int(rc, "ZCOUNT seatd:due -inf 1"), 0);
-    cr_assert_eq(th_int(rc, "ZCARD seatd:due"), SHOWS);
+    cr_assert_eq(due_count(rc, "1"), 0);
+    cr_assert_eq(due_count(rc, "+inf"), SHOWS);
 
     const char *last[] = {names[HOLDS_PER_SHOW], NULL};
     cr_assert_eq(th_hold(&t, &r, "500", "late", last, 700, 8, NULL), 0);
@@ -321,7 +334,9 @@ Test(sweeper, a_show_past_its_start_and_retention_leaves_the_scan_sets_and_the_l
     freeReplyObject(redisCommand(c, "HSET {s:2}:meta startsAt %lld", now - 120000));
     freeReplyObject(redisCommand(c, "ZADD seatd:shows %lld 3", now - 1000));
     freeReplyObject(redisCommand(c, "HSET {s:3}:meta startsAt %lld", now - 1000));
-    freeReplyObject(redisCommand(c, "ZADD seatd:due %lld 2", now + 600000)); /* a stale hint */
+    char due2[SEATD_KEY_MAX];
+    cr_assert_eq(seatd_keys_show_hint(due2, SEATD_KEY_DUE, "2"), 0);
+    freeReplyObject(redisCommand(c, "ZADD %s %lld 2", due2, now + 600000)); /* a stale hint */
 
     /* The listing is upcoming shows only, pruned or not. */
     cr_assert_eq(th_finish(&t, &r, seatd_store_list_shows(t.store, 0, 10, th_on_result, &r)), 0);
@@ -340,7 +355,7 @@ Test(sweeper, a_show_past_its_start_and_retention_leaves_the_scan_sets_and_the_l
     redisReply *x = redisCommand(c, "ZSCORE seatd:shows 2");
     cr_assert_eq(x->type, REDIS_REPLY_NIL, "show 2 left the catalogue");
     freeReplyObject(x);
-    x = redisCommand(c, "ZSCORE seatd:due 2");
+    x = redisCommand(c, "ZSCORE %s 2", due2);
     cr_assert_eq(x->type, REDIS_REPLY_NIL, "and the sweeper's hint set");
     freeReplyObject(x);
     x = redisCommand(c, "ZSCORE seatd:shows 3");

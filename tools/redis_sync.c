@@ -1,0 +1,281 @@
+/* redis_sync.c - a blocking Redis client that follows a cluster's redirections; see
+ * redis_sync.h. */
+#include "redis_sync.h"
+
+#include <hiredis/hiredis.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "keys.h"
+#include "mem.h"
+
+#define MAX_NODES 64
+#define SLOTS 16384
+#define RETRY_PAUSE_MS 100
+
+typedef struct {
+    char host[64];
+    int port;
+    redisContext *c; /* NULL until connected, or after it broke */
+} node_t;
+
+struct seatd_redis_s {
+    seatd_redis_opts_t o;
+    char user[128], password[256];
+    node_t nodes[MAX_NODES];
+    int nnodes;
+    short owner[SLOTS]; /* slot -> index in nodes, -1 when unknown (use the first reachable) */
+    char err[256];
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The node 'host':'port', added if new; -1 when the table is full. */
+static int node_index(seatd_redis_t *r, const char *host, int port)
+{
+    for (int i = 0; i < r->nnodes; i++)
+        if (r->nodes[i].port == port && strcmp(r->nodes[i].host, host) == 0)
+            return i;
+    if (r->nnodes == MAX_NODES)
+        return -1;
+    node_t *n = &r->nodes[r->nnodes];
+    snprintf(n->host, sizeof(n->host), "%s", host);
+    n->port = port;
+    n->c = NULL;
+    return r->nnodes++;
+}
+
+static void node_drop(seatd_redis_t *r, int i)
+{
+    if (r->nodes[i].c)
+        redisFree(r->nodes[i].c);
+    r->nodes[i].c = NULL;
+    for (int s = 0; s < SLOTS; s++) /* the cluster will name the new owner */
+        if (r->owner[s] == i)
+            r->owner[s] = -1;
+}
+
+/* A live connection to node 'i' (connected and authenticated), or NULL. */
+static redisContext *node_conn(seatd_redis_t *r, int i)
+{
+    node_t *n = &r->nodes[i];
+    if (n->c && !n->c->err)
+        return n->c;
+    if (n->c)
+        redisFree(n->c);
+    struct timeval tv = {r->o.timeout_ms / 1000, (r->o.timeout_ms % 1000) * 1000};
+    n->c = redisConnectWithTimeout(n->host, n->port, tv);
+    if (n->c == NULL || n->c->err) {
+        snprintf(r->err, sizeof(r->err), "%s:%d: %s", n->host, n->port,
+                 n->c ? n->c->errstr : "out of memory");
+        if (n->c)
+            redisFree(n->c);
+        n->c = NULL;
+        return NULL;
+    }
+    redisSetTimeout(n->c, tv);
+    if (r->password[0]) {
+        redisReply *a = r->user[0] ? redisCommand(n->c, "AUTH %s %s", r->user, r->password)
+                                   : redisCommand(n->c, "AUTH %s", r->password);
+        int refused = a == NULL || a->type == REDIS_REPLY_ERROR;
+        snprintf(r->err, sizeof(r->err), "%s:%d refused the credentials%s%s", n->host, n->port,
+                 r->user[0] ? " of user " : "", r->user);
+        if (a)
+            freeReplyObject(a);
+        if (refused) {
+            redisFree(n->c);
+            n->c = NULL;
+            return NULL;
+        }
+    }
+    return n->c;
+}
+
+/* The argument that names the command's key, or -1 for a command without one. */
+static int key_arg(int argc, const char **argv, const size_t *lens)
+{
+    if (argc < 2)
+        return -1;
+    const char *c = argv[0];
+    if (!strcasecmp(c, "FCALL") || !strcasecmp(c, "FCALL_RO") || !strcasecmp(c, "EVAL") ||
+        !strcasecmp(c, "EVALSHA"))
+        return argc > 3 && atoi(argv[2]) > 0 ? 3 : -1;
+    if (!strcasecmp(c, "XREAD") || !strcasecmp(c, "XREADGROUP")) {
+        for (int i = 1; i + 1 < argc; i++)
+            if ((lens ? lens[i] : strlen(argv[i])) == 7 && !strncasecmp(argv[i], "STREAMS", 7))
+                return i + 1;
+        return -1;
+    }
+    static const char *const keyless[] = {"PING",   "INFO",   "CLUSTER", "FUNCTION", "ACL",
+                                          "TIME",   "CONFIG", "AUTH",    "SCRIPT",   "DBSIZE",
+                                          "WAIT",   "CLIENT", "COMMAND", "SHUTDOWN", "FLUSHALL",
+                                          "SELECT", "HELLO",  "ECHO",    "PUBLISH",  "KEYS"};
+    for (size_t i = 0; i < sizeof(keyless) / sizeof(keyless[0]); i++)
+        if (!strcasecmp(c, keyless[i]))
+            return -1;
+    return 1;
+}
+
+/* "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381": the slot and the node's index. */
+static int parse_redirect(seatd_redis_t *r, const char *msg, int *slot)
+{
+    const char *sp = strchr(msg, ' ');
+    if (sp == NULL)
+        return -1;
+    *slot = atoi(sp + 1);
+    const char *addr = strchr(sp + 1, ' ');
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    if (colon == NULL || *slot < 0 || *slot >= SLOTS || (size_t)(colon - addr - 1) >= 64)
+        return -1;
+    char host[64];
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - addr - 1), addr + 1);
+    return node_index(r, host, atoi(colon + 1));
+}
+
+static int starts(const redisReply *x, const char *prefix)
+{
+    return x && x->type == REDIS_REPLY_ERROR && x->str &&
+           strncmp(x->str, prefix, strlen(prefix)) == 0;
+}
+
+redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv, const size_t *lens)
+{
+    int k = key_arg(argc, argv, lens);
+    int slot = k < 0 ? -1 : (int)seatd_keys_slot(argv[k], lens ? lens[k] : strlen(argv[k]));
+    long long deadline = now_ms() + r->o.timeout_ms;
+    int ask = -1; /* the node an ASK named, for the next attempt only */
+    int next = 0; /* round-robin over the known nodes when the owner is unknown or dead */
+    for (;;) {
+        int i = ask >= 0 ? ask : (slot >= 0 && r->owner[slot] >= 0 ? r->owner[slot] : next);
+        redisContext *c = node_conn(r, i);
+        redisReply *x = NULL;
+        if (c != NULL) {
+            if (ask >= 0) {
+                redisReply *a = redisCommand(c, "ASKING");
+                if (a)
+                    freeReplyObject(a);
+            }
+            x = redisCommandArgv(c, argc, argv, lens);
+            if (x == NULL)
+                snprintf(r->err, sizeof(r->err), "%s:%d: %s", r->nodes[i].host, r->nodes[i].port,
+                         c->errstr);
+        }
+        ask = -1;
+        if (x == NULL) {
+            node_drop(r, i);
+            next = (i + 1) % r->nnodes;
+        } else if (starts(x, "MOVED ") || starts(x, "ASK ")) {
+            int s, to = parse_redirect(r, x->str, &s);
+            int moved = x->str[0] == 'M';
+            freeReplyObject(x);
+            if (to < 0) {
+                snprintf(r->err, sizeof(r->err), "bad redirection");
+                return NULL;
+            }
+            if (moved)
+                r->owner[s] = (short)to;
+            else
+                ask = to;
+            continue; /* a redirection is an answer, not a failure: no pause */
+        } else if (starts(x, "TRYAGAIN") || starts(x, "CLUSTERDOWN") || starts(x, "LOADING")) {
+            snprintf(r->err, sizeof(r->err), "%s", x->str);
+            if (now_ms() + RETRY_PAUSE_MS >= deadline)
+                return x;
+            freeReplyObject(x);
+        } else {
+            return x;
+        }
+        if (now_ms() + RETRY_PAUSE_MS >= deadline)
+            return NULL;
+        pause_ms(RETRY_PAUSE_MS);
+    }
+}
+
+/* Splits hiredis's RESP encoding of a formatted command back into arguments. */
+static redisReply *command_resp(seatd_redis_t *r, const char *cmd, int len)
+{
+    const char *p = cmd, *end = cmd + len;
+    if (p >= end || *p != '*')
+        return NULL;
+    int argc = atoi(p + 1);
+    if (argc <= 0 || argc > 1024)
+        return NULL;
+    const char **argv = seatd_calloc((size_t)argc, sizeof(*argv));
+    size_t *lens = seatd_calloc((size_t)argc, sizeof(*lens));
+    p = strchr(p, '\n') + 1;
+    int i = 0;
+    for (; i < argc && p < end && *p == '$'; i++) {
+        lens[i] = (size_t)strtoul(p + 1, NULL, 10);
+        p = strchr(p, '\n') + 1;
+        argv[i] = p;
+        p += lens[i] + 2;
+    }
+    redisReply *x = i == argc ? seatd_redis_commandv(r, argc, argv, lens) : NULL;
+    free(argv);
+    free(lens);
+    return x;
+}
+
+redisReply *seatd_redis_command(seatd_redis_t *r, const char *fmt, ...)
+{
+    char *cmd = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = redisvFormatCommand(&cmd, fmt, ap);
+    va_end(ap);
+    if (len < 0)
+        return NULL;
+    redisReply *x = command_resp(r, cmd, len);
+    redisFreeCommand(cmd);
+    return x;
+}
+
+seatd_redis_t *seatd_redis_connect(const seatd_redis_opts_t *opts, char *err, size_t errlen)
+{
+    seatd_redis_t *r = seatd_calloc(1, sizeof(*r));
+    r->o = *opts;
+    if (r->o.timeout_ms <= 0)
+        r->o.timeout_ms = 5000;
+    snprintf(r->user, sizeof(r->user), "%s", opts->user ? opts->user : "");
+    snprintf(r->password, sizeof(r->password), "%s", opts->password ? opts->password : "");
+    r->o.user = r->o.password = NULL;
+    for (int s = 0; s < SLOTS; s++)
+        r->owner[s] = -1;
+    node_index(r, opts->host ? opts->host : "127.0.0.1", opts->port ? opts->port : 6379);
+    if (node_conn(r, 0) == NULL) {
+        snprintf(err, errlen, "%s", r->err);
+        seatd_redis_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+const char *seatd_redis_errstr(const seatd_redis_t *r)
+{
+    return r->err;
+}
+
+void seatd_redis_free(seatd_redis_t *r)
+{
+    if (r == NULL)
+        return;
+    for (int i = 0; i < r->nnodes; i++)
+        if (r->nodes[i].c)
+            redisFree(r->nodes[i].c);
+    free(r);
+}

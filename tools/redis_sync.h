@@ -1,0 +1,56 @@
+/*
+ * redis_sync.h - a blocking Redis client for the tools and the tests (seatd-notify, seatctl's
+ * read-only inspection, the benchmark's audit, the end-to-end suites' checks) that works the
+ * same on one node and on a Redis Cluster.
+ *
+ * A command goes to the node that owns its key's slot, as far as this client knows: it learns
+ * the owners from MOVED answers (no CLUSTER SLOTS walk: a tool sends few commands) and starts
+ * with the node it was given. MOVED -> remember the slot's owner and send again there; ASK
+ * -> ASKING and send again on the named node, remembering nothing; TRYAGAIN, CLUSTERDOWN,
+ * LOADING or a broken connection -> wait 100 ms and send again (a broken node is forgotten as
+ * a slot owner: another node will name the new one), until 'timeout_ms' has passed. A command
+ * that may have run before its connection broke is sent again: only use this client for
+ * reads and for writes that are safe to repeat (the tools' are).
+ *
+ * The key of a command is its first argument, except FCALL/FCALL_RO/EVAL/EVALSHA (the first
+ * key after numkeys, if any) and XREAD/XREADGROUP (the first stream after STREAMS); commands
+ * without a key go to the first node.
+ *
+ * Not thread-safe; one per thread.
+ */
+#ifndef SEATD_REDIS_SYNC_H
+#define SEATD_REDIS_SYNC_H
+
+#include <stddef.h>
+
+struct redisReply;
+
+typedef struct seatd_redis_s seatd_redis_t;
+
+typedef struct seatd_redis_opts_s {
+    const char *host;     /* the first node; "127.0.0.1" when NULL */
+    int port;             /* 6379 when 0 */
+    const char *user;     /* ACL user for AUTH on every connection, or NULL */
+    const char *password; /* AUTH password, or NULL for none */
+    int timeout_ms;       /* per connect and per command, retries included; 5000 when 0 */
+} seatd_redis_opts_t;
+
+/* Connects to the first node. Returns an owned client, or NULL (with a message in 'err',
+ * 'errlen' bytes) if that node cannot be reached or refuses the credentials. */
+seatd_redis_t *seatd_redis_connect(const seatd_redis_opts_t *opts, char *err, size_t errlen);
+
+/* Runs one command given as 'argc' binary-safe arguments ('lens' may be NULL for C strings).
+ * Returns an owned reply (free with freeReplyObject(); it may be an error reply), or NULL
+ * when no node answered in time. */
+struct redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv,
+                                        const size_t *lens);
+
+/* Like seatd_redis_commandv() with hiredis's printf-like format ("GET %s", "%b"...). */
+struct redisReply *seatd_redis_command(seatd_redis_t *r, const char *fmt, ...);
+
+/* The last failure, for messages. */
+const char *seatd_redis_errstr(const seatd_redis_t *r);
+
+void seatd_redis_free(seatd_redis_t *r);
+
+#endif
