@@ -13,6 +13,8 @@
 #ifndef SEATD_TEST_REDIS_FIXTURE_H
 #define SEATD_TEST_REDIS_FIXTURE_H
 
+#include <stddef.h>
+
 struct redisContext;
 
 typedef struct seatd_test_redis_s {
@@ -38,5 +40,11 @@ int seatd_test_redis_from_env(seatd_test_redis_t *fx);
 struct redisContext *seatd_test_redis_connect(void);
 /* FLUSHALL on a fresh connection (keeps functions). */
 void seatd_test_redis_flushall(void);
+
+/* A free loopback TCP port from the kernel (released before use: a collision is possible), or
+ * -1. */
+int seatd_test_free_port(void);
+/* The absolute path of redis-server found on PATH, written to 'out'; 0 or -1. */
+int seatd_test_redis_exe(char *out, size_t cap);
 
 #endif
