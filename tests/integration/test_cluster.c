@@ -9,13 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <signal.h>
+#include <uv.h>
+
 #include "cluster_fixture.h"
+#include "errors.h"
+#include "log.h"
+#include "loop.h"
+#include "rds.h"
 #include "rds_slot.h"
 
 static seatd_test_cluster_t cl;
 
 static void cluster_up(void)
 {
+    seatd_log_set_level(SEATD_LOG_ERROR);
+    signal(SIGPIPE, SIG_IGN);
     if (seatd_test_cluster_start(&cl, 3, 1) != 0)
         cr_assert_fail("could not start a local Redis Cluster");
 }
@@ -69,4 +78,132 @@ Test(cluster, keyslot_matches_the_server_on_random_and_brace_keys)
     }
     cr_assert_geq(checked, 5000);
     redisFree(c);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The rds client in cluster mode
+ * ------------------------------------------------------------------------------------- */
+
+/* What one command's callback saw. */
+typedef struct probe_s {
+    int calls;
+    int err;
+    int type;
+    char str[128];
+    int *done;
+} probe_t;
+
+/* Counts completions: 'all' becomes 1 once 'n' reaches 'want'. */
+typedef struct counter_s {
+    int n, want, all;
+} counter_t;
+
+static void on_probe(const struct redisReply *reply, int err, void *data)
+{
+    probe_t *p = data;
+    p->calls++;
+    p->err = err;
+    p->type = seatd_rds_reply_type(reply);
+    size_t len = 0;
+    const char *s = seatd_rds_reply_str(reply, &len);
+    p->str[0] = '\0';
+    if (s)
+        snprintf(p->str, sizeof(p->str), "%.*s", (int)len, s);
+    if (p->done)
+        (*p->done)++;
+}
+
+static void on_counted(const struct redisReply *reply, int err, void *data);
+
+typedef struct cprobe_s {
+    probe_t p;
+    counter_t *c;
+} cprobe_t;
+
+static void on_counted(const struct redisReply *reply, int err, void *data)
+{
+    cprobe_t *cp = data;
+    on_probe(reply, err, &cp->p);
+    if (++cp->c->n >= cp->c->want)
+        cp->c->all = 1;
+}
+
+static seatd_rds_t *cluster_client(uv_loop_t *loop, int timeout_ms)
+{
+    seatd_rds_opts_t o = {0};
+    o.cluster_nodes = cl.nodes;
+    o.pool_size = 2;
+    o.timeout_ms = timeout_ms;
+    return seatd_rds_new(loop, &o);
+}
+
+/* Runs one command to completion; returns its probe. */
+static probe_t run1(uv_loop_t *loop, seatd_rds_t *rds, unsigned flags, int argc, const char **argv)
+{
+    probe_t p = {0};
+    int done = 0;
+    p.done = &done;
+    cr_assert_eq(seatd_rds_callv_ex(rds, argc, argv, NULL, flags, on_probe, &p), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &done, 20000), 0, "the command never completed");
+    cr_assert_eq(p.calls, 1);
+    return p;
+}
+
+/* Reads 'key' straight from the primary that serves it. */
+static void assert_on_owner(const char *key, const char *want)
+{
+    int owner = seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(key, strlen(key)));
+    cr_assert_geq(owner, 0);
+    redisContext *c = seatd_test_cluster_connect(&cl, owner);
+    cr_assert(c);
+    redisReply *r = redisCommand(c, "GET %s", key);
+    cr_assert(r && r->type == REDIS_REPLY_STRING, "%s is not on the node that serves its slot",
+              key);
+    cr_assert_str_eq(r->str, want);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+Test(cluster, commands_reach_the_primary_of_their_slot_on_every_shard)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = cluster_client(loop, 5000);
+    enum { N = 300 };
+    static cprobe_t cp[N];
+    static char keys[N][32], vals[N][16];
+    counter_t cnt = {.want = N};
+    int shards_hit[SEATD_TEST_CLUSTER_MAX] = {0};
+    for (int i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "{s:%d}:meta", i);
+        snprintf(vals[i], sizeof(vals[i]), "v%d", i);
+        const char *argv[] = {"SET", keys[i], vals[i]};
+        cp[i].c = &cnt;
+        cr_assert_eq(seatd_rds_callv(rds, 3, argv, NULL, on_counted, &cp[i]), 0);
+    }
+    cr_assert_eq(seatd_test_loop_run_until(loop, &cnt.all, 20000), 0);
+    for (int i = 0; i < N; i++) {
+        probe_t *p = &cp[i].p;
+        cr_assert_eq(p->calls, 1);
+        cr_assert_eq(p->err, 0, "SET %s: %s", keys[i], seatd_err_name(p->err));
+        cr_assert_str_eq(p->str, "OK", "SET %s answered %s", keys[i], p->str);
+        shards_hit[seatd_test_cluster_primary_of(&cl,
+                                                 seatd_rds_keyslot(keys[i], strlen(keys[i])))] = 1;
+    }
+    for (int i = 0; i < N; i += 37)
+        assert_on_owner(keys[i], vals[i]);
+    int shards = 0;
+    for (int i = 0; i < SEATD_TEST_CLUSTER_MAX; i++)
+        shards += shards_hit[i];
+    cr_assert_eq(shards, 3, "the keys spread over the 3 primaries");
+
+    const char *ping[] = {"PING"};
+    probe_t pp = run1(loop, rds, 0, 1, ping);
+    cr_assert_str_eq(pp.str, "PONG");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.moved, 0, "the map from CLUSTER SLOTS was right first time");
+    cr_assert_eq(st.connected, 6, "one pool of 2 per primary");
+    cr_assert(seatd_rds_is_cluster(rds));
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
 }
