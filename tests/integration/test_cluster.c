@@ -207,3 +207,146 @@ Test(cluster, commands_reach_the_primary_of_their_slot_on_every_shard)
     seatd_rds_close(rds);
     cr_assert_eq(seatd_test_loop_free(loop), 0);
 }
+
+/* A key of 'show' on a given primary: the first {s:N}:meta whose slot 'node' serves. */
+static void key_on(int node, char *out, size_t cap, int from)
+{
+    for (int i = from; i < from + 100000; i++) {
+        snprintf(out, cap, "{s:%d}:meta", i);
+        if (seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(out, strlen(out))) == node)
+            return;
+    }
+    cr_assert_fail("no key found on node %d", node);
+}
+
+Test(cluster, moved_patches_the_map_and_the_command_still_lands)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = cluster_client(loop, 5000);
+    const char *key = "{s:42}:meta";
+    unsigned slot = seatd_rds_keyslot(key, strlen(key));
+    const char *set[] = {"SET", key, "before"};
+    probe_t p = run1(loop, rds, 0, 3, set);
+    cr_assert_str_eq(p.str, "OK");
+
+    int from = seatd_test_cluster_primary_of(&cl, slot);
+    int to = seatd_test_cluster_other_primary(&cl, from);
+    cr_assert_eq(seatd_test_cluster_move_slot(&cl, slot, to, NULL, NULL), 0);
+
+    const char *get[] = {"GET", key};
+    p = run1(loop, rds, 0, 2, get);
+    cr_assert_eq(p.err, 0);
+    cr_assert_str_eq(p.str, "before", "the key moved with its slot and was found there");
+    const char *set2[] = {"SET", key, "after"};
+    p = run1(loop, rds, 0, 3, set2);
+    cr_assert_str_eq(p.str, "OK");
+    assert_on_owner(key, "after");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_geq(st.moved, 1, "the first command after the move was redirected");
+    cr_assert_leq(st.moved, 1, "then the patched map sent the next one straight there");
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
+
+/* During a migration (keys moved, slot not yet handed over), from inside the fixture. */
+typedef struct ask_ctx_s {
+    uv_loop_t *loop;
+    seatd_rds_t *rds;
+    const char *key;
+    probe_t get, set_new, get_new;
+} ask_ctx_t;
+
+static void during_migration(void *arg)
+{
+    ask_ctx_t *a = arg;
+    const char *get[] = {"GET", a->key};
+    a->get = run1(a->loop, a->rds, 0, 2, get);
+    const char *set[] = {"SET", "{s:42}:fresh", "new"};
+    a->set_new = run1(a->loop, a->rds, 0, 3, set);
+    const char *get2[] = {"GET", "{s:42}:fresh"};
+    a->get_new = run1(a->loop, a->rds, 0, 2, get2);
+}
+
+Test(cluster, ask_during_a_migration_goes_to_the_target_once_without_changing_the_map)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = cluster_client(loop, 5000);
+    const char *key = "{s:42}:meta";
+    unsigned slot = seatd_rds_keyslot(key, strlen(key));
+    const char *set[] = {"SET", key, "moving"};
+    cr_assert_str_eq(run1(loop, rds, 0, 3, set).str, "OK");
+    int from = seatd_test_cluster_primary_of(&cl, slot);
+    int to = seatd_test_cluster_other_primary(&cl, from);
+    ask_ctx_t a = {.loop = loop, .rds = rds, .key = key};
+    cr_assert_eq(seatd_test_cluster_move_slot(&cl, slot, to, during_migration, &a), 0);
+    cr_assert_eq(a.get.err, 0);
+    cr_assert_str_eq(a.get.str, "moving", "a migrated key is read on the target after ASK");
+    cr_assert_str_eq(a.set_new.str, "OK", "a new key of a migrating slot is written on the target");
+    cr_assert_str_eq(a.get_new.str, "new");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_geq(st.asked, 3, "each command was sent with ASKING: the map was not changed");
+    cr_assert_eq(st.moved, 0);
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
+
+Test(cluster, a_killed_primary_fails_over_and_commands_succeed_again_on_the_same_client,
+     .timeout = 180)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = cluster_client(loop, 1000);
+    char victim_key[32], other_key[32];
+    key_on(0 <= seatd_test_cluster_primary_of(&cl, 0) ? seatd_test_cluster_primary_of(&cl, 0) : 0,
+           victim_key, sizeof(victim_key), 0);
+    int victim =
+        seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(victim_key, strlen(victim_key)));
+    int other = seatd_test_cluster_other_primary(&cl, victim);
+    key_on(other, other_key, sizeof(other_key), 0);
+    const char *set[] = {"SET", victim_key, "1"};
+    cr_assert_str_eq(run1(loop, rds, 0, 3, set).str, "OK");
+    /* WAIT so that the replica has it before the primary dies. */
+    const char *setw[] = {"SET", other_key, "1"};
+    cr_assert_str_eq(run1(loop, rds, 0, 3, setw).str, "OK");
+    redisContext *c = seatd_test_cluster_connect(&cl, victim);
+    redisReply *w = redisCommand(c, "WAIT 1 2000");
+    cr_assert(w && w->type == REDIS_REPLY_INTEGER && w->integer == 1);
+    freeReplyObject(w);
+    redisFree(c);
+
+    seatd_test_cluster_kill(&cl, victim);
+    /* Until the failover, the victim's slot answers EUNAVAILABLE (never a wrong answer), and
+     * the other shards keep working. */
+    uv_update_time(loop);
+    uint64_t start = uv_now(loop);
+    int recovered = 0, other_failures = 0, attempts = 0;
+    while (!recovered && uv_now(loop) - start < SEATD_TEST_CLUSTER_NODE_TIMEOUT_MS + 15000) {
+        const char *get[] = {"GET", victim_key};
+        probe_t p = run1(loop, rds, 0, 2, get);
+        attempts++;
+        if (p.err == 0) {
+            cr_assert_str_eq(p.str, "1", "the promoted replica has the acknowledged write");
+            recovered = 1;
+        } else {
+            cr_assert(p.err == SEATD_EUNAVAILABLE || p.err == SEATD_ETIMEOUT, "%s",
+                      seatd_err_name(p.err));
+        }
+        const char *oget[] = {"GET", other_key};
+        probe_t o = run1(loop, rds, 0, 2, oget);
+        if (o.err != 0)
+            other_failures++;
+        uv_update_time(loop);
+    }
+    cr_assert(recovered, "the victim's slot never served again on the same client");
+    cr_assert_eq(other_failures, 0, "another shard failed during the failover");
+    const char *set2[] = {"SET", victim_key, "2"};
+    cr_assert_str_eq(run1(loop, rds, 0, 3, set2).str, "OK");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_geq(st.refreshes, 2);
+    fprintf(stderr, "failover: %d attempts, %llu ms\n", attempts,
+            (unsigned long long)(uv_now(loop) - start));
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}

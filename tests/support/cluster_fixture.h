@@ -3,7 +3,8 @@
  *
  * seatd_test_cluster_start() starts 'primaries' * (1 + 'replicas') redis-servers on free
  * loopback ports (each also needs port + 10000 free, for the cluster bus) in one temp dir,
- * with cluster-enabled yes, appendonly yes, cluster-node-timeout
+ * with cluster-enabled yes, appendonly yes, cluster-require-full-coverage no (the other shards
+ * keep serving while one fails over), cluster-node-timeout
  * SEATD_TEST_CLUSTER_NODE_TIMEOUT_MS, save '', enable-debug-command local; joins them with
  * `redis-cli --cluster create ... --cluster-replicas R --cluster-yes`; and returns once every
  * node reports cluster_state:ok, agrees on the slot map and every replica's link is up.
