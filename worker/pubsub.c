@@ -12,6 +12,7 @@
  * hiredis rules relied on (as in rds.c): subscribe callbacks are called with NULL when the
  * context is freed; redisAsyncFree() is only called from our own timer callback.
  */
+#define _GNU_SOURCE /* memrchr */
 #include "pubsub.h"
 
 #include <hiredis/async.h>
@@ -51,6 +52,7 @@ struct seatd_pubsub_s {
     chan_t *chans;            /* wanted or still known to Redis */
     size_t nwanted;           /* chans with 'want' */
     int closing;              /* seatd_pubsub_close() was called */
+    unsigned rr;              /* cluster mode: index of the node tried next (set_nodes) */
 };
 
 static void connect_now(seatd_pubsub_t *ps);
@@ -138,6 +140,7 @@ static void schedule_reconnect(seatd_pubsub_t *ps)
 {
     if (ps->closing)
         return;
+    ps->rr++; /* cluster mode: the next attempt goes to the next node */
     ps->backoff_ms = ps->backoff_ms == 0 ? BACKOFF_MIN_MS : ps->backoff_ms * 2;
     if (ps->backoff_ms > BACKOFF_MAX_MS)
         ps->backoff_ms = BACKOFF_MAX_MS;
@@ -161,6 +164,42 @@ static void lost(seatd_pubsub_t *ps)
             maybe_forget(ps, ch);
     }
     schedule_reconnect(ps);
+}
+
+/* See seatd_pubsub_set_nodes(); owned, process-wide. */
+static char **node_hosts;
+static int *node_ports;
+static int nnodes;
+
+void seatd_pubsub_set_nodes(const char *list)
+{
+    for (int i = 0; i < nnodes; i++)
+        free(node_hosts[i]);
+    free(node_hosts);
+    free(node_ports);
+    node_hosts = NULL;
+    node_ports = NULL;
+    nnodes = 0;
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *colon = memrchr(p, ':', len);
+        if (colon && colon > p) {
+            node_hosts = seatd_realloc(node_hosts, (size_t)(nnodes + 1) * sizeof(char *));
+            node_ports = seatd_realloc(node_ports, (size_t)(nnodes + 1) * sizeof(int));
+            size_t hlen = (size_t)(colon - p);
+            while (hlen && *p == ' ') {
+                p++;
+                hlen--;
+            }
+            node_hosts[nnodes] = seatd_malloc(hlen + 1);
+            memcpy(node_hosts[nnodes], p, hlen);
+            node_hosts[nnodes][hlen] = '\0';
+            node_ports[nnodes] = atoi(colon + 1);
+            nnodes++;
+        }
+        p = comma ? comma + 1 : NULL;
+    }
 }
 
 /* See seatd_pubsub_set_auth(); owned, process-wide. */
@@ -217,8 +256,16 @@ static void on_disconnect(const redisAsyncContext *cac, int status)
 
 static void connect_now(seatd_pubsub_t *ps)
 {
-    redisAsyncContext *ac = ps->unix_path ? redisAsyncConnectUnix(ps->unix_path)
-                                          : redisAsyncConnect(ps->host, ps->port);
+    redisAsyncContext *ac;
+    if (nnodes > 0) {
+        /* Cluster mode: a PUBLISH reaches every node over the cluster bus, so any node will
+         * do; after a failure the next one is tried. */
+        int i = (int)(ps->rr % (unsigned)nnodes);
+        ac = redisAsyncConnect(node_hosts[i], node_ports[i]);
+    } else {
+        ac = ps->unix_path ? redisAsyncConnectUnix(ps->unix_path)
+                           : redisAsyncConnect(ps->host, ps->port);
+    }
     if (ac == NULL) {
         schedule_reconnect(ps);
         return;

@@ -46,6 +46,12 @@ typedef void (*seatd_pubsub_event_cb)(int event, const char *channel, const char
  * Process-wide, set once at start-up before the loop runs. */
 void seatd_pubsub_set_auth(const char *user, const char *password);
 
+/* Cluster mode: subscribers connect to one of these nodes ("host:port,host:port"; copied;
+ * NULL or "" = off) instead of their own address, the next one after each failure. Classic
+ * PUBLISH is broadcast to every node over the cluster bus, so one connection to any node
+ * hears every show's deltas (README, "Redis Cluster"). Process-wide, set once at start-up. */
+void seatd_pubsub_set_nodes(const char *list);
+
 /* Returns an owned subscriber connecting to 'host':'port' or to 'unix_path' when it is not
  * NULL (strings borrowed, copied). Events go to 'cb' with 'data'. */
 seatd_pubsub_t *seatd_pubsub_new(struct uv_loop_s *loop, const char *host, int port,
