@@ -350,3 +350,120 @@ Test(cluster, a_killed_primary_fails_over_and_commands_succeed_again_on_the_same
     seatd_rds_close(rds);
     cr_assert_eq(seatd_test_loop_free(loop), 0);
 }
+
+/* ---------------------------------------------------------------------------------------
+ * The store over the cluster: FCALLs routed by show
+ * ------------------------------------------------------------------------------------- */
+
+#include "store_harness.h"
+
+static const char *const seats4[] = {"A1", "A2", "A3", "A4", NULL};
+
+/* Show ids whose slots are served by three different primaries. */
+static void shows_on_three_shards(char ids[3][16])
+{
+    int found = 0, owners[3] = {-1, -1, -1};
+    for (int i = 1; found < 3 && i < 10000; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "{s:%d}:meta", i);
+        int o = seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(key, strlen(key)));
+        if (o < 0 || o == owners[0] || o == owners[1])
+            continue;
+        owners[found] = o;
+        snprintf(ids[found++], 16, "%d", i);
+    }
+    cr_assert_eq(found, 3);
+}
+
+Test(cluster, holds_and_bookings_route_to_each_shows_shard)
+{
+    setenv("SEATD_TEST_CLUSTER_NODES", cl.nodes, 1);
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    char ids[3][16];
+    shows_on_three_shards(ids);
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(th_create_show(&t, ids[k], seats4, 60000), 0, "create show %s", ids[k]);
+        th_res_t r = {0};
+        cr_assert_eq(th_hold(&t, &r, ids[k], "alice", (const char *const[]){"A1", "A2", NULL},
+                             60000, 0, NULL),
+                     0, "hold on show %s: %s %s", ids[k], seatd_err_name(r.err), r.detail);
+        char hold_id[64];
+        snprintf(hold_id, sizeof(hold_id), "%s", th_get(&r, "holdId"));
+        th_res_t c = {0};
+        cr_assert_eq(th_hold(&t, &c, ids[k], "bob", (const char *const[]){"A2", NULL}, 60000, 0,
+                             NULL),
+                     SEATD_ECONFLICT, "the seat is taken on its own shard");
+        th_res_t b = {0};
+        cr_assert_eq(th_book_begin(&t, &b, ids[k], hold_id, "alice", 60000), 0, "%s",
+                     b.detail);
+        char booking_id[64];
+        snprintf(booking_id, sizeof(booking_id), "%s", th_get(&b, "bookingId"));
+        th_res_t f = {0};
+        cr_assert_eq(th_book_confirm(&t, &f, booking_id), 0, "%s", f.detail);
+        th_res_clear(&r);
+        th_res_clear(&c);
+        th_res_clear(&b);
+        th_res_clear(&f);
+    }
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(t.rds, &st);
+    cr_assert_eq(st.moved, 0);
+    cr_assert_eq(th_close(&t), 0);
+    /* The versioned library is on every node (replicas get it by replication), and only it. */
+    for (int i = 0; i < cl.n; i++) {
+        redisContext *c = seatd_test_cluster_connect(&cl, i);
+        cr_assert(c);
+        redisReply *r = NULL;
+        for (int tries = 0; tries < 250; tries++) {
+            if (r)
+                freeReplyObject(r);
+            r = redisCommand(c, "FUNCTION LIST");
+            cr_assert(r && r->type == REDIS_REPLY_ARRAY);
+            if (r->elements > 0)
+                break;
+            th_sleep_ms(20); /* polling a condition (replication), bounded */
+        }
+        cr_assert_eq(r->elements, 1, "node %d has %zu libraries", i, r->elements);
+        cr_assert_str_eq(r->element[0]->element[0]->str, "library_name");
+        cr_assert(strncmp(r->element[0]->element[1]->str, "seatd_v", 7) == 0, "%s",
+                  r->element[0]->element[1]->str);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+}
+
+Test(cluster, wait_reports_replica_acknowledgements_and_keeps_a_short_write)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_opts_t o = {0};
+    o.cluster_nodes = cl.nodes;
+    o.wait_replicas = 1;
+    o.wait_ms = 2000;
+    seatd_rds_t *rds = seatd_rds_new(loop, &o);
+    const char *set[] = {"SET", "{s:7}:meta", "x"};
+    probe_t p = run1(loop, rds, SEATD_RDS_DURABLE, 3, set);
+    cr_assert_str_eq(p.str, "OK");
+    p = run1(loop, rds, 0, 3, set);
+    cr_assert_str_eq(p.str, "OK");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.wait_ok, 1, "the one replica acknowledged the durable write");
+    cr_assert_eq(st.wait_short, 0);
+    seatd_rds_close(rds);
+
+    /* Two replicas asked for, one exists: WAIT runs out, the write stands and is counted. */
+    o.wait_replicas = 2;
+    o.wait_ms = 50;
+    rds = seatd_rds_new(loop, &o);
+    const char *set2[] = {"SET", "{s:7}:meta", "y"};
+    p = run1(loop, rds, SEATD_RDS_DURABLE, 3, set2);
+    cr_assert_eq(p.err, 0);
+    cr_assert_str_eq(p.str, "OK", "the command's own reply is delivered");
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.wait_ok, 0);
+    cr_assert_eq(st.wait_short, 1);
+    assert_on_owner("{s:7}:meta", "y");
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
