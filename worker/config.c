@@ -102,8 +102,7 @@ static const row_t rows[] = {
      "1: Redis Cluster mode, seeded by --redis-cluster-nodes, else by --redis"},
     {"redis-cluster-nodes", "SEATD_REDIS_CLUSTER_NODES", T_STR, 0, 0, "", F(redis_cluster_nodes),
      "Redis Cluster seed nodes, host:port,host:port (set: cluster mode)"},
-    {"redis-wait-replicas", "SEATD_REDIS_WAIT_REPLICAS", T_INT, 0, 16, "0",
-     F(redis_wait_replicas),
+    {"redis-wait-replicas", "SEATD_REDIS_WAIT_REPLICAS", T_INT, 0, 16, "0", F(redis_wait_replicas),
      "acknowledge a booking only after WAIT for this many replicas (0: off); a late replica "
      "is logged and counted, the booking stands"},
     {"redis-wait-ms", "SEATD_REDIS_WAIT_MS", T_INT, 1, 60000, "100", F(redis_wait_ms),

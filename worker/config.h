@@ -62,9 +62,9 @@ typedef struct seatd_config_s {
                                                        (implies --redis-cluster 1) */
     long long redis_wait_replicas;                  /* --redis-wait-replicas: 0 = off */
     long long redis_wait_ms;                        /* --redis-wait-ms */
-    char jwt_secret[SEATD_CONFIG_SECRET_MAX]; /* SEATD_JWT_SECRET only; never logged */
-    size_t jwt_secret_len;                    /* bytes in 'jwt_secret' */
-    int help;                                 /* 1 if --help was given: print and exit 0 */
+    char jwt_secret[SEATD_CONFIG_SECRET_MAX];       /* SEATD_JWT_SECRET only; never logged */
+    size_t jwt_secret_len;                          /* bytes in 'jwt_secret' */
+    int help;                                       /* 1 if --help was given: print and exit 0 */
 } seatd_config_t;
 
 /* Reads an environment variable: returns a borrowed value or NULL (getenv's contract). */

@@ -18,6 +18,7 @@
  * attempt, and never goes past the command's deadline. Map refreshes are one at a time and at
  * most one per REFRESH_MIN_MS, whatever the number of commands that asked for one.
  */
+#define _GNU_SOURCE /* memmem */
 #include "rds_cluster.h"
 
 #include <hiredis/hiredis.h>
@@ -458,6 +459,22 @@ static void on_pool_reply(const redisReply *reply, int err, void *data)
                 schedule_refresh(cl);
             }
             rcmd_send(r);
+            return;
+        }
+        static const char nonlocal[] = "attempted to access a non local key";
+        if (memmem(s, len, nonlocal, sizeof(nonlocal) - 1) != NULL) {
+            /* A script met a key of a MIGRATING slot that is not (or no longer) on this node.
+             * It stopped there, but may have written before: resent (after a backoff, when
+             * the migration has moved on) only when idempotent, else EUNAVAILABLE (503). */
+            schedule_refresh(cl);
+            r->asking = 0;
+            if (r->group == NULL)
+                r->pin = -1;
+            if (!(r->flags & SEATD_RDS_IDEMPOTENT)) {
+                rcmd_finish(r, NULL, SEATD_EUNAVAILABLE);
+                return;
+            }
+            backoff(r, SEATD_EUNAVAILABLE);
             return;
         }
         if (starts(s, len, "TRYAGAIN") || starts(s, len, "CLUSTERDOWN") ||

@@ -40,14 +40,14 @@ extern const char seatd_lua_bundle[];
 extern const size_t seatd_lua_bundle_len;
 
 struct seatd_scripts_s {
-    seatd_rds_t *rds;                    /* borrowed */
-    const char *load_argv[4];            /* FUNCTION LOAD [REPLACE] <source> */
+    seatd_rds_t *rds;         /* borrowed */
+    const char *load_argv[4]; /* FUNCTION LOAD [REPLACE] <source> */
     size_t load_lens[4];
     int load_argc;                       /* 4 with REPLACE, 3 without (versioned) */
     char *vsrc;                          /* owned; the versioned source, or NULL */
     char prefix[32];                     /* "seatd_v<hash>_" when versioned, else "" */
     unsigned long load_count;            /* successful FUNCTION LOADs */
-    unsigned refs; /* 1 for the owner + 1 per operation in flight */
+    unsigned refs;                       /* 1 for the owner + 1 per operation in flight */
     int freed;                           /* seatd_scripts_free() was called */
     struct uv_loop_s *loop;              /* borrowed; set with the loader */
     seatd_rds_opts_t lopts;              /* loader connection options; strings owned below */
@@ -316,8 +316,8 @@ static void after_retry_load(const struct redisReply *reply, int err, void *data
         return;
     }
     /* Retry even if the load was refused: the call's own error then reaches the caller. */
-    int rc = seatd_rds_callv_ex(f->s->rds, f->argc, f->argv, f->argvlen, f->flags, on_fcall_reply,
-                                f);
+    int rc =
+        seatd_rds_callv_ex(f->s->rds, f->argc, f->argv, f->argvlen, f->flags, on_fcall_reply, f);
     if (rc)
         fcall_finish(f, NULL, rc);
 }

@@ -391,12 +391,11 @@ Test(cluster, holds_and_bookings_route_to_each_shows_shard)
         char hold_id[64];
         snprintf(hold_id, sizeof(hold_id), "%s", th_get(&r, "holdId"));
         th_res_t c = {0};
-        cr_assert_eq(th_hold(&t, &c, ids[k], "bob", (const char *const[]){"A2", NULL}, 60000, 0,
-                             NULL),
-                     SEATD_ECONFLICT, "the seat is taken on its own shard");
+        cr_assert_eq(
+            th_hold(&t, &c, ids[k], "bob", (const char *const[]){"A2", NULL}, 60000, 0, NULL),
+            SEATD_ECONFLICT, "the seat is taken on its own shard");
         th_res_t b = {0};
-        cr_assert_eq(th_book_begin(&t, &b, ids[k], hold_id, "alice", 60000), 0, "%s",
-                     b.detail);
+        cr_assert_eq(th_book_begin(&t, &b, ids[k], hold_id, "alice", 60000), 0, "%s", b.detail);
         char booking_id[64];
         snprintf(booking_id, sizeof(booking_id), "%s", th_get(&b, "bookingId"));
         th_res_t f = {0};
@@ -466,4 +465,95 @@ Test(cluster, wait_reports_replica_acknowledgements_and_keeps_a_short_write)
     assert_on_owner("{s:7}:meta", "y");
     seatd_rds_close(rds);
     cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Resharding a show's slot while holds run
+ * ------------------------------------------------------------------------------------- */
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void hold_the_window_open(void *arg)
+{
+    (void)arg;
+    th_sleep_ms(200); /* keeps the slot MIGRATING for a while: holds meet ASK, not a race */
+}
+
+/* In a child process: moves 'slot' back and forth between two primaries 'rounds' times. */
+static pid_t reshard_in_background(unsigned slot, int rounds)
+{
+    int a = seatd_test_cluster_primary_of(&cl, slot);
+    int b = seatd_test_cluster_other_primary(&cl, a);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        for (int i = 0; i < rounds; i++)
+            if (seatd_test_cluster_move_slot(&cl, slot, i % 2 ? a : b, hold_the_window_open,
+                                             NULL) != 0)
+                _exit(1);
+        _exit(0);
+    }
+    return pid;
+}
+
+typedef struct hold_run_s {
+    th_res_t r;
+    char seat[8];
+    int idem;
+} hold_run_t;
+
+Test(cluster, resharding_a_show_under_holds_gives_no_wrong_answer, .timeout = 180)
+{
+    setenv("SEATD_TEST_CLUSTER_NODES", cl.nodes, 1);
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    enum { SEATS = 40 };
+    static char names[SEATS][8];
+    const char *seats[SEATS + 1];
+    for (int i = 0; i < SEATS; i++) {
+        snprintf(names[i], sizeof(names[i]), "A%d", i + 1);
+        seats[i] = names[i];
+    }
+    seats[SEATS] = NULL;
+    cr_assert_eq(th_create_show(&t, "77", seats, 60000), 0);
+    unsigned slot = seatd_rds_keyslot("s:77", 4);
+    pid_t mover = reshard_in_background(slot, 4);
+
+    /* Two users race for every seat, in turns, until the mover is done: each answer is a
+     * success, a conflict, or a 503 (EUNAVAILABLE / ETIMEOUT); never anything else. */
+    int ok[SEATS] = {0}, conflicts = 0, unavailable = 0, rounds = 0, status = -1;
+    for (;;) {
+        int seat = rounds % SEATS;
+        const char *user = rounds % 2 ? "bob" : "alice";
+        char idem[32];
+        snprintf(idem, sizeof(idem), "k%d", rounds);
+        th_res_t r = {0};
+        int rc = th_hold(&t, &r, "77", user, (const char *const[]){seats[seat], NULL}, 60000, 0,
+                         rounds % 3 ? idem : NULL);
+        if (rc == 0)
+            ok[seat]++;
+        else if (rc == SEATD_ECONFLICT)
+            conflicts++;
+        else if (rc == SEATD_EUNAVAILABLE || rc == SEATD_ETIMEOUT)
+            unavailable++;
+        else
+            cr_assert_fail("hold of %s during a reshard: %s (%s)", seats[seat], seatd_err_name(rc),
+                           r.detail);
+        th_res_clear(&r);
+        rounds++;
+        if (waitpid(mover, &status, WNOHANG) == mover)
+            break;
+    }
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the reshard itself failed");
+    for (int i = 0; i < SEATS; i++)
+        cr_assert_leq(ok[i], 1, "seat %s was held twice", seats[i]);
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(t.rds, &st);
+    fprintf(stderr,
+            "reshard under holds: %d holds, %d conflicts, %d unavailable; moved %llu, ask %llu, "
+            "retries %llu\n",
+            rounds, conflicts, unavailable, st.moved, st.asked, st.retries);
+    cr_assert_geq(st.moved + st.asked, 1, "the holds met the migration");
+    cr_assert_eq(th_close(&t), 0);
 }
