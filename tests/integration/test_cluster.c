@@ -557,3 +557,64 @@ Test(cluster, resharding_a_show_under_holds_gives_no_wrong_answer, .timeout = 18
     cr_assert_geq(st.moved + st.asked, 1, "the holds met the migration");
     cr_assert_eq(th_close(&t), 0);
 }
+
+/* ---------------------------------------------------------------------------------------
+ * Deltas: classic PUBLISH is broadcast over the cluster bus
+ * ------------------------------------------------------------------------------------- */
+
+#include "pubsub.h"
+
+typedef struct sub_s {
+    int subscribed, messages;
+    char last[256];
+} sub_t;
+
+static void on_sub_event(int event, const char *channel, const char *payload, size_t len,
+                         void *data)
+{
+    sub_t *s = data;
+    (void)channel;
+    if (event == SEATD_PUBSUB_SUBSCRIBED)
+        s->subscribed = 1;
+    if (event == SEATD_PUBSUB_MESSAGE) {
+        s->messages++;
+        snprintf(s->last, sizeof(s->last), "%.*s", (int)len, payload);
+    }
+}
+
+Test(cluster, a_delta_published_on_the_shows_shard_reaches_a_subscriber_on_another_node)
+{
+    char ids[3][16];
+    shows_on_three_shards(ids);
+    char meta[32], chan[32];
+    snprintf(meta, sizeof(meta), "{s:%s}:meta", ids[0]);
+    snprintf(chan, sizeof(chan), "{s:%s}:ch", ids[0]);
+    int owner = seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(meta, strlen(meta)));
+    int elsewhere = seatd_test_cluster_other_primary(&cl, owner);
+    char seed[32];
+    snprintf(seed, sizeof(seed), "127.0.0.1:%d", cl.port[elsewhere]);
+    seatd_pubsub_set_nodes(seed);
+
+    uv_loop_t *loop = seatd_test_loop_new();
+    sub_t s = {0};
+    seatd_pubsub_t *ps = seatd_pubsub_new(loop, NULL, 0, NULL, on_sub_event, &s);
+    cr_assert_eq(seatd_pubsub_subscribe(ps, chan), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &s.subscribed, 10000), 0);
+
+    setenv("SEATD_TEST_CLUSTER_NODES", cl.nodes, 1);
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, ids[0], seats4, 60000), 0);
+    th_res_t r = {0};
+    cr_assert_eq(th_hold(&t, &r, ids[0], "alice", (const char *const[]){"A3", NULL}, 60000, 0,
+                         NULL),
+                 0);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &s.messages, 10000), 0,
+                 "the delta never crossed the cluster bus");
+    cr_assert(strstr(s.last, "\"A3\""), "delta: %s", s.last);
+    seatd_pubsub_close(ps);
+    seatd_pubsub_set_nodes(NULL);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
