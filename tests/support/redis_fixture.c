@@ -325,8 +325,36 @@ redisContext *seatd_test_redis_connect(void)
     return c;
 }
 
+/* Cluster mode (SEATD_TEST_CLUSTER_NODES): FLUSHALL on every node; replicas refuse it
+ * (READONLY) and follow their primary. */
+static void flushall_cluster(const char *nodes)
+{
+    for (const char *p = nodes; p && *p;) {
+        const char *colon = strchr(p, ':');
+        if (!colon)
+            break;
+        int port = atoi(colon + 1);
+        struct timeval tv = {5, 0};
+        redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+        if (c && !c->err) {
+            redisReply *r = redisCommand(c, "FLUSHALL");
+            if (r)
+                freeReplyObject(r);
+        }
+        if (c)
+            redisFree(c);
+        p = strchr(colon, ',');
+        p = p ? p + 1 : NULL;
+    }
+}
+
 void seatd_test_redis_flushall(void)
 {
+    const char *nodes = getenv("SEATD_TEST_CLUSTER_NODES");
+    if (nodes && *nodes) {
+        flushall_cluster(nodes);
+        return;
+    }
     redisContext *c = seatd_test_redis_connect();
     redisReply *r = redisCommand(c, "FLUSHALL");
     if (!r || r->type != REDIS_REPLY_STATUS) {
