@@ -1,11 +1,12 @@
 /*
  * pubsub.h - one dedicated Redis connection in subscribe mode, for the seat deltas.
  *
- * rds.c's pool is request/response; a subscribed connection can only (un)subscribe and
- * receive, so it lives here, on its own hiredis async context attached to the loop. The
- * owner says which channels it wants (seatd_pubsub_subscribe / _unsubscribe); this module
- * keeps the connection subscribed to exactly that set, across reconnects (backoff 100 ms
- * doubling to 5 s), and reports three events through one callback:
+ * A subscribed connection can only (un)subscribe and receive, so it is not one of the
+ * request/response pool's: it is a one-connection rds client of its own (rds.h, "a
+ * subscribe-mode connection"), which owns connecting, AUTH, the backoff (100 ms doubling to
+ * 5 s) and the teardown. The owner says which channels it wants (seatd_pubsub_subscribe /
+ * _unsubscribe); this module keeps the connection subscribed to exactly that set, across
+ * reconnects, and reports three events through one callback:
  *
  *   SEATD_PUBSUB_SUBSCRIBED  Redis confirmed the subscription of 'channel' (after every
  *                            (re)connect too): messages published from now on will arrive.

@@ -117,6 +117,10 @@ struct seatd_rds_s {
     seatd_rds_stats_t stats;     /* counters; 'pending'/'connected' computed on read */
     int wait_replicas, wait_ms;  /* WAIT after SEATD_RDS_DURABLE commands when > 0 */
     seatd__rds_cluster_t *cl;    /* cluster mode: the router (this object is only a shell) */
+    seatd_rds_lost_cb lost_cb;   /* hook run when a connection is lost or a connect fails */
+    void *lost_data;             /* passed to 'lost_cb' */
+    seatd_rds_push_cb push_cb;   /* subscribe-mode replies (seatd_rds_send_push) */
+    void *push_data;             /* passed to 'push_cb' */
     seatd_rds_t *owner;          /* a cluster node's pool: the cluster-mode client */
 };
 
@@ -282,11 +286,15 @@ static void conn_schedule_reconnect(conn_t *c)
  * a reconnect. Commands still in flight on it complete through their NULL reply callbacks. */
 static void conn_mark_lost(conn_t *c)
 {
+    seatd_rds_t *rds = c->rds;
+    int was_connected = c->state == CONN_CONNECTED;
     c->ac = NULL;
     c->state = CONN_CLOSED;
     c->ready = 0;
     uv_timer_stop(&c->timer);
     conn_schedule_reconnect(c);
+    if (rds->lost_cb && !rds->closing)
+        rds->lost_cb(rds, c, was_connected, rds->lost_data);
 }
 
 /* Drops a live connection from outside hiredis' callbacks (our timers): every command in
@@ -520,6 +528,8 @@ static void conn_connect(conn_t *c)
         redisAsyncFree(ac);
         conn_schedule_reconnect(c);
         conn_connect_failed(c);
+        if (rds->lost_cb && !rds->closing)
+            rds->lost_cb(rds, c, 0, rds->lost_data);
         return;
     }
     ac->data = c;
@@ -810,6 +820,41 @@ int seatd_rds_call_on_ready(seatd_rds_t *rds, void *conn, int argc, const char *
         return SEATD_EUNAVAILABLE;
     }
     rds->pending++; /* counted, but never refused: the hook must be able to run */
+    return 0;
+}
+
+void seatd_rds_set_conn_hooks(seatd_rds_t *rds, seatd_rds_lost_cb lost, seatd_rds_push_cb push,
+                              void *data)
+{
+    rds->lost_cb = lost;
+    rds->lost_data = data;
+    rds->push_cb = push;
+    rds->push_data = data;
+}
+
+/* Every reply to a subscribe-mode command, and every message, on any connection of the pool:
+ * handed to the push hook while that connection is the live one. NULL (the context going
+ * away) is not: the lost hook reports that. */
+static void on_push(redisAsyncContext *ac, void *r, void *privdata)
+{
+    conn_t *c = privdata;
+    seatd_rds_t *rds = c->rds;
+    if (!r || c->ac != ac || rds->closing || !rds->push_cb)
+        return;
+    rds->push_cb(r, rds->push_data);
+}
+
+int seatd_rds_send_push(seatd_rds_t *rds, void *conn, int argc, const char **argv)
+{
+    if (!rds || rds->closing || rds->cl)
+        return SEATD_ESHUTDOWN;
+    conn_t *c = conn;
+    if (!c || c < rds->conns || c >= rds->conns + rds->pool_size || argc <= 0 || !argv)
+        return SEATD_EINVAL;
+    if (c->state != CONN_CONNECTED || !c->ac)
+        return SEATD_EUNAVAILABLE;
+    if (redisAsyncCommandArgv(c->ac, on_push, c, argc, argv, NULL) != REDIS_OK)
+        return SEATD_EUNAVAILABLE;
     return 0;
 }
 

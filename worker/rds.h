@@ -141,6 +141,27 @@ SEATD_MUSTCHECK int seatd_rds_call_on_ready(seatd_rds_t *rds, void *conn, int ar
                                             const char **argv, const size_t *argvlen,
                                             seatd_rds_reply_cb cb, void *data);
 
+/* ---------------------------------------------------------------------------------------
+ * A subscribe-mode connection (pubsub.c): a single-node client with pool_size 1 whose one
+ * connection is put in subscribe mode from the ready hook. The client still owns connecting,
+ * AUTH, the backoff and the teardown; the subscriber adds two hooks:
+ *   - lost(rds, conn, was_connected, data): the connection went away (was_connected = 1) or
+ *     a connect attempt failed (0); the client reconnects with its backoff by itself. May
+ *     call seatd_rds_close() on 'rds'.
+ *   - push(reply, data): each reply on a subscribe-mode connection (confirmations and
+ *     messages), borrowed for the call.
+ * Single-node clients only.
+ * ------------------------------------------------------------------------------------- */
+typedef void (*seatd_rds_lost_cb)(seatd_rds_t *rds, void *conn, int was_connected, void *data);
+typedef void (*seatd_rds_push_cb)(const struct redisReply *reply, void *data);
+/* Sets both hooks ('data' for both; NULLs clear them). */
+void seatd_rds_set_conn_hooks(seatd_rds_t *rds, seatd_rds_lost_cb lost, seatd_rds_push_cb push,
+                              void *data);
+/* Sends a subscribe-mode command (SUBSCRIBE, UNSUBSCRIBE; 'argv' borrowed, copied) on 'conn'
+ * (from the ready hook, while it is up). Its replies go to the push hook; no deadline. 0,
+ * SEATD_EUNAVAILABLE (that connection is not up), SEATD_EINVAL or SEATD_ESHUTDOWN. */
+SEATD_MUSTCHECK int seatd_rds_send_push(seatd_rds_t *rds, void *conn, int argc, const char **argv);
+
 /* 1 if at least one connection is CONNECTED and has passed its ready hook. */
 int seatd_rds_is_ready(const seatd_rds_t *rds);
 

@@ -565,7 +565,7 @@ Test(cluster, resharding_a_show_under_holds_gives_no_wrong_answer, .timeout = 18
 #include "pubsub.h"
 
 typedef struct sub_s {
-    int subscribed, messages;
+    int subscribed, messages, lost;
     char last[256];
 } sub_t;
 
@@ -576,6 +576,8 @@ static void on_sub_event(int event, const char *channel, const char *payload, si
     (void)channel;
     if (event == SEATD_PUBSUB_SUBSCRIBED)
         s->subscribed = 1;
+    if (event == SEATD_PUBSUB_LOST)
+        s->lost = 1;
     if (event == SEATD_PUBSUB_MESSAGE) {
         s->messages++;
         snprintf(s->last, sizeof(s->last), "%.*s", (int)len, payload);
@@ -591,9 +593,9 @@ Test(cluster, a_delta_published_on_the_shows_shard_reaches_a_subscriber_on_anoth
     snprintf(chan, sizeof(chan), "{s:%s}:ch", ids[0]);
     int owner = seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(meta, strlen(meta)));
     int elsewhere = seatd_test_cluster_other_primary(&cl, owner);
-    char seed[32];
-    snprintf(seed, sizeof(seed), "127.0.0.1:%d", cl.port[elsewhere]);
-    seatd_pubsub_set_nodes(seed);
+    char seeds[sizeof(cl.nodes) + 32];
+    snprintf(seeds, sizeof(seeds), "127.0.0.1:%d,%s", cl.port[elsewhere], cl.nodes);
+    seatd_pubsub_set_nodes(seeds);
 
     uv_loop_t *loop = seatd_test_loop_new();
     sub_t s = {0};
@@ -606,14 +608,30 @@ Test(cluster, a_delta_published_on_the_shows_shard_reaches_a_subscriber_on_anoth
     cr_assert_eq(th_open(&t), 0);
     cr_assert_eq(th_create_show(&t, ids[0], seats4, 60000), 0);
     th_res_t r = {0};
-    cr_assert_eq(th_hold(&t, &r, ids[0], "alice", (const char *const[]){"A3", NULL}, 60000, 0,
-                         NULL),
-                 0);
+    cr_assert_eq(
+        th_hold(&t, &r, ids[0], "alice", (const char *const[]){"A3", NULL}, 60000, 0, NULL), 0);
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
     cr_assert_eq(seatd_test_loop_run_until(loop, &s.messages, 10000), 0,
                  "the delta never crossed the cluster bus");
     cr_assert(strstr(s.last, "\"A3\""), "delta: %s", s.last);
+
+    /* The node it listens on dies: the owner hears LOST, the subscriber moves to the next
+     * node, subscribes again and hears what is published from then on. */
+    s.subscribed = 0;
+    seatd_test_cluster_kill(&cl, elsewhere);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &s.lost, 10000), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &s.subscribed, 10000), 0,
+                 "never subscribed again on another node");
+    s.messages = 0;
+    redisContext *c = seatd_test_cluster_connect(&cl, owner);
+    cr_assert(c);
+    redisReply *r2 = redisCommand(c, "PUBLISH %s again", chan);
+    cr_assert(r2);
+    freeReplyObject(r2);
+    redisFree(c);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &s.messages, 10000), 0);
+    cr_assert_str_eq(s.last, "again");
     seatd_pubsub_close(ps);
     seatd_pubsub_set_nodes(NULL);
     cr_assert_eq(seatd_test_loop_free(loop), 0);
