@@ -636,3 +636,55 @@ Test(cluster, a_delta_published_on_the_shows_shard_reaches_a_subscriber_on_anoth
     seatd_pubsub_set_nodes(NULL);
     cr_assert_eq(seatd_test_loop_free(loop), 0);
 }
+
+/* ---------------------------------------------------------------------------------------
+ * The library loaded by the loader user's short connection, on every primary
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct fc_s {
+    int done, err;
+    char first[32];
+} fc_t;
+
+static void on_fc(const struct redisReply *reply, int err, void *data)
+{
+    fc_t *f = data;
+    f->done = 1;
+    f->err = err;
+    const char *s = seatd_rds_reply_str(seatd_rds_reply_element(reply, 0), NULL);
+    if (!s)
+        s = seatd_rds_reply_str(reply, NULL);
+    snprintf(f->first, sizeof(f->first), "%s", s ? s : "");
+}
+
+Test(cluster, the_loader_connection_loads_the_versioned_library_on_every_primary)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = cluster_client(loop, 5000);
+    seatd_scripts_t *sc = seatd_scripts_new(rds);
+    seatd_rds_opts_t lo = {0};
+    lo.cluster_nodes = cl.nodes;
+    cr_assert_eq(seatd_scripts_set_loader(sc, loop, &lo), 0);
+    char ids[3][16];
+    shows_on_three_shards(ids);
+    for (int k = 0; k < 3; k++) {
+        char key[64];
+        snprintf(key, sizeof(key), "{s:%s}:meta", ids[k]);
+        const char *keys[] = {key};
+        fc_t f = {0};
+        cr_assert_eq(seatd_scripts_fcall(sc, "seatd_show_get", 1, keys, 0, NULL, NULL, on_fc, &f),
+                     0);
+        cr_assert_eq(seatd_test_loop_run_until(loop, &f.done, 20000), 0);
+        cr_assert_eq(f.err, 0);
+        cr_assert(strstr(f.first, "Function not found") == NULL, "shard of show %s: %s", ids[k],
+                  f.first);
+    }
+    fc_t p = {0};
+    cr_assert_eq(seatd_scripts_fcall(sc, "seatd_ping", 0, NULL, 0, NULL, NULL, on_fc, &p), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &p.done, 20000), 0);
+    cr_assert_str_eq(p.first, "pong");
+    cr_assert_geq(seatd_scripts_load_count(sc), 1);
+    seatd_scripts_free(sc);
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
