@@ -688,3 +688,44 @@ Test(cluster, the_loader_connection_loads_the_versioned_library_on_every_primary
     seatd_rds_close(rds);
     cr_assert_eq(seatd_test_loop_free(loop), 0);
 }
+
+/* ---------------------------------------------------------------------------------------
+ * A command that may have run is resent only when idempotent
+ * ------------------------------------------------------------------------------------- */
+
+Test(cluster, a_lost_write_is_not_resent_but_a_lost_read_is_after_failover, .timeout = 180)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = cluster_client(loop, 15000);
+    const char *key = "{s:42}:meta";
+    int victim = seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(key, strlen(key)));
+    const char *set[] = {"SET", key, "kept"};
+    cr_assert_str_eq(run1(loop, rds, 0, 3, set).str, "OK");
+    redisContext *c = seatd_test_cluster_connect(&cl, victim);
+    redisReply *w = redisCommand(c, "WAIT 1 2000");
+    cr_assert(w && w->integer == 1);
+    freeReplyObject(w);
+    redisFree(c);
+
+    /* Both reach the stopped primary (sent, unanswered), then it dies under them. */
+    kill(cl.pid[victim], SIGSTOP);
+    counter_t cnt = {.want = 2};
+    cprobe_t wr = {.c = &cnt}, rd = {.c = &cnt};
+    const char *set2[] = {"SET", key, "maybe"};
+    const char *get[] = {"GET", key};
+    cr_assert_eq(seatd_rds_callv(rds, 3, set2, NULL, on_counted, &wr), 0);
+    cr_assert_eq(seatd_rds_callv(rds, 2, get, NULL, on_counted, &rd), 0);
+    for (int i = 0; i < 20; i++) /* a few turns: both are written to the socket */
+        uv_run(loop, UV_RUN_NOWAIT);
+    seatd_test_cluster_kill(&cl, victim);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &cnt.all, 60000), 0);
+    cr_assert_eq(wr.p.calls, 1);
+    cr_assert_eq(wr.p.err, SEATD_EUNAVAILABLE, "the write may have run: not resent (%s)",
+                 seatd_err_name(wr.p.err));
+    cr_assert_eq(rd.p.calls, 1);
+    cr_assert_eq(rd.p.err, 0, "the read is resent after the failover (%s)",
+                 seatd_err_name(rd.p.err));
+    cr_assert_str_eq(rd.p.str, "kept");
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
