@@ -304,13 +304,15 @@ Test(cluster, a_killed_primary_fails_over_and_commands_succeed_again_on_the_same
         seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(victim_key, strlen(victim_key)));
     int other = seatd_test_cluster_other_primary(&cl, victim);
     key_on(other, other_key, sizeof(other_key), 0);
-    const char *set[] = {"SET", victim_key, "1"};
-    cr_assert_str_eq(run1(loop, rds, 0, 3, set).str, "OK");
-    /* WAIT so that the replica has it before the primary dies. */
     const char *setw[] = {"SET", other_key, "1"};
     cr_assert_str_eq(run1(loop, rds, 0, 3, setw).str, "OK");
+    /* Written and WAITed for on one connection, so that the replica has it before the
+     * primary dies (WAIT counts the replicas that have this connection's writes). */
     redisContext *c = seatd_test_cluster_connect(&cl, victim);
-    redisReply *w = redisCommand(c, "WAIT 1 2000");
+    redisReply *w = redisCommand(c, "SET %s 1", victim_key);
+    cr_assert(w && w->type == REDIS_REPLY_STATUS);
+    freeReplyObject(w);
+    w = redisCommand(c, "WAIT 1 5000");
     cr_assert(w && w->type == REDIS_REPLY_INTEGER && w->integer == 1);
     freeReplyObject(w);
     redisFree(c);
@@ -696,18 +698,29 @@ Test(cluster, the_loader_connection_loads_the_versioned_library_on_every_primary
 Test(cluster, a_lost_write_is_not_resent_but_a_lost_read_is_after_failover, .timeout = 180)
 {
     uv_loop_t *loop = seatd_test_loop_new();
-    seatd_rds_t *rds = cluster_client(loop, 15000);
+    seatd_rds_opts_t o = {0};
+    o.cluster_nodes = cl.nodes;
+    o.pool_size = 1; /* one connection per node: the two commands below share it */
+    o.timeout_ms = 15000;
+    seatd_rds_t *rds = seatd_rds_new(loop, &o);
     const char *key = "{s:42}:meta";
     int victim = seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(key, strlen(key)));
-    const char *set[] = {"SET", key, "kept"};
-    cr_assert_str_eq(run1(loop, rds, 0, 3, set).str, "OK");
+    /* Written and WAITed for on one connection: WAIT counts the replicas that have this
+     * connection's writes. */
     redisContext *c = seatd_test_cluster_connect(&cl, victim);
-    redisReply *w = redisCommand(c, "WAIT 1 2000");
+    redisReply *w = redisCommand(c, "SET %s kept", key);
+    cr_assert(w && w->type == REDIS_REPLY_STATUS);
+    freeReplyObject(w);
+    w = redisCommand(c, "WAIT 1 5000");
     cr_assert(w && w->integer == 1);
     freeReplyObject(w);
     redisFree(c);
 
-    /* Both reach the stopped primary (sent, unanswered), then it dies under them. */
+    /* The client's connection to the victim is up... */
+    const char *get0[] = {"GET", key};
+    cr_assert_str_eq(run1(loop, rds, 0, 2, get0).str, "kept");
+    /* ...so both commands reach the stopped primary (sent, unanswered), then it dies under
+     * them. */
     kill(cl.pid[victim], SIGSTOP);
     counter_t cnt = {.want = 2};
     cprobe_t wr = {.c = &cnt}, rd = {.c = &cnt};
@@ -725,7 +738,7 @@ Test(cluster, a_lost_write_is_not_resent_but_a_lost_read_is_after_failover, .tim
     cr_assert_eq(rd.p.calls, 1);
     cr_assert_eq(rd.p.err, 0, "the read is resent after the failover (%s)",
                  seatd_err_name(rd.p.err));
-    cr_assert_str_eq(rd.p.str, "kept");
+    cr_assert_str_eq(rd.p.str, "kept", "GET answered type %d '%s'", rd.p.type, rd.p.str);
     seatd_rds_close(rds);
     cr_assert_eq(seatd_test_loop_free(loop), 0);
 }
