@@ -7,6 +7,8 @@ SEATD_RUN_DIR="${SEATD_RUN_DIR:-$ROOT/run/$SEATD_PORT}"
 SEATD_BUILD_DIR="${SEATD_BUILD_DIR:-$ROOT/build}"
 SEATD_REDIS_PORT="${SEATD_REDIS_PORT:-$((SEATD_PORT + 1000))}"
 SEATD_GATEWAY_PORT="${SEATD_GATEWAY_PORT:-$((SEATD_PORT + 2000))}"
+# Worker N's metrics listener (GET /metrics, /healthz only) is 127.0.0.1:SEATD_METRICS_PORT+N-1.
+SEATD_METRICS_PORT="${SEATD_METRICS_PORT:-$((SEATD_PORT + 3000))}"
 SEATD_BASE="http://127.0.0.1:$SEATD_PORT"
 
 stack_pids() { # every pid file of this stack

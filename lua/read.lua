@@ -28,7 +28,7 @@ seatd_seatmap
   a missing bitmap is "")                               Errors: NOSHOW
 
 seatd_hold_get
-  KEYS[1] {s:<id>}:meta   ARGV[1] hold id   ARGV[2] owner
+  KEYS[1] {s:<id>}:meta   ARGV[1] hold id   ARGV[2] owner ("" = any owner: operators)
   Returns {"holdId","showId","owner","seatIds","status","expiresAt","createdAt","bookingId"}
   A HELD or PENDING_PAYMENT hold at or past its deadline reads as EXPIRED (reaping follows).
   Errors: NOTFOUND (missing, or another owner's: never revealed)
@@ -103,7 +103,7 @@ end
 local function hold_get(keys, args)
     local p, id = show_prefix(keys[1])
     local h = p and hgetall(p .. ':hold:' .. (args[1] or ''))
-    if not h or h.owner ~= args[2] then
+    if not h or (args[2] ~= '' and h.owner ~= args[2]) then
         return fail('NOTFOUND', args[1] or '?')
     end
     if (h.status == 'HELD' or h.status == 'PENDING_PAYMENT')

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { T_STR, T_INT, T_LEVEL, T_ADDR, T_URL } type_t;
+typedef enum { T_STR, T_INT, T_LEVEL, T_ADDR, T_OPTADDR, T_URL } type_t;
 
 typedef struct {
     const char *name;   /* the flag without "--" */
@@ -27,6 +27,9 @@ typedef struct {
 static const row_t rows[] = {
     {"listen", "SEATD_LISTEN", T_ADDR, 0, 0, "127.0.0.1:8081", F(listen),
      "HTTP listen address: host:port or unix:/path"},
+    {"metrics-listen", "SEATD_METRICS_LISTEN", T_OPTADDR, 0, 0, "", F(metrics_listen),
+     "a second listener serving only GET /metrics and GET /healthz, so Prometheus can scrape "
+     "each worker: host:port or unix:/path (empty: none)"},
     {"redis", "SEATD_REDIS", T_ADDR, 0, 0, "127.0.0.1:6379", F(redis),
      "Redis address: host:port or unix:/path"},
     {"redis-pool", "SEATD_REDIS_POOL", T_INT, 1, 64, "2", F(redis_pool),
@@ -167,6 +170,11 @@ static int set_value(seatd_config_t *cfg, const row_t *row, const char *value, c
     case T_ADDR:
         if (!valid_addr(value))
             return errorf(err, errlen, "%s: '%s' is not host:port or unix:/path", src, value);
+        break;
+    case T_OPTADDR:
+        if (value[0] != '\0' && !valid_addr(value))
+            return errorf(err, errlen, "%s: '%s' is not host:port, unix:/path or empty", src,
+                          value);
         break;
     case T_URL:
         if (strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0)

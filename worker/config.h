@@ -23,28 +23,29 @@
 #define SEATD_CONFIG_SECRET_MAX 512 /* bytes for the JWT secret, NUL included */
 
 typedef struct seatd_config_s {
-    char listen[SEATD_CONFIG_STR_MAX];      /* --listen: "127.0.0.1:8081" or "unix:/path" */
-    char redis[SEATD_CONFIG_STR_MAX];       /* --redis: "127.0.0.1:6379" or "unix:/path" */
-    long long redis_pool;                   /* --redis-pool: connections per worker */
-    long long redis_timeout_ms;             /* --redis-timeout-ms: per-command deadline */
-    long long redis_max_pending;            /* --redis-max-pending: queued Redis commands */
-    char gateway_url[SEATD_CONFIG_STR_MAX]; /* --gateway-url: payment gateway base URL */
-    long long payment_timeout_ms;           /* --payment-timeout-ms: one gateway call */
-    long long payment_window_ms;            /* --payment-window-ms: seat TTL during payment */
-    long long hold_ttl_ms;                  /* --hold-ttl-ms: default hold TTL for new shows */
-    long long max_seats_per_hold;           /* --max-seats-per-hold */
-    long long max_seats_per_user;           /* --max-seats-per-user: per show */
-    long long max_connections;              /* --max-connections: HTTP connections */
-    long long idle_timeout_ms;              /* --idle-timeout-ms: keep-alive idle time */
-    long long max_body;                     /* --max-body: request body bytes */
-    long long max_header;                   /* --max-header: request line + header bytes */
-    char log_level[16];                     /* --log-level: debug, info, warn, error */
-    char worker_name[64];                   /* --worker-name: added to every log line */
-    long long sweeper_interval_ms;          /* --sweeper-interval-ms */
-    long long reconcile_interval_ms;        /* --reconcile-interval-ms: payment reconciler tick */
-    long long reconcile_after_ms;           /* --reconcile-after-ms: 0 = 2 x payment timeout */
-    long long health_timeout_ms;            /* --health-timeout-ms: /healthz PING deadline */
-    char redis_user[SEATD_CONFIG_STR_MAX];  /* --redis-user: ACL user of the pool, or "" */
+    char listen[SEATD_CONFIG_STR_MAX];         /* --listen: "127.0.0.1:8081" or "unix:/path" */
+    char metrics_listen[SEATD_CONFIG_STR_MAX]; /* --metrics-listen: /metrics only, or "" */
+    char redis[SEATD_CONFIG_STR_MAX];          /* --redis: "127.0.0.1:6379" or "unix:/path" */
+    long long redis_pool;                      /* --redis-pool: connections per worker */
+    long long redis_timeout_ms;                /* --redis-timeout-ms: per-command deadline */
+    long long redis_max_pending;               /* --redis-max-pending: queued Redis commands */
+    char gateway_url[SEATD_CONFIG_STR_MAX];    /* --gateway-url: payment gateway base URL */
+    long long payment_timeout_ms;              /* --payment-timeout-ms: one gateway call */
+    long long payment_window_ms;               /* --payment-window-ms: seat TTL during payment */
+    long long hold_ttl_ms;                     /* --hold-ttl-ms: default hold TTL for new shows */
+    long long max_seats_per_hold;              /* --max-seats-per-hold */
+    long long max_seats_per_user;              /* --max-seats-per-user: per show */
+    long long max_connections;                 /* --max-connections: HTTP connections */
+    long long idle_timeout_ms;                 /* --idle-timeout-ms: keep-alive idle time */
+    long long max_body;                        /* --max-body: request body bytes */
+    long long max_header;                      /* --max-header: request line + header bytes */
+    char log_level[16];                        /* --log-level: debug, info, warn, error */
+    char worker_name[64];                      /* --worker-name: added to every log line */
+    long long sweeper_interval_ms;             /* --sweeper-interval-ms */
+    long long reconcile_interval_ms;       /* --reconcile-interval-ms: payment reconciler tick */
+    long long reconcile_after_ms;          /* --reconcile-after-ms: 0 = 2 x payment timeout */
+    long long health_timeout_ms;           /* --health-timeout-ms: /healthz PING deadline */
+    char redis_user[SEATD_CONFIG_STR_MAX]; /* --redis-user: ACL user of the pool, or "" */
     char redis_password_file[SEATD_CONFIG_STR_MAX];        /* --redis-password-file, or "" */
     char redis_loader_user[SEATD_CONFIG_STR_MAX];          /* --redis-loader-user, or "" */
     char redis_loader_password_file[SEATD_CONFIG_STR_MAX]; /* --redis-loader-password-file */

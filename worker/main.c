@@ -37,6 +37,7 @@ typedef struct {
     uv_signal_t sigint;
     uv_prepare_t log_flush;       /* writes the batched log lines before the loop waits (log.h) */
     seatd_reconcile_t *reconcile; /* settles payments left pending (reconcile.h) */
+    seatd_http_server_t *metrics; /* the --metrics-listen listener, or NULL */
     char redis_host[1280];        /* host name or unix socket path from --redis */
     int redis_port;
     int exit_code;
@@ -112,12 +113,42 @@ static void on_log_flush(uv_prepare_t *h)
     seatd_log_flush();
 }
 
+static void on_metrics_drained(seatd_http_server_t *srv, void *data)
+{
+    seatd_log(SEATD_LOG_DEBUG, NULL, "metrics listener closed", NULL);
+}
+
+/* Starts the --metrics-listen listener on 'app' when one is configured: 0, or -1 when it
+ * cannot listen. */
+static int metrics_listen(seatd_app_t *app, const seatd_config_t *cfg)
+{
+    if (cfg->metrics_listen[0] == '\0')
+        return 0;
+    seatd_http_opts_t mopts = {
+        .listen = cfg->metrics_listen,
+        .max_connections = 64, /* scrapers and probes, not clients */
+        .idle_timeout_ms = (unsigned)cfg->idle_timeout_ms,
+        .max_header = (size_t)cfg->max_header,
+        .max_body = 1024,
+        .output_budget = (size_t)cfg->conn_output_budget,
+    };
+    W.metrics =
+        seatd_http_server_new(app->loop, &mopts, seatd_metrics_routes, seatd_metrics_nroutes, app);
+    if (seatd_http_server_listen(W.metrics) < 0)
+        return -1;
+    seatd_log(SEATD_LOG_INFO, NULL, "metrics listening", "\"listen\":\"%s\",\"port\":%d",
+              cfg->metrics_listen, seatd_http_server_port(W.metrics));
+    return 0;
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     if (W.app.draining)
         return;
     W.app.draining = 1;
     seatd_log(SEATD_LOG_INFO, NULL, "draining", "\"signal\":%d", signum);
+    if (W.metrics && seatd_http_server_drain(W.metrics, on_metrics_drained, NULL) < 0)
+        seatd_log(SEATD_LOG_WARN, NULL, "metrics listener drain refused", NULL);
     if (seatd_http_server_drain(W.app.server, on_drained, NULL) < 0)
         on_drained(W.app.server, NULL);
 }
@@ -237,6 +268,10 @@ int main(int argc, char **argv)
     /* POST /v1/shows carries a whole layout (2,000 seats ~130 KB, an 80,000-seat stadium ~6 MB). */
     seatd_req_set_large_body_route("POST", "/v1/shows", 16u << 20);
     app->server = seatd_http_server_new(app->loop, &hopts, seatd_routes, seatd_nroutes, app);
+    if (metrics_listen(app, &cfg) < 0) {
+        fprintf(stderr, "seatd: cannot listen on --metrics-listen %s\n", cfg.metrics_listen);
+        return 1;
+    }
     if (seatd_http_server_listen(app->server) < 0) {
         fprintf(stderr, "seatd: cannot listen on %s\n", cfg.listen);
         return 1;
@@ -256,6 +291,7 @@ int main(int argc, char **argv)
     seatd_log_set_batching(0);
 
     seatd_http_server_free(app->server);
+    seatd_http_server_free(W.metrics);
     seatd_auth_free(app->auth);
     int rc = uv_loop_close(app->loop);
     seatd_log(SEATD_LOG_INFO, NULL, "stopped", "\"loop_closed\":%s", rc == 0 ? "true" : "false");

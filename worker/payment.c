@@ -19,6 +19,7 @@
 #include "buf.h"
 #include "log.h"
 #include "mem.h"
+#include "metrics.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -34,6 +35,19 @@
 enum pay_kind_e { PAY_CHARGE, PAY_LOOKUP, PAY_REFUND };
 
 static const char *kind_names[] = {"charge", "lookup", "refund"};
+
+/* The counter of each kind x outcome (seatd_pay_outcome_e order) and the latency histogram
+ * of each kind (metrics.h). */
+static const int kind_outcome_metric[][4] = {
+    {SEATD_METRIC_PAY_CHARGE_APPROVED, SEATD_METRIC_PAY_CHARGE_DECLINED,
+     SEATD_METRIC_PAY_CHARGE_UNKNOWN, SEATD_METRIC_PAY_CHARGE_NOT_FOUND},
+    {SEATD_METRIC_PAY_LOOKUP_APPROVED, SEATD_METRIC_PAY_LOOKUP_DECLINED,
+     SEATD_METRIC_PAY_LOOKUP_UNKNOWN, SEATD_METRIC_PAY_LOOKUP_NOT_FOUND},
+    {SEATD_METRIC_PAY_REFUND_APPROVED, SEATD_METRIC_PAY_REFUND_DECLINED,
+     SEATD_METRIC_PAY_REFUND_UNKNOWN, SEATD_METRIC_PAY_REFUND_NOT_FOUND},
+};
+static const int kind_hist[] = {SEATD_HIST_PAY_CHARGE, SEATD_HIST_PAY_LOOKUP,
+                                SEATD_HIST_PAY_REFUND};
 
 typedef struct pay_req_s pay_req_t;
 typedef struct pay_sock_s pay_sock_t;
@@ -419,6 +433,11 @@ static void check_multi_info(seatd_payment_t *p)
         seatd_payment_result_t res;
         decode(q, cc, &res);
         log_result(q, &res);
+        double secs = 0;
+        if (curl_easy_getinfo(e, CURLINFO_TOTAL_TIME, &secs) != CURLE_OK)
+            secs = 0;
+        seatd_metrics_observe(kind_hist[q->kind], secs);
+        seatd_metrics_inc(kind_outcome_metric[q->kind][res.outcome]);
         curl_multi_remove_handle(p->multi, e);
         req_unlink(p, q);
         seatd_payment_cb cb = q->cb;
@@ -666,6 +685,11 @@ static void maybe_free(seatd_payment_t *p)
     free(p->base_url);
     free(p);
     curl_global_cleanup();
+}
+
+int seatd_payment_inflight(const seatd_payment_t *p)
+{
+    return p ? p->nreqs : 0;
 }
 
 void seatd_payment_close(seatd_payment_t *p)

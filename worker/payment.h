@@ -106,6 +106,10 @@ SEATD_MUSTCHECK int seatd_payment_refund(seatd_payment_t *p, const char *idem_ke
                                          const char *charge_id, long long amount,
                                          const char *reason, seatd_payment_cb cb, void *data);
 
+/* Requests sent and not yet answered (charges, lookups and refunds), for /metrics; 0 for a
+ * NULL 'p'. */
+int seatd_payment_inflight(const seatd_payment_t *p);
+
 /*
  * Starts the asynchronous teardown of 'p' (taken). Requests in flight are abandoned, and their
  * callbacks fire once with UNKNOWN (code "shutdown") from the loop, in the last close callback.

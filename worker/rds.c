@@ -39,6 +39,7 @@
 #include "buf.h"
 #include "log.h"
 #include "mem.h"
+#include "metrics.h"
 #include "rds_cluster.h"
 #include "rds_uv.h"
 
@@ -253,8 +254,10 @@ static void cmd_finish(cmd_t *cmd, const redisReply *reply, int err)
     } else {
         rds->stats.commands++;
         uint64_t now_us = uv_hrtime() / 1000u;
-        if (cmd->sent_us && now_us >= cmd->sent_us)
+        if (cmd->sent_us && now_us >= cmd->sent_us) {
             rds->stats.rtt_us_sum += now_us - cmd->sent_us;
+            seatd_metrics_observe(SEATD_HIST_REDIS_RTT, (double)(now_us - cmd->sent_us) / 1e6);
+        }
     }
     cmd->cb(reply, err, cmd->data);
     seatd__rds_reply_free(cmd->held);

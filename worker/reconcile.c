@@ -9,6 +9,7 @@
 #include "keys.h"
 #include "log.h"
 #include "mem.h"
+#include "metrics.h"
 #include "payment.h"
 #include "rds.h"
 #include "store.h"
@@ -30,6 +31,8 @@ struct seatd_reconcile_s {
     unsigned long settled;
     unsigned long deferred; /* lookups left pending within the charge horizon */
     long cursor;            /* next catalogue offset */
+    long long pass_pending; /* entries left on the hinted shows, summed over this pass */
+    int pass_counted;       /* this pass read the hint set: publish 'pass_pending' at its end */
 };
 
 /* One show being checked. */
@@ -57,7 +60,10 @@ static void maybe_free(seatd_reconcile_t *rc)
 /* Counts the end of one operation; may free 'rc'. */
 static void op_done(seatd_reconcile_t *rc)
 {
-    rc->inflight--;
+    if (--rc->inflight == 0 && rc->pass_counted && !rc->closing) {
+        seatd_metrics_gauge_set(SEATD_GAUGE_PAYMENTS_PENDING, rc->pass_pending);
+        rc->pass_counted = 0;
+    }
     maybe_free(rc);
 }
 
@@ -86,10 +92,12 @@ static void on_failed(const seatd_store_result_t *res, void *data)
     if (res->err == 0 && st && strcmp(st, "PENDING_PAYMENT") == 0) {
         /* Not charged yet, but within the charge horizon: look again next tick. */
         j->rc->deferred++;
+        seatd_metrics_inc(SEATD_METRIC_RECONCILE_DEFERRED);
         seatd_log(SEATD_LOG_DEBUG, NULL, "reconcile: no charge yet, within the horizon",
                   "\"booking\":\"%s\"", j->bid);
     } else if (res->err == 0) {
         j->rc->settled++;
+        seatd_metrics_inc(SEATD_METRIC_RECONCILE_FAILED);
         seatd_log(SEATD_LOG_INFO, NULL, "reconciled booking",
                   "\"booking\":\"%s\",\"status\":"
                   "\"FAILED\"",
@@ -179,6 +187,7 @@ static void on_confirmed(const seatd_store_result_t *res, void *data)
         }
     } else if (res->err == 0) {
         rc->settled++;
+        seatd_metrics_inc(SEATD_METRIC_RECONCILE_CONFIRMED);
         seatd_log(SEATD_LOG_INFO, NULL, "reconciled booking",
                   "\"booking\":\"%s\",\"status\":\"CONFIRMED\"", j->bid);
     }
@@ -233,6 +242,7 @@ static void on_refund_recorded(const seatd_store_result_t *res, void *data)
     job_t *j = data;
     if (res->err == 0) {
         j->rc->settled++;
+        seatd_metrics_inc(SEATD_METRIC_RECONCILE_REFUNDED);
         seatd_log(SEATD_LOG_INFO, NULL, "reconciled refund", "\"booking\":\"%s\"", j->bid);
     }
     job_end(j);
@@ -322,6 +332,8 @@ static void on_due(const seatd_store_result_t *res, void *data)
     check_t *c = data;
     seatd_reconcile_t *rc = c->rc;
     if (res->err == 0 && !rc->closing) {
+        if (c->score[0])
+            rc->pass_pending += seatd_store_get_int(res, "remaining", 0);
         for (size_t i = 0; i < res->nfields; i++) {
             if (strcmp(res->names[i], "booking") == 0)
                 settle(rc, res->values[i]);
@@ -355,6 +367,7 @@ static void on_hints(const struct redisReply *reply, int err, void *data)
 {
     seatd_reconcile_t *rc = data;
     size_t n = err ? 0 : seatd_rds_reply_elements(reply);
+    rc->pass_counted = !err;
     for (size_t i = 0; i + 1 < n && !rc->closing; i += 2) {
         const char *show = seatd_rds_reply_str(seatd_rds_reply_element(reply, i), NULL);
         const char *score = seatd_rds_reply_str(seatd_rds_reply_element(reply, i + 1), NULL);
@@ -383,6 +396,9 @@ static void on_tick(uv_timer_t *t)
     if (rc->closing || rc->inflight > 0)
         return; /* one pass at a time */
     rc->ticks++;
+    rc->pass_pending = 0;
+    rc->pass_counted = 0;
+    seatd_metrics_inc(SEATD_METRIC_RECONCILE_RUN);
     const char *hargv[] = {"ZRANGE", SEATD_KEY_PENDING_SHOWS, "0", HINT_PAGE, "WITHSCORES"};
     started(rc, seatd_rds_callv(rc->rds, 5, hargv, NULL, on_hints, rc));
     if (rc->ticks % (unsigned long)rc->o.rescan_every == 0) {

@@ -10,7 +10,7 @@
  *
  * Each row also carries its runtime statistics (as redis's struct redisCommand does); the
  * server updates them with seatd_route_stats_observe() when a request finishes, and the
- * metrics module reads them to render /metrics.
+ * metrics renderer (metrics_render.h) reads them for /metrics.
  *
  * Pure: no I/O, no allocation. Single-threaded (the stats are plain counters).
  */

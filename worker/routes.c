@@ -30,8 +30,25 @@ seatd_route_t seatd_routes[] = {
     ROUTE("GET", "/v1/bookings/{id}", "bookings_get", seatd_handle_bookings_get, AUTH),
     ROUTE("DELETE", "/v1/bookings/{id}", "bookings_cancel", seatd_handle_bookings_cancel, AUTH),
     ROUTE("POST", "/v1/tickets/verify", "tickets_verify", seatd_handle_tickets_verify, JSON),
+    ROUTE("GET", "/v1/admin/holds/{id}", "admin_holds_get", seatd_handle_admin_holds_get, ADMIN),
+    ROUTE("DELETE", "/v1/admin/holds/{id}", "admin_holds_release", seatd_handle_admin_holds_release,
+          ADMIN),
+    ROUTE("GET", "/v1/admin/bookings/{id}", "admin_bookings_get", seatd_handle_admin_bookings_get,
+          ADMIN),
+    ROUTE("DELETE", "/v1/admin/bookings/{id}", "admin_bookings_cancel",
+          seatd_handle_admin_bookings_cancel, ADMIN),
+    ROUTE("POST", "/v1/admin/shows/{id}/reap", "admin_shows_reap", seatd_handle_admin_shows_reap,
+          ADMIN),
     ROUTE("GET", "/healthz", "healthz", seatd_handle_health, 0),
     ROUTE("GET", "/metrics", "metrics", seatd_handle_metrics, 0),
 };
 
 const size_t seatd_nroutes = sizeof(seatd_routes) / sizeof(seatd_routes[0]);
+
+/* The metrics listener (--metrics-listen): what a scraper and a probe need, nothing else. */
+seatd_route_t seatd_metrics_routes[] = {
+    ROUTE("GET", "/metrics", "metrics", seatd_handle_metrics, 0),
+    ROUTE("GET", "/healthz", "healthz", seatd_handle_health, 0),
+};
+
+const size_t seatd_metrics_nroutes = sizeof(seatd_metrics_routes) / sizeof(seatd_metrics_routes[0]);

@@ -1,6 +1,6 @@
 /*
- * routes.h - the route table of the worker (defined in routes.c). Mutable because each row
- * carries its own runtime statistics.
+ * routes.h - the route tables of the worker (defined in routes.c): the API, and the metrics
+ * listener's two routes. Mutable because each row carries its own runtime statistics.
  */
 #ifndef SEATD_ROUTES_H
 #define SEATD_ROUTES_H
@@ -11,5 +11,9 @@
 
 extern seatd_route_t seatd_routes[];
 extern const size_t seatd_nroutes;
+
+/* GET /metrics and GET /healthz only: the table of the --metrics-listen listener. */
+extern seatd_route_t seatd_metrics_routes[];
+extern const size_t seatd_metrics_nroutes;
 
 #endif

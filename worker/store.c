@@ -796,9 +796,9 @@ static int hold_owner_call(seatd_store_t *st, const char *fn, const char *hold_i
     int rc = meta_of_id(key, hold_id, 'h');
     if (rc < 0)
         return rc;
-    if (!seatd_keys_valid_sub(owner))
+    if (owner != NULL && !seatd_keys_valid_sub(owner))
         return SEATD_EBADID;
-    const char *args[3] = {hold_id, owner, mode};
+    const char *args[3] = {hold_id, owner ? owner : "", mode};
     return fcall(op_new(st, cb, data), fn, key, mode ? 3 : 2, args, NULL, on_reply);
 }
 

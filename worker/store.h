@@ -133,12 +133,14 @@ SEATD_MUSTCHECK int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t 
  * 0 turns it off (the default). */
 void seatd_store_set_hold_rate(seatd_store_t *st, long long per_window, long long window_ms);
 
-/* A hold, as its owner sees it. Fields: holdId, showId, owner, seatIds, status, expiresAt,
- * createdAt, bookingId (may be ""). Errors: NOTFOUND (missing or another owner's). */
+/* A hold, as its owner sees it ('owner' NULL: any owner, for operators). Fields: holdId,
+ * showId, owner, seatIds, status, expiresAt, createdAt, bookingId (may be "").
+ * Errors: NOTFOUND (missing or another owner's). */
 SEATD_MUSTCHECK int seatd_store_hold_get(seatd_store_t *st, const char *hold_id, const char *owner,
                                          seatd_store_cb cb, void *data);
 
-/* release: HELD -> RELEASED, seats AVAILABLE. Fields: holdId, status, version.
+/* release: HELD -> RELEASED, seats AVAILABLE ('owner' must be the hold's; NULL never matches).
+ * Fields: holdId, status, version.
  * Errors: NOTFOUND, STATE (paying or booked), EXPIRED. Releasing twice answers the same. */
 SEATD_MUSTCHECK int seatd_store_release(seatd_store_t *st, const char *hold_id, const char *owner,
                                         seatd_store_cb cb, void *data);

@@ -41,6 +41,9 @@ struct seatd_sweeper_s {
     uint64_t lease_at_ms;      /* when the lease was last taken or renewed (loop ms) */
     char token[48];            /* this sweeper's lease token */
     seatd_sweeper_rescan_t ro; /* rescan options */
+    uint64_t swept_at_ms;      /* when the last sweep without a failed call ended, or the
+                                  sweeper was made (loop ms) */
+    int sweep_failed;          /* a claim or reap of the current sweep failed */
     seatd_sweeper_stats_t stats;
 };
 
@@ -75,8 +78,8 @@ static int op_done(op_t *op)
 {
     seatd_sweeper_t *sw = op->sw;
     sw->inflight--;
-    if (op->sweep)
-        sw->sweep_pending--;
+    if (op->sweep && --sw->sweep_pending == 0 && !sw->sweep_failed)
+        sw->swept_at_ms = uv_now(sw->loop);
     free(op);
     if (sw->closing) {
         maybe_free(sw);
@@ -130,6 +133,7 @@ static void on_reap(const seatd_store_result_t *res, void *data)
         sw->stats.reaped += (unsigned long long)seatd_store_get_int(res, "reaped", 0);
     } else if (res->err != SEATD_ENOSHOW) {
         sw->stats.errors++;
+        sw->sweep_failed = 1;
     }
     /* Decide the filing before op_done() (which may free the sweeper when closing). */
     char score[32] = "";
@@ -154,6 +158,7 @@ static void on_claim(const struct redisReply *reply, int err, void *data)
     seatd_sweeper_t *sw = op->sw;
     if (err || seatd_rds_reply_type(reply) != SEATD_RDS_REPLY_ARRAY) {
         sw->stats.errors++;
+        sw->sweep_failed = 1;
         if (!err)
             seatd_log(SEATD_LOG_WARN, NULL, "sweeper: claim failed", "\"reply\":\"%s\"",
                       seatd_rds_reply_str(reply, NULL) ? seatd_rds_reply_str(reply, NULL) : "");
@@ -365,9 +370,11 @@ static void on_timer(uv_timer_t *t)
     const char *args[] = {CLAIM_MAX};
     op_t *op = op_new(sw, NULL, 1);
     sw->stats.sweeps++;
+    sw->sweep_failed = 0;
     if (seatd_scripts_fcall(sw->scripts, "seatd_sweep_claim", 1, keys, 1, args, NULL, on_claim,
                             op) < 0) {
         sw->stats.errors++;
+        sw->sweep_failed = 1;
         op_done(op);
     }
 }
@@ -389,6 +396,7 @@ seatd_sweeper_t *seatd_sweeper_new(uv_loop_t *loop, seatd_rds_t *rds, seatd_scri
     sw->timer.data = sw;
     /* The first rescan soon after start, so a restart picks up holds nobody hinted. */
     sw->next_rescan_ms = uv_now(loop) + 1000;
+    sw->swept_at_ms = uv_now(loop);
     snprintf(sw->token, sizeof(sw->token), "%ld-%llx", (long)getpid(),
              (unsigned long long)uv_hrtime());
     seatd_sweeper_rescan_t ro = {.retention_ms = -1};
@@ -419,6 +427,8 @@ void seatd_sweeper_start(seatd_sweeper_t *sw)
 void seatd_sweeper_get_stats(const seatd_sweeper_t *sw, seatd_sweeper_stats_t *out)
 {
     *out = sw->stats;
+    uint64_t now = uv_now(sw->loop);
+    out->lag_ms = now > sw->swept_at_ms ? now - sw->swept_at_ms : 0;
 }
 
 static void on_timer_closed(uv_handle_t *h)

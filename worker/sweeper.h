@@ -78,6 +78,9 @@ typedef struct seatd_sweeper_stats_s {
     unsigned long long rescans; /* catalogue pages filed */
     unsigned long long pruned;  /* shows pruned from the catalogue */
     unsigned long long leases;  /* rescan leases taken or renewed */
+    unsigned long long lag_ms;  /* since the last sweep ended whose claim and reaps all
+                                   succeeded: about one interval while the sweeper keeps up,
+                                   growing while Redis fails or is slow */
 } seatd_sweeper_stats_t;
 void seatd_sweeper_get_stats(const seatd_sweeper_t *sw, seatd_sweeper_stats_t *out);
 

@@ -130,6 +130,46 @@ static void booking_of_hold(const char *show, const char *hold_id, char *bid)
     redisFree(c);
 }
 
+/* The gateway's answer status to a lookup of 'key' (200 charged, 404 none, 409 processing). */
+static int gateway_lookup_status(const char *key)
+{
+    char path[160];
+    snprintf(path, sizeof(path), "/v1/charges?idempotencyKey=%s", key);
+    seatd_test_http_response_t http;
+    cr_assert_eq(seatd_test_http_request("127.0.0.1", atoi(getenv("SEATD_E2E_GATEWAY_PORT")), "GET",
+                                         path, NULL, NULL, 0, &http),
+                 0);
+    int status = http.status;
+    seatd_test_http_response_free(&http);
+    return status;
+}
+
+/* Waits (deadline 20 s) until the hold names a booking and the gateway answers a lookup of
+ * it with one of 'want_a' or 'want_b': the payment reached the gateway. The booking id is
+ * copied into 'bid' (64 bytes). */
+static void wait_charge_at_gateway(const char *show, const char *hold_id, int want_a, int want_b,
+                                   char *bid)
+{
+    redisContext *c = e2e_redis();
+    int status = 0;
+    bid[0] = '\0';
+    for (int waited = 0; waited < 20000; waited += 5) {
+        if (!bid[0]) {
+            redisReply *r = redisCommand(c, "HGET {s:%s}:hold:%s bookingId", show, hold_id);
+            if (r && r->type == REDIS_REPLY_STRING && r->len > 0)
+                snprintf(bid, 64, "%s", r->str);
+            freeReplyObject(r);
+        }
+        if (bid[0] && ((status = gateway_lookup_status(bid)) == want_a || status == want_b))
+            break;
+        sleep_ms(5);
+    }
+    redisFree(c);
+    cr_assert(bid[0], "the hold names its booking");
+    cr_assert(status == want_a || status == want_b, "the gateway got the charge (lookup %d)",
+              status);
+}
+
 /* Forks a child that books 'hold_id' with 'token' and exits (its answer is not awaited). */
 static pid_t book_in_child(const char *hold_id, const char *sub, const char *token)
 {
@@ -260,7 +300,8 @@ Test(api_bookings, a_worker_killed_after_the_charge_is_reconciled_to_a_confirmed
     cr_assert_eq(e2e_create_show(1, 6, 300, show), 0);
     hold_seats(show, "kim", "[\"A1\",\"A2\"]", hold_id);
     pid_t child = book_in_child(hold_id, "kim", "tok_hang");
-    sleep_ms(500); /* the charge is in flight: the gateway recorded it, the answer hangs */
+    /* The charge is in flight: the gateway recorded it, the answer hangs. */
+    wait_charge_at_gateway(show, hold_id, 200, 200, bid);
     int n = kill_workers();
     cr_assert(n >= 1);
     waitpid(child, NULL, 0);
@@ -295,7 +336,7 @@ Test(api_bookings, a_charge_whose_seats_were_lost_is_refunded_and_the_booking_sa
     cr_assert_eq(e2e_create_show(1, 6, 300, show), 0);
     hold_seats(show, "lou", "[\"A3\"]", hold_id);
     pid_t child = book_in_child(hold_id, "lou", "tok_hang");
-    sleep_ms(500);
+    wait_charge_at_gateway(show, hold_id, 200, 200, bid);
     int n = kill_workers();
     cr_assert(n >= 1);
     waitpid(child, NULL, 0);
@@ -307,8 +348,18 @@ Test(api_bookings, a_charge_whose_seats_were_lost_is_refunded_and_the_booking_sa
     freeReplyObject(redisCommand(c, "PEXPIRE {s:%s}:seat:A3 1", show));
     freeReplyObject(redisCommand(c, "HSET {s:%s}:hold:%s expiresAt 1", show, hold_id));
     freeReplyObject(redisCommand(c, "ZADD {s:%s}:expiry 1 %s", show, hold_id));
+    for (int waited = 0; waited < 20000; waited += 5) { /* until the seat key is gone */
+        redisReply *e = redisCommand(c, "EXISTS {s:%s}:seat:A3", show);
+        int gone = e && e->type == REDIS_REPLY_INTEGER && e->integer == 0;
+        freeReplyObject(e);
+        if (gone)
+            break;
+        sleep_ms(5);
+    }
+    redisReply *e = redisCommand(c, "EXISTS {s:%s}:seat:A3", show);
+    cr_assert(e && e->integer == 0, "the seat key expired");
+    freeReplyObject(e);
     redisFree(c);
-    sleep_ms(50);
     restart_workers(n);
     hold_seats(show, "mia", "[\"A3\"]", other);
 
@@ -354,7 +405,10 @@ Test(api_bookings, a_retry_during_a_slow_payment_gets_the_same_answer_and_one_ch
         seatd_test_child_exit(w > 0 ? 0 : 1);
     }
     close(fds[1]);
-    sleep_ms(250); /* the first request is now paying (0.8 s) */
+    /* Until the first request is paying: the gateway processes its charge (0.8 s; a poll
+     * that comes late sees it done, and the retry must answer the same all the same). */
+    char paying[64];
+    wait_charge_at_gateway(show, hold_id, 409, 200, paying);
     e2e_res_t res;
     cr_assert_eq(book(hold_id, "ned", "tok_slow", key, &res), 0);
     char first[160] = "";

@@ -314,4 +314,28 @@ static inline void th_sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* Redis's clock (TIME) in epoch ms, or -1. */
+static inline long long th_redis_ms(redisContext *c)
+{
+    redisReply *t = redisCommand(c, "TIME");
+    long long ms = -1;
+    if (t && t->type == REDIS_REPLY_ARRAY && t->elements == 2)
+        ms = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+    freeReplyObject(t);
+    return ms;
+}
+
+/* Waits until Redis's clock reads 'at' ms or later: the event a hold's deadline is measured
+ * against (every script takes its time from TIME). Polls every millisecond; gives up after
+ * 'limit_ms' of Redis time past the call. Returns 0, or -1 if the clock never got there. */
+static inline int th_wait_redis_ms(redisContext *c, long long at, long limit_ms)
+{
+    long long now = th_redis_ms(c), stop = now + limit_ms;
+    while (now >= 0 && now < at && now < stop) {
+        th_sleep_ms(1);
+        now = th_redis_ms(c);
+    }
+    return now >= at ? 0 : -1;
+}
+
 #endif

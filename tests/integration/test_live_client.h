@@ -3,11 +3,15 @@
  * socket, the HTTP upgrade written by hand, and the framing through seatd_ws (ws_codec.h) in
  * client mode, so pings are answered and closes are seen. Header-only (static inline) so the
  * live and e2e suites share it without a build edit. Not for forked children that return.
+ * With SEATD_E2E_RESPONSE_LOG set, the upgrade answer and every text frame received are
+ * appended to that file as JSON lines (as tests/support/http_client.c does for HTTP), for
+ * tests/e2e/validate_responses.py.
  */
 #ifndef SEATD_TEST_LIVE_CLIENT_H
 #define SEATD_TEST_LIVE_CLIENT_H
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <cjson/cJSON.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -31,7 +35,28 @@ typedef struct wsc_s {
     size_t qhead, qlen;
     int closed;            /* a close frame arrived or the socket ended */
     unsigned close_status; /* the server's close code */
+    int port;              /* where it connected, for the response log */
+    char path[256];
 } wsc_t;
+
+/* Appends '{"host":"127.0.0.1","port":…,"path":…,' + 'rest' + '\n' to the response log. */
+static inline void wsc_log(const wsc_t *c, const char *rest)
+{
+    const char *file = getenv("SEATD_E2E_RESPONSE_LOG");
+    if (file == NULL || file[0] == '\0')
+        return;
+    seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_printf(&b, "{\"host\":\"127.0.0.1\",\"port\":%d,\"path\":\"", c->port);
+    seatd_buf_json_escape(&b, c->path, strlen(c->path));
+    seatd_buf_printf(&b, "\",%s}\n", rest);
+    int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        if (write(fd, b.data, b.len) != (ssize_t)b.len)
+            fprintf(stderr, "wsc: short write to %s\n", file);
+        close(fd);
+    }
+    seatd_buf_free(&b);
+}
 
 static inline long long wsc_now_ms(void)
 {
@@ -48,6 +73,14 @@ static inline void wsc_on_msg(seatd_ws_t *ws, int opcode, const uint8_t *data, s
         char *m = malloc(len + 1);
         memcpy(m, data, len);
         m[len] = '\0';
+        if (getenv("SEATD_E2E_RESPONSE_LOG")) {
+            seatd_buf_t f = SEATD_BUF_INIT;
+            seatd_buf_puts(&f, "\"ws\":true,\"frame\":\"");
+            seatd_buf_json_escape(&f, m, len);
+            seatd_buf_puts(&f, "\"");
+            wsc_log(c, f.data);
+            seatd_buf_free(&f);
+        }
         c->queue[(c->qhead + c->qlen++) % WSC_MAX_QUEUE] = m;
     } else if (opcode == SEATD_WS_CLOSE) {
         c->closed = 1;
@@ -95,6 +128,8 @@ static inline int wsc_pump(wsc_t *c, int timeout_ms)
 static inline int wsc_connect(wsc_t *c, int port, const char *path)
 {
     memset(c, 0, sizeof(*c));
+    c->port = port;
+    snprintf(c->path, sizeof(c->path), "%s", path);
     c->fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {0};
     a.sin_family = AF_INET;
@@ -137,6 +172,34 @@ static inline int wsc_connect(wsc_t *c, int port, const char *path)
         close(c->fd);
         c->fd = -1;
         return status == 101 ? -1 : status;
+    }
+    if (getenv("SEATD_E2E_RESPONSE_LOG")) { /* the 101 and its headers, one per line */
+        seatd_buf_t h = SEATD_BUF_INIT;
+        seatd_buf_puts(&h, "\"method\":\"GET\",\"status\":101,\"body\":\"\",\"headers\":[");
+        const char *line = strstr(head, "\r\n");
+        for (int first = 1; line && line + 2 < end + 2; first = 0) {
+            line += 2;
+            const char *eol = strstr(line, "\r\n");
+            const char *colon = memchr(line, ':', (size_t)(eol - line));
+            if (eol == line || colon == NULL)
+                break;
+            const char *v = colon + 1;
+            while (*v == ' ')
+                v++;
+            char name[64];
+            size_t nl = (size_t)(colon - line) < sizeof(name) ? (size_t)(colon - line) : 0;
+            for (size_t i = 0; i < nl; i++)
+                name[i] = (char)(line[i] >= 'A' && line[i] <= 'Z' ? line[i] + 32 : line[i]);
+            seatd_buf_puts(&h, first ? "[\"" : ",[\"");
+            seatd_buf_json_escape(&h, name, nl);
+            seatd_buf_puts(&h, "\",\"");
+            seatd_buf_json_escape(&h, v, (size_t)(eol - v));
+            seatd_buf_puts(&h, "\"]");
+            line = eol;
+        }
+        seatd_buf_puts(&h, "]");
+        wsc_log(c, h.data);
+        seatd_buf_free(&h);
     }
     c->ws = seatd_ws_new(1, 16 << 20, wsc_on_msg, c);
     size_t rest = len - (size_t)(end + 4 - head);

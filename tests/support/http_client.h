@@ -7,6 +7,9 @@
  * response (Content-Length, chunked or read-to-EOF bodies), parses it into 'out' and closes.
  * seatd_test_http_raw() sends arbitrary bytes (pipelining, malformed input) and returns
  * everything the server sent until it closed or 'timeout_ms' passed.
+ * With SEATD_E2E_RESPONSE_LOG set, every response seatd_test_http_request() parses is appended
+ * to that file as one JSON line (host, port, method, path, status, headers, body): the e2e run
+ * validates each against api/openapi.json (tests/e2e/validate_responses.py).
  * Blocking sockets with a receive timeout; no uv loop: call it from a forked child or from a
  * thread other than the server loop's, or against a server running in another process.
  */

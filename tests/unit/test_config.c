@@ -156,3 +156,23 @@ Test(config, defaults_fill_a_struct_without_a_secret)
     cr_assert_str_eq(cfg.jwt_secret, "");
     cr_assert_eq(cfg.jwt_secret_len, 0);
 }
+
+Test(config, metrics_listen_is_off_by_default_and_takes_an_address)
+{
+    seatd_config_t cfg;
+    char err[256];
+    const char *env[] = {"SEATD_JWT_SECRET", GOOD_SECRET, "SEATD_METRICS_LISTEN", "127.0.0.1:0",
+                         NULL};
+    const char *none[] = {"seatd"};
+    const char *secret_only[] = {"SEATD_JWT_SECRET", GOOD_SECRET, NULL};
+    cr_assert_eq(load(&cfg, secret_only, 1, none, err), 0, "%s", err);
+    cr_assert_str_eq(cfg.metrics_listen, "");
+    cr_assert_eq(load(&cfg, env, 1, none, err), 0, "%s", err);
+    cr_assert_str_eq(cfg.metrics_listen, "127.0.0.1:0");
+    const char *unix_argv[] = {"seatd", "--metrics-listen", "unix:/tmp/m.sock"};
+    cr_assert_eq(load(&cfg, env, 3, unix_argv, err), 0, "%s", err);
+    cr_assert_str_eq(cfg.metrics_listen, "unix:/tmp/m.sock");
+    const char *bad[] = {"seatd", "--metrics-listen", "nowhere"};
+    cr_assert_eq(load(&cfg, env, 3, bad, err), SEATD_EINVAL);
+    cr_assert_str_eq(err, "--metrics-listen: 'nowhere' is not host:port, unix:/path or empty");
+}

@@ -379,9 +379,9 @@ static void do_send_and_leave(void *arg)
 {
     (void)arg;
     size_t len = 0;
-    /* Read for 10 ms only, then close while the handler's 200 ms timer is pending. */
+    /* Read for 10 ms only, then close while the handler's 2 s timer is pending. */
     char *got =
-        seatd_test_http_raw("127.0.0.1", port, "GET /async?ms=200 HTTP/1.1\r\n\r\n", 31, 10, &len);
+        seatd_test_http_raw("127.0.0.1", port, "GET /async?ms=2000 HTTP/1.1\r\n\r\n", 32, 10, &len);
     free(got);
 }
 
@@ -390,7 +390,7 @@ Test(http_server, a_request_whose_client_left_runs_to_completion_and_is_counted_
     run_client(do_send_and_leave, NULL);
     /* The handler's timer fires after the client left: the request still wants its answer
      * (it runs to completion), the answer is written nowhere, logged and counted as 499. */
-    uint64_t until = uv_now(&loop) + 2000;
+    uint64_t until = uv_now(&loop) + 10000;
     while (finished_hooks == 0 && uv_now(&loop) < until)
         uv_run(&loop, UV_RUN_ONCE);
     cr_assert_eq(detached_seen, 0, "the handler ran to its finish");
@@ -419,8 +419,11 @@ static void *second_client(void *arg)
 {
     char **out = arg;
     size_t len = 0;
-    usleep(100 * 1000); /* the first connection is open and busy by now */
-    out[1] = seatd_test_http_raw("127.0.0.1", port, "GET /hello HTTP/1.1\r\n\r\n", 24, 1000, &len);
+    /* Until the first connection's request is running in the server (the loop's thread
+     * counts it); that request then stays open 2 s, ample for this one to be refused. */
+    while (__atomic_load_n(&async_started, __ATOMIC_ACQUIRE) == 0)
+        usleep(1000);
+    out[1] = seatd_test_http_raw("127.0.0.1", port, "GET /hello HTTP/1.1\r\n\r\n", 24, 5000, &len);
     return NULL;
 }
 
@@ -430,8 +433,8 @@ static void do_limit(void *arg)
     size_t len = 0;
     pthread_t th;
     pthread_create(&th, NULL, second_client, arg);
-    /* The first connection waits 300 ms for its answer while the second one arrives. */
-    out[0] = seatd_test_http_raw("127.0.0.1", port, "GET /async?ms=300 HTTP/1.1\r\n\r\n", 31, 1000,
+    /* The first connection waits 2 s for its answer while the second one arrives. */
+    out[0] = seatd_test_http_raw("127.0.0.1", port, "GET /async?ms=2000 HTTP/1.1\r\n\r\n", 32, 5000,
                                  &len);
     pthread_join(th, NULL);
 }

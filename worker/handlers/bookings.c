@@ -468,7 +468,7 @@ static void on_begin(const seatd_store_result_t *res, void *data)
     step_end(op);
     if (res->err) {
         counters_give(op);
-        seatd_metrics_inc(SEATD_METRIC_BOOKING_ERROR);
+        seatd_metrics_inc(seatd_metrics_booking_outcome(res->err));
         if (op->r)
             seatd__reply_store_error(op->r, res);
         book_op_free(op);

@@ -40,6 +40,13 @@ int seatd_refund_policy_valid(const void *policy);
 int seatd_handle_live_ws(seatd_req_t *r);
 void seatd_handle_live_on_finish(seatd_req_t *r, int status, double seconds, void *app);
 
+/* admin.c: operator routes (role admin) for seatctl */
+int seatd_handle_admin_holds_get(seatd_req_t *r);
+int seatd_handle_admin_holds_release(seatd_req_t *r);
+int seatd_handle_admin_bookings_get(seatd_req_t *r);
+int seatd_handle_admin_bookings_cancel(seatd_req_t *r);
+int seatd_handle_admin_shows_reap(seatd_req_t *r);
+
 /* health.c */
 int seatd_handle_health(seatd_req_t *r);
 int seatd_handle_metrics(seatd_req_t *r);

@@ -9,7 +9,7 @@
 #include "handlers.h"
 #include "http_request.h"
 #include "mem.h"
-#include "metrics.h"
+#include "metrics_render.h"
 #include "rds.h"
 
 /*

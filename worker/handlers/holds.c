@@ -300,9 +300,7 @@ static void on_hold(const seatd_store_result_t *res, void *data)
         return;
     }
     if (res->err) {
-        seatd_metrics_inc(res->err == SEATD_ECONFLICT             ? SEATD_METRIC_HOLD_CONFLICT
-                          : seatd_err_http_status(res->err) < 500 ? SEATD_METRIC_HOLD_REJECTED
-                                                                  : SEATD_METRIC_HOLD_ERROR);
+        seatd_metrics_inc(seatd_metrics_hold_outcome(res->err));
         seatd__reply_store_error(r, res);
         hold_op_free(op);
         return;

@@ -1,0 +1,454 @@
+/*
+ * End-to-end: the operator's tool, build/seatctl, run as a process against the stack: the API
+ * through nginx with an admin token minted from SEATD_JWT_SECRET, and Redis read-only as the
+ * stack's admin user (REDISCLI_AUTH). Every command is also run with --json and its output
+ * parsed.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <hiredis/hiredis.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e.h"
+
+static void setup(void)
+{
+    char url[64], redis[64], pass[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", e2e_port());
+    snprintf(redis, sizeof redis, "127.0.0.1:%s", getenv("SEATD_E2E_REDIS_PORT"));
+    cr_assert_eq(e2e_redis_password("redis-admin.pass", pass, sizeof pass), 0);
+    setenv("SEATD_URL", url, 1);
+    setenv("SEATD_REDIS", redis, 1);
+    setenv("REDISCLI_AUTH", pass, 1);
+    unsetenv("SEATD_TOKEN");
+}
+
+TestSuite(seatctl, .init = setup, .timeout = 90);
+
+typedef struct run_s {
+    int status;      /* exit status */
+    char out[65536]; /* stdout */
+    cJSON *json;     /* stdout parsed, or NULL */
+} run_t;
+
+/* Runs seatctl with the NULL-terminated arguments; stdout into 'r->out'. */
+static void seatctl(run_t *r, ...)
+{
+    const char *argv[32];
+    char bin[512];
+    snprintf(bin, sizeof bin, "%s/seatctl", getenv("SEATD_BUILD_DIR"));
+    int n = 0;
+    argv[n++] = bin;
+    va_list ap;
+    va_start(ap, r);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL && n < 31)
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t got;
+    while ((got = read(fds[0], r->out + len, sizeof r->out - 1 - len)) > 0)
+        len += (size_t)got;
+    close(fds[0]);
+    r->out[len] = '\0';
+    int st = 0;
+    waitpid(pid, &st, 0);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r->json = cJSON_Parse(r->out);
+}
+
+static void run_free(run_t *r)
+{
+    cJSON_Delete(r->json);
+    r->json = NULL;
+}
+
+static const char *jstr(const cJSON *o, const char *name)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
+    return s ? s : "";
+}
+
+static double jnum(const cJSON *o, const char *name)
+{
+    return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, name));
+}
+
+/* Holds 'seats' (a JSON array text) of 'show' as 'sub'; the hold id into 'hold' (48 bytes). */
+static void hold(const char *show, const char *sub, const char *seats, char *hold_id)
+{
+    char path[64], body[256];
+    snprintf(path, sizeof path, "/v1/shows/%s/holds", show);
+    snprintf(body, sizeof body, "{\"seatIds\":%s}", seats);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", path, sub, body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "hold: %d", res.http.status);
+    snprintf(hold_id, 48, "%s", e2e_str(&res, "holdId"));
+    e2e_res_free(&res);
+}
+
+/* Books hold 'hold_id' as 'sub' with tok_ok; the booking id into 'booking' (48 bytes). */
+static void book(const char *sub, const char *hold_id, char *booking)
+{
+    char body[256];
+    snprintf(body, sizeof body, "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_ok\"}", hold_id);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", sub, body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "booking: %d", res.http.status);
+    cr_assert_str_eq(e2e_str(&res, "status"), "CONFIRMED");
+    snprintf(booking, 48, "%s", e2e_str(&res, "bookingId"));
+    e2e_res_free(&res);
+}
+
+Test(seatctl, show_create_from_a_layout_file_and_show_list_find_it)
+{
+    char layout[] = "/tmp/seatctl-layout.XXXXXX";
+    int fd = mkstemp(layout);
+    cr_assert(fd >= 0);
+    const char *seats = "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"tier\":\"standard\",\"x\":1,"
+                        "\"y\":1},{\"id\":\"A2\",\"row\":\"A\",\"number\":2,\"tier\":\"vip\","
+                        "\"x\":2,\"y\":1}]";
+    cr_assert_eq(write(fd, seats, strlen(seats)), (ssize_t)strlen(seats));
+    close(fd);
+    run_t r;
+    seatctl(&r, "show", "create", "--layout", layout, "--title", "seatctl show", "--starts-at",
+            "2031-02-03T20:00:00Z", "--price", "standard=1000", "--price", "vip=2500", "--hold-ttl",
+            "90", "--json", NULL);
+    unlink(layout);
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    cr_assert_not_null(r.json, "not JSON: %s", r.out);
+    char id[32];
+    snprintf(id, sizeof id, "%s", jstr(r.json, "id"));
+    cr_assert_eq(jnum(r.json, "seatCount"), 2);
+    cr_assert_eq(jnum(r.json, "holdTtlSeconds"), 90);
+    run_free(&r);
+
+    seatctl(&r, "show", "list", "--json", NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert_not_null(r.json, "not JSON: %s", r.out);
+    int found = 0;
+    const cJSON *s = NULL;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(r.json, "items"))
+    {
+        found += strcmp(jstr(s, "id"), id) == 0 && strcmp(jstr(s, "title"), "seatctl show") == 0;
+    }
+    cr_assert_eq(found, 1, "show %s not listed: %s", id, r.out);
+    run_free(&r);
+    seatctl(&r, "show", "list", NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "seatctl show") != NULL, "%s", r.out);
+    run_free(&r);
+}
+
+Test(seatctl, seat_who_reports_the_holder_the_hold_and_the_time_left)
+{
+    char show[32], hold_id[48];
+    cr_assert_eq(e2e_create_show(3, 10, 120, show), 0);
+    hold(show, "who-alice", "[\"C7\"]", hold_id);
+    run_t r;
+    seatctl(&r, "seat", "who", show, "C7", "--json", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    cr_assert_not_null(r.json, "not JSON: %s", r.out);
+    cr_assert_str_eq(jstr(r.json, "status"), "held");
+    cr_assert_str_eq(jstr(r.json, "holder"), "who-alice");
+    cr_assert_str_eq(jstr(r.json, "holdId"), hold_id);
+    cr_assert_str_eq(jstr(r.json, "holdStatus"), "HELD");
+    double left = jnum(r.json, "msLeft");
+    cr_assert(left > 0 && left <= 120000, "msLeft %f", left);
+    cr_assert_neq(jstr(r.json, "expiresAt")[0], '\0');
+    run_free(&r);
+
+    seatctl(&r, "seat", "who", show, "C7", NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "HELD by who-alice") != NULL, "%s", r.out);
+    cr_assert(strstr(r.out, hold_id) != NULL, "%s", r.out);
+    cr_assert(strstr(r.out, "left") != NULL, "%s", r.out);
+    run_free(&r);
+
+    seatctl(&r, "seat", "who", show, "C8", "--json", NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert_str_eq(jstr(r.json, "status"), "available");
+    run_free(&r);
+
+    /* A booked seat names its booking and owner. */
+    char booking[48];
+    hold(show, "who-bob", "[\"A1\"]", hold_id);
+    book("who-bob", hold_id, booking);
+    seatctl(&r, "seat", "who", show, "A1", "--json", NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert_str_eq(jstr(r.json, "status"), "booked");
+    cr_assert_str_eq(jstr(r.json, "owner"), "who-bob");
+    cr_assert_str_eq(jstr(r.json, "bookingId"), booking);
+    run_free(&r);
+
+    /* Not found: exit 1, and still JSON. */
+    seatctl(&r, "seat", "who", show, "Z99", "--json", NULL);
+    cr_assert_eq(r.status, 1);
+    cr_assert_not_null(r.json, "not JSON: %s", r.out);
+    cr_assert_neq(jstr(r.json, "error")[0], '\0');
+    run_free(&r);
+    seatctl(&r, "seat", "who", "999999999", "A1", NULL);
+    cr_assert_eq(r.status, 1);
+    run_free(&r);
+}
+
+Test(seatctl, audit_passes_on_a_consistent_show_and_fails_on_a_corrupted_one)
+{
+    char show[32], hold_id[48], booking[48];
+    cr_assert_eq(e2e_create_show(3, 10, 120, show), 0);
+    hold(show, "audit-alice", "[\"B3\",\"B4\"]", hold_id);
+    hold(show, "audit-bob", "[\"A1\"]", booking);
+    book("audit-bob", booking, booking);
+    run_t r;
+    seatctl(&r, "audit", show, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    cr_assert(strstr(r.out, "consistent") != NULL, "%s", r.out);
+    run_free(&r);
+    seatctl(&r, "audit", show, "--json", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    cr_assert_not_null(r.json, "not JSON: %s", r.out);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r.json, "ok")));
+    cr_assert_eq(jnum(r.json, "heldSeats"), 2);
+    cr_assert_eq(jnum(r.json, "bookedSeats"), 1);
+    cr_assert_eq(jnum(r.json, "liveHolds"), 1);
+    cr_assert_eq(jnum(r.json, "confirmedBookings"), 1);
+    run_free(&r);
+
+    /* Corrupt it: B3 (bit 12: row B starts at 10) is held; set its booked bit too. */
+    redisContext *c = e2e_redis();
+    char key[64];
+    snprintf(key, sizeof key, "{s:%s}:booked", show);
+    redisReply *rr = redisCommand(c, "SETBIT %s 12 1", key);
+    cr_assert(rr && rr->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(rr);
+    seatctl(&r, "audit", show, "--json", NULL);
+    cr_assert_eq(r.status, 1, "%s", r.out);
+    cr_assert_not_null(r.json, "not JSON: %s", r.out);
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r.json, "ok")));
+    int held_and_booked = 0;
+    const cJSON *v = NULL;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(r.json, "violations"))
+    {
+        held_and_booked += strcmp(jstr(v, "check"), "held_and_booked") == 0 &&
+                           strstr(jstr(v, "text"), "B3") != NULL;
+    }
+    cr_assert_eq(held_and_booked, 1, "%s", r.out);
+    run_free(&r);
+    seatctl(&r, "audit", show, NULL);
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.out, "VIOLATION [held_and_booked] seat B3") != NULL, "%s", r.out);
+    run_free(&r);
+
+    /* A second corruption: the hold leaves the expiry set. */
+    rr = redisCommand(c, "SETBIT %s 12 0", key);
+    freeReplyObject(rr);
+    rr = redisCommand(c, "ZREM {s:%s}:expiry %s", show, hold_id);
+    cr_assert(rr && rr->type == REDIS_REPLY_INTEGER && rr->integer == 1);
+    freeReplyObject(rr);
+    seatctl(&r, "audit", show, NULL);
+    cr_assert_eq(r.status, 1, "%s", r.out);
+    cr_assert(strstr(r.out, "[expiry]") != NULL, "%s", r.out);
+    run_free(&r);
+    redisFree(c);
+
+    seatctl(&r, "audit", "999999999", NULL);
+    cr_assert_eq(r.status, 1);
+    run_free(&r);
+}
+
+Test(seatctl, hold_show_and_release_any_users_hold)
+{
+    char show[32], hold_id[48];
+    cr_assert_eq(e2e_create_show(2, 5, 120, show), 0);
+    hold(show, "hold-carol", "[\"A2\",\"A3\"]", hold_id);
+    run_t r;
+    seatctl(&r, "hold", "show", hold_id, "--json", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    cr_assert_not_null(r.json, "not JSON: %s", r.out);
+    cr_assert_str_eq(jstr(r.json, "owner"), "hold-carol");
+    cr_assert_str_eq(jstr(r.json, "status"), "HELD");
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r.json, "seatIds")), 2);
+    run_free(&r);
+    seatctl(&r, "hold", "show", hold_id, NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "timeLeft") != NULL, "%s", r.out);
+    run_free(&r);
+
+    seatctl(&r, "hold", "release", hold_id, "--json", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    cr_assert_str_eq(jstr(r.json, "status"), "RELEASED");
+    run_free(&r);
+    seatctl(&r, "seat", "who", show, "A2", "--json", NULL);
+    cr_assert_str_eq(jstr(r.json, "status"), "available");
+    run_free(&r);
+    /* The owner sees it released. */
+    char path[96];
+    snprintf(path, sizeof path, "/v1/holds/%s", hold_id);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("GET", path, "hold-carol", NULL, NULL, &res), 0);
+    cr_assert_str_eq(e2e_str(&res, "status"), "RELEASED");
+    e2e_res_free(&res);
+
+    /* An unknown hold: 404, exit 1, the problem as JSON. */
+    char unknown[80];
+    snprintf(unknown, sizeof unknown, "%s-h00000000000000000000", show);
+    seatctl(&r, "hold", "show", unknown, "--json", NULL);
+    cr_assert_eq(r.status, 1);
+    cr_assert_not_null(r.json, "not JSON: %s", r.out);
+    cr_assert_eq(jnum(r.json, "status"), 404);
+    run_free(&r);
+
+    /* A buyer's token is refused (403): exit 1. */
+    seatctl(&r, "hold", "show", hold_id, "--token", e2e_token("hold-carol", 0), NULL);
+    cr_assert_eq(r.status, 1);
+    run_free(&r);
+}
+
+Test(seatctl, booking_show_and_cancel_put_the_seats_back_on_sale)
+{
+    char show[32], hold_id[48], booking[48];
+    cr_assert_eq(e2e_create_show(2, 5, 120, show), 0);
+    hold(show, "bk-dave", "[\"B1\",\"B2\"]", hold_id);
+    book("bk-dave", hold_id, booking);
+    run_t r;
+    seatctl(&r, "booking", "show", booking, "--json", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    cr_assert_not_null(r.json, "not JSON: %s", r.out);
+    cr_assert_str_eq(jstr(r.json, "status"), "CONFIRMED");
+    cr_assert_str_eq(jstr(r.json, "owner"), "bk-dave");
+    double amount = jnum(r.json, "amount");
+    cr_assert(amount > 0, "%s", r.out);
+    run_free(&r);
+
+    seatctl(&r, "booking", "cancel", booking, "--json", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    cr_assert_not_null(r.json, "not JSON: %s", r.out);
+    cr_assert_str_eq(jstr(r.json, "status"), "CANCELLED");
+    cr_assert_eq(jnum(r.json, "refund"), amount); /* the show is years away: 100 % */
+    run_free(&r);
+    seatctl(&r, "seat", "who", show, "B1", "--json", NULL);
+    cr_assert_str_eq(jstr(r.json, "status"), "available");
+    run_free(&r);
+    /* Cancelling again answers the same. */
+    seatctl(&r, "booking", "cancel", booking, "--json", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    cr_assert_str_eq(jstr(r.json, "status"), "CANCELLED");
+    run_free(&r);
+    /* The owner sees it cancelled; the show is consistent. */
+    char path[96];
+    snprintf(path, sizeof path, "/v1/bookings/%s", booking);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("GET", path, "bk-dave", NULL, NULL, &res), 0);
+    cr_assert_str_eq(e2e_str(&res, "status"), "CANCELLED");
+    e2e_res_free(&res);
+    seatctl(&r, "audit", show, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    run_free(&r);
+}
+
+Test(seatctl, reap_ends_expired_holds_through_the_api)
+{
+    char show[32], hold_id[48];
+    cr_assert_eq(e2e_create_show(1, 5, 1, show), 0);
+    hold(show, "reap-erin", "[\"A1\"]", hold_id);
+    /* Wait (deadline 10 s) until the hold's deadline has passed on Redis's clock. */
+    run_t r;
+    seatctl(&r, "hold", "show", hold_id, "--json", NULL);
+    cr_assert_eq(r.status, 0);
+    char expires[40];
+    snprintf(expires, sizeof expires, "%s", jstr(r.json, "expiresAt"));
+    run_free(&r);
+    redisContext *c = e2e_redis();
+    for (int i = 0;; i++) {
+        cr_assert(i < 1000, "the hold never expired");
+        redisReply *t = redisCommand(c, "TIME");
+        long long now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+        freeReplyObject(t);
+        struct tm tm = {0};
+        int ms = 0;
+        sscanf(expires, "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+               &tm.tm_min, &tm.tm_sec, &ms);
+        tm.tm_year -= 1900;
+        tm.tm_mon -= 1;
+        if (now >= (long long)timegm(&tm) * 1000 + ms)
+            break;
+        struct timespec ts = {0, 10000000L};
+        nanosleep(&ts, NULL);
+    }
+    redisFree(c);
+    seatctl(&r, "reap", show, "--json", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    cr_assert_not_null(r.json, "not JSON: %s", r.out);
+    /* The sweeper may have reaped it first: either way nothing is due afterwards. */
+    cr_assert(jnum(r.json, "reaped") == 0 || jnum(r.json, "reaped") == 1, "%s", r.out);
+    cr_assert_eq(jnum(r.json, "due"), 0, "%s", r.out);
+    run_free(&r);
+    seatctl(&r, "hold", "show", hold_id, "--json", NULL);
+    cr_assert_str_eq(jstr(r.json, "status"), "EXPIRED");
+    run_free(&r);
+    seatctl(&r, "seat", "who", show, "A1", "--json", NULL);
+    cr_assert_str_eq(jstr(r.json, "status"), "available");
+    cr_assert_null(cJSON_GetObjectItemCaseSensitive(r.json, "heldBit"), "%s", r.out);
+    run_free(&r);
+    seatctl(&r, "reap", "999999999", NULL);
+    cr_assert_eq(r.status, 1);
+    run_free(&r);
+}
+
+Test(seatctl, usage_errors_exit_2_and_help_exits_0)
+{
+    run_t r;
+    const char *bad[][6] = {
+        {NULL},
+        {"bogus", NULL},
+        {"seat", "who", "1", NULL},
+        {"seat", NULL},
+        {"hold", "show", "not-a-hold", NULL},
+        {"audit", "x1", NULL},
+        {"audit", "1", "--title", "t", NULL},
+        {"audit", "1", "--nope", NULL},
+        {"show", "create", "--title", "no layout", NULL},
+        {"show", "list", "--size", "0", NULL},
+        {"token", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        seatctl(&r, bad[i][0], bad[i][0] ? bad[i][1] : NULL,
+                bad[i][0] && bad[i][1] ? bad[i][2] : NULL,
+                bad[i][0] && bad[i][1] && bad[i][2] ? bad[i][3] : NULL,
+                bad[i][0] && bad[i][1] && bad[i][2] && bad[i][3] ? bad[i][4] : NULL, NULL);
+        cr_assert_eq(r.status, 2, "case %zu (%s): exit %d", i, bad[i][0] ? bad[i][0] : "-",
+                     r.status);
+        run_free(&r);
+    }
+    seatctl(&r, "--help", NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "seat who SHOW SEAT") != NULL);
+    run_free(&r);
+    seatctl(&r, "audit", "--help", NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "Usage: seatctl audit SHOW") != NULL, "%s", r.out);
+    run_free(&r);
+    seatctl(&r, "token", "--sub", "x", "--json", NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert_not_null(r.json, "not JSON: %s", r.out);
+    run_free(&r);
+}

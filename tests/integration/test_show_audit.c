@@ -1,0 +1,196 @@
+/*
+ * Integration tests for tools/show_audit.c (seatctl audit, bench's seatd_audit): a show built
+ * through store.c audits clean, and each deliberate corruption is named by its check.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "show_audit.h"
+#include "store_harness.h"
+
+static void setup(void)
+{
+    seatd_test_redis_flushall();
+}
+
+TestSuite(show_audit, .init = setup, .timeout = 30);
+
+static const char *const seats6[] = {"A1", "A2", "A3", "A4", "A5", "A6", NULL};
+
+typedef struct fixture_s {
+    char alice[SEATD_ID_MAX]; /* HELD: A1, A2 */
+    char bob[SEATD_ID_MAX];   /* BOOKED: A3 (booking bob_b CONFIRMED) */
+    char bob_b[SEATD_ID_MAX];
+    char carol[SEATD_ID_MAX]; /* PENDING_PAYMENT: A4 (booking carol_b) */
+    char carol_b[SEATD_ID_MAX];
+} fixture_t;
+
+/* Show 1: a live hold, a confirmed booking and a pending one. */
+static void build(fixture_t *f)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats6, 60000), 0);
+    const char *a[] = {"A1", "A2", NULL}, *b[] = {"A3", NULL}, *c[] = {"A4", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", a, 0, 0, NULL), 0);
+    snprintf(f->alice, sizeof f->alice, "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", b, 0, 0, NULL), 0);
+    snprintf(f->bob, sizeof f->bob, "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_book_begin(&t, &r, "1", f->bob, "bob", 30000), 0);
+    snprintf(f->bob_b, sizeof f->bob_b, "%s", th_get(&r, "bookingId"));
+    cr_assert_eq(th_book_confirm(&t, &r, f->bob_b), 0);
+    cr_assert_eq(th_hold(&t, &r, "1", "carol", c, 0, 0, NULL), 0);
+    snprintf(f->carol, sizeof f->carol, "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_book_begin(&t, &r, "1", f->carol, "carol", 30000), 0);
+    snprintf(f->carol_b, sizeof f->carol_b, "%s", th_get(&r, "bookingId"));
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+typedef struct seen_s {
+    char checks[2048]; /* " name name …" */
+    long n;
+} seen_t;
+
+static void on_violation(const char *check, const char *text, void *data)
+{
+    seen_t *s = data;
+    (void)text;
+    size_t len = strlen(s->checks);
+    snprintf(s->checks + len, sizeof s->checks - len, " %s", check);
+    s->n++;
+}
+
+static long audit(seen_t *s, seatd_audit_report_t *rep)
+{
+    memset(s, 0, sizeof *s);
+    redisContext *c = seatd_test_redis_connect();
+    seatd_audit_opts_t o = {.wins = -1, .bookings = -1, .on_violation = on_violation, .data = s};
+    char err[256];
+    cr_assert_eq(seatd_audit_show(c, "1", &o, rep, err, sizeof err), 0, "%s", err);
+    redisFree(c);
+    cr_assert_eq(rep->violations, s->n);
+    return rep->violations;
+}
+
+/* Runs 'cmd' (a format with up to two %s: the ids it names) on the fixture's show. */
+static void corrupt(const char *cmd, const char *x, const char *y)
+{
+    redisContext *c = seatd_test_redis_connect();
+    redisReply *r = redisCommand(c, cmd, x, y);
+    cr_assert(r && r->type != REDIS_REPLY_ERROR, "%s: %s", cmd, r ? r->str : c->errstr);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+static int has(const seen_t *s, const char *check)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, " %s", check);
+    const char *p = s->checks;
+    size_t n = strlen(pat);
+    while ((p = strstr(p, pat)) != NULL) {
+        if (p[n] == ' ' || p[n] == '\0')
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+Test(show_audit, a_show_built_by_the_scripts_is_consistent)
+{
+    fixture_t f;
+    build(&f);
+    seen_t s;
+    seatd_audit_report_t rep;
+    cr_assert_eq(audit(&s, &rep), 0, "violations:%s", s.checks);
+    cr_assert_eq(rep.nseats, 6);
+    cr_assert_eq(rep.held_seats, 3);
+    cr_assert_eq(rep.booked_seats, 1);
+    cr_assert_eq(rep.seat_keys, 3);
+    cr_assert_eq(rep.holds, 3);
+    cr_assert_eq(rep.live_holds, 2);
+    cr_assert_eq(rep.confirmed, 1);
+    cr_assert_eq(rep.pending, 1);
+    cr_assert_eq(rep.stable, 1);
+}
+
+Test(show_audit, an_unknown_show_is_reported_not_audited)
+{
+    redisContext *c = seatd_test_redis_connect();
+    seatd_audit_opts_t o = {.wins = -1, .bookings = -1};
+    seatd_audit_report_t rep;
+    char err[256];
+    cr_assert_eq(seatd_audit_show(c, "7", &o, &rep, err, sizeof err), SEATD_AUDIT_ENOSHOW);
+    cr_assert(strstr(err, "7") != NULL, "%s", err);
+    redisFree(c);
+}
+
+/* One corruption per row, and the check that must name it. */
+typedef struct case_s {
+    const char *cmd;   /* Redis command, "%s" = the ids below */
+    int ids;           /* 0: none, 1: alice's hold, 2: carol's booking, 3: bob's booking */
+    const char *check; /* expected among the violations */
+} case_t;
+
+static const case_t cases[] = {
+    {"SETBIT {s:1}:booked 0 1", 0, "held_and_booked"},
+    {"SETBIT {s:1}:booked 4 1", 0, "booked_bits"},
+    {"SETBIT {s:1}:held 4 1", 0, "held_bits"},
+    {"DEL {s:1}:seat:A1", 0, "held_bits"},
+    {"SET {s:1}:seat:A6 %s", 1, "seat_keys"},
+    {"ZREM {s:1}:expiry %s", 1, "expiry"},
+    {"ZADD {s:1}:expiry 1 %s", 3, "expiry"}, /* a booking id: no such hold record */
+    {"HDEL {s:1}:user:alice %s", 1, "user_holds"},
+    {"HSET {s:1}:user:alice 1-h00000000000000000000 1", 0, "user_holds"},
+    {"ZREM {s:1}:pending %s", 2, "pending"},
+    {"ZADD {s:1}:pending 1 %s", 3, "pending"},
+    {"HINCRBY {s:1}:user:bob booked 1", 0, "owner_counts"},
+    {"XADD {s:1}:bookings * type booking.confirmed", 0, "outbox"},
+    {"HSET {s:1}:meta seatCount 7", 0, "counts"},
+    {"HSET {s:1}:hold:%s bits 0,5", 1, "bits"},
+};
+
+Test(show_audit, each_corruption_is_named_by_its_check)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        seatd_test_redis_flushall();
+        fixture_t f;
+        build(&f);
+        const char *id = cases[i].ids == 1   ? f.alice
+                         : cases[i].ids == 2 ? f.carol_b
+                         : cases[i].ids == 3 ? f.bob_b
+                                             : NULL;
+        corrupt(cases[i].cmd, id, NULL);
+        seen_t s;
+        seatd_audit_report_t rep;
+        cr_assert_gt(audit(&s, &rep), 0, "case %zu (%s) found nothing", i, cases[i].cmd);
+        cr_assert(has(&s, cases[i].check), "case %zu (%s): want %s, got%s", i, cases[i].cmd,
+                  cases[i].check, s.checks);
+    }
+}
+
+Test(show_audit, a_due_hold_not_yet_reaped_keeps_its_held_bits_legitimately)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats6, 60000), 0);
+    const char *a[] = {"A5", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "dave", a, 0, 0, NULL), 0);
+    char hold_id[SEATD_ID_MAX];
+    snprintf(hold_id, sizeof hold_id, "%s", th_get(&r, "holdId"));
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+    /* The deadline passes (as Redis's key expiry would make it): the seat key is gone, the
+     * hold is due in the expiry set and not reaped yet. */
+    corrupt("DEL {s:1}:seat:A5", NULL, NULL);
+    corrupt("ZADD {s:1}:expiry 1 %s", hold_id, NULL);
+    corrupt("HSET {s:1}:hold:%s expiresAt 1", hold_id, NULL);
+    seen_t s;
+    seatd_audit_report_t rep;
+    cr_assert_eq(audit(&s, &rep), 0, "violations:%s", s.checks);
+    cr_assert_eq(rep.held_seats, 1);
+    cr_assert_eq(rep.seat_keys, 0);
+}

@@ -1,0 +1,659 @@
+/* show_audit.c - the seat invariant of one show, read straight from Redis; see show_audit.h. */
+#include "show_audit.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <hiredis/hiredis.h>
+
+#define MAX_SEATS 200000
+
+typedef struct owner_s {
+    char name[72]; /* the sub */
+    long seats;    /* seats in their CONFIRMED bookings */
+} owner_t;
+
+typedef struct audit_s {
+    redisContext *rc; /* borrowed */
+    const seatd_audit_opts_t *o;
+    seatd_audit_report_t *rep;
+    char prefix[64]; /* {s:<id>} */
+    int failed;      /* a Redis command failed: 'err' says which */
+    char *err;
+    size_t errlen;
+    int nseats;      /* seats in the layout */
+    char **seat_ids; /* index -> seat id, owned */
+    int *by_id;      /* seat indexes sorted by id, owned */
+    int *booked_by;  /* index -> CONFIRMED bookings listing it */
+    owner_t *owners; /* owners of CONFIRMED bookings, owned */
+    size_t nowners, capowners;
+} audit_t;
+
+__attribute__((format(printf, 3, 4))) static void violation(audit_t *a, const char *check,
+                                                            const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    a->rep->violations++;
+    if (a->o->on_violation)
+        a->o->on_violation(check, text, a->o->data);
+}
+
+/* Runs one command; NULL (and 'failed' set, 'err' written) on a connection error or an error
+ * reply. */
+__attribute__((format(printf, 2, 3))) static redisReply *cmd(audit_t *a, const char *fmt, ...)
+{
+    if (a->failed)
+        return NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(a->rc, fmt, ap);
+    va_end(ap);
+    if (!r) {
+        snprintf(a->err, a->errlen, "redis: %s", a->rc->errstr);
+        a->failed = 1;
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(a->err, a->errlen, "redis: %s", r->str);
+        a->failed = 1;
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Runs the read-only script 'lua' (EVAL_RO) with 'nkeys' keys then args, all strings. */
+static redisReply *probe(audit_t *a, const char *lua, int nkeys, int nargs, const char **args)
+{
+    if (a->failed)
+        return NULL;
+    const char *argv[12];
+    char nk[8];
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    argv[0] = "EVAL_RO";
+    argv[1] = lua;
+    argv[2] = nk;
+    for (int i = 0; i < nargs && i < 9; i++)
+        argv[3 + i] = args[i];
+    redisReply *r = redisCommandArgv(a->rc, 3 + nargs, argv, NULL);
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        snprintf(a->err, a->errlen, "redis: %s", r ? r->str : a->rc->errstr);
+        a->failed = 1;
+        if (r)
+            freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+static const char *const *sort_ids; /* qsort's comparator has no context argument */
+
+static int cmp_by_id(const void *x, const void *y)
+{
+    const char *p = sort_ids[*(const int *)x], *q = sort_ids[*(const int *)y];
+    return strcmp(p ? p : "", q ? q : "");
+}
+
+/* Seat id -> index in the layout (a binary search over the ids sorted once). */
+static int seat_index(const audit_t *a, const char *seat)
+{
+    size_t lo = 0, hi = (size_t)a->nseats;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *id = a->seat_ids[a->by_id[mid]];
+        int c = strcmp(id ? id : "", seat);
+        if (c == 0)
+            return a->by_id[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+static int bit(const redisReply *bm, int i)
+{
+    if (!bm || bm->type != REDIS_REPLY_STRING || (size_t)(i / 8) >= bm->len)
+        return 0;
+    return (bm->str[i / 8] >> (7 - i % 8)) & 1;
+}
+
+/* Calls 'fn' for every key matching "<prefix>:<kind>:*". */
+static void scan(audit_t *a, const char *kind, void (*fn)(audit_t *, const char *))
+{
+    char cursor[32] = "0";
+    do {
+        redisReply *r = cmd(a, "SCAN %s MATCH %s:%s:* COUNT 1000", cursor, a->prefix, kind);
+        if (!r)
+            return;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+            snprintf(a->err, a->errlen, "redis: SCAN answered no cursor");
+            a->failed = 1;
+            freeReplyObject(r);
+            return;
+        }
+        snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+        for (size_t i = 0; i < r->element[1]->elements && !a->failed; i++)
+            fn(a, r->element[1]->element[i]->str);
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0 && !a->failed);
+}
+
+static const char *hfield(const redisReply *h, size_t from, const char *name)
+{
+    for (size_t i = from; h && h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2)
+        if (h->element[i]->str && strcmp(h->element[i]->str, name) == 0)
+            return h->element[i + 1]->str;
+    return NULL;
+}
+
+static int live_status(const char *s)
+{
+    return s && (strcmp(s, "HELD") == 0 || strcmp(s, "PENDING_PAYMENT") == 0);
+}
+
+/* 1 if 'seat' is one of the comma-joined 'list'. */
+static int lists_seat(const char *list, const char *seat)
+{
+    size_t n = strlen(seat);
+    for (const char *p = list; p && *p;) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        if (len == n && memcmp(p, seat, n) == 0)
+            return 1;
+        p = q ? q + 1 : NULL;
+    }
+    return 0;
+}
+
+static long count_csv(const char *list)
+{
+    if (!list || !*list)
+        return 0;
+    long n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    return n;
+}
+
+/* Check 'bits': the record 'what' lists 'seats' with 'bits' (comma-joined, aligned); each bit
+ * must be the seat's index in the layout. With 'only' non-NULL, only that seat is checked. */
+static void check_bits(audit_t *a, const char *what, const char *seats, const char *bits,
+                       const char *only)
+{
+    char *s = strdup(seats ? seats : ""), *b = strdup(bits ? bits : "");
+    if (!s || !b)
+        abort();
+    char *ss = NULL, *bs = NULL;
+    char *seat = strtok_r(s, ",", &ss), *bt = strtok_r(b, ",", &bs);
+    for (; seat; seat = strtok_r(NULL, ",", &ss), bt = bt ? strtok_r(NULL, ",", &bs) : NULL) {
+        if (only && strcmp(only, seat) != 0)
+            continue;
+        int i = seat_index(a, seat);
+        if (!bt || i < 0 || atoi(bt) != i || strspn(bt, "0123456789") != strlen(bt))
+            violation(a, "bits", "%s records bit %s for seat %s, whose index in the layout is %d",
+                      what, bt ? bt : "(none)", seat, i);
+    }
+    free(s);
+    free(b);
+}
+
+static void owner_add(audit_t *a, const char *name, long seats)
+{
+    for (size_t i = 0; i < a->nowners; i++)
+        if (strcmp(a->owners[i].name, name) == 0) {
+            a->owners[i].seats += seats;
+            return;
+        }
+    if (a->nowners == a->capowners) {
+        a->capowners = a->capowners ? a->capowners * 2 : 64;
+        a->owners = realloc(a->owners, a->capowners * sizeof *a->owners);
+        if (!a->owners)
+            abort();
+    }
+    snprintf(a->owners[a->nowners].name, sizeof a->owners[a->nowners].name, "%s", name);
+    a->owners[a->nowners++].seats = seats;
+}
+
+/* ---- per-key probes ---------------------------------------------------------------------- */
+
+/* A booking and its membership of {s}:pending, atomically: {score or "", field, value, …}. */
+static const char booking_probe_lua[] =
+    "local z = redis.call('ZSCORE', KEYS[2], ARGV[1]) "
+    "local out = {z or ''} "
+    "for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end "
+    "return out";
+
+static void on_booking(audit_t *a, const char *key)
+{
+    const char *id = strrchr(key, ':') + 1;
+    char pending[96];
+    snprintf(pending, sizeof pending, "%s:pending", a->prefix);
+    const char *args[] = {key, pending, id};
+    redisReply *h = probe(a, booking_probe_lua, 2, 3, args);
+    if (!h)
+        return;
+    if (h->type != REDIS_REPLY_ARRAY || h->elements < 3) { /* gone meanwhile */
+        freeReplyObject(h);
+        return;
+    }
+    const char *in_pending = h->element[0]->str;
+    const char *status = hfield(h, 1, "status"), *seats = hfield(h, 1, "seatIds");
+    const char *owner = hfield(h, 1, "owner");
+    int is_pending = status && strcmp(status, "PENDING_PAYMENT") == 0;
+    if (is_pending)
+        a->rep->pending++;
+    if (is_pending && !in_pending[0])
+        violation(a, "pending", "booking %s is PENDING_PAYMENT but not in %s:pending", id,
+                  a->prefix);
+    if (!is_pending && in_pending[0])
+        violation(a, "pending", "booking %s is %s but still in %s:pending", id,
+                  status ? status : "(no status)", a->prefix);
+    if (status && strcmp(status, "CONFIRMED") == 0) {
+        a->rep->confirmed++;
+        check_bits(a, key, seats, hfield(h, 1, "bits"), NULL);
+        long n = 0;
+        char *copy = strdup(seats ? seats : ""), *save = NULL;
+        if (!copy)
+            abort();
+        for (char *s = strtok_r(copy, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+            int i = seat_index(a, s);
+            n++;
+            if (i < 0)
+                violation(a, "booked_bits", "booking %s lists unknown seat %s", id, s);
+            else if (++a->booked_by[i] == 2)
+                violation(a, "double_booking", "seat %s is in two CONFIRMED bookings (second: %s)",
+                          s, id);
+        }
+        free(copy);
+        if (owner)
+            owner_add(a, owner, n);
+    }
+    freeReplyObject(h);
+}
+
+/* A hold record, its score in {s}:expiry and its field in its owner's hash, atomically:
+ * {status, owner, seats, expiresAt, score or "", user field or ""}. */
+static const char hold_probe_lua[] =
+    "local h = redis.call('HMGET', KEYS[1], 'status', 'owner', 'seats', 'expiresAt') "
+    "local z = redis.call('ZSCORE', KEYS[2], ARGV[1]) "
+    "local u = false "
+    "if h[2] then u = redis.call('HGET', ARGV[2] .. h[2], ARGV[1]) end "
+    "return {h[1] or '', h[2] or '', h[3] or '', h[4] or '', z or '', u or ''}";
+
+static void on_hold(audit_t *a, const char *key)
+{
+    const char *id = strrchr(key, ':') + 1;
+    char expiry[96], user_prefix[96];
+    snprintf(expiry, sizeof expiry, "%s:expiry", a->prefix);
+    snprintf(user_prefix, sizeof user_prefix, "%s:user:", a->prefix);
+    const char *args[] = {key, expiry, id, user_prefix};
+    redisReply *r = probe(a, hold_probe_lua, 2, 4, args);
+    if (!r)
+        return;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6 || !r->element[0]->str[0]) {
+        freeReplyObject(r); /* gone meanwhile (records end an hour after their hold) */
+        return;
+    }
+    const char *status = r->element[0]->str, *owner = r->element[1]->str;
+    const char *seats = r->element[2]->str, *expires = r->element[3]->str;
+    const char *score = r->element[4]->str, *user = r->element[5]->str;
+    a->rep->holds++;
+    if (live_status(status)) {
+        a->rep->live_holds++;
+        if (!score[0])
+            violation(a, "expiry", "hold %s is %s but not in %s:expiry", id, status, a->prefix);
+        else if (strtoll(score, NULL, 10) != strtoll(expires, NULL, 10))
+            violation(a, "expiry", "hold %s expires at %s but %s:expiry says %s", id, expires,
+                      a->prefix, score);
+        if (!user[0])
+            violation(a, "user_holds", "hold %s is %s but not in %s:user:%s", id, status, a->prefix,
+                      owner);
+        else if (atol(user) != count_csv(seats))
+            violation(a, "user_holds", "hold %s has %ld seats but %s:user:%s counts %s", id,
+                      count_csv(seats), a->prefix, owner, user);
+    } else {
+        if (score[0])
+            violation(a, "expiry", "hold %s is %s but still in %s:expiry", id, status, a->prefix);
+        if (user[0])
+            violation(a, "user_holds", "hold %s is %s but still in %s:user:%s", id, status,
+                      a->prefix, owner);
+    }
+    freeReplyObject(r);
+}
+
+/* A member of a zset whose record is missing: 1 when fine (gone from the zset, or the record
+ * exists), 0 when the zset names a record that does not exist. */
+static const char member_probe_lua[] = "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then "
+                                       "return 1 end "
+                                       "return redis.call('EXISTS', KEYS[2])";
+
+static void check_members(audit_t *a, const char *zset, const char *record, const char *check)
+{
+    redisReply *m = cmd(a, "ZRANGE %s:%s 0 -1", a->prefix, zset);
+    if (!m)
+        return;
+    char zkey[96];
+    snprintf(zkey, sizeof zkey, "%s:%s", a->prefix, zset);
+    for (size_t i = 0; m->type == REDIS_REPLY_ARRAY && i < m->elements && !a->failed; i++) {
+        char rkey[192];
+        snprintf(rkey, sizeof rkey, "%s:%s:%s", a->prefix, record, m->element[i]->str);
+        const char *args[] = {zkey, rkey, m->element[i]->str};
+        redisReply *r = probe(a, member_probe_lua, 2, 3, args);
+        if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 0)
+            violation(a, check, "%s names %s, which has no record", zkey, m->element[i]->str);
+        if (r)
+            freeReplyObject(r);
+    }
+    freeReplyObject(m);
+}
+
+/* The live-hold fields of a user hash whose hold is not live, atomically. */
+static const char user_probe_lua[] =
+    "local bad = {} "
+    "for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do "
+    "  if f ~= 'booked' then "
+    "    local s = redis.call('HGET', ARGV[1] .. f, 'status') "
+    "    if s ~= 'HELD' and s ~= 'PENDING_PAYMENT' then bad[#bad + 1] = f end "
+    "  end "
+    "end "
+    "return bad";
+
+static void on_user(audit_t *a, const char *key)
+{
+    char hold_prefix[96];
+    snprintf(hold_prefix, sizeof hold_prefix, "%s:hold:", a->prefix);
+    const char *args[] = {key, hold_prefix};
+    redisReply *r = probe(a, user_probe_lua, 1, 2, args);
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+        violation(a, "user_holds", "%s counts hold %s, which is not live", key, r->element[i]->str);
+    if (r)
+        freeReplyObject(r);
+}
+
+/* Reads a seat key, the hold it names and the seat's held bit in one atomic step, so a hold
+ * that expires or is reaped while the audit runs cannot look like a violation. */
+static const char seat_probe_lua[] =
+    "local v = redis.call('GET', KEYS[1]) "
+    "if not v then return {} end "
+    "local h = redis.call('HMGET', ARGV[1] .. v, 'status', 'seats', 'bits') "
+    "return {v, h[1] or '', h[2] or '', redis.call('GETBIT', KEYS[2], tonumber(ARGV[2])), "
+    "h[3] or ''}";
+
+static void on_seat_key(audit_t *a, const char *key)
+{
+    const char *seat = strrchr(key, ':') + 1;
+    int i = seat_index(a, seat);
+    if (i < 0) {
+        violation(a, "seat_keys", "seat key %s names a seat not in the layout", key);
+        return;
+    }
+    char held_key[96], hold_prefix[96], idx[16];
+    snprintf(held_key, sizeof held_key, "%s:held", a->prefix);
+    snprintf(hold_prefix, sizeof hold_prefix, "%s:hold:", a->prefix);
+    snprintf(idx, sizeof idx, "%d", i);
+    const char *args[] = {key, held_key, hold_prefix, idx};
+    redisReply *r = probe(a, seat_probe_lua, 2, 4, args);
+    if (!r)
+        return;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) { /* expired meanwhile: fine */
+        freeReplyObject(r);
+        return;
+    }
+    a->rep->seat_keys++;
+    const char *hold = r->element[0]->str, *status = r->element[1]->str;
+    const char *seats = r->element[2]->str;
+    if (a->o->settled)
+        violation(a, "settled", "seat key %s is still live after every deadline passed", key);
+    if (r->element[3]->integer != 1)
+        violation(a, "seat_keys", "seat %s has a live seat key but no held bit", seat);
+    if (!status[0])
+        violation(a, "seat_keys", "seat key %s names hold %s which has no record", key, hold);
+    else if (!live_status(status))
+        violation(a, "seat_keys", "seat key %s names a hold that is %s", key, status);
+    else if (!lists_seat(seats, seat))
+        violation(a, "seat_keys", "seat key %s names a hold that does not list the seat (%s)", key,
+                  seats);
+    else
+        check_bits(a, hold, seats, r->element[4]->str, seat);
+    freeReplyObject(r);
+}
+
+/* A held bit without a seat key: fine while a due hold not yet reaped lists the seat. Returns
+ * 1 when fine (or changed meanwhile), 0 otherwise. */
+static const char held_probe_lua[] =
+    "if redis.call('GETBIT', KEYS[2], tonumber(ARGV[1])) == 0 then return 1 end "
+    "if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end "
+    "local t = redis.call('TIME') "
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
+    "for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do "
+    "  local s = redis.call('HGET', ARGV[2] .. id, 'seats') "
+    "  if s and string.find(',' .. s .. ',', ',' .. ARGV[3] .. ',', 1, true) then return 1 end "
+    "end "
+    "return 0";
+
+static void check_held_bit(audit_t *a, int i)
+{
+    const char *seat = a->seat_ids[i] ? a->seat_ids[i] : "?";
+    char seat_key[128], held_key[96], expiry[96], hold_prefix[96], idx[16];
+    snprintf(seat_key, sizeof seat_key, "%s:seat:%s", a->prefix, seat);
+    snprintf(held_key, sizeof held_key, "%s:held", a->prefix);
+    snprintf(expiry, sizeof expiry, "%s:expiry", a->prefix);
+    snprintf(hold_prefix, sizeof hold_prefix, "%s:hold:", a->prefix);
+    snprintf(idx, sizeof idx, "%d", i);
+    const char *args[] = {seat_key, held_key, expiry, idx, hold_prefix, seat};
+    redisReply *r = probe(a, held_probe_lua, 3, 6, args);
+    if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 0)
+        violation(a, "held_bits", "seat %s has a held bit but no seat key and no due hold", seat);
+    if (r)
+        freeReplyObject(r);
+}
+
+/* ---- the layout -------------------------------------------------------------------------- */
+
+static int load_layout(audit_t *a, const char *show_id)
+{
+    redisReply *lh = cmd(a, "HGET %s:meta layoutHash", a->prefix);
+    if (!lh)
+        return SEATD_AUDIT_EREDIS;
+    if (lh->type != REDIS_REPLY_STRING) {
+        snprintf(a->err, a->errlen, "show %s does not exist (no %s:meta)", show_id, a->prefix);
+        freeReplyObject(lh);
+        return SEATD_AUDIT_ENOSHOW;
+    }
+    redisReply *lay = cmd(a, "GET seatd:layout:%s", lh->str);
+    if (!lay) {
+        freeReplyObject(lh);
+        return SEATD_AUDIT_EREDIS;
+    }
+    if (lay->type != REDIS_REPLY_STRING) {
+        snprintf(a->err, a->errlen, "show %s: its layout seatd:layout:%s is missing", show_id,
+                 lh->str);
+        freeReplyObject(lh);
+        freeReplyObject(lay);
+        return SEATD_AUDIT_ENOSHOW;
+    }
+    freeReplyObject(lh);
+    cJSON *doc = cJSON_ParseWithLength(lay->str, lay->len);
+    freeReplyObject(lay);
+    /* The stored layout is the canonical seats array (keys.h); accept {"seats":[…]} too. */
+    const cJSON *seats = cJSON_IsArray(doc) ? doc : cJSON_GetObjectItemCaseSensitive(doc, "seats");
+    int n = cJSON_GetArraySize(seats);
+    if (!cJSON_IsArray(seats) || n <= 0 || n > MAX_SEATS) {
+        snprintf(a->err, a->errlen, "show %s: its layout is not a seats array", show_id);
+        cJSON_Delete(doc);
+        return SEATD_AUDIT_EREDIS;
+    }
+    a->nseats = n;
+    a->seat_ids = calloc((size_t)n, sizeof *a->seat_ids);
+    a->booked_by = calloc((size_t)n, sizeof *a->booked_by);
+    if (!a->seat_ids || !a->booked_by)
+        abort();
+    int k = 0;
+    const cJSON *s = NULL;
+    cJSON_ArrayForEach(s, seats)
+    {
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "id"));
+        if (id && !(a->seat_ids[k] = strdup(id)))
+            abort();
+        k++;
+    }
+    cJSON_Delete(doc);
+    a->by_id = malloc((size_t)n * sizeof *a->by_id);
+    if (!a->by_id)
+        abort();
+    for (int i = 0; i < n; i++)
+        a->by_id[i] = i;
+    sort_ids = (const char *const *)a->seat_ids;
+    qsort(a->by_id, (size_t)n, sizeof *a->by_id, cmp_by_id);
+    sort_ids = NULL;
+    return 0;
+}
+
+static long long show_version(audit_t *a)
+{
+    redisReply *v = cmd(a, "GET %s:ver", a->prefix);
+    long long n = v && v->type == REDIS_REPLY_STRING ? strtoll(v->str, NULL, 10) : 0;
+    if (v)
+        freeReplyObject(v);
+    return n;
+}
+
+/* ---- the audit --------------------------------------------------------------------------- */
+
+static void run_checks(audit_t *a)
+{
+    const seatd_audit_opts_t *o = a->o;
+    seatd_audit_report_t *rep = a->rep;
+    redisReply *sc = cmd(a, "HGET %s:meta seatCount", a->prefix);
+    if (!sc)
+        return;
+    if (sc->type != REDIS_REPLY_STRING || atoi(sc->str) != a->nseats)
+        violation(a, "counts", "the show's seatCount disagrees with its layout's %d seats",
+                  a->nseats);
+    freeReplyObject(sc);
+
+    /* Bookings first (double_booking, booked_bits, owner_counts, pending), then the bitmaps. */
+    scan(a, "booking", on_booking);
+    check_members(a, "pending", "booking", "pending");
+    redisReply *held = cmd(a, "GET %s:held", a->prefix);
+    redisReply *booked = cmd(a, "GET %s:booked", a->prefix);
+    if (!held || !booked)
+        goto out;
+    for (int i = 0; i < a->nseats; i++) {
+        const char *id = a->seat_ids[i] ? a->seat_ids[i] : "?";
+        rep->booked_seats += bit(booked, i);
+        rep->held_seats += bit(held, i);
+        if (bit(booked, i) && a->booked_by[i] == 0)
+            violation(a, "booked_bits", "seat %s has a booked bit but no CONFIRMED booking", id);
+        if (!bit(booked, i) && a->booked_by[i] > 0)
+            violation(a, "booked_bits", "seat %s is in a CONFIRMED booking but has no booked bit",
+                      id);
+        if (bit(booked, i) && bit(held, i))
+            violation(a, "held_and_booked", "seat %s is both held and booked", id);
+    }
+    scan(a, "seat", on_seat_key);
+    for (int i = 0; i < a->nseats && !a->failed; i++) {
+        if (!bit(held, i))
+            continue;
+        if (o->settled)
+            violation(a, "settled", "seat %s still has a held bit after every hold ended",
+                      a->seat_ids[i] ? a->seat_ids[i] : "?");
+        else
+            check_held_bit(a, i);
+    }
+    scan(a, "hold", on_hold);
+    check_members(a, "expiry", "hold", "expiry");
+    scan(a, "user", on_user);
+    if (o->settled && rep->live_holds > 0)
+        violation(a, "settled", "%ld holds are still live after every deadline passed",
+                  rep->live_holds);
+    if (o->wins >= 0 && o->wins != rep->holds)
+        violation(a, "counts", "clients won %ld holds but the show has %ld hold records", o->wins,
+                  rep->holds);
+    if (o->bookings >= 0 && o->bookings != rep->confirmed)
+        violation(a, "counts", "clients saw %ld bookings CONFIRMED but the show has %ld",
+                  o->bookings, rep->confirmed);
+
+    /* The outbox: each CONFIRMED booking has one booking.confirmed event, and a cancelled
+     * one a booking.cancelled event after it (the stream is never trimmed). */
+    long confirmed_events = 0, cancelled_events = 0;
+    char from[64] = "-";
+    for (;;) {
+        redisReply *ev = cmd(a, "XRANGE %s:bookings %s + COUNT 1000", a->prefix, from);
+        if (!ev)
+            break;
+        size_t n = ev->type == REDIS_REPLY_ARRAY ? ev->elements : 0;
+        for (size_t i = 0; i < n; i++) {
+            const char *type = hfield(ev->element[i]->element[1], 0, "type");
+            confirmed_events += type && strcmp(type, "booking.confirmed") == 0;
+            cancelled_events += type && strcmp(type, "booking.cancelled") == 0;
+        }
+        if (n > 0)
+            snprintf(from, sizeof from, "(%s", ev->element[n - 1]->element[0]->str);
+        freeReplyObject(ev);
+        if (n < 1000)
+            break;
+    }
+    if (!a->failed && confirmed_events - cancelled_events != rep->confirmed)
+        violation(a, "outbox",
+                  "the outbox has %ld booking.confirmed and %ld booking.cancelled events for %ld "
+                  "CONFIRMED bookings",
+                  confirmed_events, cancelled_events, rep->confirmed);
+    /* Owners' booked counts. */
+    for (size_t i = 0; i < a->nowners && !a->failed; i++) {
+        redisReply *b = cmd(a, "HGET %s:user:%s booked", a->prefix, a->owners[i].name);
+        long have = b && b->type == REDIS_REPLY_STRING ? atol(b->str) : 0;
+        if (b && have != a->owners[i].seats)
+            violation(a, "owner_counts",
+                      "owner %s's booked count is %ld, their bookings hold %ld "
+                      "seats",
+                      a->owners[i].name, have, a->owners[i].seats);
+        if (b)
+            freeReplyObject(b);
+    }
+out:
+    if (held)
+        freeReplyObject(held);
+    if (booked)
+        freeReplyObject(booked);
+}
+
+int seatd_audit_show(redisContext *c, const char *show_id, const seatd_audit_opts_t *o,
+                     seatd_audit_report_t *report, char *err, size_t errlen)
+{
+    audit_t a = {.rc = c, .o = o, .rep = report, .err = err, .errlen = errlen};
+    memset(report, 0, sizeof *report);
+    if (errlen)
+        err[0] = '\0';
+    if (!show_id || !show_id[0] || strspn(show_id, "0123456789") != strlen(show_id) ||
+        strlen(show_id) > 18) {
+        snprintf(err, errlen, "'%s' is not a show id", show_id ? show_id : "");
+        return SEATD_AUDIT_ENOSHOW;
+    }
+    snprintf(a.prefix, sizeof a.prefix, "{s:%s}", show_id);
+    int rc = load_layout(&a, show_id);
+    if (rc == 0) {
+        report->nseats = a.nseats;
+        report->version = show_version(&a);
+        run_checks(&a);
+        report->stable = !a.failed && show_version(&a) == report->version;
+        rc = a.failed ? SEATD_AUDIT_EREDIS : 0;
+    }
+    for (int i = 0; i < a.nseats; i++)
+        free(a.seat_ids[i]);
+    free(a.seat_ids);
+    free(a.by_id);
+    free(a.booked_by);
+    free(a.owners);
+    return rc;
+}

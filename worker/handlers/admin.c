@@ -1,0 +1,197 @@
+/*
+ * admin.c - operator routes (role admin), for seatctl: any user's hold or booking by id.
+ *
+ *   GET    /v1/admin/holds/{id}        the hold record, whoever owns it
+ *   DELETE /v1/admin/holds/{id}        release it for its owner (seatd_release as the owner)
+ *   GET    /v1/admin/bookings/{id}     the booking record, whoever owns it
+ *   DELETE /v1/admin/bookings/{id}     cancel it by the show's refund policy (seatd_cancel with
+ *                                      any owner); a refund due is left to reconciliation (it
+ *                                      refunds under the same key "cancel-<bookingId>" as the
+ *                                      owner's cancel would), which is hinted at once
+ *   POST   /v1/admin/shows/{id}/reap   run seatd_reap on the show now (what the sweeper does)
+ *
+ * Records are answered as the store reads them: every field present, times ("…At",
+ * "heldUntil") as ISO 8601, amounts and versions as numbers, seat lists as arrays.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "common.h"
+#include "handlers.h"
+#include "http_request.h"
+#include "keys.h"
+#include "reconcile.h"
+#include "seatmap.h"
+
+#define REAP_MAX 10000 /* holds per call: seatd_reap's own bound */
+
+static int all_digits(const char *s)
+{
+    return s[0] && strspn(s, "0123456789") == strlen(s) && strlen(s) <= 18;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Every non-empty field of 'res' as a JSON object (see the top). */
+static cJSON *record_to_json(const seatd_store_result_t *res)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; i < res->nfields; i++) {
+        const char *name = res->names[i], *v = res->values[i];
+        if (v == NULL || v[0] == '\0' || strlen(v) != res->lens[i])
+            continue;
+        if (strcmp(name, "seatIds") == 0)
+            seatd__json_add_csv_array(o, name, v);
+        else if ((ends_with(name, "At") || strcmp(name, "heldUntil") == 0) && all_digits(v))
+            seatd__json_add_time(o, name, strtoll(v, NULL, 10));
+        else if ((strcmp(name, "amount") == 0 || strcmp(name, "refund") == 0 ||
+                  strcmp(name, "refundPercent") == 0 || strcmp(name, "version") == 0) &&
+                 all_digits(v))
+            cJSON_AddNumberToObject(o, name, (double)strtoll(v, NULL, 10));
+        else
+            cJSON_AddStringToObject(o, name, v);
+    }
+    return o;
+}
+
+static int valid_id(const char *id, char kind, char *show)
+{
+    return id && seatd_keys_parse_id(id, kind, show) == 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Holds
+ * --------------------------------------------------------------------------------------- */
+
+static void on_record(const seatd_store_result_t *res, void *data)
+{
+    seatd_req_t *r = data;
+    if (seatd__done(r, res))
+        return;
+    seatd_req_finish_json(r, 200, record_to_json(res));
+}
+
+int seatd_handle_admin_holds_get(seatd_req_t *r)
+{
+    char show[SEATD_ID_MAX];
+    const char *id = seatd_req_param(r, "id");
+    if (!valid_id(id, 'h', show))
+        return SEATD_ENOTFOUND;
+    return seatd__started(r, seatd_store_hold_get(seatd__app(r)->store, id, NULL, on_record, r));
+}
+
+static void on_admin_release(const seatd_store_result_t *res, void *data)
+{
+    seatd_req_t *r = data;
+    if (seatd__done(r, res))
+        return;
+    char show[SEATD_ID_MAX];
+    if (valid_id(seatd_req_param(r, "id"), 'h', show))
+        seatd_seatmap_invalidate(show, seatd_store_get_int(res, "version", 0));
+    seatd_req_finish_json(r, 200, record_to_json(res));
+}
+
+/* The hold is read first for its owner, then released as that owner. */
+static void on_hold_owner(const seatd_store_result_t *res, void *data)
+{
+    seatd_req_t *r = data;
+    if (seatd__done(r, res))
+        return;
+    const char *owner = seatd_store_get(res, "owner", NULL);
+    int rc = seatd_store_release(seatd__app(r)->store, seatd_req_param(r, "id"), owner ? owner : "",
+                                 on_admin_release, r);
+    if (seatd__started(r, rc) < 0)
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+}
+
+int seatd_handle_admin_holds_release(seatd_req_t *r)
+{
+    char show[SEATD_ID_MAX];
+    const char *id = seatd_req_param(r, "id");
+    if (!valid_id(id, 'h', show))
+        return SEATD_ENOTFOUND;
+    return seatd__started(r,
+                          seatd_store_hold_get(seatd__app(r)->store, id, NULL, on_hold_owner, r));
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Bookings
+ * --------------------------------------------------------------------------------------- */
+
+int seatd_handle_admin_bookings_get(seatd_req_t *r)
+{
+    char show[SEATD_ID_MAX];
+    const char *id = seatd_req_param(r, "id");
+    if (!valid_id(id, 'b', show))
+        return SEATD_ENOTFOUND;
+    return seatd__started(r, seatd_store_booking_get(seatd__app(r)->store, id, NULL, on_record, r));
+}
+
+/* Cancelled: the booking as it reads now (refundStatus "pending" until reconciliation has
+ * the gateway's confirmation). */
+static void on_admin_cancelled(const seatd_store_result_t *res, void *data)
+{
+    seatd_req_t *r = data;
+    if (seatd__done(r, res))
+        return;
+    char show[SEATD_ID_MAX];
+    const char *id = seatd_req_param(r, "id");
+    if (valid_id(id, 'b', show)) {
+        seatd_seatmap_invalidate(show, seatd_store_get_int(res, "version", 0));
+        const char *rs = seatd_store_get(res, "refundStatus", NULL);
+        if (rs && strcmp(rs, "pending") == 0)
+            seatd_reconcile_hint(seatd__app(r)->rds, show);
+    }
+    int rc = seatd_store_booking_get(seatd__app(r)->store, id, NULL, on_record, r);
+    if (seatd__started(r, rc) < 0)
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+}
+
+int seatd_handle_admin_bookings_cancel(seatd_req_t *r)
+{
+    char show[SEATD_ID_MAX];
+    const char *id = seatd_req_param(r, "id");
+    if (!valid_id(id, 'b', show))
+        return SEATD_ENOTFOUND;
+    return seatd__started(
+        r, seatd_store_cancel_by_policy(seatd__app(r)->store, id, NULL, on_admin_cancelled, r));
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Reaping
+ * --------------------------------------------------------------------------------------- */
+
+static void on_reaped(const seatd_store_result_t *res, void *data)
+{
+    seatd_req_t *r = data;
+    if (seatd__done(r, res))
+        return;
+    const char *show = seatd_req_param(r, "id");
+    int64_t reaped = seatd_store_get_int(res, "reaped", 0);
+    if (reaped > 0)
+        seatd_seatmap_invalidate(show, seatd_store_get_int(res, "version", 0));
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "showId", show);
+    cJSON_AddNumberToObject(o, "reaped", (double)reaped);
+    cJSON_AddNumberToObject(o, "due", (double)seatd_store_get_int(res, "due", 0));
+    cJSON_AddNumberToObject(o, "version", (double)seatd_store_get_int(res, "version", 0));
+    int64_t next = seatd_store_get_int(res, "next", 0);
+    if (next > 0)
+        seatd__json_add_time(o, "nextDeadline", next);
+    seatd_req_finish_json(r, 200, o);
+}
+
+int seatd_handle_admin_shows_reap(seatd_req_t *r)
+{
+    const char *show = seatd_req_param(r, "id");
+    if (!seatd_keys_valid_show_id(show))
+        return SEATD_ENOSHOW;
+    return seatd__started(r, seatd_store_reap(seatd__app(r)->store, show, REAP_MAX, on_reaped, r));
+}
