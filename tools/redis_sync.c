@@ -10,7 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "keys.h"
+#include "rds_slot.h"
 #include "mem.h"
 
 #define MAX_NODES 64
@@ -156,7 +156,7 @@ static int starts(const redisReply *x, const char *prefix)
 redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv, const size_t *lens)
 {
     int k = key_arg(argc, argv, lens);
-    int slot = k < 0 ? -1 : (int)seatd_keys_slot(argv[k], lens ? lens[k] : strlen(argv[k]));
+    int slot = k < 0 ? -1 : (int)seatd_rds_keyslot(argv[k], lens ? lens[k] : strlen(argv[k]));
     long long deadline = now_ms() + r->o.timeout_ms;
     int ask = -1; /* the node an ASK named, for the next attempt only */
     int next = 0; /* round-robin over the known nodes when the owner is unknown or dead */
@@ -245,6 +245,31 @@ redisReply *seatd_redis_command(seatd_redis_t *r, const char *fmt, ...)
     return x;
 }
 
+/* Reads the slot map with CLUSTER SLOTS from the first node, so commands that a wrong node
+ * would answer without a redirection (KEYS, SCAN) go to the owner from the start. A node that
+ * is not in cluster mode answers an error: everything stays on it. */
+static void load_slots(seatd_redis_t *r)
+{
+    redisReply *x = redisCommand(r->nodes[0].c, "CLUSTER SLOTS");
+    if (x && x->type == REDIS_REPLY_ARRAY) {
+        for (size_t i = 0; i < x->elements; i++) {
+            const redisReply *e = x->element[i];
+            if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+                e->element[2]->type != REDIS_REPLY_ARRAY || e->element[2]->elements < 2 ||
+                e->element[2]->element[0]->type != REDIS_REPLY_STRING)
+                continue;
+            long long lo = e->element[0]->integer, hi = e->element[1]->integer;
+            int n = node_index(r, e->element[2]->element[0]->str,
+                               (int)e->element[2]->element[1]->integer);
+            for (long long sl = lo; n >= 0 && sl <= hi && sl < SLOTS; sl++)
+                if (sl >= 0)
+                    r->owner[sl] = (short)n;
+        }
+    }
+    if (x)
+        freeReplyObject(x);
+}
+
 seatd_redis_t *seatd_redis_connect(const seatd_redis_opts_t *opts, char *err, size_t errlen)
 {
     seatd_redis_t *r = seatd_calloc(1, sizeof(*r));
@@ -262,6 +287,7 @@ seatd_redis_t *seatd_redis_connect(const seatd_redis_opts_t *opts, char *err, si
         seatd_redis_free(r);
         return NULL;
     }
+    load_slots(r);
     return r;
 }
 

@@ -3,9 +3,9 @@
  * read-only inspection, the benchmark's audit, the end-to-end suites' checks) that works the
  * same on one node and on a Redis Cluster.
  *
- * A command goes to the node that owns its key's slot, as far as this client knows: it learns
- * the owners from MOVED answers (no CLUSTER SLOTS walk: a tool sends few commands) and starts
- * with the node it was given. MOVED -> remember the slot's owner and send again there; ASK
+ * A command goes to the node that owns its key's slot, as far as this client knows: it reads
+ * the slot map once (CLUSTER SLOTS) when it connects and learns changes from MOVED answers. MOVED
+ * -> remember the slot's owner and send again there; ASK
  * -> ASKING and send again on the named node, remembering nothing; TRYAGAIN, CLUSTERDOWN,
  * LOADING or a broken connection -> wait 100 ms and send again (a broken node is forgotten as
  * a slot owner: another node will name the new one), until 'timeout_ms' has passed. A command
@@ -13,7 +13,8 @@
  * reads and for writes that are safe to repeat (the tools' are).
  *
  * The key of a command is its first argument, except FCALL/FCALL_RO/EVAL/EVALSHA (the first
- * key after numkeys, if any) and XREAD/XREADGROUP (the first stream after STREAMS); commands
+ * key after numkeys, if any), XREAD/XREADGROUP (the first stream after STREAMS) and SCAN (the
+ * MATCH pattern: KEYS and SCAN of "{s:42}:*" go to the node of show 42's slot); commands
  * without a key go to the first node.
  *
  * Not thread-safe; one per thread.

@@ -102,6 +102,15 @@ static const row_t rows[] = {
      F(conn_output_budget),
      "queued output bytes per connection (HTTP and WebSocket): reads pause at half, "
      "resume below a quarter; a WebSocket client past it is closed"},
+    {"redis-cluster", "SEATD_REDIS_CLUSTER", T_INT, 0, 1, "0", F(redis_cluster),
+     "1: Redis Cluster mode, seeded by --redis-cluster-nodes, else by --redis"},
+    {"redis-cluster-nodes", "SEATD_REDIS_CLUSTER_NODES", T_STR, 0, 0, "", F(redis_cluster_nodes),
+     "Redis Cluster seed nodes, host:port,host:port (set: cluster mode)"},
+    {"redis-wait-replicas", "SEATD_REDIS_WAIT_REPLICAS", T_INT, 0, 16, "0", F(redis_wait_replicas),
+     "acknowledge a booking only after WAIT for this many replicas (0: off); a late replica "
+     "is logged and counted, the booking stands"},
+    {"redis-wait-ms", "SEATD_REDIS_WAIT_MS", T_INT, 1, 60000, "100", F(redis_wait_ms),
+     "how long WAIT waits for --redis-wait-replicas"},
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))

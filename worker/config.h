@@ -58,9 +58,14 @@ typedef struct seatd_config_s {
     long long show_retention_ms;    /* --show-retention-ms: kept in scan sets after start */
     long long conn_output_budget;   /* --conn-output-budget: queued output bytes per
                                        connection (http_server.h) */
-    char jwt_secret[SEATD_CONFIG_SECRET_MAX]; /* SEATD_JWT_SECRET only; never logged */
-    size_t jwt_secret_len;                    /* bytes in 'jwt_secret' */
-    int help;                                 /* 1 if --help was given: print and exit 0 */
+    long long redis_cluster;        /* --redis-cluster: 1 = Redis Cluster mode (rds.h) */
+    char redis_cluster_nodes[SEATD_CONFIG_STR_MAX]; /* --redis-cluster-nodes: seed host:port,...
+                                                       (implies --redis-cluster 1) */
+    long long redis_wait_replicas;                  /* --redis-wait-replicas: 0 = off */
+    long long redis_wait_ms;                        /* --redis-wait-ms */
+    char jwt_secret[SEATD_CONFIG_SECRET_MAX];       /* SEATD_JWT_SECRET only; never logged */
+    size_t jwt_secret_len;                          /* bytes in 'jwt_secret' */
+    int help;                                       /* 1 if --help was given: print and exit 0 */
 } seatd_config_t;
 
 /* Reads an environment variable: returns a borrowed value or NULL (getenv's contract). */

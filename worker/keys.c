@@ -6,6 +6,8 @@
 
 #include <openssl/rand.h>
 
+#include "rds_slot.h"
+
 /* 1 if every byte of 's' is in 'extra' or alphanumeric and its length is in [1, max]. */
 static int valid_charset(const char *s, size_t max, const char *extra)
 {
@@ -101,33 +103,6 @@ int seatd_keys_show(char *out, const char *show_id, const char *suffix)
     return 0;
 }
 
-/* CRC16-XMODEM (polynomial 0x1021, initial 0), as the Redis Cluster specification defines
- * the key slot; bitwise, since the tools and the worker hash only short keys. */
-static unsigned crc16_xmodem(const unsigned char *p, size_t len)
-{
-    unsigned crc = 0;
-    for (size_t i = 0; i < len; i++) {
-        crc ^= (unsigned)p[i] << 8;
-        for (int b = 0; b < 8; b++)
-            crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-    }
-    return crc;
-}
-
-unsigned seatd_keys_slot(const char *key, size_t len)
-{
-    const char *open = memchr(key, '{', len);
-    if (open != NULL) {
-        size_t start = (size_t)(open - key) + 1;
-        const char *close = memchr(key + start, '}', len - start);
-        if (close != NULL && close > key + start)
-            return crc16_xmodem((const unsigned char *)key + start,
-                                (size_t)(close - (key + start))) &
-                   16383;
-    }
-    return crc16_xmodem((const unsigned char *)key, len) & 16383;
-}
-
 /* One hash tag per bucket whose slot lies in the bucket's range (found by search: "h13" hashes
  * to slot 606, in bucket 0's [0, 1024), and so on); test_keys checks every one. */
 static const char *const hint_tags[SEATD_HINT_BUCKETS] = {
@@ -141,7 +116,7 @@ int seatd_keys_hint_bucket(const char *show_id)
     if (!seatd_keys_valid_show_id(show_id))
         return -1;
     int n = snprintf(tag, sizeof(tag), "s:%s", show_id); /* the show's hash tag, {s:<id>} */
-    return (int)(seatd_keys_slot(tag, (size_t)n) / (16384 / SEATD_HINT_BUCKETS));
+    return (int)(seatd_rds_keyslot(tag, (size_t)n) / (16384 / SEATD_HINT_BUCKETS));
 }
 
 int seatd_keys_hint(char *out, const char *base, int bucket)

@@ -81,10 +81,6 @@ SEATD_MUSTCHECK int seatd_keys_show(char *out, const char *show_id, const char *
 #define SEATD_KEY_CATALOGUE "seatd:shows"
 #define SEATD_KEY_SHOW_SEQ "seatd:show_seq"
 
-/* The Redis Cluster hash slot of a key (0..16383): CRC16-XMODEM of the key, or of its hash tag
- * (the bytes between the first '{' and the first '}' after it, when that is not empty). */
-unsigned seatd_keys_slot(const char *key, size_t len);
-
 /*
  * Hint indexes: which shows the sweeper (seatd:due) and reconciliation (seatd:pending_shows)
  * should look at. They are global (a show's script cannot write them: another slot), so they

@@ -210,7 +210,16 @@ int main(int argc, char **argv)
         .max_pending = (int)cfg.redis_max_pending,
         .user = cfg.redis_user,
         .password = redis_pass,
+        .wait_replicas = (int)cfg.redis_wait_replicas,
+        .wait_ms = (int)cfg.redis_wait_ms,
     };
+    /* Cluster mode: the seeds, or the --redis address as the one seed (rds.h). */
+    static char cluster_seeds[SEATD_CONFIG_STR_MAX + 1300];
+    if (cfg.redis_cluster_nodes[0])
+        snprintf(cluster_seeds, sizeof(cluster_seeds), "%s", cfg.redis_cluster_nodes);
+    else if (cfg.redis_cluster && W.redis_port)
+        snprintf(cluster_seeds, sizeof(cluster_seeds), "%s:%d", W.redis_host, W.redis_port);
+    ropts.cluster_nodes = cluster_seeds[0] ? cluster_seeds : NULL;
     app->rds = seatd_rds_new(app->loop, &ropts);
     app->scripts = seatd_scripts_new(app->rds);
     if (cfg.redis_loader_user[0] || loader_pass[0]) {
@@ -222,6 +231,7 @@ int main(int argc, char **argv)
             seatd_log(SEATD_LOG_WARN, NULL, "lua library load not sent", NULL);
     }
     seatd_pubsub_set_auth(cfg.redis_user, redis_pass);
+    seatd_pubsub_set_nodes(ropts.cluster_nodes);
     app->store = seatd_store_new(app->scripts);
     seatd_store_set_hold_rate(app->store, cfg.hold_rate_per_user, cfg.hold_rate_window_ms);
     seatd_store_set_hints(app->store, app->rds);

@@ -1,6 +1,13 @@
 /*
  * pubsub.c - the dedicated subscribe-mode Redis connection; see pubsub.h.
  *
+ * The connection is a single-node rds client with one connection (rds.h, "a subscribe-mode
+ * connection"): rds owns connecting, AUTH, the reconnect backoff and the teardown; this file
+ * keeps the channels. Its ready hook subscribes every wanted channel on each (re)connection,
+ * its lost hook marks them unknown and tells the owner, its push hook reads confirmations and
+ * messages. In cluster mode (seatd_pubsub_set_nodes) a failed or lost connection moves the
+ * subscriber to the next node: the client is closed and one is made for that node.
+ *
  * Each wanted channel is a chan_t with a state that follows Redis's view of it:
  *   NONE -> (SUBSCRIBE sent) SUBSCRIBING -> (confirmed) SUBSCRIBED
  *        -> (UNSUBSCRIBE sent) UNSUBSCRIBING -> (confirmed) NONE
@@ -8,25 +15,17 @@
  * it again, so a subscribe that races an unsubscribe never loses its channel (hiredis 0.14
  * drops the channel's callback when the unsubscribe reply arrives). A chan_t is freed once
  * it is neither wanted nor known to Redis.
- *
- * hiredis rules relied on (as in rds.c): subscribe callbacks are called with NULL when the
- * context is freed; redisAsyncFree() is only called from our own timer callback.
  */
+#define _GNU_SOURCE /* memrchr */
 #include "pubsub.h"
 
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uv.h>
 
 #include "log.h"
 #include "mem.h"
-#include "rds_uv.h"
-
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
+#include "rds.h"
 
 enum { CH_NONE, CH_SUBSCRIBING, CH_SUBSCRIBED, CH_UNSUBSCRIBING };
 
@@ -38,22 +37,21 @@ typedef struct chan_s {
 } chan_t;
 
 struct seatd_pubsub_s {
-    uv_loop_t *loop;          /* borrowed */
+    struct uv_loop_s *loop;   /* borrowed */
     char *host;               /* owned */
     int port;                 /* TCP port */
     char *unix_path;          /* owned or NULL */
     seatd_pubsub_event_cb cb; /* events */
     void *data;               /* for 'cb' */
-    redisAsyncContext *ac;    /* owned; NULL when not connected */
-    int connected;            /* 'ac' finished connecting */
-    uv_timer_t timer;         /* reconnect backoff; then the deferred teardown */
-    uint64_t backoff_ms;      /* last reconnect delay */
+    seatd_rds_t *rds;         /* owned: the one connection */
+    void *conn;               /* its connection while subscribed-capable, else NULL */
     chan_t *chans;            /* wanted or still known to Redis */
     size_t nwanted;           /* chans with 'want' */
     int closing;              /* seatd_pubsub_close() was called */
+    unsigned rr;              /* cluster mode: index of the node in use (set_nodes) */
 };
 
-static void connect_now(seatd_pubsub_t *ps);
+static void open_client(seatd_pubsub_t *ps);
 
 static chan_t *find(seatd_pubsub_t *ps, const char *name)
 {
@@ -78,40 +76,44 @@ static void maybe_forget(seatd_pubsub_t *ps, chan_t *ch)
     free(ch);
 }
 
-static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata);
-
 /* Sends what it takes to move 'ch' towards its wish (when connected and not in transit). */
 static void steer(seatd_pubsub_t *ps, chan_t *ch)
 {
-    if (!ps->connected || ps->closing)
+    if (!ps->conn || ps->closing)
         return;
     if (ch->want && ch->state == CH_NONE) {
-        if (redisAsyncCommand(ps->ac, on_sub_reply, ps, "SUBSCRIBE %s", ch->name) == REDIS_OK)
+        const char *argv[2] = {"SUBSCRIBE", ch->name};
+        if (seatd_rds_send_push(ps->rds, ps->conn, 2, argv) == 0)
             ch->state = CH_SUBSCRIBING;
     } else if (!ch->want && ch->state == CH_SUBSCRIBED) {
-        if (redisAsyncCommand(ps->ac, on_sub_reply, ps, "UNSUBSCRIBE %s", ch->name) == REDIS_OK)
+        const char *argv[2] = {"UNSUBSCRIBE", ch->name};
+        if (seatd_rds_send_push(ps->rds, ps->conn, 2, argv) == 0)
             ch->state = CH_UNSUBSCRIBING;
     }
 }
 
-/* Every subscription callback (subscribe/unsubscribe confirmations and messages). */
-static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata)
+/* Every subscription reply (subscribe/unsubscribe confirmations and messages). */
+static void on_push(const struct redisReply *r, void *data)
 {
-    seatd_pubsub_t *ps = privdata;
-    redisReply *r = reply;
-    if (r == NULL || ps->closing || ac != ps->ac)
-        return; /* the context is being freed: the disconnect path handles the channels */
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+    seatd_pubsub_t *ps = data;
+    if (ps->closing || seatd_rds_reply_elements(r) < 3)
         return;
-    const char *kind = r->element[0]->str;
-    chan_t *ch = find(ps, r->element[1]->str);
+    const struct redisReply *k = seatd_rds_reply_element(r, 0);
+    const struct redisReply *c = seatd_rds_reply_element(r, 1);
+    const struct redisReply *m = seatd_rds_reply_element(r, 2);
+    if (seatd_rds_reply_type(k) != SEATD_RDS_REPLY_STRING ||
+        seatd_rds_reply_type(c) != SEATD_RDS_REPLY_STRING)
+        return;
+    const char *kind = seatd_rds_reply_str(k, NULL);
+    chan_t *ch = find(ps, seatd_rds_reply_str(c, NULL));
     if (ch == NULL)
         return;
     if (strcmp(kind, "message") == 0) {
-        if (ch->want && ch->state == CH_SUBSCRIBED && r->element[2]->type == REDIS_REPLY_STRING)
-            ps->cb(SEATD_PUBSUB_MESSAGE, ch->name, r->element[2]->str, (size_t)r->element[2]->len,
-                   ps->data);
+        size_t len;
+        const char *payload = seatd_rds_reply_str(m, &len);
+        if (ch->want && ch->state == CH_SUBSCRIBED &&
+            seatd_rds_reply_type(m) == SEATD_RDS_REPLY_STRING)
+            ps->cb(SEATD_PUBSUB_MESSAGE, ch->name, payload, len, ps->data);
     } else if (strcmp(kind, "subscribe") == 0) {
         ch->state = CH_SUBSCRIBED;
         if (ch->want)
@@ -127,30 +129,34 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata)
     }
 }
 
-static void on_timer(uv_timer_t *t)
+/* The connection is up (AUTH already sent first on it): subscribe everything wanted. */
+static void on_ready(seatd_rds_t *rds, void *conn, void *data)
 {
-    seatd_pubsub_t *ps = t->data;
-    if (!ps->closing)
-        connect_now(ps);
-}
-
-static void schedule_reconnect(seatd_pubsub_t *ps)
-{
+    seatd_pubsub_t *ps = data;
+    (void)rds;
     if (ps->closing)
         return;
-    ps->backoff_ms = ps->backoff_ms == 0 ? BACKOFF_MIN_MS : ps->backoff_ms * 2;
-    if (ps->backoff_ms > BACKOFF_MAX_MS)
-        ps->backoff_ms = BACKOFF_MAX_MS;
-    uv_timer_start(&ps->timer, on_timer, ps->backoff_ms, 0);
+    ps->conn = conn;
+    seatd_log(SEATD_LOG_INFO, NULL, "pubsub connected", "\"channels\":%zu", ps->nwanted);
+    for (chan_t *ch = ps->chans, *next; ch; ch = next) {
+        next = ch->next;
+        steer(ps, ch);
+    }
 }
 
-/* The connection is gone (hiredis frees the context itself): every channel is unknown to
- * Redis again, and the owner hears which ones may have missed messages. */
-static void lost(seatd_pubsub_t *ps)
+/* See seatd_pubsub_set_nodes(); owned, process-wide. */
+static char **node_hosts;
+static int *node_ports;
+static int nnodes;
+
+/* The connection is gone, or a connect failed: every channel is unknown to Redis again, and
+ * the owner hears which ones may have missed messages. rds reconnects by itself; in cluster
+ * mode the subscriber moves on to the next node instead. */
+static void on_lost(seatd_rds_t *rds, void *conn, int was_connected, void *data)
 {
-    int was_connected = ps->connected;
-    ps->ac = NULL;
-    ps->connected = 0;
+    seatd_pubsub_t *ps = data;
+    (void)conn;
+    ps->conn = NULL;
     for (chan_t *ch = ps->chans, *next; ch; ch = next) {
         next = ch->next;
         int had = ch->state == CH_SUBSCRIBED;
@@ -160,7 +166,44 @@ static void lost(seatd_pubsub_t *ps)
         else if (!ch->want)
             maybe_forget(ps, ch);
     }
-    schedule_reconnect(ps);
+    if (nnodes > 1 && !ps->closing && rds == ps->rds) {
+        seatd_rds_set_conn_hooks(rds, NULL, NULL, NULL);
+        seatd_rds_set_ready_hook(rds, NULL, NULL);
+        seatd_rds_close(rds); /* deferred: safe from inside its own callback */
+        ps->rr++;
+        open_client(ps);
+    }
+}
+
+void seatd_pubsub_set_nodes(const char *list)
+{
+    for (int i = 0; i < nnodes; i++)
+        free(node_hosts[i]);
+    free(node_hosts);
+    free(node_ports);
+    node_hosts = NULL;
+    node_ports = NULL;
+    nnodes = 0;
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *colon = memrchr(p, ':', len);
+        if (colon && colon > p) {
+            node_hosts = seatd_realloc(node_hosts, (size_t)(nnodes + 1) * sizeof(char *));
+            node_ports = seatd_realloc(node_ports, (size_t)(nnodes + 1) * sizeof(int));
+            size_t hlen = (size_t)(colon - p);
+            while (hlen && *p == ' ') {
+                p++;
+                hlen--;
+            }
+            node_hosts[nnodes] = seatd_malloc(hlen + 1);
+            memcpy(node_hosts[nnodes], p, hlen);
+            node_hosts[nnodes][hlen] = '\0';
+            node_ports[nnodes] = atoi(colon + 1);
+            nnodes++;
+        }
+        p = comma ? comma + 1 : NULL;
+    }
 }
 
 /* See seatd_pubsub_set_auth(); owned, process-wide. */
@@ -174,68 +217,31 @@ void seatd_pubsub_set_auth(const char *user, const char *password)
     auth_password = password && password[0] ? seatd_strdup(password) : NULL;
 }
 
-static void on_auth_reply(redisAsyncContext *ac, void *r, void *privdata)
+/* Makes the client for the current address (in cluster mode, node 'rr'). */
+static void open_client(seatd_pubsub_t *ps)
 {
-    const redisReply *reply = r;
-    (void)ac;
-    (void)privdata;
-    if (reply && reply->type == REDIS_REPLY_ERROR)
-        seatd_log(SEATD_LOG_ERROR, NULL, "pubsub: redis refused the credentials", NULL);
+    seatd_rds_opts_t o = {0};
+    if (nnodes > 0) {
+        /* Cluster mode: a PUBLISH reaches every node over the cluster bus, so any node will
+         * do. */
+        int i = (int)(ps->rr % (unsigned)nnodes);
+        o.host = node_hosts[i];
+        o.port = node_ports[i];
+    } else {
+        o.host = ps->host;
+        o.port = ps->port;
+        o.unix_path = ps->unix_path;
+    }
+    o.pool_size = 1;
+    o.user = auth_user;
+    o.password = auth_password;
+    ps->rds = seatd_rds_new(ps->loop, &o);
+    seatd_rds_set_conn_hooks(ps->rds, on_lost, on_push, ps);
+    seatd_rds_set_ready_hook(ps->rds, on_ready, ps);
 }
 
-static void on_connect(const redisAsyncContext *cac, int status)
-{
-    seatd_pubsub_t *ps = cac->data;
-    if (cac != ps->ac)
-        return;
-    if (status != REDIS_OK) {
-        seatd_log(SEATD_LOG_DEBUG, NULL, "pubsub connect failed", "\"error\":\"%s\"", cac->errstr);
-        ps->ac = NULL; /* hiredis frees it after this callback */
-        schedule_reconnect(ps);
-        return;
-    }
-    if (auth_password) {
-        /* First on the wire: the SUBSCRIBEs below run as the authenticated user. */
-        const char *argv[3] = {"AUTH", auth_user ? auth_user : auth_password, auth_password};
-        (void)redisAsyncCommandArgv(ps->ac, on_auth_reply, NULL, auth_user ? 3 : 2, argv, NULL);
-    }
-    ps->connected = 1;
-    ps->backoff_ms = 0;
-    seatd_log(SEATD_LOG_INFO, NULL, "pubsub connected", "\"channels\":%zu", ps->nwanted);
-    for (chan_t *ch = ps->chans; ch; ch = ch->next)
-        steer(ps, ch);
-}
-
-static void on_disconnect(const redisAsyncContext *cac, int status)
-{
-    seatd_pubsub_t *ps = cac->data;
-    if (cac != ps->ac)
-        return;
-    seatd_log(SEATD_LOG_WARN, NULL, "pubsub connection lost", "\"error\":\"%s\"", cac->errstr);
-    lost(ps);
-}
-
-static void connect_now(seatd_pubsub_t *ps)
-{
-    redisAsyncContext *ac = ps->unix_path ? redisAsyncConnectUnix(ps->unix_path)
-                                          : redisAsyncConnect(ps->host, ps->port);
-    if (ac == NULL) {
-        schedule_reconnect(ps);
-        return;
-    }
-    if (ac->err || seatd_rds_uv_attach(ac, ps->loop) != 0) {
-        redisAsyncFree(ac);
-        schedule_reconnect(ps);
-        return;
-    }
-    ac->data = ps;
-    ps->ac = ac;
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    redisAsyncSetConnectCallback(ac, on_connect);
-}
-
-seatd_pubsub_t *seatd_pubsub_new(uv_loop_t *loop, const char *host, int port, const char *unix_path,
-                                 seatd_pubsub_event_cb cb, void *data)
+seatd_pubsub_t *seatd_pubsub_new(struct uv_loop_s *loop, const char *host, int port,
+                                 const char *unix_path, seatd_pubsub_event_cb cb, void *data)
 {
     seatd_pubsub_t *ps = seatd_calloc(1, sizeof(*ps));
     ps->loop = loop;
@@ -244,9 +250,7 @@ seatd_pubsub_t *seatd_pubsub_new(uv_loop_t *loop, const char *host, int port, co
     ps->unix_path = unix_path ? seatd_strdup(unix_path) : NULL;
     ps->cb = cb;
     ps->data = data;
-    uv_timer_init(loop, &ps->timer);
-    ps->timer.data = ps;
-    connect_now(ps);
+    open_client(ps);
     return ps;
 }
 
@@ -287,16 +291,22 @@ size_t seatd_pubsub_channels(const seatd_pubsub_t *ps)
 
 int seatd_pubsub_connected(const seatd_pubsub_t *ps)
 {
-    return ps->connected;
+    return ps->conn != NULL;
 }
 
 /* ---------------------------------------------------------------------------------------
- * Teardown
+ * Teardown: the client frees itself asynchronously (rds.h); its hooks are cleared first, so
+ * nothing reaches this object once it is freed here.
  * --------------------------------------------------------------------------------------- */
 
-static void on_timer_closed(uv_handle_t *h)
+void seatd_pubsub_close(seatd_pubsub_t *ps)
 {
-    seatd_pubsub_t *ps = h->data;
+    if (ps == NULL || ps->closing)
+        return;
+    ps->closing = 1;
+    seatd_rds_set_conn_hooks(ps->rds, NULL, NULL, NULL);
+    seatd_rds_set_ready_hook(ps->rds, NULL, NULL);
+    seatd_rds_close(ps->rds);
     while (ps->chans) {
         chan_t *ch = ps->chans;
         ps->chans = ch->next;
@@ -306,25 +316,4 @@ static void on_timer_closed(uv_handle_t *h)
     free(ps->host);
     free(ps->unix_path);
     free(ps);
-}
-
-/* At the top of a loop turn, never inside a hiredis callback: free the context here. */
-static void on_teardown(uv_timer_t *t)
-{
-    seatd_pubsub_t *ps = t->data;
-    redisAsyncContext *ac = ps->ac;
-    ps->ac = NULL;
-    ps->connected = 0;
-    if (ac)
-        redisAsyncFree(ac);
-    uv_close((uv_handle_t *)&ps->timer, on_timer_closed);
-}
-
-void seatd_pubsub_close(seatd_pubsub_t *ps)
-{
-    if (ps == NULL || ps->closing)
-        return;
-    ps->closing = 1;
-    uv_timer_stop(&ps->timer);
-    uv_timer_start(&ps->timer, on_teardown, 0, 0);
 }

@@ -1,11 +1,12 @@
 /*
  * pubsub.h - one dedicated Redis connection in subscribe mode, for the seat deltas.
  *
- * rds.c's pool is request/response; a subscribed connection can only (un)subscribe and
- * receive, so it lives here, on its own hiredis async context attached to the loop. The
- * owner says which channels it wants (seatd_pubsub_subscribe / _unsubscribe); this module
- * keeps the connection subscribed to exactly that set, across reconnects (backoff 100 ms
- * doubling to 5 s), and reports three events through one callback:
+ * A subscribed connection can only (un)subscribe and receive, so it is not one of the
+ * request/response pool's: it is a one-connection rds client of its own (rds.h, "a
+ * subscribe-mode connection"), which owns connecting, AUTH, the backoff (100 ms doubling to
+ * 5 s) and the teardown. The owner says which channels it wants (seatd_pubsub_subscribe /
+ * _unsubscribe); this module keeps the connection subscribed to exactly that set, across
+ * reconnects, and reports three events through one callback:
  *
  *   SEATD_PUBSUB_SUBSCRIBED  Redis confirmed the subscription of 'channel' (after every
  *                            (re)connect too): messages published from now on will arrive.
@@ -45,6 +46,12 @@ typedef void (*seatd_pubsub_event_cb)(int event, const char *channel, const char
  * every subscriber created afterwards ('user' may be NULL; both copied; NULL password: none).
  * Process-wide, set once at start-up before the loop runs. */
 void seatd_pubsub_set_auth(const char *user, const char *password);
+
+/* Cluster mode: subscribers connect to one of these nodes ("host:port,host:port"; copied;
+ * NULL or "" = off) instead of their own address, the next one after each failure. Classic
+ * PUBLISH is broadcast to every node over the cluster bus, so one connection to any node
+ * hears every show's deltas (README, "Redis Cluster"). Process-wide, set once at start-up. */
+void seatd_pubsub_set_nodes(const char *list);
 
 /* Returns an owned subscriber connecting to 'host':'port' or to 'unix_path' when it is not
  * NULL (strings borrowed, copied). Events go to 'cb' with 'data'. */

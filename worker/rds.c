@@ -40,6 +40,7 @@
 #include "log.h"
 #include "mem.h"
 #include "metrics.h"
+#include "rds_cluster.h"
 #include "rds_uv.h"
 
 #define DEFAULT_HOST "127.0.0.1"
@@ -67,6 +68,10 @@ struct cmd_s {
     uint64_t deadline_ms;  /* enqueue time + timeout, on the monotonic clock */
     uint64_t sent_us;      /* when it was written, for the RTT stat */
     int timed_out;         /* its deadline passed while in flight */
+    unsigned flags;        /* SEATD_RDS_* and SEATD__RDS_* */
+    int wait_pending;      /* a WAIT follows it on its connection: that reply completes it */
+    int main_lost;         /* with 'wait_pending': the command's own reply never came */
+    redisReply *held;      /* with 'wait_pending': the command's reply (owned copy) */
     int argc;              /* number of arguments */
     size_t *argvlen;       /* argument lengths, in the same block */
     char **argv;           /* argument copies, in the same block */
@@ -111,6 +116,13 @@ struct seatd_rds_s {
     void *ready_data;            /* passed to 'ready_cb' */
     uint64_t rng;                /* xorshift state for the backoff jitter */
     seatd_rds_stats_t stats;     /* counters; 'pending'/'connected' computed on read */
+    int wait_replicas, wait_ms;  /* WAIT after SEATD_RDS_DURABLE commands when > 0 */
+    seatd__rds_cluster_t *cl;    /* cluster mode: the router (this object is only a shell) */
+    seatd_rds_lost_cb lost_cb;   /* hook run when a connection is lost or a connect fails */
+    void *lost_data;             /* passed to 'lost_cb' */
+    seatd_rds_push_cb push_cb;   /* subscribe-mode replies (seatd_rds_send_push) */
+    void *push_data;             /* passed to 'push_cb' */
+    seatd_rds_t *owner;          /* a cluster node's pool: the cluster-mode client */
 };
 
 static void conn_connect(conn_t *c);
@@ -195,7 +207,7 @@ static void log_conn(int level, const conn_t *c, const char *msg, const char *de
 
 /* Returns an owned command holding copies of the arguments (freed with free()). */
 static cmd_t *cmd_new(seatd_rds_t *rds, int argc, const char **argv, const size_t *argvlen,
-                      seatd_rds_reply_cb cb, void *data)
+                      unsigned flags, uint64_t deadline_ms, seatd_rds_reply_cb cb, void *data)
 {
     size_t bytes = 0;
     for (int i = 0; i < argc; i++)
@@ -210,6 +222,11 @@ static cmd_t *cmd_new(seatd_rds_t *rds, int argc, const char **argv, const size_
      * grows by BULK_GRACE_MS_PER_MB per MiB of arguments, so only the payload's own time is
      * added, and a hung Redis still fails small commands within --redis-timeout-ms. */
     cmd->deadline_ms = now_ms() + rds->timeout_ms + (uint64_t)(bytes >> 20) * BULK_GRACE_MS_PER_MB;
+    if (deadline_ms)
+        cmd->deadline_ms = deadline_ms;
+    cmd->flags = flags;
+    if ((flags & SEATD_RDS_DURABLE) && rds->wait_replicas > 0)
+        cmd->deadline_ms += (uint64_t)rds->wait_ms; /* WAIT's own time */
     cmd->argc = argc;
     cmd->argvlen = (size_t *)(cmd + 1);
     cmd->argv = (char **)(cmd->argvlen + argc);
@@ -243,6 +260,7 @@ static void cmd_finish(cmd_t *cmd, const redisReply *reply, int err)
         }
     }
     cmd->cb(reply, err, cmd->data);
+    seatd__rds_reply_free(cmd->held);
     free(cmd);
 }
 
@@ -271,11 +289,15 @@ static void conn_schedule_reconnect(conn_t *c)
  * a reconnect. Commands still in flight on it complete through their NULL reply callbacks. */
 static void conn_mark_lost(conn_t *c)
 {
+    seatd_rds_t *rds = c->rds;
+    int was_connected = c->state == CONN_CONNECTED;
     c->ac = NULL;
     c->state = CONN_CLOSED;
     c->ready = 0;
     uv_timer_stop(&c->timer);
     conn_schedule_reconnect(c);
+    if (rds->lost_cb && !rds->closing)
+        rds->lost_cb(rds, c, was_connected, rds->lost_data);
 }
 
 /* Drops a live connection from outside hiredis' callbacks (our timers): every command in
@@ -342,11 +364,35 @@ static void on_conn_timer(uv_timer_t *t)
     }
 }
 
+/* The error of a command whose reply never came. */
+static int lost_error(const seatd_rds_t *rds, const cmd_t *cmd)
+{
+    if (rds->closing)
+        return SEATD_ESHUTDOWN;
+    if (cmd->timed_out)
+        return SEATD_ETIMEOUT;
+    return (cmd->flags & SEATD__RDS_DETAIL) ? SEATD__RDS_ELOST : SEATD_EUNAVAILABLE;
+}
+
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
 {
     cmd_t *cmd = privdata;
     conn_t *c = cmd->conn;
     seatd_rds_t *rds = cmd->rds;
+    if (cmd->wait_pending) {
+        /* The WAIT behind it completes the command (its callback runs after this one, with
+         * NULL too if the context is going away). */
+        if (r) {
+            cmd->held = seatd__rds_reply_dup(r);
+        } else {
+            cmd->main_lost = 1;
+            if (c->ac == ac) {
+                log_conn(SEATD_LOG_WARN, c, "redis connection lost", ac->errstr);
+                conn_mark_lost(c);
+            }
+        }
+        return;
+    }
     list_remove(&c->inflight, cmd);
     rds->pending--;
     if (!r) {
@@ -356,15 +402,49 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
             log_conn(SEATD_LOG_WARN, c, "redis connection lost", ac->errstr);
             conn_mark_lost(c);
         }
-        int err = rds->closing     ? SEATD_ESHUTDOWN
-                  : cmd->timed_out ? SEATD_ETIMEOUT
-                                   : SEATD_EUNAVAILABLE;
-        cmd_finish(cmd, NULL, err);
+        cmd_finish(cmd, NULL, lost_error(rds, cmd));
         return;
     }
     if (c->ac == ac && !c->inflight.head)
         uv_timer_stop(&c->timer);
     cmd_finish(cmd, r, 0);
+}
+
+/* The WAIT sent after a SEATD_RDS_DURABLE command: completes that command with its own reply.
+ * Fewer replicas than asked (or no answer, the connection gone after the write) does not undo
+ * the write: the reply is delivered, the shortfall logged and counted (rds.h). */
+static void on_wait_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+    cmd_t *cmd = privdata;
+    conn_t *c = cmd->conn;
+    seatd_rds_t *rds = cmd->rds;
+    const redisReply *wr = r;
+    list_remove(&c->inflight, cmd);
+    rds->pending--;
+    if (!wr && c->ac == ac) {
+        log_conn(SEATD_LOG_WARN, c, "redis connection lost", ac->errstr);
+        conn_mark_lost(c);
+    }
+    if (cmd->main_lost || !cmd->held) {
+        cmd_finish(cmd, NULL, lost_error(rds, cmd));
+        return;
+    }
+    if (cmd->held->type != REDIS_REPLY_ERROR) {
+        long long acked = wr && wr->type == REDIS_REPLY_INTEGER ? wr->integer : -1;
+        if (acked >= rds->wait_replicas) {
+            rds->stats.wait_ok++;
+        } else {
+            rds->stats.wait_short++;
+            char detail[96];
+            snprintf(detail, sizeof(detail), "%lld of %d replica(s) acknowledged within %d ms",
+                     acked < 0 ? 0 : acked, rds->wait_replicas, rds->wait_ms);
+            log_conn(SEATD_LOG_WARN, c, "redis WAIT short: write kept, not yet on replicas",
+                     detail);
+        }
+    }
+    if (c->ac == ac && !c->inflight.head)
+        uv_timer_stop(&c->timer);
+    cmd_finish(cmd, cmd->held, 0);
 }
 
 static void on_auth_reply(redisAsyncContext *ac, void *r, void *privdata)
@@ -416,7 +496,9 @@ static void on_connect(const redisAsyncContext *cac, int status)
     log_conn(SEATD_LOG_INFO, c, "redis connected", NULL);
     if (rds->password)
         conn_auth(c);
-    if (rds->ready_cb)
+    if (rds->owner)
+        seatd__rds_run_ready(rds->owner, rds, c);
+    else if (rds->ready_cb)
         rds->ready_cb(rds, c, rds->ready_data);
     if (c->state != CONN_CONNECTED || rds->closing)
         return;
@@ -449,6 +531,8 @@ static void conn_connect(conn_t *c)
         redisAsyncFree(ac);
         conn_schedule_reconnect(c);
         conn_connect_failed(c);
+        if (rds->lost_cb && !rds->closing)
+            rds->lost_cb(rds, c, 0, rds->lost_data);
         return;
     }
     ac->data = c;
@@ -475,10 +559,23 @@ static void conn_connect(conn_t *c)
 static int conn_send(conn_t *c, cmd_t *cmd)
 {
     cmd->conn = c;
+    if ((cmd->flags & SEATD__RDS_ASKING) &&
+        redisAsyncCommand(c->ac, NULL, NULL, "ASKING") != REDIS_OK) {
+        cmd->conn = NULL;
+        return -1;
+    }
     if (redisAsyncCommandArgv(c->ac, on_reply, cmd, cmd->argc, (const char **)cmd->argv,
                               cmd->argvlen) != REDIS_OK) {
         cmd->conn = NULL;
         return -1;
+    }
+    if ((cmd->flags & SEATD_RDS_DURABLE) && c->rds->wait_replicas > 0) {
+        /* Same connection, right behind it: WAIT counts the replicas that have everything
+         * this connection wrote so far. hiredis cannot fail this after the command was
+         * accepted, short of the context going away, in which case both callbacks get NULL. */
+        if (redisAsyncCommand(c->ac, on_wait_reply, cmd, "WAIT %d %d", c->rds->wait_replicas,
+                              c->rds->wait_ms) == REDIS_OK)
+            cmd->wait_pending = 1;
     }
     cmd->sent_us = uv_hrtime() / 1000u;
     list_push_tail(&c->inflight, cmd);
@@ -590,6 +687,16 @@ seatd_rds_t *seatd_rds_new(uv_loop_t *loop, const seatd_rds_opts_t *opts)
     if (opts)
         o = *opts;
     seatd_rds_t *rds = seatd_calloc(1, sizeof(*rds));
+    rds->wait_replicas = o.wait_replicas > 0 ? o.wait_replicas : 0;
+    rds->wait_ms = o.wait_ms > 0 ? o.wait_ms : 100;
+    if (o.cluster_nodes && o.cluster_nodes[0]) {
+        /* A shell: the router owns the per-primary pools (rds_cluster.c). */
+        rds->loop = loop;
+        rds->host = seatd_strdup(o.cluster_nodes);
+        rds->timeout_ms = (uint64_t)(o.timeout_ms > 0 ? o.timeout_ms : DEFAULT_TIMEOUT_MS);
+        rds->cl = seatd__rds_cluster_new(rds, loop, &o);
+        return rds;
+    }
     rds->loop = loop;
     rds->host = seatd_strdup(o.host ? o.host : DEFAULT_HOST);
     rds->port = o.port > 0 ? o.port : DEFAULT_PORT;
@@ -631,8 +738,8 @@ static int check_args(int argc, const char **argv, seatd_rds_reply_cb cb)
     return 0;
 }
 
-int seatd_rds_callv(seatd_rds_t *rds, int argc, const char **argv, const size_t *argvlen,
-                    seatd_rds_reply_cb cb, void *data)
+int seatd__rds_send(seatd_rds_t *rds, int argc, const char **argv, const size_t *argvlen,
+                    unsigned flags, uint64_t deadline_ms, seatd_rds_reply_cb cb, void *data)
 {
     if (!rds || rds->closing)
         return SEATD_ESHUTDOWN;
@@ -641,11 +748,51 @@ int seatd_rds_callv(seatd_rds_t *rds, int argc, const char **argv, const size_t 
         return rc;
     if (rds->pending >= rds->max_pending)
         return SEATD_EOVERLOAD;
-    cmd_t *cmd = cmd_new(rds, argc, argv, argvlen, cb, data);
+    cmd_t *cmd = cmd_new(rds, argc, argv, argvlen, flags, deadline_ms, cb, data);
     rds->pending++;
     list_push_tail(&rds->queue, cmd);
     dispatch(rds);
     return 0;
+}
+
+int seatd_rds_callv_ex(seatd_rds_t *rds, int argc, const char **argv, const size_t *argvlen,
+                       unsigned flags, seatd_rds_reply_cb cb, void *data)
+{
+    flags &= SEATD_RDS_IDEMPOTENT | SEATD_RDS_DURABLE;
+    if (rds && rds->cl && !rds->closing)
+        return seatd__rds_cluster_callv(rds->cl, argc, argv, argvlen, flags, 0, cb, data);
+    return seatd__rds_send(rds, argc, argv, argvlen, flags, 0, cb, data);
+}
+
+int seatd_rds_callv(seatd_rds_t *rds, int argc, const char **argv, const size_t *argvlen,
+                    seatd_rds_reply_cb cb, void *data)
+{
+    return seatd_rds_callv_ex(rds, argc, argv, argvlen, 0, cb, data);
+}
+
+int seatd_rds_callv_all(seatd_rds_t *rds, int argc, const char **argv, const size_t *argvlen,
+                        seatd_rds_reply_cb cb, void *data)
+{
+    if (rds && rds->cl && !rds->closing)
+        return seatd__rds_cluster_callv(rds->cl, argc, argv, argvlen, 0, 1, cb, data);
+    return seatd__rds_send(rds, argc, argv, argvlen, 0, 0, cb, data);
+}
+
+int seatd_rds_is_cluster(const seatd_rds_t *rds)
+{
+    return rds && rds->cl;
+}
+
+void seatd__rds_set_owner(seatd_rds_t *pool, seatd_rds_t *owner)
+{
+    pool->owner = owner;
+}
+
+void seatd__rds_run_ready(seatd_rds_t *owner, seatd_rds_t *pool, void *conn)
+{
+    (void)pool;
+    if (owner->ready_cb && !owner->closing)
+        owner->ready_cb(owner, conn, owner->ready_data);
 }
 
 int seatd_rds_call_on_ready(seatd_rds_t *rds, void *conn, int argc, const char **argv,
@@ -656,12 +803,21 @@ int seatd_rds_call_on_ready(seatd_rds_t *rds, void *conn, int argc, const char *
     int rc = check_args(argc, argv, cb);
     if (rc)
         return rc;
+    if (rds->cl && conn) {
+        /* A connection of one of the node pools: the command goes on that pool. */
+        seatd_rds_t *pool = ((conn_t *)conn)->rds;
+        if (pool->owner != rds)
+            return SEATD_EINVAL;
+        rds = pool;
+        if (rds->closing)
+            return SEATD_ESHUTDOWN;
+    }
     conn_t *c = conn;
     if (!c || c < rds->conns || c >= rds->conns + rds->pool_size)
         return SEATD_EINVAL;
     if (c->state != CONN_CONNECTED || !c->ac)
         return SEATD_EUNAVAILABLE;
-    cmd_t *cmd = cmd_new(rds, argc, argv, argvlen, cb, data);
+    cmd_t *cmd = cmd_new(rds, argc, argv, argvlen, 0, 0, cb, data);
     if (conn_send(c, cmd) != 0) {
         free(cmd);
         return SEATD_EUNAVAILABLE;
@@ -670,8 +826,45 @@ int seatd_rds_call_on_ready(seatd_rds_t *rds, void *conn, int argc, const char *
     return 0;
 }
 
+void seatd_rds_set_conn_hooks(seatd_rds_t *rds, seatd_rds_lost_cb lost, seatd_rds_push_cb push,
+                              void *data)
+{
+    rds->lost_cb = lost;
+    rds->lost_data = data;
+    rds->push_cb = push;
+    rds->push_data = data;
+}
+
+/* Every reply to a subscribe-mode command, and every message, on any connection of the pool:
+ * handed to the push hook while that connection is the live one. NULL (the context going
+ * away) is not: the lost hook reports that. */
+static void on_push(redisAsyncContext *ac, void *r, void *privdata)
+{
+    conn_t *c = privdata;
+    seatd_rds_t *rds = c->rds;
+    if (!r || c->ac != ac || rds->closing || !rds->push_cb)
+        return;
+    rds->push_cb(r, rds->push_data);
+}
+
+int seatd_rds_send_push(seatd_rds_t *rds, void *conn, int argc, const char **argv)
+{
+    if (!rds || rds->closing || rds->cl)
+        return SEATD_ESHUTDOWN;
+    conn_t *c = conn;
+    if (!c || c < rds->conns || c >= rds->conns + rds->pool_size || argc <= 0 || !argv)
+        return SEATD_EINVAL;
+    if (c->state != CONN_CONNECTED || !c->ac)
+        return SEATD_EUNAVAILABLE;
+    if (redisAsyncCommandArgv(c->ac, on_push, c, argc, argv, NULL) != REDIS_OK)
+        return SEATD_EUNAVAILABLE;
+    return 0;
+}
+
 int seatd_rds_is_ready(const seatd_rds_t *rds)
 {
+    if (rds && rds->cl)
+        return seatd__rds_cluster_is_ready(rds->cl);
     for (int i = 0; rds && i < rds->pool_size; i++)
         if (rds->conns[i].ready)
             return 1;
@@ -680,6 +873,10 @@ int seatd_rds_is_ready(const seatd_rds_t *rds)
 
 void seatd_rds_get_stats(const seatd_rds_t *rds, seatd_rds_stats_t *out)
 {
+    if (rds->cl) {
+        seatd__rds_cluster_stats(rds->cl, out);
+        return;
+    }
     *out = rds->stats;
     out->pending = rds->pending;
     out->connected = 0;
@@ -734,11 +931,21 @@ static void on_teardown(uv_timer_t *t)
     uv_close((uv_handle_t *)&rds->qtimer, on_handle_closed);
 }
 
+void seatd__rds_free_shell(seatd_rds_t *rds)
+{
+    free(rds->host);
+    free(rds);
+}
+
 void seatd_rds_close(seatd_rds_t *rds)
 {
     if (!rds || rds->closing)
         return;
     rds->closing = 1;
+    if (rds->cl) {
+        seatd__rds_cluster_close(rds->cl); /* frees the shell when done */
+        return;
+    }
     for (int i = 0; i < rds->pool_size; i++)
         rds->conns[i].ready = 0;
     /* Deferred to the next loop turn: close() may be called from inside a reply callback,
@@ -800,4 +1007,42 @@ const struct redisReply *seatd_rds_reply_element(const struct redisReply *r, siz
     if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements)
         return NULL;
     return r->element[i];
+}
+
+/* ----------------------------------------------------------------------------------------
+ * Reply copies (WAIT holds the command's reply across a callback; the cluster router merges
+ * the replies of a command sent to every primary)
+ * -------------------------------------------------------------------------------------- */
+
+redisReply *seatd__rds_reply_dup(const redisReply *r)
+{
+    if (!r)
+        return NULL;
+    redisReply *d = seatd_calloc(1, sizeof(*d));
+    d->type = r->type;
+    d->integer = r->integer;
+    if (r->str) {
+        d->len = r->len;
+        d->str = seatd_malloc(r->len + 1);
+        memcpy(d->str, r->str, r->len);
+        d->str[r->len] = '\0';
+    }
+    if (r->element && r->elements) {
+        d->elements = r->elements;
+        d->element = seatd_calloc(r->elements, sizeof(*d->element));
+        for (size_t i = 0; i < r->elements; i++)
+            d->element[i] = seatd__rds_reply_dup(r->element[i]);
+    }
+    return d;
+}
+
+void seatd__rds_reply_free(redisReply *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; r->element && i < r->elements; i++)
+        seatd__rds_reply_free(r->element[i]);
+    free(r->element);
+    free(r->str);
+    free(r);
 }

@@ -23,6 +23,28 @@
  * Every successful (re)connection calls the ready hook (if set) before queued commands flow,
  * which is how scripts.c makes sure the function library is loaded.
  *
+ * Cluster mode (opts.cluster_nodes set; rds_cluster.c): the same API over a Redis Cluster.
+ * The slot map comes from CLUSTER SLOTS asked of a seed (then of any known node); each primary
+ * gets its own pool (as above: 'pool_size' connections, AUTH, backoff, ready hook), created
+ * the first time a command routes to it. A command goes to the primary of the slot of its key
+ * (see seatd_rds_callv_ex: derived from the command; keyless commands go to any primary).
+ *   - MOVED: the slot is patched, the command resent at once, and one full refresh of the map
+ *     is scheduled (at most one refresh per 250 ms, one in flight);
+ *   - ASK: ASKING + the command are sent once on the named node, the map is not changed;
+ *   - TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN, a connection that is not up: a refresh is
+ *     scheduled and the command resent after a jittered backoff (25 ms doubling to 1 s), while
+ *     its own deadline (set when it was first queued) allows; then SEATD_EUNAVAILABLE;
+ *   - a command that was sent and then lost its connection or timed out may have run: it is
+ *     resent only when idempotent (SEATD_RDS_IDEMPOTENT, or a read-only command), otherwise it
+ *     fails with SEATD_EUNAVAILABLE / SEATD_ETIMEOUT as in single-node mode.
+ * At most 16 redirections per command. The callback contract is unchanged.
+ *
+ * Durability (opts.wait_replicas > 0): a command flagged SEATD_RDS_DURABLE is followed, on the
+ * same connection, by WAIT wait_replicas wait_ms; its callback runs once WAIT answers, with
+ * the command's own reply. When fewer replicas acknowledged in time the write stands (it ran on
+ * the primary and may still reach the replicas): the reply is delivered as is, a WARN is
+ * logged and the 'wait_short' stat counts it (see README, durability).
+ *
  * Loop and threads: one loop, one thread. Never share a seatd_rds_t across fork().
  */
 #ifndef SEATD_RDS_H
@@ -38,17 +60,27 @@ struct redisReply;
 typedef struct seatd_rds_s seatd_rds_t;
 
 typedef struct seatd_rds_opts_s {
-    const char *host;      /* borrowed; "127.0.0.1" when NULL and no 'unix_path' */
-    int port;              /* TCP port; 6379 when 0 */
-    const char *unix_path; /* borrowed; a unix socket path, used instead of host/port if set */
-    int pool_size;         /* connections in the pool; 2 when 0 */
-    int timeout_ms;        /* per-command deadline from the moment it is queued (plus 1 s per
-                            * MiB of arguments); 2000 when 0 */
-    int max_pending;       /* commands queued or in flight across the pool; 10000 when 0 */
-    const char *user;      /* borrowed; Redis ACL user for AUTH on every connect, or NULL */
-    const char *password;  /* borrowed; when set, "AUTH [user] password" is the first command
-                            * of every (re)connection; a refusal is logged at ERROR */
+    const char *host;          /* borrowed; "127.0.0.1" when NULL and no 'unix_path' */
+    int port;                  /* TCP port; 6379 when 0 */
+    const char *unix_path;     /* borrowed; a unix socket path, used instead of host/port if set */
+    int pool_size;             /* connections in the pool; 2 when 0 */
+    int timeout_ms;            /* per-command deadline from the moment it is queued (plus 1 s per
+                                * MiB of arguments); 2000 when 0 */
+    int max_pending;           /* commands queued or in flight across the pool; 10000 when 0 */
+    const char *user;          /* borrowed; Redis ACL user for AUTH on every connect, or NULL */
+    const char *password;      /* borrowed; when set, "AUTH [user] password" is the first command
+                                * of every (re)connection; a refusal is logged at ERROR */
+    const char *cluster_nodes; /* borrowed; "host:port,host:port" seed nodes of a Redis Cluster:
+                                * cluster mode when set and not empty (host/port/unix_path are
+                                * then ignored) */
+    int wait_replicas;         /* WAIT for this many replicas after SEATD_RDS_DURABLE commands;
+                                * 0 = off */
+    int wait_ms;               /* WAIT's timeout; 100 when 0 */
 } seatd_rds_opts_t;
+
+/* Flags of seatd_rds_callv_ex(). */
+#define SEATD_RDS_IDEMPOTENT 0x1u /* safe to run twice: may be resent after it may have run */
+#define SEATD_RDS_DURABLE 0x2u    /* followed by WAIT when opts.wait_replicas > 0 */
 
 /*
  * Called with the reply, borrowed for the duration of the callback (NULL when 'err' != 0).
@@ -82,10 +114,53 @@ void seatd_rds_set_ready_hook(seatd_rds_t *rds, seatd_rds_ready_cb cb, void *dat
 SEATD_MUSTCHECK int seatd_rds_callv(seatd_rds_t *rds, int argc, const char **argv,
                                     const size_t *argvlen, seatd_rds_reply_cb cb, void *data);
 
+/*
+ * seatd_rds_callv() with 'flags' (SEATD_RDS_*). In cluster mode the routing key is derived
+ * from the command: for FCALL, FCALL_RO, EVAL, EVALSHA (and _RO) the first key after numkeys
+ * (none when numkeys is 0); none for PING, FUNCTION, WAIT, CLUSTER, INFO, SCRIPT, PUBLISH and
+ * other keyless commands; argv[1] for every other command (seatd sends no multi-key command
+ * whose keys span slots). Read-only commands are treated as idempotent whatever 'flags' says.
+ */
+SEATD_MUSTCHECK int seatd_rds_callv_ex(seatd_rds_t *rds, int argc, const char **argv,
+                                       const size_t *argvlen, unsigned flags, seatd_rds_reply_cb cb,
+                                       void *data);
+
+/*
+ * Sends the command to every primary (cluster mode; in single-node mode it is
+ * seatd_rds_callv()). 'cb' runs once: with the first error (or error reply) met, else with the
+ * reply of the last primary. For FUNCTION LOAD.
+ */
+SEATD_MUSTCHECK int seatd_rds_callv_all(seatd_rds_t *rds, int argc, const char **argv,
+                                        const size_t *argvlen, seatd_rds_reply_cb cb, void *data);
+
+/* 1 in cluster mode. */
+int seatd_rds_is_cluster(const seatd_rds_t *rds);
+
 /* Like seatd_rds_callv() but sent on 'conn' (from the ready hook), ahead of queued commands. */
 SEATD_MUSTCHECK int seatd_rds_call_on_ready(seatd_rds_t *rds, void *conn, int argc,
                                             const char **argv, const size_t *argvlen,
                                             seatd_rds_reply_cb cb, void *data);
+
+/* ---------------------------------------------------------------------------------------
+ * A subscribe-mode connection (pubsub.c): a single-node client with pool_size 1 whose one
+ * connection is put in subscribe mode from the ready hook. The client still owns connecting,
+ * AUTH, the backoff and the teardown; the subscriber adds two hooks:
+ *   - lost(rds, conn, was_connected, data): the connection went away (was_connected = 1) or
+ *     a connect attempt failed (0); the client reconnects with its backoff by itself. May
+ *     call seatd_rds_close() on 'rds'.
+ *   - push(reply, data): each reply on a subscribe-mode connection (confirmations and
+ *     messages), borrowed for the call.
+ * Single-node clients only.
+ * ------------------------------------------------------------------------------------- */
+typedef void (*seatd_rds_lost_cb)(seatd_rds_t *rds, void *conn, int was_connected, void *data);
+typedef void (*seatd_rds_push_cb)(const struct redisReply *reply, void *data);
+/* Sets both hooks ('data' for both; NULLs clear them). */
+void seatd_rds_set_conn_hooks(seatd_rds_t *rds, seatd_rds_lost_cb lost, seatd_rds_push_cb push,
+                              void *data);
+/* Sends a subscribe-mode command (SUBSCRIBE, UNSUBSCRIBE; 'argv' borrowed, copied) on 'conn'
+ * (from the ready hook, while it is up). Its replies go to the push hook; no deadline. 0,
+ * SEATD_EUNAVAILABLE (that connection is not up), SEATD_EINVAL or SEATD_ESHUTDOWN. */
+SEATD_MUSTCHECK int seatd_rds_send_push(seatd_rds_t *rds, void *conn, int argc, const char **argv);
 
 /* 1 if at least one connection is CONNECTED and has passed its ready hook. */
 int seatd_rds_is_ready(const seatd_rds_t *rds);
@@ -99,6 +174,12 @@ typedef struct seatd_rds_stats_s {
     unsigned long long connect_failures; /* connect attempts that failed (error or deadline) */
     unsigned long long refused;          /* of 'errors': failed at once, Redis being unreachable */
     unsigned long long rtt_us_sum;       /* summed round-trip time of completed commands */
+    unsigned long long moved;            /* cluster: MOVED redirections followed */
+    unsigned long long asked;            /* cluster: ASK redirections followed */
+    unsigned long long retries;          /* cluster: commands resent after a backoff */
+    unsigned long long refreshes;        /* cluster: slot map refreshes answered */
+    unsigned long long wait_ok;          /* WAIT reached wait_replicas in time */
+    unsigned long long wait_short;       /* WAIT answered fewer (or not at all) */
     unsigned int pending;                /* queued + in flight now */
     unsigned int connected;              /* connections ready now */
 } seatd_rds_stats_t;

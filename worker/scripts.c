@@ -40,13 +40,19 @@ extern const char seatd_lua_bundle[];
 extern const size_t seatd_lua_bundle_len;
 
 struct seatd_scripts_s {
-    seatd_rds_t *rds;                    /* borrowed */
+    seatd_rds_t *rds;         /* borrowed */
+    const char *load_argv[4]; /* FUNCTION LOAD [REPLACE] <source> */
+    size_t load_lens[4];
+    int load_argc;                       /* 4 with REPLACE, 3 without (versioned) */
+    char *vsrc;                          /* owned; the versioned source, or NULL */
+    char prefix[32];                     /* "seatd_v<hash>_" when versioned, else "" */
     unsigned long load_count;            /* successful FUNCTION LOADs */
     unsigned refs;                       /* 1 for the owner + 1 per operation in flight */
     int freed;                           /* seatd_scripts_free() was called */
     struct uv_loop_s *loop;              /* borrowed; set with the loader */
     seatd_rds_opts_t lopts;              /* loader connection options; strings owned below */
     char *lhost, *lunix, *luser, *lpass; /* owned copies for 'lopts' */
+    char *lnodes;                        /* owned copy for 'lopts' */
     seatd_rds_t *lrds;       /* the short loader connection while a load runs, else NULL */
     struct fcall_s *waiting; /* FCALLs waiting for the running load, linked by 'next' */
 };
@@ -54,6 +60,7 @@ struct seatd_scripts_s {
 /* One FCALL, kept with its arguments so it can be retried once. */
 typedef struct fcall_s {
     seatd_scripts_t *s;    /* holds a reference */
+    unsigned flags;        /* SEATD_RDS_* for every send */
     seatd_rds_reply_cb cb; /* the caller's callback, runs exactly once */
     void *data;            /* passed to 'cb' */
     int retried;           /* the reload-and-retry was used */
@@ -66,10 +73,12 @@ typedef struct fcall_s {
 static void release(seatd_scripts_t *s)
 {
     if (--s->refs == 0) {
+        free(s->vsrc);
         free(s->lhost);
         free(s->lunix);
         free(s->luser);
         free(s->lpass);
+        free(s->lnodes);
         free(s);
     }
 }
@@ -92,6 +101,17 @@ static int note_load(seatd_scripts_t *s, const struct redisReply *reply, int err
     if (seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_ERROR) {
         size_t len;
         const char *text = seatd_rds_reply_str(reply, &len);
+        static const char exists[] = "already exists";
+        if (s->vsrc && memmem(text, len, exists, sizeof(exists) - 1)) {
+            /* Versioned: the same name means the same code, loaded by us or a peer. */
+            s->load_count++;
+            return 0;
+        }
+        if (len >= 8 && memcmp(text, "READONLY", 8) == 0) {
+            /* A cluster replica (a pool opened to ask it for the slot map): its primary
+             * holds the library and replicates it. */
+            return 0;
+        }
         seatd_buf_t b = SEATD_BUF_INIT;
         seatd_buf_json_escape(&b, text, len);
         seatd_log(SEATD_LOG_ERROR, NULL, "lua library failed to load",
@@ -103,14 +123,61 @@ static int note_load(seatd_scripts_t *s, const struct redisReply *reply, int err
     return 0;
 }
 
-static const char *load_argv[4] = {"FUNCTION", "LOAD", "REPLACE", seatd_lua_bundle};
-
-static void load_lens(size_t *lens)
+/* Queues one FUNCTION LOAD of the library on every primary (one node in single-node mode). */
+static int load_all(seatd_scripts_t *s, seatd_rds_t *rds, seatd_rds_reply_cb cb, void *data)
 {
-    lens[0] = 8;
-    lens[1] = 4;
-    lens[2] = 7;
-    lens[3] = seatd_lua_bundle_len;
+    return seatd_rds_callv_all(rds, s->load_argc, s->load_argv, s->load_lens, cb, data);
+}
+
+/* 64-bit FNV-1a, for the library version. */
+static uint64_t fnv1a(const char *p, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* Builds the versioned library: "#!lua name=seatd_v<hash>" and every "seatd_X" function
+ * registered as "seatd_v<hash>_X", so that two worker versions (a rolling upgrade) load two
+ * libraries side by side instead of replacing each other's. */
+static void make_versioned(seatd_scripts_t *s)
+{
+    static const char head[] = "#!lua name=seatd\n";
+    static const char reg[] = "function_name='seatd_";
+    const char *src = seatd_lua_bundle;
+    size_t len = seatd_lua_bundle_len;
+    unsigned long long h = (unsigned long long)fnv1a(src, len);
+    snprintf(s->prefix, sizeof(s->prefix), "seatd_v%08llx_", h & 0xffffffffull);
+    size_t plen = strlen(s->prefix);
+    seatd_buf_t b = SEATD_BUF_INIT;
+    const char *p = src, *end = src + len;
+    if (len >= sizeof(head) - 1 && memcmp(src, head, sizeof(head) - 1) == 0) {
+        seatd_buf_append(&b, "#!lua name=", 11);
+        seatd_buf_append(&b, s->prefix, plen - 1); /* without the trailing '_' */
+        seatd_buf_append(&b, "\n", 1);
+        p += sizeof(head) - 1;
+    }
+    for (;;) {
+        const char *hit = memmem(p, (size_t)(end - p), reg, sizeof(reg) - 1);
+        if (!hit) {
+            seatd_buf_append(&b, p, (size_t)(end - p));
+            break;
+        }
+        seatd_buf_append(&b, p, (size_t)(hit - p));
+        seatd_buf_append(&b, "function_name='", 15);
+        seatd_buf_append(&b, s->prefix, plen);
+        p = hit + sizeof(reg) - 1;
+    }
+    s->vsrc = seatd_malloc(b.len + 1);
+    memcpy(s->vsrc, b.data, b.len);
+    s->vsrc[b.len] = '\0';
+    s->load_argv[2] = s->vsrc;
+    s->load_lens[2] = b.len;
+    s->load_argc = 3;
+    seatd_buf_free(&b);
 }
 
 /* ----------------------------------------------------------------------------------------
@@ -127,9 +194,8 @@ static void after_hook_load(const struct redisReply *reply, int err, void *data)
 static void on_rds_ready(seatd_rds_t *rds, void *conn, void *data)
 {
     seatd_scripts_t *s = data;
-    size_t lens[4];
-    load_lens(lens);
-    int rc = seatd_rds_call_on_ready(rds, conn, 4, load_argv, lens, after_hook_load, s);
+    int rc = seatd_rds_call_on_ready(rds, conn, s->load_argc, s->load_argv, s->load_lens,
+                                     after_hook_load, s);
     if (rc) {
         seatd_log(SEATD_LOG_WARN, NULL, "lua library load not sent", "\"error\":\"%s\"",
                   seatd_err_name(rc));
@@ -143,12 +209,21 @@ seatd_scripts_t *seatd_scripts_new(seatd_rds_t *rds)
     seatd_scripts_t *s = seatd_calloc(1, sizeof(*s));
     s->rds = rds;
     s->refs = 1;
+    s->load_argv[0] = "FUNCTION";
+    s->load_argv[1] = "LOAD";
+    s->load_argv[2] = "REPLACE";
+    s->load_argv[3] = seatd_lua_bundle;
+    s->load_lens[0] = 8;
+    s->load_lens[1] = 4;
+    s->load_lens[2] = 7;
+    s->load_lens[3] = seatd_lua_bundle_len;
+    s->load_argc = 4;
+    if (seatd_rds_is_cluster(rds))
+        make_versioned(s);
     seatd_rds_set_ready_hook(rds, on_rds_ready, s);
     if (seatd_rds_is_ready(rds)) {
         /* Connections that came up before us missed the hook: load once now. */
-        size_t lens[4];
-        load_lens(lens);
-        if (seatd_rds_callv(rds, 4, load_argv, lens, after_hook_load, s) == 0)
+        if (load_all(s, rds, after_hook_load, s) == 0)
             s->refs++;
     }
     return s;
@@ -172,6 +247,44 @@ unsigned long seatd_scripts_load_count(const seatd_scripts_t *s)
 /* ----------------------------------------------------------------------------------------
  * FCALL with one transparent reload-and-retry
  * -------------------------------------------------------------------------------------- */
+
+/*
+ * How the rds client may treat an FCALL (rds.h): which functions are safe to run twice, so
+ * that a call sent on a connection that was then lost may be resent (cluster mode), and which
+ * are acknowledged only after WAIT (--redis-wait-replicas). Not in the table: never resent
+ * after it may have run, no WAIT.
+ */
+typedef struct fn_row_s {
+    const char *fn;
+    unsigned flags;
+} fn_row_t;
+
+static const fn_row_t fn_rows[] = {
+    /* no-writes functions */
+    {"seatd_ping", SEATD_RDS_IDEMPOTENT},
+    {"seatd_show_get", SEATD_RDS_IDEMPOTENT},
+    {"seatd_layout_get", SEATD_RDS_IDEMPOTENT},
+    {"seatd_layout_fetch", SEATD_RDS_IDEMPOTENT},
+    {"seatd_list_shows", SEATD_RDS_IDEMPOTENT},
+    {"seatd_seatmap", SEATD_RDS_IDEMPOTENT},
+    {"seatd_hold_get", SEATD_RDS_IDEMPOTENT},
+    {"seatd_booking_get", SEATD_RDS_IDEMPOTENT},
+    /* the booking acknowledgement: durable on a replica before the buyer hears 201 */
+    {"seatd_book_confirm", SEATD_RDS_DURABLE},
+};
+
+static unsigned fn_flags(const char *fn, int nargs, const char **args, const size_t *arglens)
+{
+    if (strcmp(fn, "seatd_hold") == 0) {
+        /* ARGV[5] is the idempotency key: with one, a second run answers the first result. */
+        size_t len = nargs >= 5 && args[4] ? (arglens ? arglens[4] : strlen(args[4])) : 0;
+        return len ? SEATD_RDS_IDEMPOTENT : 0;
+    }
+    for (size_t i = 0; i < sizeof(fn_rows) / sizeof(fn_rows[0]); i++)
+        if (strcmp(fn, fn_rows[i].fn) == 0)
+            return fn_rows[i].flags;
+    return 0;
+}
 
 static int is_missing_function(const struct redisReply *reply)
 {
@@ -203,7 +316,8 @@ static void after_retry_load(const struct redisReply *reply, int err, void *data
         return;
     }
     /* Retry even if the load was refused: the call's own error then reaches the caller. */
-    int rc = seatd_rds_callv(f->s->rds, f->argc, f->argv, f->argvlen, on_fcall_reply, f);
+    int rc =
+        seatd_rds_callv_ex(f->s->rds, f->argc, f->argv, f->argvlen, f->flags, on_fcall_reply, f);
     if (rc)
         fcall_finish(f, NULL, rc);
 }
@@ -227,7 +341,8 @@ static void after_loader_load(const struct redisReply *reply, int err, void *dat
         if (err || s->freed) {
             fcall_finish(f, NULL, err ? err : SEATD_ESHUTDOWN);
         } else {
-            int crc = seatd_rds_callv(s->rds, f->argc, f->argv, f->argvlen, on_fcall_reply, f);
+            int crc = seatd_rds_callv_ex(s->rds, f->argc, f->argv, f->argvlen, f->flags,
+                                         on_fcall_reply, f);
             if (crc)
                 fcall_finish(f, NULL, crc);
         }
@@ -245,9 +360,7 @@ static int loader_start(seatd_scripts_t *s)
     if (s->freed)
         return SEATD_ESHUTDOWN;
     s->lrds = seatd_rds_new(s->loop, &s->lopts);
-    size_t lens[4];
-    load_lens(lens);
-    int rc = seatd_rds_callv(s->lrds, 4, load_argv, lens, after_loader_load, s);
+    int rc = load_all(s, s->lrds, after_loader_load, s);
     if (rc) {
         seatd_rds_close(s->lrds);
         s->lrds = NULL;
@@ -271,12 +384,14 @@ int seatd_scripts_set_loader(seatd_scripts_t *s, struct uv_loop_s *loop,
     s->lhost = dup_or_null(opts->host);
     s->lunix = dup_or_null(opts->unix_path);
     s->luser = dup_or_null(opts->user);
+    s->lnodes = dup_or_null(opts->cluster_nodes);
     s->lpass = dup_or_null(opts->password);
     s->lopts = *opts;
     s->lopts.host = s->lhost;
     s->lopts.unix_path = s->lunix;
     s->lopts.user = s->luser;
     s->lopts.password = s->lpass;
+    s->lopts.cluster_nodes = s->lnodes;
     s->lopts.pool_size = 1;
     /* The pool's own connections no longer load: their user may not. */
     seatd_rds_set_ready_hook(s->rds, NULL, NULL);
@@ -298,9 +413,7 @@ static void on_fcall_reply(const struct redisReply *reply, int err, void *data)
                 return;
             f->s->waiting = f->next;
         } else {
-            size_t lens[4];
-            load_lens(lens);
-            if (seatd_rds_callv(f->s->rds, 4, load_argv, lens, after_retry_load, f) == 0)
+            if (load_all(f->s, f->s->rds, after_retry_load, f) == 0)
                 return;
         }
         /* Could not even queue the reload: the caller gets the original answer. */
@@ -318,6 +431,12 @@ int seatd_scripts_fcall(seatd_scripts_t *s, const char *fn, int nkeys, const cha
     char nkeys_s[16];
     int nk = snprintf(nkeys_s, sizeof(nkeys_s), "%d", nkeys);
     int argc = 3 + nkeys + nargs;
+    unsigned flags = fn_flags(fn, nargs, args, arglens);
+    char vfn[128];
+    if (s->vsrc && strncmp(fn, "seatd_", 6) == 0 && strlen(fn) < sizeof(vfn) - sizeof(s->prefix)) {
+        snprintf(vfn, sizeof(vfn), "%s%s", s->prefix, fn + 6);
+        fn = vfn;
+    }
 
     /* One block: the struct, the lengths, the pointers, then the bytes. */
     size_t bytes = sizeof("FCALL") + strlen(fn) + 1 + (size_t)nk + 1;
@@ -337,6 +456,7 @@ int seatd_scripts_fcall(seatd_scripts_t *s, const char *fn, int nkeys, const cha
     f->s = s;
     f->cb = cb;
     f->data = data;
+    f->flags = flags;
     f->argc = argc;
     f->argvlen = (size_t *)(f + 1);
     f->argv = (const char **)(f->argvlen + argc);
@@ -361,7 +481,7 @@ int seatd_scripts_fcall(seatd_scripts_t *s, const char *fn, int nkeys, const cha
         PUT(args[i], arglens ? arglens[i] : strlen(args[i]));
 #undef PUT
 
-    int rc = seatd_rds_callv(s->rds, argc, f->argv, f->argvlen, on_fcall_reply, f);
+    int rc = seatd_rds_callv_ex(s->rds, argc, f->argv, f->argvlen, flags, on_fcall_reply, f);
     if (rc) {
         free(f);
         return rc;

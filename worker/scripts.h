@@ -8,6 +8,19 @@
  * failover does not leave workers facing NOSCRIPT; and one library lets every function share
  * the same helpers (reaping, publishing) instead of copying them into each script.
  *
+ * Versioned library (cluster mode, where workers on many hosts are upgraded one at a time):
+ * the library is named "seatd_v<h>" and each function "seatd_v<h>_<name>", <h> being 8 hex
+ * digits of a hash of the sources; seatd_scripts_fcall() maps "seatd_<name>" to that. It is
+ * loaded WITHOUT REPLACE ("already exists" = loaded), so old and new workers each find their
+ * own functions and never replace each other's. Old versions are removed by the operator
+ * (FUNCTION DELETE) once no worker runs them. In single-node mode the library is "seatd",
+ * loaded with REPLACE, as always. In cluster mode every load goes to every primary
+ * (seatd_rds_callv_all), and the ready hook runs on every connection of every primary's pool.
+ *
+ * Idempotency and durability per function (a table in scripts.c): no-writes functions and
+ * seatd_hold with an idempotency key are marked SEATD_RDS_IDEMPOTENT (may be resent after a
+ * lost connection); seatd_book_confirm is SEATD_RDS_DURABLE (WAIT, rds.h).
+ *
  * seatd_scripts_new() registers a ready hook on 'rds' that loads the library on every
  * (re)connection before commands flow. A call that still finds the function missing
  * ("Function not found", e.g. after FUNCTION FLUSH) reloads the library and retries once.

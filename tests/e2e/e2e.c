@@ -134,22 +134,19 @@ int e2e_redis_password(const char *file, char *out, size_t size)
     return out[0] ? 0 : -1;
 }
 
-redisContext *e2e_redis(void)
+seatd_redis_t *e2e_redis(void)
 {
-    redisContext *c = redisConnect("127.0.0.1", env_int("SEATD_E2E_REDIS_PORT"));
-    if (c == NULL || c->err) {
-        fprintf(stderr, "e2e: cannot connect to redis\n");
+    /* The stack's Redis refuses anonymous clients: log in as its admin, the default user. On a
+     * cluster (SEATD_REDIS_SHARDS) the client follows MOVED/ASK from this first node. */
+    char pass[256], err[256];
+    int has_pass = e2e_redis_password("redis-admin.pass", pass, sizeof(pass)) == 0;
+    seatd_redis_opts_t o = {.host = "127.0.0.1",
+                            .port = env_int("SEATD_E2E_REDIS_PORT"),
+                            .password = has_pass ? pass : NULL};
+    seatd_redis_t *c = seatd_redis_connect(&o, err, sizeof(err));
+    if (c == NULL) {
+        fprintf(stderr, "e2e: cannot connect to redis: %s\n", err);
         abort();
-    }
-    /* The stack's Redis refuses anonymous clients: log in as its admin, the default user. */
-    char pass[256];
-    if (e2e_redis_password("redis-admin.pass", pass, sizeof(pass)) == 0) {
-        redisReply *r = redisCommand(c, "AUTH %s", pass);
-        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-            fprintf(stderr, "e2e: redis refused the admin credentials\n");
-            abort();
-        }
-        freeReplyObject(r);
     }
     return c;
 }
@@ -161,15 +158,15 @@ static int cmp_str(const void *a, const void *b)
 
 char *e2e_show_snapshot(const char *id)
 {
-    redisContext *c = e2e_redis();
+    seatd_redis_t *c = e2e_redis();
     char pattern[64];
     snprintf(pattern, sizeof(pattern), "{s:%s}:*", id);
-    redisReply *keys = redisCommand(c, "KEYS %s", pattern);
+    redisReply *keys = seatd_redis_command(c, "KEYS %s", pattern);
     size_t n = keys->elements;
     char **lines = calloc(n ? n : 1, sizeof(char *));
     for (size_t i = 0; i < n; i++) {
         const char *k = keys->element[i]->str;
-        redisReply *dump = redisCommand(c, "DUMP %s", k);
+        redisReply *dump = seatd_redis_command(c, "DUMP %s", k);
         seatd_buf_t line = SEATD_BUF_INIT;
         seatd_buf_puts(&line, k);
         seatd_buf_puts(&line, "=");
@@ -184,7 +181,7 @@ char *e2e_show_snapshot(const char *id)
         lines[i] = seatd_buf_steal(&line, NULL);
     }
     freeReplyObject(keys);
-    redisFree(c);
+    seatd_redis_free(c);
     qsort(lines, n, sizeof(char *), cmp_str);
     seatd_buf_t all = SEATD_BUF_INIT;
     for (size_t i = 0; i < n; i++) {
@@ -198,26 +195,26 @@ char *e2e_show_snapshot(const char *id)
 
 void e2e_show_counts(const char *id, long *seat_keys, long *held_bits, long *booked_bits)
 {
-    redisContext *c = e2e_redis();
-    redisReply *keys = redisCommand(c, "KEYS {s:%s}:seat:*", id);
+    seatd_redis_t *c = e2e_redis();
+    redisReply *keys = seatd_redis_command(c, "KEYS {s:%s}:seat:*", id);
     *seat_keys = (long)keys->elements;
     freeReplyObject(keys);
-    redisReply *r = redisCommand(c, "BITCOUNT {s:%s}:held", id);
+    redisReply *r = seatd_redis_command(c, "BITCOUNT {s:%s}:held", id);
     *held_bits = r->integer;
     freeReplyObject(r);
-    r = redisCommand(c, "BITCOUNT {s:%s}:booked", id);
+    r = seatd_redis_command(c, "BITCOUNT {s:%s}:booked", id);
     *booked_bits = r->integer;
     freeReplyObject(r);
-    redisFree(c);
+    seatd_redis_free(c);
 }
 
 long long e2e_show_version(const char *id)
 {
-    redisContext *c = e2e_redis();
-    redisReply *r = redisCommand(c, "GET {s:%s}:ver", id);
+    seatd_redis_t *c = e2e_redis();
+    redisReply *r = seatd_redis_command(c, "GET {s:%s}:ver", id);
     long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
     freeReplyObject(r);
-    redisFree(c);
+    seatd_redis_free(c);
     return v;
 }
 

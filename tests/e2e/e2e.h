@@ -12,7 +12,7 @@
 #include "http_client.h"
 
 struct cJSON;
-struct redisContext;
+#include "redis_sync.h"
 
 typedef struct e2e_res_s {
     seatd_test_http_response_t http; /* status, headers, raw body */
@@ -46,7 +46,7 @@ int e2e_create_show_at(const char *host, int rows, int per_row, int ttl_s, char 
 int e2e_redis_password(const char *file, char *out, size_t size);
 /* A synchronous connection to the stack's Redis as its admin user (aborts on failure).
  * Owned (redisFree). */
-struct redisContext *e2e_redis(void);
+seatd_redis_t *e2e_redis(void);
 /* Every key of show 'id' with its type and DUMP, sorted, as one owned string (free()). */
 char *e2e_show_snapshot(const char *id);
 /* Number of live seat keys and BITCOUNT of the held bitmap of show 'id'. */

@@ -70,13 +70,13 @@ static void assert_bitmap_is_redis(const e2e_res_t *res, const char *name, const
 {
     unsigned char *got;
     size_t n = unbase64(e2e_str(res, name), &got);
-    redisContext *c = e2e_redis();
-    redisReply *r = redisCommand(c, "GET %s", key);
+    seatd_redis_t *c = e2e_redis();
+    redisReply *r = seatd_redis_command(c, "GET %s", key);
     size_t want = r->type == REDIS_REPLY_STRING ? r->len : 0;
     cr_assert_eq(n, want, "%s: %zu bytes, Redis has %zu", name, n, want);
     cr_assert(n == 0 || memcmp(got, r->str, n) == 0, "%s: the bytes Redis stores", name);
     freeReplyObject(r);
-    redisFree(c);
+    seatd_redis_free(c);
     free(got);
 }
 

@@ -173,11 +173,11 @@ static const char *const show_body =
 
 static long catalogue_size(void)
 {
-    redisContext *c = e2e_redis();
-    redisReply *rep = redisCommand(c, "ZCARD seatd:shows");
+    seatd_redis_t *c = e2e_redis();
+    redisReply *rep = seatd_redis_command(c, "ZCARD seatd:shows");
     long n = rep && rep->type == REDIS_REPLY_INTEGER ? (long)rep->integer : -1;
     freeReplyObject(rep);
-    redisFree(c);
+    seatd_redis_free(c);
     return n;
 }
 
@@ -415,9 +415,9 @@ static void create_show_at(const char *starts, const char *close, char *id)
     e2e_res_free(&res);
 }
 
-static long long redis_clock_ms(redisContext *c)
+static long long redis_clock_ms(seatd_redis_t *c)
 {
-    redisReply *t = redisCommand(c, "TIME");
+    redisReply *t = seatd_redis_command(c, "TIME");
     long long ms = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
     freeReplyObject(t);
     return ms;
@@ -462,14 +462,14 @@ Test(api_bad_input, holds_and_bookings_after_sales_close_are_409_sales_closed)
     cr_assert_str_eq(e2e_str(&res, "expiresAt"), soon, "the hold ends when sales close");
     snprintf(hold_id, sizeof(hold_id), "%s", e2e_str(&res, "holdId"));
     e2e_res_free(&res);
-    redisContext *c = e2e_redis();
+    seatd_redis_t *c = e2e_redis();
     long long close = (long long)t * 1000, stop = redis_clock_ms(c) + 10000, now;
     while ((now = redis_clock_ms(c)) < close)
         cr_assert(now < stop);
     /* The hold ended at the close; the sweeper reaps it (its own change, asynchronous): wait
      * for that, so that the snapshots below see only what the booking attempt does. */
     for (;;) {
-        redisReply *st = redisCommand(c, "HGET {s:%s}:hold:%s status", started, hold_id);
+        redisReply *st = seatd_redis_command(c, "HGET {s:%s}:hold:%s status", started, hold_id);
         int held = st && st->type == REDIS_REPLY_STRING && strcmp(st->str, "HELD") == 0;
         freeReplyObject(st);
         if (!held)
@@ -477,7 +477,7 @@ Test(api_bad_input, holds_and_bookings_after_sales_close_are_409_sales_closed)
         cr_assert(redis_clock_ms(c) < stop + 10000, "the sweeper reaps the hold");
         usleep(20 * 1000);
     }
-    redisFree(c);
+    seatd_redis_free(c);
     char *before = e2e_show_snapshot(started);
     snprintf(body, sizeof(body), "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_ok\"}", hold_id);
     cr_assert_eq(e2e_call("POST", "/v1/bookings", "late", body, NULL, &res), 0);
@@ -487,7 +487,7 @@ Test(api_bad_input, holds_and_bookings_after_sales_close_are_409_sales_closed)
      * give may reach Redis just after the answer): wait for it to be gone. */
     c = e2e_redis();
     for (long long until = redis_clock_ms(c) + 5000;;) {
-        redisReply *ex = redisCommand(c, "EXISTS {s:%s}:declines:%s", started, hold_id);
+        redisReply *ex = seatd_redis_command(c, "EXISTS {s:%s}:declines:%s", started, hold_id);
         long long n = ex ? ex->integer : 0;
         freeReplyObject(ex);
         if (n == 0)
@@ -495,7 +495,7 @@ Test(api_bad_input, holds_and_bookings_after_sales_close_are_409_sales_closed)
         cr_assert(redis_clock_ms(c) < until, "the attempt is given back");
         usleep(10 * 1000);
     }
-    redisFree(c);
+    seatd_redis_free(c);
     char *after = e2e_show_snapshot(started);
     cr_assert_str_eq(before, after, "nothing changed, no charge started");
     free(before);

@@ -116,18 +116,18 @@ static const char *seat_status(const e2e_res_t *map, const char *seat)
 /* The booking id the hold names, read from Redis (works while no worker runs). */
 static void booking_of_hold(const char *show, const char *hold_id, char *bid)
 {
-    redisContext *c = e2e_redis();
-    redisReply *r = redisCommand(c, "HGET {s:%s}:hold:%s bookingId", show, hold_id);
+    seatd_redis_t *c = e2e_redis();
+    redisReply *r = seatd_redis_command(c, "HGET {s:%s}:hold:%s bookingId", show, hold_id);
     snprintf(bid, 64, "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "");
     freeReplyObject(r);
-    redisFree(c);
+    seatd_redis_free(c);
     cr_assert(bid[0], "the hold names its booking");
     c = e2e_redis();
-    r = redisCommand(c, "HGET {s:%s}:booking:%s status", show, bid);
+    r = seatd_redis_command(c, "HGET {s:%s}:booking:%s status", show, bid);
     cr_assert(r && r->type == REDIS_REPLY_STRING && strcmp(r->str, "PENDING_PAYMENT") == 0,
               "the worker died before it could settle the booking");
     freeReplyObject(r);
-    redisFree(c);
+    seatd_redis_free(c);
 }
 
 /* The gateway's answer status to a lookup of 'key' (200 charged, 404 none, 409 processing). */
@@ -150,12 +150,12 @@ static int gateway_lookup_status(const char *key)
 static void wait_charge_at_gateway(const char *show, const char *hold_id, int want_a, int want_b,
                                    char *bid)
 {
-    redisContext *c = e2e_redis();
+    seatd_redis_t *c = e2e_redis();
     int status = 0;
     bid[0] = '\0';
     for (int waited = 0; waited < 20000; waited += 5) {
         if (!bid[0]) {
-            redisReply *r = redisCommand(c, "HGET {s:%s}:hold:%s bookingId", show, hold_id);
+            redisReply *r = seatd_redis_command(c, "HGET {s:%s}:hold:%s bookingId", show, hold_id);
             if (r && r->type == REDIS_REPLY_STRING && r->len > 0)
                 snprintf(bid, 64, "%s", r->str);
             freeReplyObject(r);
@@ -164,7 +164,7 @@ static void wait_charge_at_gateway(const char *show, const char *hold_id, int wa
             break;
         sleep_ms(5);
     }
-    redisFree(c);
+    seatd_redis_free(c);
     cr_assert(bid[0], "the hold names its booking");
     cr_assert(status == want_a || status == want_b, "the gateway got the charge (lookup %d)",
               status);
@@ -323,11 +323,11 @@ Test(api_bookings, a_worker_killed_after_the_charge_is_reconciled_to_a_confirmed
     cr_assert_str_eq(seat_status(&res, "A1"), "booked");
     cr_assert_str_eq(seat_status(&res, "A2"), "booked");
     e2e_res_free(&res);
-    redisContext *c = e2e_redis();
-    redisReply *r = redisCommand(c, "ZCARD {s:%s}:pending", show);
+    seatd_redis_t *c = e2e_redis();
+    redisReply *r = seatd_redis_command(c, "ZCARD {s:%s}:pending", show);
     cr_assert_eq(r->integer, 0, "the pending index is empty");
     freeReplyObject(r);
-    redisFree(c);
+    seatd_redis_free(c);
 }
 
 Test(api_bookings, a_charge_whose_seats_were_lost_is_refunded_and_the_booking_says_why)
@@ -344,22 +344,22 @@ Test(api_bookings, a_charge_whose_seats_were_lost_is_refunded_and_the_booking_sa
 
     /* The payment window passes while no worker runs: the seat key expires and the hold is
      * due (as Redis would have it minutes later); then someone else takes the seat. */
-    redisContext *c = e2e_redis();
-    freeReplyObject(redisCommand(c, "PEXPIRE {s:%s}:seat:A3 1", show));
-    freeReplyObject(redisCommand(c, "HSET {s:%s}:hold:%s expiresAt 1", show, hold_id));
-    freeReplyObject(redisCommand(c, "ZADD {s:%s}:expiry 1 %s", show, hold_id));
+    seatd_redis_t *c = e2e_redis();
+    freeReplyObject(seatd_redis_command(c, "PEXPIRE {s:%s}:seat:A3 1", show));
+    freeReplyObject(seatd_redis_command(c, "HSET {s:%s}:hold:%s expiresAt 1", show, hold_id));
+    freeReplyObject(seatd_redis_command(c, "ZADD {s:%s}:expiry 1 %s", show, hold_id));
     for (int waited = 0; waited < 20000; waited += 5) { /* until the seat key is gone */
-        redisReply *e = redisCommand(c, "EXISTS {s:%s}:seat:A3", show);
+        redisReply *e = seatd_redis_command(c, "EXISTS {s:%s}:seat:A3", show);
         int gone = e && e->type == REDIS_REPLY_INTEGER && e->integer == 0;
         freeReplyObject(e);
         if (gone)
             break;
         sleep_ms(5);
     }
-    redisReply *e = redisCommand(c, "EXISTS {s:%s}:seat:A3", show);
+    redisReply *e = seatd_redis_command(c, "EXISTS {s:%s}:seat:A3", show);
     cr_assert(e && e->integer == 0, "the seat key expired");
     freeReplyObject(e);
-    redisFree(c);
+    seatd_redis_free(c);
     restart_workers(n);
     hold_seats(show, "mia", "[\"A3\"]", other);
 

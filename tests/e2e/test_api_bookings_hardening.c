@@ -101,11 +101,11 @@ static int worker_request_line(const char *rid, long ms, char *line, size_t cap)
 /* HGET of one field of a show key, as an owned string ("" when missing). */
 static char *hget(const char *show, const char *key, const char *field)
 {
-    redisContext *c = e2e_redis();
-    redisReply *r = redisCommand(c, "HGET {s:%s}:%s %s", show, key, field);
+    seatd_redis_t *c = e2e_redis();
+    redisReply *r = seatd_redis_command(c, "HGET {s:%s}:%s %s", show, key, field);
     char *v = strdup(r && r->type == REDIS_REPLY_STRING ? r->str : "");
     freeReplyObject(r);
-    redisFree(c);
+    seatd_redis_free(c);
     return v;
 }
 
@@ -180,12 +180,12 @@ Test(api_bookings_hardening, a_charge_landing_on_a_failed_booking_is_refunded_th
     snprintf(key, sizeof(key), "hold:%s", hold_id);
     char *bid = hget(show, key, "bookingId");
     cr_assert(bid[0], "book_begin ran before the client left");
-    redisContext *c = e2e_redis();
-    redisReply *r =
-        redisCommand(c, "FCALL seatd_book_fail 1 {s:%s}:meta %s payment_not_completed", show, bid);
+    seatd_redis_t *c = e2e_redis();
+    redisReply *r = seatd_redis_command(
+        c, "FCALL seatd_book_fail 1 {s:%s}:meta %s payment_not_completed", show, bid);
     cr_assert(r && r->type == REDIS_REPLY_ARRAY, "%s", r && r->str ? r->str : "");
     freeReplyObject(r);
-    redisFree(c);
+    seatd_redis_free(c);
 
     cr_assert(worker_request_line(rid, 10000, line, sizeof(line)), "the worker logged it");
     cr_assert(strstr(line, "\"status\":499") && strstr(line, "\"outcome\":\"client_gone\""), "%s",

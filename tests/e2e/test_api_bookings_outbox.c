@@ -87,21 +87,22 @@ static int cmp_id(const void *a, const void *b)
     return strcmp((const char *)a, (const char *)b);
 }
 
-static void add_events(redisContext *c, const char *show, int n, int from)
+static void add_events(seatd_redis_t *c, const char *show, int n, int from)
 {
     for (int i = 0; i < n; i++) {
-        redisReply *r = redisCommand(c,
-                                     "XADD {s:%s}:bookings * type booking.confirmed bookingId "
-                                     "%s-b%020d showId %s owner u%d seatIds A1 amount 1200",
-                                     show, show, from + i, show, i);
+        redisReply *r =
+            seatd_redis_command(c,
+                                "XADD {s:%s}:bookings * type booking.confirmed bookingId "
+                                "%s-b%020d showId %s owner u%d seatIds A1 amount 1200",
+                                show, show, from + i, show, i);
         cr_assert(r && r->type == REDIS_REPLY_STRING);
         freeReplyObject(r);
     }
 }
 
-static long long pending_count(redisContext *c, const char *show, const char *group)
+static long long pending_count(seatd_redis_t *c, const char *show, const char *group)
 {
-    redisReply *r = redisCommand(c, "XPENDING {s:%s}:bookings %s", show, group);
+    redisReply *r = seatd_redis_command(c, "XPENDING {s:%s}:bookings %s", show, group);
     long long n =
         (r && r->type == REDIS_REPLY_ARRAY && r->elements > 0) ? r->element[0]->integer : -1;
     freeReplyObject(r);
@@ -115,7 +116,7 @@ Test(api_bookings_outbox, four_consumers_send_400_events_once_though_one_is_kill
     cr_assert_eq(e2e_create_show(1, 2, 300, shows[1]), 0);
     snprintf(group, sizeof(group), "t4-%ld", (long)getpid());
     snprintf(log, sizeof(log), "%s/notify-%s.log", getenv("SEATD_E2E_RUN"), group);
-    redisContext *c = e2e_redis();
+    seatd_redis_t *c = e2e_redis();
     add_events(c, shows[0], 200, 0);
     add_events(c, shows[1], 200, 1000);
 
@@ -151,7 +152,7 @@ Test(api_bookings_outbox, four_consumers_send_400_events_once_though_one_is_kill
         cr_assert_str_neq(ids[i], ids[i - 1], "event %s was sent twice", ids[i]);
     cr_assert_eq(pending_count(c, shows[0], group), 0);
     cr_assert_eq(pending_count(c, shows[1], group), 0);
-    redisFree(c);
+    seatd_redis_free(c);
 }
 
 Test(api_bookings_outbox, a_poison_event_is_dead_lettered_after_n_deliveries_and_kept)
@@ -160,10 +161,10 @@ Test(api_bookings_outbox, a_poison_event_is_dead_lettered_after_n_deliveries_and
     cr_assert_eq(e2e_create_show(1, 2, 300, show), 0);
     snprintf(group, sizeof(group), "tp-%ld", (long)getpid());
     snprintf(log, sizeof(log), "%s/notify-%s.log", getenv("SEATD_E2E_RUN"), group);
-    redisContext *c = e2e_redis();
+    seatd_redis_t *c = e2e_redis();
     add_events(c, show, 2, 0);
     redisReply *r =
-        redisCommand(c, "XADD {s:%s}:bookings * type booking.exploded bookingId x", show);
+        seatd_redis_command(c, "XADD {s:%s}:bookings * type booking.exploded bookingId x", show);
     char poison[64];
     snprintf(poison, sizeof(poison), "%s", r->str);
     freeReplyObject(r);
@@ -172,13 +173,13 @@ Test(api_bookings_outbox, a_poison_event_is_dead_lettered_after_n_deliveries_and
     pid_t pid = start_consumer(group, "p0", log, "3", "100", "0");
     long long dead = 0;
     for (int w = 0; w < 100 && dead < 1; w++, sleep_ms(100)) {
-        r = redisCommand(c, "XLEN {s:%s}:bookings:dead", show);
+        r = seatd_redis_command(c, "XLEN {s:%s}:bookings:dead", show);
         dead = r->integer;
         freeReplyObject(r);
     }
     cr_assert_eq(stop_consumer(pid), 0);
     cr_assert_eq(dead, 1, "the poison event is in the dead-letter stream");
-    r = redisCommand(c, "XRANGE {s:%s}:bookings:dead - +", show);
+    r = seatd_redis_command(c, "XRANGE {s:%s}:bookings:dead - +", show);
     const redisReply *fields = r->element[0]->element[1];
     int saw_orig = 0, saw_count = 0, saw_type = 0;
     for (size_t i = 0; i + 1 < fields->elements; i += 2) {
@@ -191,8 +192,8 @@ Test(api_bookings_outbox, a_poison_event_is_dead_lettered_after_n_deliveries_and
     cr_assert(saw_orig && saw_count && saw_type, "the dead letter keeps the event and says why");
     cr_assert_eq(lines_for(log, show, NULL, 0), 3, "the good events were sent, the poison not");
     cr_assert_eq(pending_count(c, show, group), 0);
-    r = redisCommand(c, "XLEN {s:%s}:bookings", show);
+    r = seatd_redis_command(c, "XLEN {s:%s}:bookings", show);
     cr_assert_eq(r->integer, 4, "the stream keeps every event");
     freeReplyObject(r);
-    redisFree(c);
+    seatd_redis_free(c);
 }

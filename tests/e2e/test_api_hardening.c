@@ -249,9 +249,9 @@ static void assert_refused(redisContext *c, const char *who, const char *prefix,
     } while (0)
 
 /* Entries of Redis's ACL LOG (denied commands) so far; their commands into 'out'. */
-static size_t acl_log(redisContext *admin, char *out, size_t size)
+static size_t acl_log(seatd_redis_t *admin, char *out, size_t size)
 {
-    redisReply *r = redisCommand(admin, "ACL LOG 50");
+    redisReply *r = seatd_redis_command(admin, "ACL LOG 50");
     cr_assert(r && r->type == REDIS_REPLY_ARRAY);
     size_t n = r->elements;
     out[0] = '\0';
@@ -271,7 +271,7 @@ Test(api_hardening, redis_refuses_anonymous_clients_and_confines_the_worker_and_
     /* Nothing seatd itself sent so far was denied (tests/e2e/run checks the rest at the end:
      * this test resets the log after its own deliberate refusals). */
     char denied[1024];
-    redisContext *admin = e2e_redis();
+    seatd_redis_t *admin = e2e_redis();
     cr_assert_eq(acl_log(admin, denied, sizeof(denied)), 0, "redis denied: %s", denied);
 
     redisContext *anon = redis_as(NULL, NULL);
@@ -312,9 +312,9 @@ Test(api_hardening, redis_refuses_anonymous_clients_and_confines_the_worker_and_
     redisFree(l);
 
     cr_assert_geq(acl_log(admin, denied, sizeof(denied)), 10);
-    redisReply *reset = redisCommand(admin, "ACL LOG RESET");
+    redisReply *reset = seatd_redis_command(admin, "ACL LOG RESET");
     freeReplyObject(reset);
-    redisFree(admin);
+    seatd_redis_free(admin);
 }
 
 /* A hold of one seat of a fresh 1x5 show as 'sub' through nginx; the HTTP status. */
@@ -331,18 +331,18 @@ Test(api_hardening, the_library_is_reloaded_by_the_loader_user_after_function_fl
 {
     char show[32];
     cr_assert_eq(e2e_create_show(1, 5, 300, show), 0);
-    redisContext *c = e2e_redis();
-    redisReply *r = redisCommand(c, "FUNCTION FLUSH");
+    seatd_redis_t *c = e2e_redis();
+    redisReply *r = seatd_redis_command(c, "FUNCTION FLUSH");
     cr_assert(r && r->type == REDIS_REPLY_STATUS);
     freeReplyObject(r);
     e2e_res_t res;
     cr_assert_eq(hold_one(show, "A1", "flusher", &res), 201, "%.*s", (int)res.http.body_len,
                  res.http.body);
     e2e_res_free(&res);
-    r = redisCommand(c, "FUNCTION LIST LIBRARYNAME seatd");
+    r = seatd_redis_command(c, "FUNCTION LIST LIBRARYNAME seatd");
     cr_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
     freeReplyObject(r);
-    redisFree(c);
+    seatd_redis_free(c);
 }
 
 static int workers_alive(void)
@@ -355,22 +355,22 @@ static int workers_alive(void)
 
 Test(api_hardening, redis_at_maxmemory_refuses_writes_with_503_and_recovers)
 {
-    redisContext *c = e2e_redis();
-    redisReply *r = redisCommand(c, "CONFIG GET maxmemory");
+    seatd_redis_t *c = e2e_redis();
+    redisReply *r = seatd_redis_command(c, "CONFIG GET maxmemory");
     cr_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
     long long maxmemory = atoll(r->element[1]->str);
     char saved[32];
     snprintf(saved, sizeof(saved), "%s", r->element[1]->str);
     freeReplyObject(r);
     cr_assert_gt(maxmemory, 0, "redis has no maxmemory: it grows until the OOM killer acts");
-    r = redisCommand(c, "CONFIG GET maxmemory-policy");
+    r = seatd_redis_command(c, "CONFIG GET maxmemory-policy");
     cr_assert(r && r->elements == 2 && strcmp(r->element[1]->str, "noeviction") == 0);
     freeReplyObject(r);
 
     char show[32];
     cr_assert_eq(e2e_create_show(1, 5, 300, show), 0);
     /* Memory "full": every write is refused with OOM from now on. */
-    r = redisCommand(c, "CONFIG SET maxmemory 1");
+    r = seatd_redis_command(c, "CONFIG SET maxmemory 1");
     cr_assert(r && r->type == REDIS_REPLY_STATUS);
     freeReplyObject(r);
     e2e_res_t res;
@@ -388,7 +388,7 @@ Test(api_hardening, redis_at_maxmemory_refuses_writes_with_503_and_recovers)
     int read_status = res.http.status;
     e2e_res_free(&res);
     /* Restore before asserting, so a failure does not leave the stack full. */
-    r = redisCommand(c, "CONFIG SET maxmemory %s", saved);
+    r = seatd_redis_command(c, "CONFIG SET maxmemory %s", saved);
     freeReplyObject(r);
     cr_assert_eq(status, 503, "a hold at maxmemory answered %d: %s", status, body);
     cr_assert(retry[0], "503 without Retry-After");
@@ -400,7 +400,7 @@ Test(api_hardening, redis_at_maxmemory_refuses_writes_with_503_and_recovers)
     cr_assert_eq(seat_keys, 0, "the refused hold left a seat key");
     cr_assert_eq(hold_one(show, "A1", "oomer", &res), 201);
     e2e_res_free(&res);
-    redisFree(c);
+    seatd_redis_free(c);
 }
 
 Test(api_hardening, redis_restart_replays_its_aof_under_the_acl)

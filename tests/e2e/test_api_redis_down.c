@@ -157,12 +157,12 @@ Test(api_redis_down, a_hung_redis_answers_503_and_leaves_no_refused_hold_held)
     cr_assert_eq(health, 503, "healthz answered %d while redis was stopped", health);
     cr_assert(health_retry, "healthz 503 without Retry-After");
 
-    redisContext *c = e2e_redis();
+    seatd_redis_t *c = e2e_redis();
     long held = -1;
     for (int waited = 0; waited <= 15000; waited += 50) {
         held = 0;
         for (int i = 1; i <= HUNG_HOLDS; i++) {
-            redisReply *r = redisCommand(c, "EXISTS {s:%s}:seat:A%d", show, i);
+            redisReply *r = seatd_redis_command(c, "EXISTS {s:%s}:seat:A%d", show, i);
             cr_assert(r && r->type == REDIS_REPLY_INTEGER);
             held += r->integer;
             freeReplyObject(r);
@@ -171,6 +171,6 @@ Test(api_redis_down, a_hung_redis_answers_503_and_leaves_no_refused_hold_held)
             break;
         usleep(50 * 1000);
     }
-    redisFree(c);
+    seatd_redis_free(c);
     cr_assert_eq(held, 0, "%ld seats of holds answered 503 are still held", held);
 }

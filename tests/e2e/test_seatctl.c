@@ -234,10 +234,10 @@ Test(seatctl, audit_passes_on_a_consistent_show_and_fails_on_a_corrupted_one)
     run_free(&r);
 
     /* Corrupt it: B3 (bit 12: row B starts at 10) is held; set its booked bit too. */
-    redisContext *c = e2e_redis();
+    seatd_redis_t *c = e2e_redis();
     char key[64];
     snprintf(key, sizeof key, "{s:%s}:booked", show);
-    redisReply *rr = redisCommand(c, "SETBIT %s 12 1", key);
+    redisReply *rr = seatd_redis_command(c, "SETBIT %s 12 1", key);
     cr_assert(rr && rr->type == REDIS_REPLY_INTEGER);
     freeReplyObject(rr);
     seatctl(&r, "audit", show, "--json", NULL);
@@ -259,16 +259,16 @@ Test(seatctl, audit_passes_on_a_consistent_show_and_fails_on_a_corrupted_one)
     run_free(&r);
 
     /* A second corruption: the hold leaves the expiry set. */
-    rr = redisCommand(c, "SETBIT %s 12 0", key);
+    rr = seatd_redis_command(c, "SETBIT %s 12 0", key);
     freeReplyObject(rr);
-    rr = redisCommand(c, "ZREM {s:%s}:expiry %s", show, hold_id);
+    rr = seatd_redis_command(c, "ZREM {s:%s}:expiry %s", show, hold_id);
     cr_assert(rr && rr->type == REDIS_REPLY_INTEGER && rr->integer == 1);
     freeReplyObject(rr);
     seatctl(&r, "audit", show, NULL);
     cr_assert_eq(r.status, 1, "%s", r.out);
     cr_assert(strstr(r.out, "[expiry]") != NULL, "%s", r.out);
     run_free(&r);
-    redisFree(c);
+    seatd_redis_free(c);
 
     seatctl(&r, "audit", "999999999", NULL);
     cr_assert_eq(r.status, 1);
@@ -377,10 +377,10 @@ Test(seatctl, reap_ends_expired_holds_through_the_api)
     char expires[40];
     snprintf(expires, sizeof expires, "%s", jstr(r.json, "expiresAt"));
     run_free(&r);
-    redisContext *c = e2e_redis();
+    seatd_redis_t *c = e2e_redis();
     for (int i = 0;; i++) {
         cr_assert(i < 1000, "the hold never expired");
-        redisReply *t = redisCommand(c, "TIME");
+        redisReply *t = seatd_redis_command(c, "TIME");
         long long now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
         freeReplyObject(t);
         struct tm tm = {0};
@@ -394,7 +394,7 @@ Test(seatctl, reap_ends_expired_holds_through_the_api)
         struct timespec ts = {0, 10000000L};
         nanosleep(&ts, NULL);
     }
-    redisFree(c);
+    seatd_redis_free(c);
     seatctl(&r, "reap", show, "--json", NULL);
     cr_assert_eq(r.status, 0, "%s", r.out);
     cr_assert_not_null(r.json, "not JSON: %s", r.out);

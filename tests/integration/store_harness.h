@@ -89,6 +89,7 @@ static inline int th_open(th_t *t)
     t->loop = seatd_test_loop_new();
     seatd_rds_opts_t o = {0};
     o.port = seatd_test_redis_port();
+    o.cluster_nodes = getenv("SEATD_TEST_CLUSTER_NODES"); /* cluster mode when set */
     o.pool_size = 1;
     o.timeout_ms = 4000;
     t->rds = seatd_rds_new(t->loop, &o);

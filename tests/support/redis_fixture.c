@@ -50,7 +50,7 @@ static void sleep_ms(int ms)
 
 /* Asks the kernel for a free loopback port. The port is released before redis binds it, so
  * a collision is possible in theory; start() retries with a new port if the server dies. */
-static int free_port(void)
+int seatd_test_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
@@ -70,7 +70,7 @@ static int free_port(void)
 }
 
 /* Finds redis-server on PATH; writes its absolute path to 'out'. */
-static int find_redis_server(char *out, size_t cap)
+int seatd_test_redis_exe(char *out, size_t cap)
 {
     const char *path = getenv("PATH");
     if (!path || !*path)
@@ -218,7 +218,7 @@ int seatd_test_redis_start(seatd_test_redis_t *fx)
 {
     char exe[1024];
     memset(fx, 0, sizeof(*fx));
-    if (find_redis_server(exe, sizeof(exe)) != 0) {
+    if (seatd_test_redis_exe(exe, sizeof(exe)) != 0) {
         fprintf(stderr, "redis_fixture: redis-server not found on PATH\n");
         return -1;
     }
@@ -229,7 +229,7 @@ int seatd_test_redis_start(seatd_test_redis_t *fx)
             fx->dir[0] = '\0';
             return -1;
         }
-        fx->port = free_port();
+        fx->port = seatd_test_free_port();
         if (fx->port > 0 && spawn(fx, exe) == 0) {
             int rc = wait_ready(fx->port, fx->pid);
             if (rc == 0)
@@ -325,8 +325,36 @@ redisContext *seatd_test_redis_connect(void)
     return c;
 }
 
+/* Cluster mode (SEATD_TEST_CLUSTER_NODES): FLUSHALL on every node; replicas refuse it
+ * (READONLY) and follow their primary. */
+static void flushall_cluster(const char *nodes)
+{
+    for (const char *p = nodes; p && *p;) {
+        const char *colon = strchr(p, ':');
+        if (!colon)
+            break;
+        int port = atoi(colon + 1);
+        struct timeval tv = {5, 0};
+        redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+        if (c && !c->err) {
+            redisReply *r = redisCommand(c, "FLUSHALL");
+            if (r)
+                freeReplyObject(r);
+        }
+        if (c)
+            redisFree(c);
+        p = strchr(colon, ',');
+        p = p ? p + 1 : NULL;
+    }
+}
+
 void seatd_test_redis_flushall(void)
 {
+    const char *nodes = getenv("SEATD_TEST_CLUSTER_NODES");
+    if (nodes && *nodes) {
+        flushall_cluster(nodes);
+        return;
+    }
     redisContext *c = seatd_test_redis_connect();
     redisReply *r = redisCommand(c, "FLUSHALL");
     if (!r || r->type != REDIS_REPLY_STATUS) {

@@ -13,6 +13,8 @@
 #ifndef SEATD_TEST_REDIS_FIXTURE_H
 #define SEATD_TEST_REDIS_FIXTURE_H
 
+#include <stddef.h>
+
 struct redisContext;
 
 typedef struct seatd_test_redis_s {
@@ -36,7 +38,14 @@ int seatd_test_redis_from_env(seatd_test_redis_t *fx);
 /* A new synchronous hiredis connection to the test server; aborts the test on failure.
  * Returns owned (redisFree). */
 struct redisContext *seatd_test_redis_connect(void);
-/* FLUSHALL on a fresh connection (keeps functions). */
+/* FLUSHALL on a fresh connection (keeps functions); on every node when
+ * SEATD_TEST_CLUSTER_NODES is set (SEATD_TEST_CLUSTER=1 runs). */
 void seatd_test_redis_flushall(void);
+
+/* A free loopback TCP port from the kernel (released before use: a collision is possible), or
+ * -1. */
+int seatd_test_free_port(void);
+/* The absolute path of redis-server found on PATH, written to 'out'; 0 or -1. */
+int seatd_test_redis_exe(char *out, size_t cap);
 
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "keys.h"
+#include "rds_slot.h"
 
 typedef struct {
     const char *text;          /* candidate id */
@@ -122,27 +123,12 @@ Test(keys, rejects_malformed_hold_and_booking_ids)
     cr_assert_eq(seatd_keys_parse_id("42-h0123456789abcdef0123", 'h', NULL), 0);
 }
 
-Test(keys, hashes_slots_like_redis_cluster_including_hash_tags)
-{
-    /* Vectors from the Redis Cluster specification and CLUSTER KEYSLOT (Redis 7.0). */
-    cr_assert_eq(seatd_keys_slot("123456789", 9), 0x31C3 & 16383);
-    cr_assert_eq(seatd_keys_slot("foo", 3), 12182);
-    cr_assert_eq(seatd_keys_slot("{user1000}.following", 20), seatd_keys_slot("user1000", 8));
-    cr_assert_eq(seatd_keys_slot("foo{}{bar}", 10), seatd_keys_slot("foo{}{bar}", 10));
-    cr_assert_neq(seatd_keys_slot("foo{}{bar}", 10), seatd_keys_slot("bar", 3),
-                  "an empty first tag means the whole key is hashed");
-    cr_assert_eq(seatd_keys_slot("foo{{bar}}zap", 13), seatd_keys_slot("{bar", 4));
-    cr_assert_eq(seatd_keys_slot("foo{bar}{zap}", 13), seatd_keys_slot("bar", 3));
-    cr_assert_eq(seatd_keys_slot("a{b", 3), seatd_keys_slot("a{b", 3));
-    cr_assert_eq(seatd_keys_slot("{s:42}:meta", 11), seatd_keys_slot("{s:42}:held", 11));
-}
-
 Test(keys, files_hints_in_the_bucket_of_the_shows_own_slot_range)
 {
     char key[SEATD_KEY_MAX], show[SEATD_KEY_MAX];
     for (int b = 0; b < SEATD_HINT_BUCKETS; b++) {
         cr_assert_eq(seatd_keys_hint(key, SEATD_KEY_DUE, b), 0);
-        unsigned slot = seatd_keys_slot(key, strlen(key));
+        unsigned slot = seatd_rds_keyslot(key, strlen(key));
         cr_assert_eq(slot / (16384 / SEATD_HINT_BUCKETS), (unsigned)b,
                      "%s (slot %u) must fall in bucket %d's slot range", key, slot, b);
     }
@@ -151,8 +137,8 @@ Test(keys, files_hints_in_the_bucket_of_the_shows_own_slot_range)
         snprintf(sid, sizeof(sid), "%d", id);
         cr_assert_eq(seatd_keys_show_hint(key, SEATD_KEY_PENDING_SHOWS, sid), 0);
         cr_assert_eq(seatd_keys_show(show, sid, "meta"), 0);
-        cr_assert_eq(seatd_keys_slot(key, strlen(key)) / 1024,
-                     seatd_keys_slot(show, strlen(show)) / 1024,
+        cr_assert_eq(seatd_rds_keyslot(key, strlen(key)) / 1024,
+                     seatd_rds_keyslot(show, strlen(show)) / 1024,
                      "show %s's hint is in its own slot range", sid);
     }
     cr_assert_eq(seatd_keys_hint(key, SEATD_KEY_DUE, SEATD_HINT_BUCKETS), SEATD_EBADID);

@@ -1,0 +1,744 @@
+/*
+ * test_cluster.c - the rds client against a real local Redis Cluster (3 primaries + 3
+ * replicas, tests/support/cluster_fixture.h): slots vs CLUSTER KEYSLOT, routing, MOVED, ASK,
+ * failover. Each test starts its own cluster (a few seconds) and stops it.
+ */
+#include <criterion/criterion.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <signal.h>
+#include <uv.h>
+
+#include "cluster_fixture.h"
+#include "errors.h"
+#include "log.h"
+#include "loop.h"
+#include "rds.h"
+#include "rds_slot.h"
+
+static seatd_test_cluster_t cl;
+
+static void cluster_up(void)
+{
+    seatd_log_set_level(SEATD_LOG_ERROR);
+    signal(SIGPIPE, SIG_IGN);
+    if (seatd_test_cluster_start(&cl, 3, 1) != 0)
+        cr_assert_fail("could not start a local Redis Cluster");
+}
+
+static void cluster_down(void)
+{
+    seatd_test_cluster_stop(&cl);
+}
+
+TestSuite(cluster, .init = cluster_up, .fini = cluster_down, .timeout = 120);
+
+/* A random key of 0..24 bytes over an alphabet rich in braces. */
+static size_t random_key(char *out, unsigned *seed)
+{
+    static const char alpha[] = "{}{}ab:s01\xff\x00";
+    size_t len = (size_t)(rand_r(seed) % 25);
+    for (size_t i = 0; i < len; i++)
+        out[i] = alpha[rand_r(seed) % (sizeof(alpha) - 1)];
+    return len;
+}
+
+Test(cluster, keyslot_matches_the_server_on_random_and_brace_keys)
+{
+    redisContext *c = seatd_test_cluster_connect(&cl, 0);
+    cr_assert(c);
+    static const char *edge[] = {"{}",      "{{a}}", "a{b",    "}{",          "{a}{b}", "{}a",
+                                 "a{}b{c}", "{",     "}",      "{s:42}:meta", "",       "{{}}",
+                                 "x{y}}",   "{ }",   "{\xff}", "foo"};
+    unsigned seed = 12345;
+    int checked = 0;
+    for (int i = 0; i < 5000 + (int)(sizeof(edge) / sizeof(edge[0])); i++) {
+        char key[32];
+        size_t len;
+        if (i < (int)(sizeof(edge) / sizeof(edge[0]))) {
+            len = strlen(edge[i]);
+            memcpy(key, edge[i], len);
+        } else {
+            len = random_key(key, &seed);
+        }
+        const char *argv[] = {"CLUSTER", "KEYSLOT", key};
+        size_t lens[] = {7, 7, len};
+        redisAppendCommandArgv(c, 3, argv, lens);
+        unsigned want = seatd_rds_keyslot(key, len);
+        redisReply *r = NULL;
+        cr_assert_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+        cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
+        cr_assert_eq((unsigned)r->integer, want, "key #%d (%zu bytes): server %lld, ours %u", i,
+                     len, r->integer, want);
+        freeReplyObject(r);
+        checked++;
+    }
+    cr_assert_geq(checked, 5000);
+    redisFree(c);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The rds client in cluster mode
+ * ------------------------------------------------------------------------------------- */
+
+/* What one command's callback saw. */
+typedef struct probe_s {
+    int calls;
+    int err;
+    int type;
+    char str[128];
+    int *done;
+} probe_t;
+
+/* Counts completions: 'all' becomes 1 once 'n' reaches 'want'. */
+typedef struct counter_s {
+    int n, want, all;
+} counter_t;
+
+static void on_probe(const struct redisReply *reply, int err, void *data)
+{
+    probe_t *p = data;
+    p->calls++;
+    p->err = err;
+    p->type = seatd_rds_reply_type(reply);
+    size_t len = 0;
+    const char *s = seatd_rds_reply_str(reply, &len);
+    p->str[0] = '\0';
+    if (s)
+        snprintf(p->str, sizeof(p->str), "%.*s", (int)len, s);
+    if (p->done)
+        (*p->done)++;
+}
+
+static void on_counted(const struct redisReply *reply, int err, void *data);
+
+typedef struct cprobe_s {
+    probe_t p;
+    counter_t *c;
+} cprobe_t;
+
+static void on_counted(const struct redisReply *reply, int err, void *data)
+{
+    cprobe_t *cp = data;
+    on_probe(reply, err, &cp->p);
+    if (++cp->c->n >= cp->c->want)
+        cp->c->all = 1;
+}
+
+static seatd_rds_t *cluster_client(uv_loop_t *loop, int timeout_ms)
+{
+    seatd_rds_opts_t o = {0};
+    o.cluster_nodes = cl.nodes;
+    o.pool_size = 2;
+    o.timeout_ms = timeout_ms;
+    return seatd_rds_new(loop, &o);
+}
+
+/* Runs one command to completion; returns its probe. */
+static probe_t run1(uv_loop_t *loop, seatd_rds_t *rds, unsigned flags, int argc, const char **argv)
+{
+    probe_t p = {0};
+    int done = 0;
+    p.done = &done;
+    cr_assert_eq(seatd_rds_callv_ex(rds, argc, argv, NULL, flags, on_probe, &p), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &done, 20000), 0, "the command never completed");
+    cr_assert_eq(p.calls, 1);
+    return p;
+}
+
+/* Reads 'key' straight from the primary that serves it. */
+static void assert_on_owner(const char *key, const char *want)
+{
+    int owner = seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(key, strlen(key)));
+    cr_assert_geq(owner, 0);
+    redisContext *c = seatd_test_cluster_connect(&cl, owner);
+    cr_assert(c);
+    redisReply *r = redisCommand(c, "GET %s", key);
+    cr_assert(r && r->type == REDIS_REPLY_STRING, "%s is not on the node that serves its slot",
+              key);
+    cr_assert_str_eq(r->str, want);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+Test(cluster, commands_reach_the_primary_of_their_slot_on_every_shard)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = cluster_client(loop, 5000);
+    enum { N = 300 };
+    static cprobe_t cp[N];
+    static char keys[N][32], vals[N][16];
+    counter_t cnt = {.want = N};
+    int shards_hit[SEATD_TEST_CLUSTER_MAX] = {0};
+    for (int i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "{s:%d}:meta", i);
+        snprintf(vals[i], sizeof(vals[i]), "v%d", i);
+        const char *argv[] = {"SET", keys[i], vals[i]};
+        cp[i].c = &cnt;
+        cr_assert_eq(seatd_rds_callv(rds, 3, argv, NULL, on_counted, &cp[i]), 0);
+    }
+    cr_assert_eq(seatd_test_loop_run_until(loop, &cnt.all, 20000), 0);
+    for (int i = 0; i < N; i++) {
+        probe_t *p = &cp[i].p;
+        cr_assert_eq(p->calls, 1);
+        cr_assert_eq(p->err, 0, "SET %s: %s", keys[i], seatd_err_name(p->err));
+        cr_assert_str_eq(p->str, "OK", "SET %s answered %s", keys[i], p->str);
+        shards_hit[seatd_test_cluster_primary_of(&cl,
+                                                 seatd_rds_keyslot(keys[i], strlen(keys[i])))] = 1;
+    }
+    for (int i = 0; i < N; i += 37)
+        assert_on_owner(keys[i], vals[i]);
+    int shards = 0;
+    for (int i = 0; i < SEATD_TEST_CLUSTER_MAX; i++)
+        shards += shards_hit[i];
+    cr_assert_eq(shards, 3, "the keys spread over the 3 primaries");
+
+    const char *ping[] = {"PING"};
+    probe_t pp = run1(loop, rds, 0, 1, ping);
+    cr_assert_str_eq(pp.str, "PONG");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.moved, 0, "the map from CLUSTER SLOTS was right first time");
+    cr_assert_eq(st.connected, 6, "one pool of 2 per primary");
+    cr_assert(seatd_rds_is_cluster(rds));
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
+
+/* A key of 'show' on a given primary: the first {s:N}:meta whose slot 'node' serves. */
+static void key_on(int node, char *out, size_t cap, int from)
+{
+    for (int i = from; i < from + 100000; i++) {
+        snprintf(out, cap, "{s:%d}:meta", i);
+        if (seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(out, strlen(out))) == node)
+            return;
+    }
+    cr_assert_fail("no key found on node %d", node);
+}
+
+Test(cluster, moved_patches_the_map_and_the_command_still_lands)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = cluster_client(loop, 5000);
+    const char *key = "{s:42}:meta";
+    unsigned slot = seatd_rds_keyslot(key, strlen(key));
+    const char *set[] = {"SET", key, "before"};
+    probe_t p = run1(loop, rds, 0, 3, set);
+    cr_assert_str_eq(p.str, "OK");
+
+    int from = seatd_test_cluster_primary_of(&cl, slot);
+    int to = seatd_test_cluster_other_primary(&cl, from);
+    cr_assert_eq(seatd_test_cluster_move_slot(&cl, slot, to, NULL, NULL), 0);
+
+    const char *get[] = {"GET", key};
+    p = run1(loop, rds, 0, 2, get);
+    cr_assert_eq(p.err, 0);
+    cr_assert_str_eq(p.str, "before", "the key moved with its slot and was found there");
+    const char *set2[] = {"SET", key, "after"};
+    p = run1(loop, rds, 0, 3, set2);
+    cr_assert_str_eq(p.str, "OK");
+    assert_on_owner(key, "after");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_geq(st.moved, 1, "the first command after the move was redirected");
+    cr_assert_leq(st.moved, 1, "then the patched map sent the next one straight there");
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
+
+/* During a migration (keys moved, slot not yet handed over), from inside the fixture. */
+typedef struct ask_ctx_s {
+    uv_loop_t *loop;
+    seatd_rds_t *rds;
+    const char *key;
+    probe_t get, set_new, get_new;
+} ask_ctx_t;
+
+static void during_migration(void *arg)
+{
+    ask_ctx_t *a = arg;
+    const char *get[] = {"GET", a->key};
+    a->get = run1(a->loop, a->rds, 0, 2, get);
+    const char *set[] = {"SET", "{s:42}:fresh", "new"};
+    a->set_new = run1(a->loop, a->rds, 0, 3, set);
+    const char *get2[] = {"GET", "{s:42}:fresh"};
+    a->get_new = run1(a->loop, a->rds, 0, 2, get2);
+}
+
+Test(cluster, ask_during_a_migration_goes_to_the_target_once_without_changing_the_map)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = cluster_client(loop, 5000);
+    const char *key = "{s:42}:meta";
+    unsigned slot = seatd_rds_keyslot(key, strlen(key));
+    const char *set[] = {"SET", key, "moving"};
+    cr_assert_str_eq(run1(loop, rds, 0, 3, set).str, "OK");
+    int from = seatd_test_cluster_primary_of(&cl, slot);
+    int to = seatd_test_cluster_other_primary(&cl, from);
+    ask_ctx_t a = {.loop = loop, .rds = rds, .key = key};
+    cr_assert_eq(seatd_test_cluster_move_slot(&cl, slot, to, during_migration, &a), 0);
+    cr_assert_eq(a.get.err, 0);
+    cr_assert_str_eq(a.get.str, "moving", "a migrated key is read on the target after ASK");
+    cr_assert_str_eq(a.set_new.str, "OK", "a new key of a migrating slot is written on the target");
+    cr_assert_str_eq(a.get_new.str, "new");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_geq(st.asked, 3, "each command was sent with ASKING: the map was not changed");
+    cr_assert_eq(st.moved, 0);
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
+
+Test(cluster, a_killed_primary_fails_over_and_commands_succeed_again_on_the_same_client,
+     .timeout = 180)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = cluster_client(loop, 1000);
+    char victim_key[32], other_key[32];
+    key_on(0 <= seatd_test_cluster_primary_of(&cl, 0) ? seatd_test_cluster_primary_of(&cl, 0) : 0,
+           victim_key, sizeof(victim_key), 0);
+    int victim =
+        seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(victim_key, strlen(victim_key)));
+    int other = seatd_test_cluster_other_primary(&cl, victim);
+    key_on(other, other_key, sizeof(other_key), 0);
+    const char *setw[] = {"SET", other_key, "1"};
+    cr_assert_str_eq(run1(loop, rds, 0, 3, setw).str, "OK");
+    /* Written and WAITed for on one connection, so that the replica has it before the
+     * primary dies (WAIT counts the replicas that have this connection's writes). */
+    redisContext *c = seatd_test_cluster_connect(&cl, victim);
+    redisReply *w = redisCommand(c, "SET %s 1", victim_key);
+    cr_assert(w && w->type == REDIS_REPLY_STATUS);
+    freeReplyObject(w);
+    w = redisCommand(c, "WAIT 1 5000");
+    cr_assert(w && w->type == REDIS_REPLY_INTEGER && w->integer == 1);
+    freeReplyObject(w);
+    redisFree(c);
+
+    seatd_test_cluster_kill(&cl, victim);
+    /* Until the failover, the victim's slot answers EUNAVAILABLE (never a wrong answer), and
+     * the other shards keep working. */
+    uv_update_time(loop);
+    uint64_t start = uv_now(loop);
+    int recovered = 0, other_failures = 0, attempts = 0;
+    while (!recovered && uv_now(loop) - start < SEATD_TEST_CLUSTER_NODE_TIMEOUT_MS + 15000) {
+        const char *get[] = {"GET", victim_key};
+        probe_t p = run1(loop, rds, 0, 2, get);
+        attempts++;
+        if (p.err == 0) {
+            cr_assert_str_eq(p.str, "1", "the promoted replica has the acknowledged write");
+            recovered = 1;
+        } else {
+            cr_assert(p.err == SEATD_EUNAVAILABLE || p.err == SEATD_ETIMEOUT, "%s",
+                      seatd_err_name(p.err));
+        }
+        const char *oget[] = {"GET", other_key};
+        probe_t o = run1(loop, rds, 0, 2, oget);
+        if (o.err != 0)
+            other_failures++;
+        uv_update_time(loop);
+    }
+    cr_assert(recovered, "the victim's slot never served again on the same client");
+    cr_assert_eq(other_failures, 0, "another shard failed during the failover");
+    const char *set2[] = {"SET", victim_key, "2"};
+    cr_assert_str_eq(run1(loop, rds, 0, 3, set2).str, "OK");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_geq(st.refreshes, 2);
+    fprintf(stderr, "failover: %d attempts, %llu ms\n", attempts,
+            (unsigned long long)(uv_now(loop) - start));
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The store over the cluster: FCALLs routed by show
+ * ------------------------------------------------------------------------------------- */
+
+#include "store_harness.h"
+
+static const char *const seats4[] = {"A1", "A2", "A3", "A4", NULL};
+
+/* Show ids whose slots are served by three different primaries. */
+static void shows_on_three_shards(char ids[3][16])
+{
+    int found = 0, owners[3] = {-1, -1, -1};
+    for (int i = 1; found < 3 && i < 10000; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "{s:%d}:meta", i);
+        int o = seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(key, strlen(key)));
+        if (o < 0 || o == owners[0] || o == owners[1])
+            continue;
+        owners[found] = o;
+        snprintf(ids[found++], 16, "%d", i);
+    }
+    cr_assert_eq(found, 3);
+}
+
+Test(cluster, holds_and_bookings_route_to_each_shows_shard)
+{
+    setenv("SEATD_TEST_CLUSTER_NODES", cl.nodes, 1);
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    char ids[3][16];
+    shows_on_three_shards(ids);
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(th_create_show(&t, ids[k], seats4, 60000), 0, "create show %s", ids[k]);
+        th_res_t r = {0};
+        cr_assert_eq(th_hold(&t, &r, ids[k], "alice", (const char *const[]){"A1", "A2", NULL},
+                             60000, 0, NULL),
+                     0, "hold on show %s: %s %s", ids[k], seatd_err_name(r.err), r.detail);
+        char hold_id[64];
+        snprintf(hold_id, sizeof(hold_id), "%s", th_get(&r, "holdId"));
+        th_res_t c = {0};
+        cr_assert_eq(
+            th_hold(&t, &c, ids[k], "bob", (const char *const[]){"A2", NULL}, 60000, 0, NULL),
+            SEATD_ECONFLICT, "the seat is taken on its own shard");
+        th_res_t b = {0};
+        cr_assert_eq(th_book_begin(&t, &b, ids[k], hold_id, "alice", 60000), 0, "%s", b.detail);
+        char booking_id[64];
+        snprintf(booking_id, sizeof(booking_id), "%s", th_get(&b, "bookingId"));
+        th_res_t f = {0};
+        cr_assert_eq(th_book_confirm(&t, &f, booking_id), 0, "%s", f.detail);
+        th_res_clear(&r);
+        th_res_clear(&c);
+        th_res_clear(&b);
+        th_res_clear(&f);
+    }
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(t.rds, &st);
+    cr_assert_eq(st.moved, 0);
+    cr_assert_eq(th_close(&t), 0);
+    /* The versioned library is on every node (replicas get it by replication), and only it. */
+    for (int i = 0; i < cl.n; i++) {
+        redisContext *c = seatd_test_cluster_connect(&cl, i);
+        cr_assert(c);
+        redisReply *r = NULL;
+        for (int tries = 0; tries < 250; tries++) {
+            if (r)
+                freeReplyObject(r);
+            r = redisCommand(c, "FUNCTION LIST");
+            cr_assert(r && r->type == REDIS_REPLY_ARRAY);
+            if (r->elements > 0)
+                break;
+            th_sleep_ms(20); /* polling a condition (replication), bounded */
+        }
+        cr_assert_eq(r->elements, 1, "node %d has %zu libraries", i, r->elements);
+        cr_assert_str_eq(r->element[0]->element[0]->str, "library_name");
+        cr_assert(strncmp(r->element[0]->element[1]->str, "seatd_v", 7) == 0, "%s",
+                  r->element[0]->element[1]->str);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+}
+
+Test(cluster, wait_reports_replica_acknowledgements_and_keeps_a_short_write)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_opts_t o = {0};
+    o.cluster_nodes = cl.nodes;
+    o.wait_replicas = 1;
+    o.wait_ms = 2000;
+    seatd_rds_t *rds = seatd_rds_new(loop, &o);
+    const char *set[] = {"SET", "{s:7}:meta", "x"};
+    probe_t p = run1(loop, rds, SEATD_RDS_DURABLE, 3, set);
+    cr_assert_str_eq(p.str, "OK");
+    p = run1(loop, rds, 0, 3, set);
+    cr_assert_str_eq(p.str, "OK");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.wait_ok, 1, "the one replica acknowledged the durable write");
+    cr_assert_eq(st.wait_short, 0);
+    seatd_rds_close(rds);
+
+    /* Two replicas asked for, one exists: WAIT runs out, the write stands and is counted. */
+    o.wait_replicas = 2;
+    o.wait_ms = 50;
+    rds = seatd_rds_new(loop, &o);
+    const char *set2[] = {"SET", "{s:7}:meta", "y"};
+    p = run1(loop, rds, SEATD_RDS_DURABLE, 3, set2);
+    cr_assert_eq(p.err, 0);
+    cr_assert_str_eq(p.str, "OK", "the command's own reply is delivered");
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.wait_ok, 0);
+    cr_assert_eq(st.wait_short, 1);
+    assert_on_owner("{s:7}:meta", "y");
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Resharding a show's slot while holds run
+ * ------------------------------------------------------------------------------------- */
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void hold_the_window_open(void *arg)
+{
+    (void)arg;
+    th_sleep_ms(200); /* keeps the slot MIGRATING for a while: holds meet ASK, not a race */
+}
+
+/* In a child process: moves 'slot' back and forth between two primaries 'rounds' times. */
+static pid_t reshard_in_background(unsigned slot, int rounds)
+{
+    int a = seatd_test_cluster_primary_of(&cl, slot);
+    int b = seatd_test_cluster_other_primary(&cl, a);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        for (int i = 0; i < rounds; i++)
+            if (seatd_test_cluster_move_slot(&cl, slot, i % 2 ? a : b, hold_the_window_open,
+                                             NULL) != 0)
+                _exit(1);
+        _exit(0);
+    }
+    return pid;
+}
+
+typedef struct hold_run_s {
+    th_res_t r;
+    char seat[8];
+    int idem;
+} hold_run_t;
+
+Test(cluster, resharding_a_show_under_holds_gives_no_wrong_answer, .timeout = 180)
+{
+    setenv("SEATD_TEST_CLUSTER_NODES", cl.nodes, 1);
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    enum { SEATS = 40 };
+    static char names[SEATS][8];
+    const char *seats[SEATS + 1];
+    for (int i = 0; i < SEATS; i++) {
+        snprintf(names[i], sizeof(names[i]), "A%d", i + 1);
+        seats[i] = names[i];
+    }
+    seats[SEATS] = NULL;
+    cr_assert_eq(th_create_show(&t, "77", seats, 60000), 0);
+    unsigned slot = seatd_rds_keyslot("s:77", 4);
+    pid_t mover = reshard_in_background(slot, 4);
+
+    /* Two users race for every seat, in turns, until the mover is done: each answer is a
+     * success, a conflict, or a 503 (EUNAVAILABLE / ETIMEOUT); never anything else. */
+    int ok[SEATS] = {0}, conflicts = 0, unavailable = 0, rounds = 0, status = -1;
+    for (;;) {
+        int seat = rounds % SEATS;
+        const char *user = rounds % 2 ? "bob" : "alice";
+        char idem[32];
+        snprintf(idem, sizeof(idem), "k%d", rounds);
+        th_res_t r = {0};
+        int rc = th_hold(&t, &r, "77", user, (const char *const[]){seats[seat], NULL}, 60000, 0,
+                         rounds % 3 ? idem : NULL);
+        if (rc == 0)
+            ok[seat]++;
+        else if (rc == SEATD_ECONFLICT)
+            conflicts++;
+        else if (rc == SEATD_EUNAVAILABLE || rc == SEATD_ETIMEOUT)
+            unavailable++;
+        else
+            cr_assert_fail("hold of %s during a reshard: %s (%s)", seats[seat], seatd_err_name(rc),
+                           r.detail);
+        th_res_clear(&r);
+        rounds++;
+        if (waitpid(mover, &status, WNOHANG) == mover)
+            break;
+    }
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the reshard itself failed");
+    for (int i = 0; i < SEATS; i++)
+        cr_assert_leq(ok[i], 1, "seat %s was held twice", seats[i]);
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(t.rds, &st);
+    fprintf(stderr,
+            "reshard under holds: %d holds, %d conflicts, %d unavailable; moved %llu, ask %llu, "
+            "retries %llu\n",
+            rounds, conflicts, unavailable, st.moved, st.asked, st.retries);
+    cr_assert_geq(st.moved + st.asked, 1, "the holds met the migration");
+    cr_assert_eq(th_close(&t), 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Deltas: classic PUBLISH is broadcast over the cluster bus
+ * ------------------------------------------------------------------------------------- */
+
+#include "pubsub.h"
+
+typedef struct sub_s {
+    int subscribed, messages, lost;
+    char last[256];
+} sub_t;
+
+static void on_sub_event(int event, const char *channel, const char *payload, size_t len,
+                         void *data)
+{
+    sub_t *s = data;
+    (void)channel;
+    if (event == SEATD_PUBSUB_SUBSCRIBED)
+        s->subscribed = 1;
+    if (event == SEATD_PUBSUB_LOST)
+        s->lost = 1;
+    if (event == SEATD_PUBSUB_MESSAGE) {
+        s->messages++;
+        snprintf(s->last, sizeof(s->last), "%.*s", (int)len, payload);
+    }
+}
+
+Test(cluster, a_delta_published_on_the_shows_shard_reaches_a_subscriber_on_another_node)
+{
+    char ids[3][16];
+    shows_on_three_shards(ids);
+    char meta[32], chan[32];
+    snprintf(meta, sizeof(meta), "{s:%s}:meta", ids[0]);
+    snprintf(chan, sizeof(chan), "{s:%s}:ch", ids[0]);
+    int owner = seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(meta, strlen(meta)));
+    int elsewhere = seatd_test_cluster_other_primary(&cl, owner);
+    char seeds[sizeof(cl.nodes) + 32];
+    snprintf(seeds, sizeof(seeds), "127.0.0.1:%d,%s", cl.port[elsewhere], cl.nodes);
+    seatd_pubsub_set_nodes(seeds);
+
+    uv_loop_t *loop = seatd_test_loop_new();
+    sub_t s = {0};
+    seatd_pubsub_t *ps = seatd_pubsub_new(loop, NULL, 0, NULL, on_sub_event, &s);
+    cr_assert_eq(seatd_pubsub_subscribe(ps, chan), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &s.subscribed, 10000), 0);
+
+    setenv("SEATD_TEST_CLUSTER_NODES", cl.nodes, 1);
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, ids[0], seats4, 60000), 0);
+    th_res_t r = {0};
+    cr_assert_eq(
+        th_hold(&t, &r, ids[0], "alice", (const char *const[]){"A3", NULL}, 60000, 0, NULL), 0);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &s.messages, 10000), 0,
+                 "the delta never crossed the cluster bus");
+    cr_assert(strstr(s.last, "\"A3\""), "delta: %s", s.last);
+
+    /* The node it listens on dies: the owner hears LOST, the subscriber moves to the next
+     * node, subscribes again and hears what is published from then on. */
+    s.subscribed = 0;
+    seatd_test_cluster_kill(&cl, elsewhere);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &s.lost, 10000), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &s.subscribed, 10000), 0,
+                 "never subscribed again on another node");
+    s.messages = 0;
+    redisContext *c = seatd_test_cluster_connect(&cl, owner);
+    cr_assert(c);
+    redisReply *r2 = redisCommand(c, "PUBLISH %s again", chan);
+    cr_assert(r2);
+    freeReplyObject(r2);
+    redisFree(c);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &s.messages, 10000), 0);
+    cr_assert_str_eq(s.last, "again");
+    seatd_pubsub_close(ps);
+    seatd_pubsub_set_nodes(NULL);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The library loaded by the loader user's short connection, on every primary
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct fc_s {
+    int done, err;
+    char first[32];
+} fc_t;
+
+static void on_fc(const struct redisReply *reply, int err, void *data)
+{
+    fc_t *f = data;
+    f->done = 1;
+    f->err = err;
+    const char *s = seatd_rds_reply_str(seatd_rds_reply_element(reply, 0), NULL);
+    if (!s)
+        s = seatd_rds_reply_str(reply, NULL);
+    snprintf(f->first, sizeof(f->first), "%s", s ? s : "");
+}
+
+Test(cluster, the_loader_connection_loads_the_versioned_library_on_every_primary)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = cluster_client(loop, 5000);
+    seatd_scripts_t *sc = seatd_scripts_new(rds);
+    seatd_rds_opts_t lo = {0};
+    lo.cluster_nodes = cl.nodes;
+    cr_assert_eq(seatd_scripts_set_loader(sc, loop, &lo), 0);
+    char ids[3][16];
+    shows_on_three_shards(ids);
+    for (int k = 0; k < 3; k++) {
+        char key[64];
+        snprintf(key, sizeof(key), "{s:%s}:meta", ids[k]);
+        const char *keys[] = {key};
+        fc_t f = {0};
+        cr_assert_eq(seatd_scripts_fcall(sc, "seatd_show_get", 1, keys, 0, NULL, NULL, on_fc, &f),
+                     0);
+        cr_assert_eq(seatd_test_loop_run_until(loop, &f.done, 20000), 0);
+        cr_assert_eq(f.err, 0);
+        cr_assert(strstr(f.first, "Function not found") == NULL, "shard of show %s: %s", ids[k],
+                  f.first);
+    }
+    fc_t p = {0};
+    cr_assert_eq(seatd_scripts_fcall(sc, "seatd_ping", 0, NULL, 0, NULL, NULL, on_fc, &p), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &p.done, 20000), 0);
+    cr_assert_str_eq(p.first, "pong");
+    cr_assert_geq(seatd_scripts_load_count(sc), 1);
+    seatd_scripts_free(sc);
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * A command that may have run is resent only when idempotent
+ * ------------------------------------------------------------------------------------- */
+
+Test(cluster, a_lost_write_is_not_resent_but_a_lost_read_is_after_failover, .timeout = 180)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_opts_t o = {0};
+    o.cluster_nodes = cl.nodes;
+    o.pool_size = 1; /* one connection per node: the two commands below share it */
+    o.timeout_ms = 15000;
+    seatd_rds_t *rds = seatd_rds_new(loop, &o);
+    const char *key = "{s:42}:meta";
+    int victim = seatd_test_cluster_primary_of(&cl, seatd_rds_keyslot(key, strlen(key)));
+    /* Written and WAITed for on one connection: WAIT counts the replicas that have this
+     * connection's writes. */
+    redisContext *c = seatd_test_cluster_connect(&cl, victim);
+    redisReply *w = redisCommand(c, "SET %s kept", key);
+    cr_assert(w && w->type == REDIS_REPLY_STATUS);
+    freeReplyObject(w);
+    w = redisCommand(c, "WAIT 1 5000");
+    cr_assert(w && w->integer == 1);
+    freeReplyObject(w);
+    redisFree(c);
+
+    /* The client's connection to the victim is up... */
+    const char *get0[] = {"GET", key};
+    cr_assert_str_eq(run1(loop, rds, 0, 2, get0).str, "kept");
+    /* ...so both commands reach the stopped primary (sent, unanswered), then it dies under
+     * them. */
+    kill(cl.pid[victim], SIGSTOP);
+    counter_t cnt = {.want = 2};
+    cprobe_t wr = {.c = &cnt}, rd = {.c = &cnt};
+    const char *set2[] = {"SET", key, "maybe"};
+    const char *get[] = {"GET", key};
+    cr_assert_eq(seatd_rds_callv(rds, 3, set2, NULL, on_counted, &wr), 0);
+    cr_assert_eq(seatd_rds_callv(rds, 2, get, NULL, on_counted, &rd), 0);
+    for (int i = 0; i < 20; i++) /* a few turns: both are written to the socket */
+        uv_run(loop, UV_RUN_NOWAIT);
+    seatd_test_cluster_kill(&cl, victim);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &cnt.all, 60000), 0);
+    cr_assert_eq(wr.p.calls, 1);
+    cr_assert_eq(wr.p.err, SEATD_EUNAVAILABLE, "the write may have run: not resent (%s)",
+                 seatd_err_name(wr.p.err));
+    cr_assert_eq(rd.p.calls, 1);
+    cr_assert_eq(rd.p.err, 0, "the read is resent after the failover (%s)",
+                 seatd_err_name(rd.p.err));
+    cr_assert_str_eq(rd.p.str, "kept", "GET answered type %d '%s'", rd.p.type, rd.p.str);
+    seatd_rds_close(rds);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
