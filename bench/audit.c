@@ -43,9 +43,40 @@ static redisReply *cmd(redisContext *c, const char *fmt, const char *prefix)
     return r;
 }
 
+/* The name of the reap function: "seatd_reap" on a single node, "seatd_v<version>_reap" on a
+ * cluster, where the library is versioned (worker/scripts.c): the one FUNCTION LIST shows. */
+static void reap_function(redisContext *c, char *out, size_t size)
+{
+    snprintf(out, size, "seatd_reap");
+    redisReply *r = redisCommand(c, "FUNCTION LIST LIBRARYNAME seatd*");
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const redisReply *lib = r->element[i];
+        for (size_t k = 0; lib->type == REDIS_REPLY_ARRAY && k + 1 < lib->elements; k += 2) {
+            const redisReply *fns = lib->element[k + 1];
+            if (lib->element[k]->str == NULL || strcmp(lib->element[k]->str, "functions") != 0 ||
+                fns->type != REDIS_REPLY_ARRAY)
+                continue;
+            for (size_t f = 0; f < fns->elements; f++) {
+                const redisReply *fn = fns->element[f];
+                for (size_t j = 0; fn->type == REDIS_REPLY_ARRAY && j + 1 < fn->elements; j += 2) {
+                    const char *v = fn->element[j + 1]->str;
+                    size_t n = v ? strlen(v) : 0;
+                    if (fn->element[j]->str && strcmp(fn->element[j]->str, "name") == 0 && n > 5 &&
+                        strcmp(v + n - 5, "_reap") == 0)
+                        snprintf(out, size, "%s", v);
+                }
+            }
+        }
+    }
+    if (r)
+        freeReplyObject(r);
+}
+
 /* Waits past the last hold deadline, then reaps until nothing is due. */
 static void settle(redisContext *c, const char *prefix)
 {
+    char reap[128];
+    reap_function(c, reap, sizeof(reap));
     for (int round = 0; round < 600; round++) {
         redisReply *last = cmd(c, "ZRANGE %s:expiry -1 -1 WITHSCORES", prefix);
         redisReply *t = redisCommand(c, "TIME");
@@ -61,9 +92,13 @@ static void settle(redisContext *c, const char *prefix)
             usleep((useconds_t)((due - now + 50) * 1000));
             continue;
         }
-        redisReply *r = cmd(c, "FCALL seatd_reap 1 %s:meta 10000", prefix);
+        redisReply *r = redisCommand(c, "FCALL %s 1 %s:meta 10000", reap, prefix);
+        if (!r) {
+            fprintf(stderr, "audit: redis: %s\n", c->errstr);
+            exit(2);
+        }
         if (r->type == REDIS_REPLY_ERROR) {
-            fprintf(stderr, "audit: seatd_reap: %s\n", r->str);
+            fprintf(stderr, "audit: %s: %s\n", reap, r->str);
             exit(2);
         }
         freeReplyObject(r);
