@@ -18,7 +18,7 @@
 #define RETRY_PAUSE_MS 100
 
 typedef struct {
-    char host[64];
+    char host[108]; /* an address, or a unix socket path */
     int port;
     redisContext *c; /* NULL until connected, or after it broke */
 } node_t;
@@ -79,7 +79,8 @@ static redisContext *node_conn(seatd_redis_t *r, int i)
     if (n->c)
         redisFree(n->c);
     struct timeval tv = {r->o.timeout_ms / 1000, (r->o.timeout_ms % 1000) * 1000};
-    n->c = redisConnectWithTimeout(n->host, n->port, tv);
+    n->c = n->host[0] == '/' ? redisConnectUnixWithTimeout(n->host, tv) /* one node's socket */
+                             : redisConnectWithTimeout(n->host, n->port, tv);
     if (n->c == NULL || n->c->err) {
         snprintf(r->err, sizeof(r->err), "%s:%d: %s", n->host, n->port,
                  n->c ? n->c->errstr : "out of memory");
@@ -121,6 +122,10 @@ static int key_arg(int argc, const char **argv, const size_t *lens)
                 return i + 1;
         return -1;
     }
+    /* Subcommands whose key follows them: XGROUP CREATE <key> …, XINFO STREAM <key>. */
+    if (!strcasecmp(c, "XGROUP") || !strcasecmp(c, "XINFO") || !strcasecmp(c, "OBJECT") ||
+        !strcasecmp(c, "MEMORY"))
+        return argc > 2 ? 2 : -1;
     static const char *const keyless[] = {"PING",   "INFO",   "CLUSTER", "FUNCTION", "ACL",
                                           "TIME",   "CONFIG", "AUTH",    "SCRIPT",   "DBSIZE",
                                           "WAIT",   "CLIENT", "COMMAND", "SHUTDOWN", "FLUSHALL",
@@ -187,10 +192,12 @@ redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv, 
                 snprintf(r->err, sizeof(r->err), "bad redirection");
                 return NULL;
             }
-            if (moved)
+            if (moved) {
                 r->owner[s] = (short)to;
-            else
+                slot = s; /* the node knows the command's key: follow its slot from now on */
+            } else {
                 ask = to;
+            }
             continue; /* a redirection is an answer, not a failure: no pause */
         } else if (starts(x, "TRYAGAIN") || starts(x, "CLUSTERDOWN") || starts(x, "LOADING")) {
             snprintf(r->err, sizeof(r->err), "%s", x->str);
@@ -233,11 +240,17 @@ static redisReply *command_resp(seatd_redis_t *r, const char *cmd, int len)
 
 redisReply *seatd_redis_command(seatd_redis_t *r, const char *fmt, ...)
 {
-    char *cmd = NULL;
     va_list ap;
     va_start(ap, fmt);
-    int len = redisvFormatCommand(&cmd, fmt, ap);
+    redisReply *x = seatd_redis_vcommand(r, fmt, ap);
     va_end(ap);
+    return x;
+}
+
+redisReply *seatd_redis_vcommand(seatd_redis_t *r, const char *fmt, va_list ap)
+{
+    char *cmd = NULL;
+    int len = redisvFormatCommand(&cmd, fmt, ap);
     if (len < 0)
         return NULL;
     redisReply *x = command_resp(r, cmd, len);

@@ -22,6 +22,7 @@
 #ifndef SEATD_REDIS_SYNC_H
 #define SEATD_REDIS_SYNC_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 struct redisReply;
@@ -29,7 +30,7 @@ struct redisReply;
 typedef struct seatd_redis_s seatd_redis_t;
 
 typedef struct seatd_redis_opts_s {
-    const char *host;     /* the first node; "127.0.0.1" when NULL */
+    const char *host;     /* the first node; "127.0.0.1" when NULL; a path: a unix socket */
     int port;             /* 6379 when 0 */
     const char *user;     /* ACL user for AUTH on every connection, or NULL */
     const char *password; /* AUTH password, or NULL for none */
@@ -48,6 +49,9 @@ struct redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char *
 
 /* Like seatd_redis_commandv() with hiredis's printf-like format ("GET %s", "%b"...). */
 struct redisReply *seatd_redis_command(seatd_redis_t *r, const char *fmt, ...);
+
+/* Like seatd_redis_command() with a va_list. */
+struct redisReply *seatd_redis_vcommand(seatd_redis_t *r, const char *fmt, va_list ap);
 
 /* The last failure, for messages. */
 const char *seatd_redis_errstr(const seatd_redis_t *r);
