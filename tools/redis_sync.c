@@ -107,14 +107,40 @@ static redisContext *node_conn(seatd_redis_t *r, int i)
     return n->c;
 }
 
-/* The argument that names the command's key, or -1 for a command without one. */
+/* 1 when the pattern 'p' starts with a hash tag free of glob characters ("{s:42}:*"): every key
+ * it matches is in that tag's slot. */
+static int tagged_pattern(const char *p, size_t len)
+{
+    if (len < 3 || p[0] != '{')
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if (p[i] == '}')
+            return i > 1;
+        if (strchr("*?[\\", p[i]) != NULL)
+            return 0;
+    }
+    return 0;
+}
+
+/* The argument that names the command's key, or -1 for a command without one. KEYS and SCAN
+ * name their pattern when it has a hash tag (it matches keys of that slot only). */
 static int key_arg(int argc, const char **argv, const size_t *lens)
 {
     if (argc < 2)
         return -1;
     const char *c = argv[0];
+#define LEN(i) (lens ? lens[i] : strlen(argv[i]))
+    if (!strcasecmp(c, "KEYS"))
+        return tagged_pattern(argv[1], LEN(1)) ? 1 : -1;
+    if (!strcasecmp(c, "SCAN")) {
+        for (int i = 2; i + 1 < argc; i++)
+            if (LEN(i) == 5 && !strncasecmp(argv[i], "MATCH", 5))
+                return tagged_pattern(argv[i + 1], LEN(i + 1)) ? i + 1 : -1;
+        return -1;
+    }
+#undef LEN
     if (!strcasecmp(c, "FCALL") || !strcasecmp(c, "FCALL_RO") || !strcasecmp(c, "EVAL") ||
-        !strcasecmp(c, "EVALSHA"))
+        !strcasecmp(c, "EVAL_RO") || !strcasecmp(c, "EVALSHA") || !strcasecmp(c, "EVALSHA_RO"))
         return argc > 3 && atoi(argv[2]) > 0 ? 3 : -1;
     if (!strcasecmp(c, "XREAD") || !strcasecmp(c, "XREADGROUP")) {
         for (int i = 1; i + 1 < argc; i++)
@@ -129,7 +155,7 @@ static int key_arg(int argc, const char **argv, const size_t *lens)
     static const char *const keyless[] = {"PING",   "INFO",   "CLUSTER", "FUNCTION", "ACL",
                                           "TIME",   "CONFIG", "AUTH",    "SCRIPT",   "DBSIZE",
                                           "WAIT",   "CLIENT", "COMMAND", "SHUTDOWN", "FLUSHALL",
-                                          "SELECT", "HELLO",  "ECHO",    "PUBLISH",  "KEYS"};
+                                          "SELECT", "HELLO",  "ECHO",    "PUBLISH"};
     for (size_t i = 0; i < sizeof(keyless) / sizeof(keyless[0]); i++)
         if (!strcasecmp(c, keyless[i]))
             return -1;

@@ -12,10 +12,11 @@
  * that may have run before its connection broke is sent again: only use this client for
  * reads and for writes that are safe to repeat (the tools' are).
  *
- * The key of a command is its first argument, except FCALL/FCALL_RO/EVAL/EVALSHA (the first
- * key after numkeys, if any), XREAD/XREADGROUP (the first stream after STREAMS) and SCAN (the
- * MATCH pattern: KEYS and SCAN of "{s:42}:*" go to the node of show 42's slot); commands
- * without a key go to the first node.
+ * The key of a command is its first argument, except FCALL/FCALL_RO/EVAL(SHA)[_RO] (the first
+ * key after numkeys, if any), XREAD/XREADGROUP (the first stream after STREAMS), XGROUP/XINFO
+ * (after the subcommand), KEYS and SCAN (the pattern when it starts with a hash tag: KEYS and
+ * SCAN MATCH of "{s:42}:*" go to the node of show 42's slot); commands without a key go to
+ * the first node. A MOVED names the key's slot: the command follows that slot from then on.
  *
  * Not thread-safe; one per thread.
  */

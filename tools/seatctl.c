@@ -187,6 +187,7 @@ static void usage(FILE *out)
           "                     from $SEATD_JWT_SECRET (sub \"seatctl\", 5 minutes)\n"
           "  --redis ADDR       host:port or a unix socket path (seat who, audit), default\n"
           "                     $SEATD_REDIS or " DEFAULT_REDIS "\n"
+          "                     (on a Redis Cluster: any node)\n"
           "  --redis-user USER  Redis ACL user (default: the default user)\n"
           "  --redis-pass PASS  Redis password, default $REDISCLI_AUTH\n"
           "  --json             one JSON document on stdout\n"

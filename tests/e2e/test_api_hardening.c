@@ -631,6 +631,7 @@ static void shell_env(const hstack_t *s, char *out, size_t size)
              "-u SEATD_HOLD_RATE_PER_USER -u SEATD_HOLD_RATE_WINDOW_MS -u SEATD_JWT_SECRET "
              "-u SEATD_REDIS_PORT -u SEATD_GATEWAY_PORT -u SEATD_METRICS_PORT -u SEATD_REDIS_USER "
              "-u SEATD_REDIS_PASSWORD_FILE -u SEATD_WORKER_ARGS -u SEATD_NGINX_ACCESS_LOG "
+             "-u SEATD_REDIS_SHARDS -u SEATD_REDIS_REPLICAS " /* the edge's limits: one Redis */
              "SEATD_PORT=%d SEATD_RUN_DIR=%s SEATD_WORKERS=2 SEATD_NO_DEMO=1 SEATD_SKIP_BUILD=1 "
              "SEATD_BUILD_DIR=%s",
              s->port, s->run, getenv("SEATD_BUILD_DIR") ? getenv("SEATD_BUILD_DIR") : "build");
