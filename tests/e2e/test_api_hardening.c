@@ -8,7 +8,8 @@
  * e2e stack lifts them for the other suites) and proves each one triggers: hold and booking
  * rate limits per address, limit_conn per address (WebSocket and plain), the worker's per-user
  * hold limit, the header timeout, worker_processes auto. Requests come from distinct loopback
- * source addresses (127.0.x.y) so each limit is met on its own.
+ * source addresses (127.0.x.y) so each limit is met on its own. That stack has one Redis node
+ * even when the suites run on a cluster: the limits under test are the edge's.
  */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
