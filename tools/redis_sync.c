@@ -18,7 +18,7 @@
 #define RETRY_PAUSE_MS 100
 
 typedef struct {
-    char host[64];
+    char host[108]; /* an address, or a unix socket path */
     int port;
     redisContext *c; /* NULL until connected, or after it broke */
 } node_t;
@@ -79,7 +79,8 @@ static redisContext *node_conn(seatd_redis_t *r, int i)
     if (n->c)
         redisFree(n->c);
     struct timeval tv = {r->o.timeout_ms / 1000, (r->o.timeout_ms % 1000) * 1000};
-    n->c = redisConnectWithTimeout(n->host, n->port, tv);
+    n->c = n->host[0] == '/' ? redisConnectUnixWithTimeout(n->host, tv) /* one node's socket */
+                             : redisConnectWithTimeout(n->host, n->port, tv);
     if (n->c == NULL || n->c->err) {
         snprintf(r->err, sizeof(r->err), "%s:%d: %s", n->host, n->port,
                  n->c ? n->c->errstr : "out of memory");
@@ -106,14 +107,40 @@ static redisContext *node_conn(seatd_redis_t *r, int i)
     return n->c;
 }
 
-/* The argument that names the command's key, or -1 for a command without one. */
+/* 1 when the pattern 'p' starts with a hash tag free of glob characters ("{s:42}:*"): every key
+ * it matches is in that tag's slot. */
+static int tagged_pattern(const char *p, size_t len)
+{
+    if (len < 3 || p[0] != '{')
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if (p[i] == '}')
+            return i > 1;
+        if (strchr("*?[\\", p[i]) != NULL)
+            return 0;
+    }
+    return 0;
+}
+
+/* The argument that names the command's key, or -1 for a command without one. KEYS and SCAN
+ * name their pattern when it has a hash tag (it matches keys of that slot only). */
 static int key_arg(int argc, const char **argv, const size_t *lens)
 {
     if (argc < 2)
         return -1;
     const char *c = argv[0];
+#define LEN(i) (lens ? lens[i] : strlen(argv[i]))
+    if (!strcasecmp(c, "KEYS"))
+        return tagged_pattern(argv[1], LEN(1)) ? 1 : -1;
+    if (!strcasecmp(c, "SCAN")) {
+        for (int i = 2; i + 1 < argc; i++)
+            if (LEN(i) == 5 && !strncasecmp(argv[i], "MATCH", 5))
+                return tagged_pattern(argv[i + 1], LEN(i + 1)) ? i + 1 : -1;
+        return -1;
+    }
+#undef LEN
     if (!strcasecmp(c, "FCALL") || !strcasecmp(c, "FCALL_RO") || !strcasecmp(c, "EVAL") ||
-        !strcasecmp(c, "EVALSHA"))
+        !strcasecmp(c, "EVAL_RO") || !strcasecmp(c, "EVALSHA") || !strcasecmp(c, "EVALSHA_RO"))
         return argc > 3 && atoi(argv[2]) > 0 ? 3 : -1;
     if (!strcasecmp(c, "XREAD") || !strcasecmp(c, "XREADGROUP")) {
         for (int i = 1; i + 1 < argc; i++)
@@ -121,10 +148,14 @@ static int key_arg(int argc, const char **argv, const size_t *lens)
                 return i + 1;
         return -1;
     }
+    /* Subcommands whose key follows them: XGROUP CREATE <key> …, XINFO STREAM <key>. */
+    if (!strcasecmp(c, "XGROUP") || !strcasecmp(c, "XINFO") || !strcasecmp(c, "OBJECT") ||
+        !strcasecmp(c, "MEMORY"))
+        return argc > 2 ? 2 : -1;
     static const char *const keyless[] = {"PING",   "INFO",   "CLUSTER", "FUNCTION", "ACL",
                                           "TIME",   "CONFIG", "AUTH",    "SCRIPT",   "DBSIZE",
                                           "WAIT",   "CLIENT", "COMMAND", "SHUTDOWN", "FLUSHALL",
-                                          "SELECT", "HELLO",  "ECHO",    "PUBLISH",  "KEYS"};
+                                          "SELECT", "HELLO",  "ECHO",    "PUBLISH"};
     for (size_t i = 0; i < sizeof(keyless) / sizeof(keyless[0]); i++)
         if (!strcasecmp(c, keyless[i]))
             return -1;
@@ -187,10 +218,12 @@ redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv, 
                 snprintf(r->err, sizeof(r->err), "bad redirection");
                 return NULL;
             }
-            if (moved)
+            if (moved) {
                 r->owner[s] = (short)to;
-            else
+                slot = s; /* the node knows the command's key: follow its slot from now on */
+            } else {
                 ask = to;
+            }
             continue; /* a redirection is an answer, not a failure: no pause */
         } else if (starts(x, "TRYAGAIN") || starts(x, "CLUSTERDOWN") || starts(x, "LOADING")) {
             snprintf(r->err, sizeof(r->err), "%s", x->str);
@@ -233,11 +266,17 @@ static redisReply *command_resp(seatd_redis_t *r, const char *cmd, int len)
 
 redisReply *seatd_redis_command(seatd_redis_t *r, const char *fmt, ...)
 {
-    char *cmd = NULL;
     va_list ap;
     va_start(ap, fmt);
-    int len = redisvFormatCommand(&cmd, fmt, ap);
+    redisReply *x = seatd_redis_vcommand(r, fmt, ap);
     va_end(ap);
+    return x;
+}
+
+redisReply *seatd_redis_vcommand(seatd_redis_t *r, const char *fmt, va_list ap)
+{
+    char *cmd = NULL;
+    int len = redisvFormatCommand(&cmd, fmt, ap);
     if (len < 0)
         return NULL;
     redisReply *x = command_resp(r, cmd, len);

@@ -12,16 +12,18 @@
  * that may have run before its connection broke is sent again: only use this client for
  * reads and for writes that are safe to repeat (the tools' are).
  *
- * The key of a command is its first argument, except FCALL/FCALL_RO/EVAL/EVALSHA (the first
- * key after numkeys, if any), XREAD/XREADGROUP (the first stream after STREAMS) and SCAN (the
- * MATCH pattern: KEYS and SCAN of "{s:42}:*" go to the node of show 42's slot); commands
- * without a key go to the first node.
+ * The key of a command is its first argument, except FCALL/FCALL_RO/EVAL(SHA)[_RO] (the first
+ * key after numkeys, if any), XREAD/XREADGROUP (the first stream after STREAMS), XGROUP/XINFO
+ * (after the subcommand), KEYS and SCAN (the pattern when it starts with a hash tag: KEYS and
+ * SCAN MATCH of "{s:42}:*" go to the node of show 42's slot); commands without a key go to
+ * the first node. A MOVED names the key's slot: the command follows that slot from then on.
  *
  * Not thread-safe; one per thread.
  */
 #ifndef SEATD_REDIS_SYNC_H
 #define SEATD_REDIS_SYNC_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 struct redisReply;
@@ -29,7 +31,7 @@ struct redisReply;
 typedef struct seatd_redis_s seatd_redis_t;
 
 typedef struct seatd_redis_opts_s {
-    const char *host;     /* the first node; "127.0.0.1" when NULL */
+    const char *host;     /* the first node; "127.0.0.1" when NULL; a path: a unix socket */
     int port;             /* 6379 when 0 */
     const char *user;     /* ACL user for AUTH on every connection, or NULL */
     const char *password; /* AUTH password, or NULL for none */
@@ -48,6 +50,9 @@ struct redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char *
 
 /* Like seatd_redis_commandv() with hiredis's printf-like format ("GET %s", "%b"...). */
 struct redisReply *seatd_redis_command(seatd_redis_t *r, const char *fmt, ...);
+
+/* Like seatd_redis_command() with a va_list. */
+struct redisReply *seatd_redis_vcommand(seatd_redis_t *r, const char *fmt, va_list ap);
 
 /* The last failure, for messages. */
 const char *seatd_redis_errstr(const seatd_redis_t *r);

@@ -13,6 +13,7 @@
 #include "auth.h"
 #include "keys.h"
 #include "mem.h"
+#include "redis_sync.h"
 #include "show_audit.h"
 #include "timefmt.h"
 
@@ -186,6 +187,7 @@ static void usage(FILE *out)
           "                     from $SEATD_JWT_SECRET (sub \"seatctl\", 5 minutes)\n"
           "  --redis ADDR       host:port or a unix socket path (seat who, audit), default\n"
           "                     $SEATD_REDIS or " DEFAULT_REDIS "\n"
+          "                     (on a Redis Cluster: any node)\n"
           "  --redis-user USER  Redis ACL user (default: the default user)\n"
           "  --redis-pass PASS  Redis password, default $REDISCLI_AUTH\n"
           "  --json             one JSON document on stdout\n"
@@ -734,56 +736,46 @@ static int cmd_reap(opts_t *o)
  * Redis, read-only
  * --------------------------------------------------------------------------------------- */
 
-/* Connects and authenticates; NULL after printing why. */
-static redisContext *redis_open(const opts_t *o)
+/* Connects and authenticates; NULL after printing why. The client follows a Redis Cluster's
+ * redirections from the node given (tools/redis_sync.h): every key of a show shares its slot. */
+static seatd_redis_t *redis_open(const opts_t *o)
 {
     const char *addr = o->redis ? o->redis : getenv("SEATD_REDIS");
     if (!addr || !addr[0])
         addr = DEFAULT_REDIS;
-    struct timeval tv = {.tv_sec = 5};
-    redisContext *c = NULL;
+    char host[256];
+    int port = 0;
     if (strncmp(addr, "unix:", 5) == 0 || addr[0] == '/') {
-        c = redisConnectUnixWithTimeout(addr[0] == '/' ? addr : addr + 5, tv);
+        snprintf(host, sizeof host, "%s", addr[0] == '/' ? addr : addr + 5);
     } else {
         const char *colon = strrchr(addr, ':');
-        char host[256];
-        int port = colon ? atoi(colon + 1) : 0;
+        port = colon ? atoi(colon + 1) : 0;
         if (!colon || port <= 0 || port > 65535) {
             fail(o, "--redis takes host:port or a unix socket path, not '%s'", addr);
             return NULL;
         }
         snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
-        c = redisConnectWithTimeout(host, port, tv);
     }
-    if (!c || c->err) {
-        fail(o, "redis %s: %s", addr, c ? c->errstr : "out of memory");
-        redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, (struct timeval){.tv_sec = 60});
     const char *pass = o->redis_pass ? o->redis_pass : getenv("REDISCLI_AUTH");
-    if (pass && pass[0]) {
-        redisReply *r = o->redis_user ? redisCommand(c, "AUTH %s %s", o->redis_user, pass)
-                                      : redisCommand(c, "AUTH %s", pass);
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            fail(o, "redis %s: AUTH: %s", addr, r ? r->str : c->errstr);
-            if (r)
-                freeReplyObject(r);
-            redisFree(c);
-            return NULL;
-        }
-        freeReplyObject(r);
-    }
+    seatd_redis_opts_t ro = {.host = host,
+                             .port = port,
+                             .user = pass && pass[0] ? o->redis_user : NULL,
+                             .password = pass && pass[0] ? pass : NULL,
+                             .timeout_ms = 60000};
+    char err[512];
+    seatd_redis_t *c = seatd_redis_connect(&ro, err, sizeof err);
+    if (!c)
+        fail(o, "redis %s: %s", addr, err);
     return c;
 }
 
 /* The seat's index in the show's layout: >= 0, -1 when the show or seat is unknown (printed),
  * -2 on a Redis failure (printed). */
-static int seat_index(const opts_t *o, redisContext *c, const char *show, const char *seat)
+static int seat_index(const opts_t *o, seatd_redis_t *c, const char *show, const char *seat)
 {
-    redisReply *lh = redisCommand(c, "HGET {s:%s}:meta layoutHash", show);
+    redisReply *lh = seatd_redis_command(c, "HGET {s:%s}:meta layoutHash", show);
     if (!lh || lh->type == REDIS_REPLY_ERROR) {
-        fail(o, "redis: %s", lh ? lh->str : c->errstr);
+        fail(o, "redis: %s", lh ? lh->str : seatd_redis_errstr(c));
         if (lh)
             freeReplyObject(lh);
         return -2;
@@ -793,7 +785,7 @@ static int seat_index(const opts_t *o, redisContext *c, const char *show, const 
         fail(o, "show %s not found", show);
         return -1;
     }
-    redisReply *lay = redisCommand(c, "GET seatd:layout:%s", lh->str);
+    redisReply *lay = seatd_redis_command(c, "GET seatd:layout:%s", lh->str);
     freeReplyObject(lh);
     if (!lay || lay->type != REDIS_REPLY_STRING) {
         fail(o, "show %s: its layout is missing", show);
@@ -835,13 +827,14 @@ static const char seat_who_lua[] =
     "return out";
 
 /* The CONFIRMED booking listing 'seat' (a SCAN of the show's bookings): 0 found, -1 none. */
-static int find_booking(redisContext *c, const char *show, const char *seat, char *id, size_t idn,
+static int find_booking(seatd_redis_t *c, const char *show, const char *seat, char *id, size_t idn,
                         char *owner, size_t ownern)
 {
     char cursor[32] = "0";
     int found = -1;
     do {
-        redisReply *r = redisCommand(c, "SCAN %s MATCH {s:%s}:booking:* COUNT 1000", cursor, show);
+        redisReply *r =
+            seatd_redis_command(c, "SCAN %s MATCH {s:%s}:booking:* COUNT 1000", cursor, show);
         if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
             if (r)
                 freeReplyObject(r);
@@ -850,7 +843,7 @@ static int find_booking(redisContext *c, const char *show, const char *seat, cha
         snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
         for (size_t i = 0; i < r->element[1]->elements && found < 0; i++) {
             const char *key = r->element[1]->element[i]->str;
-            redisReply *h = redisCommand(c, "HMGET %s status seatIds owner", key);
+            redisReply *h = seatd_redis_command(c, "HMGET %s status seatIds owner", key);
             if (h && h->type == REDIS_REPLY_ARRAY && h->elements == 3 &&
                 h->element[0]->type == REDIS_REPLY_STRING &&
                 strcmp(h->element[0]->str, "CONFIRMED") == 0 &&
@@ -886,12 +879,12 @@ static int cmd_seat_who(opts_t *o)
         return rc;
     if (!seatd_keys_valid_seat_id(seat))
         return usage_error("'%s' is not a seat id ([A-Za-z0-9_-]{1,16})", seat);
-    redisContext *c = redis_open(o);
+    seatd_redis_t *c = redis_open(o);
     if (!c)
         return EXIT_FAIL;
     int idx = seat_index(o, c, show, seat);
     if (idx < 0) {
-        redisFree(c);
+        seatd_redis_free(c);
         return EXIT_FAIL;
     }
     char seat_key[SEATD_KEY_MAX], held[SEATD_KEY_MAX], booked[SEATD_KEY_MAX];
@@ -902,12 +895,13 @@ static int cmd_seat_who(opts_t *o)
     snprintf(hold_prefix, sizeof hold_prefix, "{s:%s}:hold:", show);
     snprintf(bit, sizeof bit, "%d", idx);
     const char *argv[] = {"EVAL_RO", seat_who_lua, "3", seat_key, held, booked, bit, hold_prefix};
-    redisReply *r = redisCommandArgv(c, 8, argv, NULL);
+    redisReply *r = seatd_redis_commandv(c, 8, argv, NULL);
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 5) {
-        rc = fail(o, "redis: %s", r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
+        rc = fail(o, "redis: %s",
+                  r && r->type == REDIS_REPLY_ERROR ? r->str : seatd_redis_errstr(c));
         if (r)
             freeReplyObject(r);
-        redisFree(c);
+        seatd_redis_free(c);
         return rc;
     }
     const char *hold = r->element[0]->str;
@@ -962,7 +956,7 @@ static int cmd_seat_who(opts_t *o)
                  held_bit ? " (its hold ended; the held bit awaits the sweeper)" : "");
     }
     freeReplyObject(r);
-    redisFree(c);
+    seatd_redis_free(c);
     if (o->json)
         print_json(j);
     else {
@@ -990,7 +984,7 @@ static int cmd_audit(opts_t *o)
     int rc = check_show_id(show);
     if (rc)
         return rc;
-    redisContext *c = redis_open(o);
+    seatd_redis_t *c = redis_open(o);
     if (!c)
         return EXIT_FAIL;
     seatd_audit_report_t rep;
@@ -1006,12 +1000,12 @@ static int cmd_audit(opts_t *o)
         out.list = cJSON_CreateArray();
         seatd_audit_opts_t ao = {
             .wins = -1, .bookings = -1, .on_violation = on_violation, .data = out.list};
-        rc = seatd_audit_show(c, show, &ao, &rep, err, sizeof err);
+        rc = seatd_audit_show_sync(c, show, &ao, &rep, err, sizeof err);
         attempt++;
         if (rc < 0 || rep.violations == 0 || rep.stable || attempt == AUDIT_ATTEMPTS)
             break;
     }
-    redisFree(c);
+    seatd_redis_free(c);
     if (rc < 0) {
         cJSON_Delete(out.list);
         return fail(o, "%s", err);

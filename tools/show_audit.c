@@ -10,6 +10,8 @@
 #include <cjson/cJSON.h>
 #include <hiredis/hiredis.h>
 
+#include "redis_sync.h"
+
 #define MAX_SEATS 200000
 
 typedef struct owner_s {
@@ -18,7 +20,8 @@ typedef struct owner_s {
 } owner_t;
 
 typedef struct audit_s {
-    redisContext *rc; /* borrowed */
+    redisContext *rc;  /* borrowed; one node, or NULL */
+    seatd_redis_t *rs; /* borrowed; one node or a cluster, when 'rc' is NULL */
     const seatd_audit_opts_t *o;
     seatd_audit_report_t *rep;
     char prefix[64]; /* {s:<id>} */
@@ -54,10 +57,15 @@ __attribute__((format(printf, 2, 3))) static redisReply *cmd(audit_t *a, const c
         return NULL;
     va_list ap;
     va_start(ap, fmt);
-    redisReply *r = redisvCommand(a->rc, fmt, ap);
+    redisReply *r = NULL;
+    if (a->rc) {
+        r = redisvCommand(a->rc, fmt, ap);
+    } else {
+        r = seatd_redis_vcommand(a->rs, fmt, ap);
+    }
     va_end(ap);
     if (!r) {
-        snprintf(a->err, a->errlen, "redis: %s", a->rc->errstr);
+        snprintf(a->err, a->errlen, "redis: %s", a->rc ? a->rc->errstr : seatd_redis_errstr(a->rs));
         a->failed = 1;
         return NULL;
     }
@@ -83,9 +91,13 @@ static redisReply *probe(audit_t *a, const char *lua, int nkeys, int nargs, cons
     argv[2] = nk;
     for (int i = 0; i < nargs && i < 9; i++)
         argv[3 + i] = args[i];
-    redisReply *r = redisCommandArgv(a->rc, 3 + nargs, argv, NULL);
+    redisReply *r = a->rc ? redisCommandArgv(a->rc, 3 + nargs, argv, NULL)
+                          : seatd_redis_commandv(a->rs, 3 + nargs, argv, NULL);
     if (!r || r->type == REDIS_REPLY_ERROR) {
-        snprintf(a->err, a->errlen, "redis: %s", r ? r->str : a->rc->errstr);
+        snprintf(a->err, a->errlen, "redis: %s",
+                 r       ? r->str
+                 : a->rc ? a->rc->errstr
+                         : seatd_redis_errstr(a->rs));
         a->failed = 1;
         if (r)
             freeReplyObject(r);
@@ -628,10 +640,12 @@ out:
         freeReplyObject(booked);
 }
 
-int seatd_audit_show(redisContext *c, const char *show_id, const seatd_audit_opts_t *o,
-                     seatd_audit_report_t *report, char *err, size_t errlen)
+static int audit_show(audit_t *ap, const char *show_id)
 {
-    audit_t a = {.rc = c, .o = o, .rep = report, .err = err, .errlen = errlen};
+    audit_t a = *ap;
+    seatd_audit_report_t *report = a.rep;
+    char *err = a.err;
+    size_t errlen = a.errlen;
     memset(report, 0, sizeof *report);
     if (errlen)
         err[0] = '\0';
@@ -656,4 +670,18 @@ int seatd_audit_show(redisContext *c, const char *show_id, const seatd_audit_opt
     free(a.booked_by);
     free(a.owners);
     return rc;
+}
+
+int seatd_audit_show(redisContext *c, const char *show_id, const seatd_audit_opts_t *o,
+                     seatd_audit_report_t *report, char *err, size_t errlen)
+{
+    audit_t a = {.rc = c, .o = o, .rep = report, .err = err, .errlen = errlen};
+    return audit_show(&a, show_id);
+}
+
+int seatd_audit_show_sync(seatd_redis_t *c, const char *show_id, const seatd_audit_opts_t *o,
+                          seatd_audit_report_t *report, char *err, size_t errlen)
+{
+    audit_t a = {.rs = c, .o = o, .rep = report, .err = err, .errlen = errlen};
+    return audit_show(&a, show_id);
 }

@@ -76,4 +76,10 @@ typedef struct seatd_audit_report_s {
 int seatd_audit_show(struct redisContext *c, const char *show_id, const seatd_audit_opts_t *o,
                      seatd_audit_report_t *report, char *err, size_t errlen);
 
+/* As seatd_audit_show() over a tools/redis_sync.h client, which also reaches a show on a
+ * Redis Cluster (its keys share the {s:<id>} slot; the layout key has its own). */
+struct seatd_redis_s;
+int seatd_audit_show_sync(struct seatd_redis_s *c, const char *show_id, const seatd_audit_opts_t *o,
+                          seatd_audit_report_t *report, char *err, size_t errlen);
+
 #endif

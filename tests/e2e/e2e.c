@@ -134,21 +134,96 @@ int e2e_redis_password(const char *file, char *out, size_t size)
     return out[0] ? 0 : -1;
 }
 
+int e2e_cluster(void)
+{
+    const char *v = getenv("SEATD_E2E_CLUSTER");
+    return v != NULL && strcmp(v, "1") == 0;
+}
+
+int e2e_redis_ports(int *ports, int max)
+{
+    char path[1024], line[4096];
+    const char *run = getenv("SEATD_E2E_RUN");
+    int n = 0;
+    snprintf(path, sizeof(path), "%s/redis-nodes", run ? run : ".");
+    FILE *f = run ? fopen(path, "r") : NULL;
+    if (f != NULL) {
+        if (fgets(line, sizeof(line), f) != NULL)
+            for (char *tok = strtok(line, ",\r\n"); tok && n < max; tok = strtok(NULL, ",\r\n")) {
+                const char *colon = strrchr(tok, ':');
+                if (colon && atoi(colon + 1) > 0)
+                    ports[n++] = atoi(colon + 1);
+            }
+        fclose(f);
+    }
+    if (n == 0 && max > 0)
+        ports[n++] = env_int("SEATD_E2E_REDIS_PORT");
+    return n;
+}
+
+redisContext *e2e_redis_node(int port)
+{
+    char pass[256];
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, (struct timeval){.tv_sec = 5});
+    if (c == NULL || c->err) {
+        redisFree(c);
+        return NULL;
+    }
+    if (e2e_redis_password("redis-admin.pass", pass, sizeof(pass)) == 0) {
+        redisReply *r = redisCommand(c, "AUTH %s", pass);
+        int ok = r && r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        if (!ok) {
+            redisFree(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+int e2e_redis_node_is_primary(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "ROLE");
+    int primary = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                  r->element[0]->type == REDIS_REPLY_STRING &&
+                  strcmp(r->element[0]->str, "master") == 0;
+    freeReplyObject(r);
+    return primary;
+}
+
 seatd_redis_t *e2e_redis(void)
 {
     /* The stack's Redis refuses anonymous clients: log in as its admin, the default user. On a
-     * cluster (SEATD_REDIS_SHARDS) the client follows MOVED/ASK from this first node. */
-    char pass[256], err[256];
+     * cluster the client follows MOVED/ASK from the first node that answers. */
+    char pass[256], err[256] = "";
     int has_pass = e2e_redis_password("redis-admin.pass", pass, sizeof(pass)) == 0;
-    seatd_redis_opts_t o = {.host = "127.0.0.1",
-                            .port = env_int("SEATD_E2E_REDIS_PORT"),
-                            .password = has_pass ? pass : NULL};
-    seatd_redis_t *c = seatd_redis_connect(&o, err, sizeof(err));
-    if (c == NULL) {
-        fprintf(stderr, "e2e: cannot connect to redis: %s\n", err);
-        abort();
+    int ports[64];
+    int n = e2e_redis_ports(ports, 64);
+    for (int i = 0; i < n; i++) {
+        seatd_redis_opts_t o = {
+            .host = "127.0.0.1", .port = ports[i], .password = has_pass ? pass : NULL};
+        seatd_redis_t *c = seatd_redis_connect(&o, err, sizeof(err));
+        if (c != NULL)
+            return c;
     }
-    return c;
+    fprintf(stderr, "e2e: cannot connect to redis: %s\n", err);
+    abort();
+}
+
+void e2e_function_name(seatd_redis_t *c, const char *fn, char *out, size_t size)
+{
+    snprintf(out, size, "%s", fn);
+    redisReply *r = seatd_redis_command(c, "FUNCTION LIST");
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const redisReply *lib = r->element[i];
+        for (size_t k = 0; k + 1 < lib->elements; k += 2) {
+            const redisReply *name = lib->element[k + 1];
+            if (lib->element[k]->str && strcmp(lib->element[k]->str, "library_name") == 0 &&
+                name->str && strncmp(name->str, "seatd_v", 7) == 0 && strncmp(fn, "seatd_", 6) == 0)
+                snprintf(out, size, "%s_%s", name->str, fn + 6);
+        }
+    }
+    freeReplyObject(r);
 }
 
 static int cmp_str(const void *a, const void *b)

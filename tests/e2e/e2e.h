@@ -44,9 +44,24 @@ int e2e_create_show_at(const char *host, int rows, int per_row, int ttl_s, char 
 /* The password in the stack's runtime folder file 'file' (e.g. "redis-admin.pass") into
  * 'out' ('size' bytes); 0, or -1 when there is none. */
 int e2e_redis_password(const char *file, char *out, size_t size);
-/* A synchronous connection to the stack's Redis as its admin user (aborts on failure).
- * Owned (redisFree). */
+/* A synchronous connection to the stack's Redis as its admin user, through the first of its
+ * nodes that answers (aborts when none does). Owned (seatd_redis_free). */
 seatd_redis_t *e2e_redis(void);
+/* 1 when the stack's Redis is a cluster (tests/e2e/run exports SEATD_E2E_CLUSTER). */
+int e2e_cluster(void);
+/* The ports of every Redis node of the stack (one, or each node of the cluster, primaries and
+ * replicas, from the runtime folder's redis-nodes) into 'ports'; returns how many. */
+int e2e_redis_ports(int *ports, int max);
+struct redisContext;
+/* A plain connection to the one node on 'port' as the admin user (no redirections), or NULL
+ * when it does not answer. Owned (redisFree). */
+struct redisContext *e2e_redis_node(int port);
+/* 1 when the node on 'c' is a primary (ROLE). */
+int e2e_redis_node_is_primary(struct redisContext *c);
+/* The name the stack's Functions library registers seatd's function 'fn' (e.g. "seatd_hold")
+ * under: 'fn' itself on one node, "seatd_v<hash>_hold" on a cluster (worker/scripts.c), read
+ * from FUNCTION LIST; into 'out' ('size' bytes). */
+void e2e_function_name(seatd_redis_t *c, const char *fn, char *out, size_t size);
 /* Every key of show 'id' with its type and DUMP, sorted, as one owned string (free()). */
 char *e2e_show_snapshot(const char *id);
 /* Number of live seat keys and BITCOUNT of the held bitmap of show 'id'. */

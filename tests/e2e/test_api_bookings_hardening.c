@@ -181,8 +181,10 @@ Test(api_bookings_hardening, a_charge_landing_on_a_failed_booking_is_refunded_th
     char *bid = hget(show, key, "bookingId");
     cr_assert(bid[0], "book_begin ran before the client left");
     seatd_redis_t *c = e2e_redis();
-    redisReply *r = seatd_redis_command(
-        c, "FCALL seatd_book_fail 1 {s:%s}:meta %s payment_not_completed", show, bid);
+    char fn[64];
+    e2e_function_name(c, "seatd_book_fail", fn, sizeof(fn));
+    redisReply *r =
+        seatd_redis_command(c, "FCALL %s 1 {s:%s}:meta %s payment_not_completed", fn, show, bid);
     cr_assert(r && r->type == REDIS_REPLY_ARRAY, "%s", r && r->str ? r->str : "");
     freeReplyObject(r);
     seatd_redis_free(c);

@@ -8,7 +8,8 @@
  * e2e stack lifts them for the other suites) and proves each one triggers: hold and booking
  * rate limits per address, limit_conn per address (WebSocket and plain), the worker's per-user
  * hold limit, the header timeout, worker_processes auto. Requests come from distinct loopback
- * source addresses (127.0.x.y) so each limit is met on its own.
+ * source addresses (127.0.x.y) so each limit is met on its own. That stack has one Redis node
+ * even when the suites run on a cluster: the limits under test are the edge's.
  */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -190,16 +191,32 @@ Test(api_hardening, runtime_folder_secrets_logs_and_sockets_are_private)
                                   "redis-admin.pass",
                                   "redis-worker.pass",
                                   "redis-loader.pass",
-                                  "redis.conf",
                                   "nginx.conf",
                                   "gateway-ledger.jsonl",
                                   "logs/gateway.log",
                                   "logs/nginx-access.log",
                                   "logs/notifications.log",
-                                  "logs/worker-1.log",
-                                  "logs/redis.log"};
+                                  "logs/worker-1.log"};
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         snprintf(path, sizeof(path), "%s/%s", run, files[i]);
+        assert_private(path);
+    }
+    /* Each Redis node's config (it holds the replicas' password on a cluster) and log. */
+    if (e2e_cluster()) {
+        int ports[64];
+        int n = e2e_redis_ports(ports, 64);
+        snprintf(path, sizeof(path), "%s/redis-repl.pass", run);
+        assert_private(path);
+        for (int i = 0; i < n; i++) {
+            snprintf(path, sizeof(path), "%s/redis-%d.conf", run, ports[i]);
+            assert_private(path);
+            snprintf(path, sizeof(path), "%s/logs/redis-%d.log", run, ports[i]);
+            assert_private(path);
+        }
+    } else {
+        snprintf(path, sizeof(path), "%s/redis.conf", run);
+        assert_private(path);
+        snprintf(path, sizeof(path), "%s/logs/redis.log", run);
         assert_private(path);
     }
     snprintf(path, sizeof(path), "%s/worker-*.sock", run);
@@ -248,21 +265,32 @@ static void assert_refused(redisContext *c, const char *who, const char *prefix,
         assert_refused(c, who, prefix, (int)(sizeof(argv_) / sizeof(argv_[0])), argv_);            \
     } while (0)
 
-/* Entries of Redis's ACL LOG (denied commands) so far; their commands into 'out'. */
-static size_t acl_log(seatd_redis_t *admin, char *out, size_t size)
+/* Entries of Redis's ACL LOG (denied commands) so far, on every node; their commands into
+ * 'out'. With 'reset', each node's log is emptied afterwards. */
+static size_t acl_log(char *out, size_t size, int reset)
 {
-    redisReply *r = seatd_redis_command(admin, "ACL LOG 50");
-    cr_assert(r && r->type == REDIS_REPLY_ARRAY);
-    size_t n = r->elements;
+    int ports[64];
+    int nports = e2e_redis_ports(ports, 64);
+    size_t n = 0;
     out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        const redisReply *e = r->element[i];
-        for (size_t k = 0; k + 1 < e->elements; k += 2)
-            if (e->element[k]->str && strcmp(e->element[k]->str, "object") == 0 &&
-                e->element[k + 1]->str)
-                snprintf(out + strlen(out), size - strlen(out), "%s ", e->element[k + 1]->str);
+    for (int p = 0; p < nports; p++) {
+        redisContext *c = e2e_redis_node(ports[p]);
+        cr_assert_not_null(c, "redis on port %d does not answer", ports[p]);
+        redisReply *r = redisCommand(c, "ACL LOG 50");
+        cr_assert(r && r->type == REDIS_REPLY_ARRAY);
+        n += r->elements;
+        for (size_t i = 0; i < r->elements; i++) {
+            const redisReply *e = r->element[i];
+            for (size_t k = 0; k + 1 < e->elements; k += 2)
+                if (e->element[k]->str && strcmp(e->element[k]->str, "object") == 0 &&
+                    e->element[k + 1]->str)
+                    snprintf(out + strlen(out), size - strlen(out), "%s ", e->element[k + 1]->str);
+        }
+        freeReplyObject(r);
+        if (reset)
+            freeReplyObject(redisCommand(c, "ACL LOG RESET"));
+        redisFree(c);
     }
-    freeReplyObject(r);
     return n;
 }
 
@@ -270,9 +298,12 @@ Test(api_hardening, redis_refuses_anonymous_clients_and_confines_the_worker_and_
 {
     /* Nothing seatd itself sent so far was denied (tests/e2e/run checks the rest at the end:
      * this test resets the log after its own deliberate refusals). */
-    char denied[1024];
+    char denied[1024], ping[64];
+    cr_assert_eq(acl_log(denied, sizeof(denied), 0), 0, "redis denied: %s", denied);
+    /* On a cluster the library is versioned (seatd_v<hash>_ping): the name FUNCTION LIST has. */
     seatd_redis_t *admin = e2e_redis();
-    cr_assert_eq(acl_log(admin, denied, sizeof(denied)), 0, "redis denied: %s", denied);
+    e2e_function_name(admin, "seatd_ping", ping, sizeof(ping));
+    seatd_redis_free(admin);
 
     redisContext *anon = redis_as(NULL, NULL);
     REFUSE(anon, "an anonymous client", "NOAUTH", "PING");
@@ -298,23 +329,20 @@ Test(api_hardening, redis_refuses_anonymous_clients_and_confines_the_worker_and_
     REFUSE(w, "the worker user", "NOPERM", "MODULE", "LIST");
     REFUSE(w, "the worker user", "NOPERM", "GET", "not-a-seatd-key");
     /* ... and can do its work. */
-    redisReply *r = redisCommand(w, "FCALL seatd_ping 0");
+    redisReply *r = redisCommand(w, "FCALL %s 0", ping);
     cr_assert(r && r->type == REDIS_REPLY_ARRAY, "the worker user cannot FCALL: %s",
               r && r->str ? r->str : "");
     freeReplyObject(r);
     redisFree(w);
 
     redisContext *l = redis_as("seatd-loader", "redis-loader.pass");
-    REFUSE(l, "the loader user", "NOPERM", "FCALL", "seatd_ping", "0");
+    REFUSE(l, "the loader user", "NOPERM", "FCALL", ping, "0");
     REFUSE(l, "the loader user", "NOPERM", "GET", "seatd:shows");
     REFUSE(l, "the loader user", "NOPERM", "FLUSHALL");
     REFUSE(l, "the loader user", "NOPERM", "FUNCTION", "FLUSH");
     redisFree(l);
 
-    cr_assert_geq(acl_log(admin, denied, sizeof(denied)), 10);
-    redisReply *reset = seatd_redis_command(admin, "ACL LOG RESET");
-    freeReplyObject(reset);
-    seatd_redis_free(admin);
+    cr_assert_geq(acl_log(denied, sizeof(denied), 1), 10);
 }
 
 /* A hold of one seat of a fresh 1x5 show as 'sub' through nginx; the HTTP status. */
@@ -331,18 +359,39 @@ Test(api_hardening, the_library_is_reloaded_by_the_loader_user_after_function_fl
 {
     char show[32];
     cr_assert_eq(e2e_create_show(1, 5, 300, show), 0);
-    seatd_redis_t *c = e2e_redis();
-    redisReply *r = seatd_redis_command(c, "FUNCTION FLUSH");
-    cr_assert(r && r->type == REDIS_REPLY_STATUS);
-    freeReplyObject(r);
+    /* Every primary forgets the library (a cluster's replicas follow theirs). */
+    int ports[64], primaries[64], np = 0;
+    int n = e2e_redis_ports(ports, 64);
+    for (int i = 0; i < n; i++) {
+        redisContext *c = e2e_redis_node(ports[i]);
+        cr_assert_not_null(c, "redis on port %d does not answer", ports[i]);
+        if (e2e_redis_node_is_primary(c)) {
+            redisReply *r = redisCommand(c, "FUNCTION FLUSH");
+            cr_assert(r && r->type == REDIS_REPLY_STATUS);
+            freeReplyObject(r);
+            primaries[np++] = ports[i];
+        }
+        redisFree(c);
+    }
+    cr_assert_geq(np, 1);
     e2e_res_t res;
     cr_assert_eq(hold_one(show, "A1", "flusher", &res), 201, "%.*s", (int)res.http.body_len,
                  res.http.body);
     e2e_res_free(&res);
-    r = seatd_redis_command(c, "FUNCTION LIST LIBRARYNAME seatd");
-    cr_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
-    freeReplyObject(r);
-    seatd_redis_free(c);
+    /* The library is back: as "seatd" on one node; on a cluster as "seatd_v<hash>", at least
+     * on the primary of the show's shard (the hold ran there). */
+    int loaded = 0;
+    for (int i = 0; i < np; i++) {
+        redisContext *c = e2e_redis_node(primaries[i]);
+        cr_assert_not_null(c);
+        redisReply *r =
+            redisCommand(c, "FUNCTION LIST LIBRARYNAME %s", e2e_cluster() ? "seatd_v*" : "seatd");
+        cr_assert(r && r->type == REDIS_REPLY_ARRAY);
+        loaded += r->elements == 1;
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    cr_assert_geq(loaded, 1, "no primary has the library again");
 }
 
 static int workers_alive(void)
@@ -355,24 +404,39 @@ static int workers_alive(void)
 
 Test(api_hardening, redis_at_maxmemory_refuses_writes_with_503_and_recovers)
 {
-    seatd_redis_t *c = e2e_redis();
-    redisReply *r = seatd_redis_command(c, "CONFIG GET maxmemory");
-    cr_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
-    long long maxmemory = atoll(r->element[1]->str);
-    char saved[32];
-    snprintf(saved, sizeof(saved), "%s", r->element[1]->str);
-    freeReplyObject(r);
-    cr_assert_gt(maxmemory, 0, "redis has no maxmemory: it grows until the OOM killer acts");
-    r = seatd_redis_command(c, "CONFIG GET maxmemory-policy");
-    cr_assert(r && r->elements == 2 && strcmp(r->element[1]->str, "noeviction") == 0);
-    freeReplyObject(r);
+    /* Every primary (one node, or each shard's): its maxmemory, and the policy. */
+    int ports[64], n = 0;
+    redisContext *nodes[64];
+    char saved[64][32];
+    int all = e2e_redis_ports(ports, 64);
+    for (int i = 0; i < all; i++) {
+        redisContext *c = e2e_redis_node(ports[i]);
+        cr_assert_not_null(c, "redis on port %d does not answer", ports[i]);
+        if (!e2e_redis_node_is_primary(c)) {
+            redisFree(c);
+            continue;
+        }
+        redisReply *r = redisCommand(c, "CONFIG GET maxmemory");
+        cr_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+        long long maxmemory = atoll(r->element[1]->str);
+        snprintf(saved[n], sizeof(saved[n]), "%s", r->element[1]->str);
+        freeReplyObject(r);
+        cr_assert_gt(maxmemory, 0, "redis has no maxmemory: it grows until the OOM killer acts");
+        r = redisCommand(c, "CONFIG GET maxmemory-policy");
+        cr_assert(r && r->elements == 2 && strcmp(r->element[1]->str, "noeviction") == 0);
+        freeReplyObject(r);
+        nodes[n++] = c;
+    }
+    cr_assert_geq(n, 1);
 
     char show[32];
     cr_assert_eq(e2e_create_show(1, 5, 300, show), 0);
     /* Memory "full": every write is refused with OOM from now on. */
-    r = seatd_redis_command(c, "CONFIG SET maxmemory 1");
-    cr_assert(r && r->type == REDIS_REPLY_STATUS);
-    freeReplyObject(r);
+    for (int i = 0; i < n; i++) {
+        redisReply *r = redisCommand(nodes[i], "CONFIG SET maxmemory 1");
+        cr_assert(r && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
     e2e_res_t res;
     int status = hold_one(show, "A1", "oomer", &res);
     char retry[16] = "", ctype[64] = "", body[512];
@@ -388,8 +452,10 @@ Test(api_hardening, redis_at_maxmemory_refuses_writes_with_503_and_recovers)
     int read_status = res.http.status;
     e2e_res_free(&res);
     /* Restore before asserting, so a failure does not leave the stack full. */
-    r = seatd_redis_command(c, "CONFIG SET maxmemory %s", saved);
-    freeReplyObject(r);
+    for (int i = 0; i < n; i++) {
+        freeReplyObject(redisCommand(nodes[i], "CONFIG SET maxmemory %s", saved[i]));
+        redisFree(nodes[i]);
+    }
     cr_assert_eq(status, 503, "a hold at maxmemory answered %d: %s", status, body);
     cr_assert(retry[0], "503 without Retry-After");
     cr_assert_eq(read_status, 200, "reads failed at maxmemory: %d", read_status);
@@ -400,11 +466,13 @@ Test(api_hardening, redis_at_maxmemory_refuses_writes_with_503_and_recovers)
     cr_assert_eq(seat_keys, 0, "the refused hold left a seat key");
     cr_assert_eq(hold_one(show, "A1", "oomer", &res), 201);
     e2e_res_free(&res);
-    seatd_redis_free(c);
 }
 
 Test(api_hardening, redis_restart_replays_its_aof_under_the_acl)
 {
+    if (e2e_cluster())
+        cr_skip_test("restarts the one Redis process from its redis.conf and log: a cluster "
+                     "node's restart and failover are tests/cluster's scenarios");
     char show[32], cmd[1024], path[64];
     cr_assert_eq(e2e_create_show(1, 5, 300, show), 0);
     e2e_res_t res;
@@ -564,6 +632,7 @@ static void shell_env(const hstack_t *s, char *out, size_t size)
              "-u SEATD_HOLD_RATE_PER_USER -u SEATD_HOLD_RATE_WINDOW_MS -u SEATD_JWT_SECRET "
              "-u SEATD_REDIS_PORT -u SEATD_GATEWAY_PORT -u SEATD_METRICS_PORT -u SEATD_REDIS_USER "
              "-u SEATD_REDIS_PASSWORD_FILE -u SEATD_WORKER_ARGS -u SEATD_NGINX_ACCESS_LOG "
+             "-u SEATD_REDIS_SHARDS -u SEATD_REDIS_REPLICAS " /* the edge's limits: one Redis */
              "SEATD_PORT=%d SEATD_RUN_DIR=%s SEATD_WORKERS=2 SEATD_NO_DEMO=1 SEATD_SKIP_BUILD=1 "
              "SEATD_BUILD_DIR=%s",
              s->port, s->run, getenv("SEATD_BUILD_DIR") ? getenv("SEATD_BUILD_DIR") : "build");

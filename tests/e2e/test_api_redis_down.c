@@ -39,6 +39,9 @@ static int all_workers_alive(void)
 
 Test(api_redis_down, answers_503_while_redis_is_down_and_recovers_without_restart)
 {
+    if (e2e_cluster())
+        cr_skip_test("stops the one Redis process and starts it again from its redis.conf: a "
+                     "cluster's node failures and failovers are tests/cluster's scenarios");
     char show[32], path[96], cmd[512];
     cr_assert_eq(e2e_create_show(1, 10, 300, show), 0);
     snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
@@ -109,6 +112,9 @@ static int hung_hold(const char *path, int i)
 
 Test(api_redis_down, a_hung_redis_answers_503_and_leaves_no_refused_hold_held)
 {
+    if (e2e_cluster())
+        cr_skip_test("hangs the one Redis process (its redis.pid): a hung or failed cluster node "
+                     "is tests/cluster's scenario");
     char show[32], path[96], pidfile[512];
     cr_assert_eq(e2e_create_show(2, HUNG_HOLDS, 300, show), 0);
     snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
