@@ -171,7 +171,7 @@ static long long time_of(const redisReply *t)
 
 static long long redis_ms(redisContext *c)
 {
-    redisReply *t = redisCommand(c, "TIME");
+    redisReply *t = seatd_test_redis_command(c, "TIME");
     cr_assert(t && t->type == REDIS_REPLY_ARRAY && t->elements == 2);
     long long ms = time_of(t);
     freeReplyObject(t);

@@ -126,7 +126,7 @@ static int wait_connected(env_t *e, unsigned want)
 static int library_listed(void)
 {
     redisContext *c = seatd_test_redis_connect();
-    redisReply *r = redisCommand(c, "FUNCTION LIST LIBRARYNAME seatd");
+    redisReply *r = seatd_test_redis_command(c, "FUNCTION LIST LIBRARYNAME seatd");
     int found = 0;
     if (r && r->type == REDIS_REPLY_ARRAY) {
         for (size_t i = 0; i < r->elements; i++) {
@@ -146,7 +146,7 @@ static int library_listed(void)
 static void sync_command(const char *cmd)
 {
     redisContext *c = seatd_test_redis_connect();
-    redisReply *r = redisCommand(c, cmd);
+    redisReply *r = seatd_test_redis_command(c, cmd);
     cr_assert(r && r->type != REDIS_REPLY_ERROR, "%s failed", cmd);
     freeReplyObject(r);
     redisFree(c);
