@@ -1004,8 +1004,13 @@ static int cmd_audit(opts_t *o)
     for (;;) {
         cJSON_Delete(out.list);
         out.list = cJSON_CreateArray();
-        seatd_audit_opts_t ao = {
-            .wins = -1, .bookings = -1, .on_violation = on_violation, .data = out.list};
+        const char *pass = o->redis_pass ? o->redis_pass : getenv("REDISCLI_AUTH");
+        seatd_audit_opts_t ao = {.wins = -1,
+                                 .bookings = -1,
+                                 .on_violation = on_violation,
+                                 .data = out.list,
+                                 .user = o->redis_user,
+                                 .password = pass && pass[0] ? pass : NULL};
         rc = seatd_audit_show(c, show, &ao, &rep, err, sizeof err);
         attempt++;
         if (rc < 0 || rep.violations == 0 || rep.stable || attempt == AUDIT_ATTEMPTS)
