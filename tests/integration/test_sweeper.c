@@ -392,8 +392,8 @@ Test(sweeper, renews_its_rescan_lease_while_a_long_walk_runs)
     cr_assert(x->type == REDIS_REPLY_INTEGER && x->integer > 0,
               "the lease is still held deep into the walk (PTTL %lld)", x->integer);
     freeReplyObject(x);
-    x = seatd_test_redis_command(c,
-                                 "FCALL seatd_lease 1 seatd:sweep:rescan take someone-else 1000");
+    x = seatd_test_redis_command(c, "FCALL %s 1 seatd:sweep:rescan take someone-else 1000",
+                                 th_fn("seatd_lease"));
     cr_assert(x->type == REDIS_REPLY_ARRAY && x->elements == 2 &&
                   strcmp(x->element[1]->str, "0") == 0,
               "a second walker cannot take it");
