@@ -121,6 +121,10 @@ static int key_arg(int argc, const char **argv, const size_t *lens)
                 return i + 1;
         return -1;
     }
+    /* Container commands: the key follows the subcommand (XGROUP CREATE <stream> …). */
+    if (!strcasecmp(c, "XGROUP") || !strcasecmp(c, "XINFO") || !strcasecmp(c, "OBJECT") ||
+        !strcasecmp(c, "MEMORY"))
+        return argc > 2 ? 2 : -1;
     static const char *const keyless[] = {"PING",   "INFO",   "CLUSTER", "FUNCTION", "ACL",
                                           "TIME",   "CONFIG", "AUTH",    "SCRIPT",   "DBSIZE",
                                           "WAIT",   "CLIENT", "COMMAND", "SHUTDOWN", "FLUSHALL",
@@ -160,6 +164,7 @@ redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv, 
     long long deadline = now_ms() + r->o.timeout_ms;
     int ask = -1; /* the node an ASK named, for the next attempt only */
     int next = 0; /* round-robin over the known nodes when the owner is unknown or dead */
+    int hops = 0; /* redirections followed: a bound, in case nodes disagree for long */
     for (;;) {
         int i = ask >= 0 ? ask : (slot >= 0 && r->owner[slot] >= 0 ? r->owner[slot] : next);
         redisContext *c = node_conn(r, i);
@@ -183,14 +188,17 @@ redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv, 
             int s, to = parse_redirect(r, x->str, &s);
             int moved = x->str[0] == 'M';
             freeReplyObject(x);
-            if (to < 0) {
-                snprintf(r->err, sizeof(r->err), "bad redirection");
+            if (to < 0 || ++hops > 16) {
+                snprintf(r->err, sizeof(r->err),
+                         to < 0 ? "bad redirection" : "too many redirections");
                 return NULL;
             }
             if (moved)
                 r->owner[s] = (short)to;
             else
                 ask = to;
+            slot = s; /* the server's word on the key's slot: a command whose key we guessed
+                       * wrong would otherwise be sent to the same node forever */
             continue; /* a redirection is an answer, not a failure: no pause */
         } else if (starts(x, "TRYAGAIN") || starts(x, "CLUSTERDOWN") || starts(x, "LOADING")) {
             snprintf(r->err, sizeof(r->err), "%s", x->str);

@@ -13,9 +13,11 @@
  * reads and for writes that are safe to repeat (the tools' are).
  *
  * The key of a command is its first argument, except FCALL/FCALL_RO/EVAL/EVALSHA (the first
- * key after numkeys, if any), XREAD/XREADGROUP (the first stream after STREAMS) and SCAN (the
+ * key after numkeys, if any), XREAD/XREADGROUP (the first stream after STREAMS),
+ * XGROUP/XINFO/OBJECT/MEMORY (the argument after the subcommand) and SCAN (the
  * MATCH pattern: KEYS and SCAN of "{s:42}:*" go to the node of show 42's slot); commands
- * without a key go to the first node.
+ * without a key go to the first node. After a MOVED or ASK the command follows the slot the
+ * node named (at most 16 redirections).
  *
  * Not thread-safe; one per thread.
  */
