@@ -169,6 +169,8 @@ int main(int argc, char **argv)
         settle(c, prefix);
 
     long printed = 0;
+    o.user = user && user[0] ? user : NULL; /* for a redirection to the layout's shard */
+    o.password = pass && pass[0] ? pass : NULL;
     o.on_violation = on_violation;
     o.data = &printed;
     seatd_audit_report_t rep;

@@ -191,6 +191,7 @@ redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv, 
     long long deadline = now_ms() + r->o.timeout_ms;
     int ask = -1; /* the node an ASK named, for the next attempt only */
     int next = 0; /* round-robin over the known nodes when the owner is unknown or dead */
+    int hops = 0; /* redirections followed: a bound, in case nodes disagree for long */
     for (;;) {
         int i = ask >= 0 ? ask : (slot >= 0 && r->owner[slot] >= 0 ? r->owner[slot] : next);
         redisContext *c = node_conn(r, i);
@@ -214,8 +215,9 @@ redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv, 
             int s, to = parse_redirect(r, x->str, &s);
             int moved = x->str[0] == 'M';
             freeReplyObject(x);
-            if (to < 0) {
-                snprintf(r->err, sizeof(r->err), "bad redirection");
+            if (to < 0 || ++hops > 16) {
+                snprintf(r->err, sizeof(r->err),
+                         to < 0 ? "bad redirection" : "too many redirections");
                 return NULL;
             }
             if (moved) {

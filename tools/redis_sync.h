@@ -13,10 +13,11 @@
  * reads and for writes that are safe to repeat (the tools' are).
  *
  * The key of a command is its first argument, except FCALL/FCALL_RO/EVAL(SHA)[_RO] (the first
- * key after numkeys, if any), XREAD/XREADGROUP (the first stream after STREAMS), XGROUP/XINFO
- * (after the subcommand), KEYS and SCAN (the pattern when it starts with a hash tag: KEYS and
- * SCAN MATCH of "{s:42}:*" go to the node of show 42's slot); commands without a key go to
- * the first node. A MOVED names the key's slot: the command follows that slot from then on.
+ * key after numkeys, if any), XREAD/XREADGROUP (the first stream after STREAMS),
+ * XGROUP/XINFO/OBJECT/MEMORY (after the subcommand), KEYS and SCAN (the pattern when it starts with
+ * a hash tag: KEYS and SCAN MATCH of "{s:42}:*" go to the node of show 42's slot); commands without
+ * a key go to the first node. A MOVED names the key's slot: the command follows that slot from then
+ * on (at most 16 redirections).
  *
  * Not thread-safe; one per thread.
  */

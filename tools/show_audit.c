@@ -49,6 +49,44 @@ __attribute__((format(printf, 3, 4))) static void violation(audit_t *a, const ch
         a->o->on_violation(check, text, a->o->data);
 }
 
+/* Sends the command again on the node a "MOVED|ASK <slot> <host>:<port>" reply 'moved' (freed)
+ * names, on a connection of its own authenticated with the options' credentials. Returns the
+ * reply there, or an error reply / NULL (with 'a->err' written). */
+static redisReply *redirected(audit_t *a, redisReply *moved, const char *fmt, va_list ap)
+{
+    int ask = moved->str[0] == 'A';
+    const char *addr = strchr(moved->str + (ask ? 4 : 6), ' ');
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    if (!colon)
+        return moved;
+    char host[256];
+    snprintf(host, sizeof host, "%.*s", (int)(colon - addr - 1), addr + 1);
+    int port = atoi(colon + 1);
+    freeReplyObject(moved);
+    struct timeval tv = {.tv_sec = 5};
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    redisReply *r = NULL;
+    if (c && !c->err) {
+        redisSetTimeout(c, tv);
+        if (a->o->password)
+            r = a->o->user ? redisCommand(c, "AUTH %s %s", a->o->user, a->o->password)
+                           : redisCommand(c, "AUTH %s", a->o->password);
+        if (!a->o->password || (r && r->type != REDIS_REPLY_ERROR)) {
+            freeReplyObject(r);
+            r = NULL;
+            if (ask)
+                freeReplyObject(redisCommand(c, "ASKING"));
+            r = redisvCommand(c, fmt, ap);
+        }
+    }
+    if (!r) {
+        snprintf(a->err, a->errlen, "redis %s:%d: %s", host, port, c ? c->errstr : "out of memory");
+        a->failed = 1;
+    }
+    redisFree(c);
+    return r;
+}
+
 /* Runs one command; NULL (and 'failed' set, 'err' written) on a connection error or an error
  * reply. */
 __attribute__((format(printf, 2, 3))) static redisReply *cmd(audit_t *a, const char *fmt, ...)
@@ -64,8 +102,16 @@ __attribute__((format(printf, 2, 3))) static redisReply *cmd(audit_t *a, const c
         r = seatd_redis_vcommand(a->rs, fmt, ap);
     }
     va_end(ap);
+    if (r && r->type == REDIS_REPLY_ERROR &&
+        (strncmp(r->str, "MOVED ", 6) == 0 || strncmp(r->str, "ASK ", 4) == 0)) {
+        va_start(ap, fmt);
+        r = redirected(a, r, fmt, ap);
+        va_end(ap);
+    }
     if (!r) {
-        snprintf(a->err, a->errlen, "redis: %s", a->rc ? a->rc->errstr : seatd_redis_errstr(a->rs));
+        if (!a->failed) /* else redirected() wrote why */
+            snprintf(a->err, a->errlen, "redis: %s",
+                     a->rc ? a->rc->errstr : seatd_redis_errstr(a->rs));
         a->failed = 1;
         return NULL;
     }

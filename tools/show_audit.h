@@ -52,6 +52,11 @@ typedef struct seatd_audit_opts_s {
     long bookings; /* expected CONFIRMED bookings, or -1 */
     seatd_audit_violation_cb on_violation; /* may be NULL */
     void *data;
+    /* On a Redis Cluster the show's keys share one slot but its shared layout
+     * (seatd:layout:<hash>) has its own: a read answered MOVED/ASK is sent again once on a
+     * connection to the named node, authenticated with these (NULL: no AUTH). */
+    const char *user;
+    const char *password;
 } seatd_audit_opts_t;
 
 typedef struct seatd_audit_report_s {
@@ -69,7 +74,8 @@ typedef struct seatd_audit_report_s {
 } seatd_audit_report_t;
 
 /*
- * Audits show 'show_id' over 'c' (borrowed, connected and authenticated). Returns 0 when the
+ * Audits show 'show_id' over 'c' (borrowed, connected and authenticated; on a cluster, to the
+ * primary of the show's slot). Returns 0 when the
  * audit ran (its result is 'report->violations'), SEATD_AUDIT_ENOSHOW or SEATD_AUDIT_EREDIS
  * with a message in 'err' ('errlen' bytes) otherwise.
  */

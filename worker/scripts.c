@@ -239,6 +239,17 @@ void seatd_scripts_free(seatd_scripts_t *s)
     release(s);
 }
 
+const char *seatd_scripts_function_name(int versioned, const char *fn, char *out, size_t cap)
+{
+    if (versioned && strncmp(fn, "seatd_", 6) == 0) {
+        unsigned long long h = (unsigned long long)fnv1a(seatd_lua_bundle, seatd_lua_bundle_len);
+        snprintf(out, cap, "seatd_v%08llx_%s", h & 0xffffffffull, fn + 6);
+    } else {
+        snprintf(out, cap, "%s", fn);
+    }
+    return out;
+}
+
 unsigned long seatd_scripts_load_count(const seatd_scripts_t *s)
 {
     return s->load_count;

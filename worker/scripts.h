@@ -67,6 +67,12 @@ SEATD_MUSTCHECK int seatd_scripts_fcall(seatd_scripts_t *s, const char *fn, int 
                                         const char **keys, int nargs, const char **args,
                                         const size_t *arglens, seatd_rds_reply_cb cb, void *data);
 
+/* The name seatd_scripts_fcall() calls for 'fn' ("seatd_<name>"): 'fn' itself in single-node
+ * mode ('versioned' 0), "seatd_v<h>_<name>" with the versioned library of a cluster
+ * ('versioned' 1); written to 'out' ('cap' bytes). For tests that FCALL directly. Returns
+ * 'out'. */
+const char *seatd_scripts_function_name(int versioned, const char *fn, char *out, size_t cap);
+
 /* Loads counter, for tests: how many times FUNCTION LOAD succeeded. */
 unsigned long seatd_scripts_load_count(const seatd_scripts_t *s);
 

@@ -234,12 +234,23 @@ static inline int th_reap(th_t *t, th_res_t *r, const char *show)
 
 /* ---------------------------------------------------------------------- direct reads */
 
-/* A synchronous command on 'c' returning an integer (or -1000 on anything else). */
+/* The name of function 'fn' ("seatd_hold") to FCALL directly: versioned on a cluster
+ * (scripts.h). Returns one of 8 static buffers, reused in turn. */
+static inline const char *th_fn(const char *fn)
+{
+    static char names[8][64];
+    static int next;
+    char *out = names[next++ % 8];
+    return seatd_scripts_function_name(seatd_test_redis_is_cluster(), fn, out, sizeof(names[0]));
+}
+
+/* A synchronous command on 'c' returning an integer (or -1000 on anything else); it follows
+ * a cluster's redirections (seatd_test_redis_command). */
 static inline long long th_int(redisContext *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    redisReply *rep = redisvCommand(c, fmt, ap);
+    redisReply *rep = seatd_test_redis_vcommand(c, fmt, ap);
     va_end(ap);
     long long v = (rep && rep->type == REDIS_REPLY_INTEGER) ? rep->integer : -1000;
     freeReplyObject(rep);
@@ -252,7 +263,7 @@ static inline int th_str(redisContext *c, char *out, size_t cap, const char *fmt
 {
     va_list ap;
     va_start(ap, fmt);
-    redisReply *rep = redisvCommand(c, fmt, ap);
+    redisReply *rep = seatd_test_redis_vcommand(c, fmt, ap);
     va_end(ap);
     int rc = -1;
     out[0] = '\0';

@@ -83,7 +83,11 @@ static inline void tls_child_main(int fd, const seatd_live_opts_t *lopts)
     app->nroutes = seatd_nroutes;
     if (seatd_auth_new(TLS_SECRET, strlen(TLS_SECRET), &app->auth) < 0)
         seatd_test_child_exit(4);
-    seatd_rds_opts_t ro = {.port = seatd_test_redis_port(), .pool_size = 2, .timeout_ms = 4000};
+    seatd_rds_opts_t ro = {.port = seatd_test_redis_port(),
+                           .pool_size = 2,
+                           .timeout_ms = 4000,
+                           /* cluster mode when set (SEATD_TEST_CLUSTER=1 runs) */
+                           .cluster_nodes = getenv("SEATD_TEST_CLUSTER_NODES")};
     app->rds = seatd_rds_new(app->loop, &ro);
     app->scripts = seatd_scripts_new(app->rds);
     app->store = seatd_store_new(app->scripts);

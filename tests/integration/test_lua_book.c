@@ -57,7 +57,7 @@ Test(lua_book, begin_then_confirm_books_the_seats_once)
     char v[64];
     cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:user:alice booked"), 1);
     cr_assert_str_eq(v, "2");
-    redisReply *x = redisCommand(c, "XRANGE {s:1}:bookings - +");
+    redisReply *x = seatd_test_redis_command(c, "XRANGE {s:1}:bookings - +");
     cr_assert(x && x->type == REDIS_REPLY_ARRAY && x->elements == 1);
     redisReply *fields = x->element[0]->element[1];
     cr_assert_str_eq(fields->element[0]->str, "type");

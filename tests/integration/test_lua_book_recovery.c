@@ -132,11 +132,11 @@ Test(lua_book_recovery, a_charge_that_lands_after_the_booking_failed_records_its
 static void show_starts_in(long long in_s, const char *extra)
 {
     redisContext *c = seatd_test_redis_connect();
-    redisReply *tm = redisCommand(c, "TIME");
+    redisReply *tm = seatd_test_redis_command(c, "TIME");
     long long now = atoll(tm->element[0]->str) * 1000 + atoll(tm->element[1]->str) / 1000;
     freeReplyObject(tm);
-    freeReplyObject(
-        redisCommand(c, "HSET {s:1}:meta startsAt %lld extra %s", now + in_s * 1000, extra));
+    freeReplyObject(seatd_test_redis_command(c, "HSET {s:1}:meta startsAt %lld extra %s",
+                                             now + in_s * 1000, extra));
     redisFree(c);
 }
 
@@ -205,8 +205,8 @@ Test(lua_book_recovery, the_hint_is_cleared_only_if_nobody_hinted_since)
     redisContext *c = seatd_test_redis_connect();
     char hint[SEATD_KEY_MAX];
     cr_assert_eq(seatd_keys_show_hint(hint, SEATD_KEY_PENDING_SHOWS, "7"), 0);
-    freeReplyObject(redisCommand(c, "ZINCRBY %s 1 7", hint));
-    freeReplyObject(redisCommand(c, "ZINCRBY %s 1 7", hint));
+    freeReplyObject(seatd_test_redis_command(c, "ZINCRBY %s 1 7", hint));
+    freeReplyObject(seatd_test_redis_command(c, "ZINCRBY %s 1 7", hint));
     cr_assert_eq(th_finish(&t, &r, seatd_store_hint_clear(t.store, "7", "1", th_on_result, &r)), 0);
     cr_assert_str_eq(th_get(&r, "removed"), "0", "re-hinted since the score 1 was read");
     th_res_clear(&r);

@@ -171,7 +171,7 @@ static long long time_of(const redisReply *t)
 
 static long long redis_ms(redisContext *c)
 {
-    redisReply *t = redisCommand(c, "TIME");
+    redisReply *t = seatd_test_redis_command(c, "TIME");
     cr_assert(t && t->type == REDIS_REPLY_ARRAY && t->elements == 2);
     long long ms = time_of(t);
     freeReplyObject(t);
@@ -225,8 +225,9 @@ static long long fhold(redisContext *c, const char *owner, const char *seat, con
     cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
     cr_assert_eq(seatd_keys_new_id(hold_id, "1", 'h'), 0);
     snprintf(ttl_s, sizeof(ttl_s), "%lld", ttl);
-    const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta", hold_id, owner,
-                          ttl_s,   "0",          "",  hash,         seat,    bit};
+    const char *argv[] = {
+        "FCALL", th_fn("seatd_hold"), "1", "{s:1}:meta", hold_id, owner, ttl_s, "0", "", hash, seat,
+        bit};
     redisReply *rep = redisCommandArgv(c, 12, argv, NULL);
     cr_assert_not_null(rep);
     long long at = rep->type == REDIS_REPLY_ARRAY ? atoll(field(rep, "expiresAt")) : -1;
@@ -251,8 +252,11 @@ static redisReply *attempt(redisContext *c, int kind, long long offset)
     cr_assert_eq(seatd_keys_new_id(booking_id, "1", 'b'), 0);
     cr_assert_eq(seatd_keys_new_id(other, "1", 'h'), 0);
     if (kind == P_BOOK_CONFIRM) {
-        const char *begin[] = {"FCALL", "seatd_book_begin", "1",    "{s:1}:meta", hold_id,
-                               "alice", booking_id,         "2400", "EUR",        "tok_ok",
+        const char *begin[] = {"FCALL",    th_fn("seatd_book_begin"),
+                               "1",        "{s:1}:meta",
+                               hold_id,    "alice",
+                               booking_id, "2400",
+                               "EUR",      "tok_ok",
                                "1"};
         redisReply *rep = redisCommandArgv(c, 11, begin, NULL);
         int began = rep && rep->type == REDIS_REPLY_ARRAY && atoll(field(rep, "expiresAt")) == e;
@@ -264,15 +268,18 @@ static redisReply *attempt(redisContext *c, int kind, long long offset)
     long long at = e + offset;
     switch (kind) {
     case P_BOOK_BEGIN: {
-        const char *argv[] = {"FCALL", "seatd_book_begin", "1",    "{s:1}:meta", hold_id,
-                              "alice", booking_id,         "2400", "EUR",        "tok_ok",
+        const char *argv[] = {"FCALL",    th_fn("seatd_book_begin"),
+                              "1",        "{s:1}:meta",
+                              hold_id,    "alice",
+                              booking_id, "2400",
+                              "EUR",      "tok_ok",
                               "1"};
         rep = run_at(c, at, 11, argv);
         break;
     }
     case P_BOOK_CONFIRM: {
-        const char *argv[] = {"FCALL",      "seatd_book_confirm", "1",
-                              "{s:1}:meta", booking_id,           "pay_1"};
+        const char *argv[] = {"FCALL", th_fn("seatd_book_confirm"), "1", "{s:1}:meta", booking_id,
+                              "pay_1"};
         rep = run_at(c, at, 6, argv);
         break;
     }
@@ -282,23 +289,25 @@ static redisReply *attempt(redisContext *c, int kind, long long offset)
         break;
     }
     case P_HOLD_GET: {
-        const char *argv[] = {"FCALL", "seatd_hold_get", "1", "{s:1}:meta", hold_id, "alice"};
+        const char *argv[] = {"FCALL", th_fn("seatd_hold_get"), "1", "{s:1}:meta", hold_id,
+                              "alice"};
         rep = run_at(c, at, 6, argv);
         break;
     }
     case P_RELEASE: {
-        const char *argv[] = {"FCALL", "seatd_release", "1", "{s:1}:meta", hold_id, "alice"};
+        const char *argv[] = {"FCALL", th_fn("seatd_release"), "1", "{s:1}:meta", hold_id, "alice"};
         rep = run_at(c, at, 6, argv);
         break;
     }
     case P_OTHER_HOLDS: {
-        const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta", other, "bob",
-                              "1",     "0",          "",  hash,         "A1",  "0"};
+        const char *argv[] = {
+            "FCALL", th_fn("seatd_hold"), "1", "{s:1}:meta", other, "bob", "1", "0", "", hash, "A1",
+            "0"};
         rep = run_at(c, at, 12, argv);
         break;
     }
     case P_REAP: {
-        const char *argv[] = {"FCALL", "seatd_reap", "1", "{s:1}:meta", "100"};
+        const char *argv[] = {"FCALL", th_fn("seatd_reap"), "1", "{s:1}:meta", "100"};
         rep = run_at(c, at, 5, argv);
         break;
     }
@@ -309,11 +318,11 @@ static redisReply *attempt(redisContext *c, int kind, long long offset)
     long long until = e + 2;
     while (redis_ms(c) < until)
         ;
-    const char *reap[] = {"FCALL", "seatd_reap", "1", "{s:1}:meta", "100"};
+    const char *reap[] = {"FCALL", th_fn("seatd_reap"), "1", "{s:1}:meta", "100"};
     freeReplyObject(redisCommandArgv(c, 5, reap, NULL));
-    const char *fail[] = {"FCALL", "seatd_book_fail", "1", "{s:1}:meta", booking_id, "x"};
+    const char *fail[] = {"FCALL", th_fn("seatd_book_fail"), "1", "{s:1}:meta", booking_id, "x"};
     freeReplyObject(redisCommandArgv(c, 6, fail, NULL));
-    const char *cancel[] = {"FCALL", "seatd_cancel", "1", "{s:1}:meta", booking_id, "", "0"};
+    const char *cancel[] = {"FCALL", th_fn("seatd_cancel"), "1", "{s:1}:meta", booking_id, "", "0"};
     freeReplyObject(redisCommandArgv(c, 7, cancel, NULL)); /* a confirmed probe's seat */
     return rep;
 }

@@ -288,17 +288,29 @@ Test(lua_hold, refuses_bits_from_another_layout_or_out_of_range_and_changes_noth
         const char *h = strcmp(cases[i].hash_kind, "same") == 0 ? hash : other;
         char hold_id[SEATD_ID_MAX];
         cr_assert_eq(seatd_keys_new_id(hold_id, "1", 'h'), 0);
-        const char *argv[] = {"FCALL", "seatd_hold", "1", "{s:1}:meta",  hold_id,     "bob", "0",
-                              "0",     "",           h,   cases[i].seat, cases[i].bit};
+        const char *argv[] = {
+            "FCALL", th_fn("seatd_hold"), "1",         "{s:1}:meta", hold_id, "bob", "0", "0", "",
+            h,       cases[i].seat,       cases[i].bit};
         redisReply *rep = redisCommandArgv(c, 12, argv, NULL);
         cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR, "%s was accepted", cases[i].why);
         cr_expect(strncmp(rep->str, "INVAL", 5) == 0, "%s: %s", cases[i].why, rep->str);
         freeReplyObject(rep);
     }
     /* Two seats claiming one bit. */
-    const char *argv[] = {"FCALL", "seatd_hold", "1",  "{s:1}:meta", "1-h00000000000000000009",
-                          "bob",   "0",          "0",  "",           hash,
-                          "C1",    "0",          "C2", "0"};
+    const char *argv[] = {"FCALL",
+                          th_fn("seatd_hold"),
+                          "1",
+                          "{s:1}:meta",
+                          "1-h00000000000000000009",
+                          "bob",
+                          "0",
+                          "0",
+                          "",
+                          hash,
+                          "C1",
+                          "0",
+                          "C2",
+                          "0"};
     redisReply *rep = redisCommandArgv(c, 14, argv, NULL);
     cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR);
     cr_expect(strncmp(rep->str, "INVAL", 5) == 0, "%s", rep->str);
@@ -379,7 +391,7 @@ Test(lua_hold, a_worker_without_the_layout_reads_the_shared_one_and_keeps_the_bi
 
 static long long redis_now_ms(redisContext *c)
 {
-    redisReply *t = redisCommand(c, "TIME");
+    redisReply *t = seatd_test_redis_command(c, "TIME");
     cr_assert(t && t->type == REDIS_REPLY_ARRAY && t->elements == 2);
     long long ms = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
     freeReplyObject(t);
@@ -445,10 +457,10 @@ Test(lua_hold, a_sales_close_before_the_start_is_kept_by_create_show_and_closes_
     long long close = redis_now_ms(c) + 300;
     char extra[96];
     snprintf(extra, sizeof(extra), "{\"screen\":\"2\",\"salesCloseAt\":%lld}", close);
-    redisReply *rep = redisCommand(c,
-                                   "FCALL seatd_create_show 1 {s:2}:meta T 1800000000000 "
-                                   "60000 {\"standard\":1200} %s %s 10",
-                                   hash, extra);
+    redisReply *rep = seatd_test_redis_command(c,
+                                               "FCALL %s 1 {s:2}:meta T 1800000000000 "
+                                               "60000 {\"standard\":1200} %s %s 10",
+                                               th_fn("seatd_create_show"), hash, extra);
     cr_assert(rep && rep->type == REDIS_REPLY_ARRAY, "%s", rep ? rep->str : "");
     freeReplyObject(rep);
     char v[64];
@@ -457,10 +469,10 @@ Test(lua_hold, a_sales_close_before_the_start_is_kept_by_create_show_and_closes_
     const char *bad[] = {"{\"salesCloseAt\":1800000000001}", "{\"salesCloseAt\":\"soon\"}",
                          "{\"salesCloseAt\":1.5}", "{\"salesCloseAt\":-5}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        rep = redisCommand(c,
-                           "FCALL seatd_create_show 1 {s:3}:meta T 1800000000000 60000 "
-                           "{\"standard\":1200} %s %s 10",
-                           hash, bad[i]);
+        rep = seatd_test_redis_command(c,
+                                       "FCALL %s 1 {s:3}:meta T 1800000000000 60000 "
+                                       "{\"standard\":1200} %s %s 10",
+                                       th_fn("seatd_create_show"), hash, bad[i]);
         cr_assert(rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "INVAL", 5) == 0, "%s",
                   bad[i]);
         freeReplyObject(rep);

@@ -112,10 +112,8 @@ Test(lua_show, shows_with_one_layout_share_one_stored_copy_and_keep_their_own_do
     cr_assert_eq(th_create_show(&t, "2", seats3, 90000), 0);
     cr_assert_eq(th_create_show(&t, "3", other, 90000), 0);
     redisContext *c = seatd_test_redis_connect();
-    redisReply *keys = redisCommand(c, "KEYS seatd:layout:*");
-    cr_assert(keys != NULL && keys->type == REDIS_REPLY_ARRAY);
-    cr_assert_eq(keys->elements, 2, "one stored layout per distinct layout");
-    freeReplyObject(keys);
+    cr_assert_eq(seatd_test_redis_count_keys("seatd:layout:*"), 2,
+                 "one stored layout per distinct layout");
     char h1[80], h2[80], h3[80];
     cr_assert_eq(th_str(c, h1, sizeof(h1), "HGET {s:1}:meta layoutHash"), 1);
     cr_assert_eq(th_str(c, h2, sizeof(h2), "HGET {s:2}:meta layoutHash"), 1);
@@ -146,7 +144,7 @@ Test(lua_show, a_shared_layout_that_does_not_match_its_hash_is_never_used)
     char h[80];
     cr_assert_eq(th_str(c, h, sizeof(h), "HGET {s:1}:meta layoutHash"), 1);
     /* Someone rewrote the shared layout: B3 first. */
-    redisReply *set = redisCommand(
+    redisReply *set = seatd_test_redis_command(
         c, "SET seatd:layout:%s %s", h,
         "[{\"id\":\"B3\",\"row\":\"B\",\"number\":0,\"tier\":\"standard\",\"x\":0,\"y\":0},"
         "{\"id\":\"B2\",\"row\":\"B\",\"number\":1,\"tier\":\"standard\",\"x\":1,\"y\":0},"

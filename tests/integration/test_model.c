@@ -61,7 +61,7 @@ static long long mono_ms(void)
 static int subscriber(void)
 {
     redisContext *c = seatd_test_redis_connect();
-    redisReply *rep = redisCommand(c, "SUBSCRIBE {s:1}:ch");
+    redisReply *rep = seatd_test_redis_command(c, "SUBSCRIBE {s:1}:ch");
     if (rep == NULL || rep->type != REDIS_REPLY_ARRAY)
         return 20;
     freeReplyObject(rep);
@@ -429,7 +429,8 @@ static void audit_gateway(redisContext *c)
 /* Waits until Redis's clock is past every deadline in {s:1}:expiry below 'below' ms. */
 static void wait_deadlines_before(redisContext *c, long long below)
 {
-    redisReply *z = redisCommand(c, "ZRANGEBYSCORE {s:1}:expiry -inf (%lld WITHSCORES", below);
+    redisReply *z =
+        seatd_test_redis_command(c, "ZRANGEBYSCORE {s:1}:expiry -inf (%lld WITHSCORES", below);
     cr_assert(z && z->type == REDIS_REPLY_ARRAY);
     long long last = 0;
     for (size_t i = 1; i < z->elements; i += 2)
@@ -480,7 +481,7 @@ Test(model, random_operations_keep_the_seat_invariant_and_every_index)
 
     /* Once Redis's clock is past every deadline of the run (the final hold's is 30 s out), a
      * reap brings the projection up to date; then audit. */
-    redisReply *fh = redisCommand(c, "HKEYS {s:1}:user:final");
+    redisReply *fh = seatd_test_redis_command(c, "HKEYS {s:1}:user:final");
     cr_assert(fh && fh->type == REDIS_REPLY_ARRAY && fh->elements == 1, "the final hold");
     char fs[64];
     cr_assert_eq(th_str(c, fs, sizeof(fs), "ZSCORE {s:1}:expiry %s", fh->element[0]->str), 1);

@@ -100,16 +100,17 @@ Test(notify, discovers_every_show_stream_beyond_4096_by_paging_and_forgets_prune
     snprintf(err, sizeof(err), "%s/notify.err", dir);
 
     redisContext *c = seatd_test_redis_connect();
+    /* One command at a time: on a cluster the streams live on every shard, and
+     * seatd_test_redis_command follows the redirections. */
     for (int i = 1; i <= SHOWS; i++) {
-        redisAppendCommand(c, "ZADD seatd:shows 1900000000000 %d", i);
-        redisAppendCommand(c,
-                           "XADD {s:%d}:bookings * type booking.confirmed bookingId %d-b01 "
-                           "showId %d owner u seatIds A1 amount 100 currency EUR",
-                           i, i, i);
-    }
-    for (int i = 0; i < 2 * SHOWS; i++) {
-        redisReply *r = NULL;
-        cr_assert_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+        redisReply *r = seatd_test_redis_command(c, "ZADD seatd:shows 1900000000000 %d", i);
+        cr_assert(r && r->type == REDIS_REPLY_INTEGER, "%s", r ? r->str : c->errstr);
+        freeReplyObject(r);
+        r = seatd_test_redis_command(c,
+                                     "XADD {s:%d}:bookings * type booking.confirmed bookingId "
+                                     "%d-b01 showId %d owner u seatIds A1 amount 100 currency EUR",
+                                     i, i, i);
+        cr_assert(r && r->type == REDIS_REPLY_STRING, "%s", r ? r->str : c->errstr);
         freeReplyObject(r);
     }
 
@@ -123,7 +124,7 @@ Test(notify, discovers_every_show_stream_beyond_4096_by_paging_and_forgets_prune
     /* 100 shows leave the catalogue (as the sweeper prunes them): their drained streams are
      * forgotten at the end of the next walk. */
     for (int i = 1; i <= 100; i++)
-        freeReplyObject(redisCommand(c, "ZREM seatd:shows %d", i));
+        freeReplyObject(seatd_test_redis_command(c, "ZREM seatd:shows %d", i));
     cr_assert_eq(wait_lines(err, "forgot 100 streams", 1, 30000), 1);
     cr_assert_eq(stop_notify(pid), 0);
     cr_assert_eq(count_lines(log, NULL), SHOWS, "nothing sent twice");

@@ -254,7 +254,7 @@ static const char *const state_names[] = {"pending", "hold expired", "confirmed"
  * sweeper runs, and no script this test calls uses ZRANGE). */
 static long long zrange_calls(redisContext *c)
 {
-    redisReply *r = redisCommand(c, "INFO commandstats");
+    redisReply *r = seatd_test_redis_command(c, "INFO commandstats");
     cr_assert(r && r->type == REDIS_REPLY_STRING);
     const char *p = strstr(r->str, "cmdstat_zrange:calls=");
     long long n = p ? atoll(p + strlen("cmdstat_zrange:calls=")) : 0;
@@ -392,7 +392,7 @@ static void run_row(const row_t *row)
         cr_assert_eq(th_wait_redis_ms(c, deadline, WAIT_MS), 0, "the hold ran out");
     char hint[SEATD_KEY_MAX];
     cr_assert_eq(seatd_keys_show_hint(hint, SEATD_KEY_PENDING_SHOWS, "1"), 0);
-    freeReplyObject(redisCommand(c, "ZINCRBY %s 1 1", hint)); /* the worker's hint */
+    freeReplyObject(seatd_test_redis_command(c, "ZINCRBY %s 1 1", hint)); /* the worker's hint */
 
     /* The gateway the reconciler talks to. */
     bad_gw_t bad;
@@ -452,7 +452,7 @@ static void run_row(const row_t *row)
     else
         cr_assert_eq(th_int(c, "BITCOUNT {s:1}:booked"), 0, "%s/%s", what_a, what_s);
     if (row->state == BK_PENDING || row->state == BK_EXPIRED) {
-        redisReply *z = redisCommand(c, "ZSCORE {s:1}:pending %s", bid);
+        redisReply *z = seatd_test_redis_command(c, "ZSCORE {s:1}:pending %s", bid);
         int still = z && z->type != REDIS_REPLY_NIL;
         freeReplyObject(z);
         cr_assert_eq(still, strcmp(row->status, PENDING) == 0,

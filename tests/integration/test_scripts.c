@@ -126,7 +126,7 @@ static int wait_connected(env_t *e, unsigned want)
 static int library_listed(void)
 {
     redisContext *c = seatd_test_redis_connect();
-    redisReply *r = redisCommand(c, "FUNCTION LIST LIBRARYNAME seatd");
+    redisReply *r = seatd_test_redis_command(c, "FUNCTION LIST LIBRARYNAME seatd");
     int found = 0;
     if (r && r->type == REDIS_REPLY_ARRAY) {
         for (size_t i = 0; i < r->elements; i++) {
@@ -146,7 +146,7 @@ static int library_listed(void)
 static void sync_command(const char *cmd)
 {
     redisContext *c = seatd_test_redis_connect();
-    redisReply *r = redisCommand(c, cmd);
+    redisReply *r = seatd_test_redis_command(c, cmd);
     cr_assert(r && r->type != REDIS_REPLY_ERROR, "%s failed", cmd);
     freeReplyObject(r);
     redisFree(c);
@@ -271,6 +271,10 @@ static void ping_again(uv_timer_t *t)
 
 Test(scripts, serves_calls_again_after_a_server_restart)
 {
+    if (seatd_test_redis_is_cluster())
+        cr_skip_test("restarts the suite's one redis-server empty; on a cluster node a restart "
+                     "would come back without its cluster state (test_cluster.c covers node "
+                     "loss)");
     env_t e;
     env_open(&e, 2);
     ping_probe_t p;

@@ -78,7 +78,7 @@ static long audit(seen_t *s, seatd_audit_report_t *rep)
 static void corrupt(const char *cmd, const char *x, const char *y)
 {
     redisContext *c = seatd_test_redis_connect();
-    redisReply *r = redisCommand(c, cmd, x, y);
+    redisReply *r = seatd_test_redis_command(c, cmd, x, y);
     cr_assert(r && r->type != REDIS_REPLY_ERROR, "%s: %s", cmd, r ? r->str : c->errstr);
     freeReplyObject(r);
     redisFree(c);

@@ -30,7 +30,7 @@ typedef struct {
 static void on_poll(uv_timer_t *tm)
 {
     watch_t *w = tm->data;
-    redisReply *r = redisCommand(w->rc, "GETBIT %s %ld", w->key, w->bit);
+    redisReply *r = seatd_test_redis_command(w->rc, "GETBIT %s %ld", w->key, w->bit);
     if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -236,7 +236,7 @@ Test(sweeper, releases_an_abandoned_hold_with_100k_other_holds_live)
         }
         char due[SEATD_KEY_MAX];
         cr_assert_eq(seatd_keys_show_hint(due, SEATD_KEY_DUE, id), 0);
-        redisReply *z = redisCommand(rc, "ZADD %s LT 0 %s", due, id); /* the hint */
+        redisReply *z = seatd_test_redis_command(rc, "ZADD %s LT 0 %s", due, id); /* the hint */
         freeReplyObject(z);
     }
     while (b.done < b.queued)
@@ -312,7 +312,7 @@ static void wait_stats(th_t *t, seatd_sweeper_t *sw, unsigned long long rescans,
 
 static long long redis_now_ms(redisContext *c)
 {
-    redisReply *r = redisCommand(c, "TIME");
+    redisReply *r = seatd_test_redis_command(c, "TIME");
     long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
     freeReplyObject(r);
     return ms;
@@ -330,13 +330,14 @@ Test(sweeper, a_show_past_its_start_and_retention_leaves_the_scan_sets_and_the_l
     redisContext *c = seatd_test_redis_connect();
     long long now = redis_now_ms(c);
     /* Show 2 started two minutes ago (retention: one minute); show 3 a second ago. */
-    freeReplyObject(redisCommand(c, "ZADD seatd:shows %lld 2", now - 120000));
-    freeReplyObject(redisCommand(c, "HSET {s:2}:meta startsAt %lld", now - 120000));
-    freeReplyObject(redisCommand(c, "ZADD seatd:shows %lld 3", now - 1000));
-    freeReplyObject(redisCommand(c, "HSET {s:3}:meta startsAt %lld", now - 1000));
+    freeReplyObject(seatd_test_redis_command(c, "ZADD seatd:shows %lld 2", now - 120000));
+    freeReplyObject(seatd_test_redis_command(c, "HSET {s:2}:meta startsAt %lld", now - 120000));
+    freeReplyObject(seatd_test_redis_command(c, "ZADD seatd:shows %lld 3", now - 1000));
+    freeReplyObject(seatd_test_redis_command(c, "HSET {s:3}:meta startsAt %lld", now - 1000));
     char due2[SEATD_KEY_MAX];
     cr_assert_eq(seatd_keys_show_hint(due2, SEATD_KEY_DUE, "2"), 0);
-    freeReplyObject(redisCommand(c, "ZADD %s %lld 2", due2, now + 600000)); /* a stale hint */
+    freeReplyObject(
+        seatd_test_redis_command(c, "ZADD %s %lld 2", due2, now + 600000)); /* a stale hint */
 
     /* The listing is upcoming shows only, pruned or not. */
     cr_assert_eq(th_finish(&t, &r, seatd_store_list_shows(t.store, 0, 10, th_on_result, &r)), 0);
@@ -352,13 +353,13 @@ Test(sweeper, a_show_past_its_start_and_retention_leaves_the_scan_sets_and_the_l
 
     cr_assert_eq(th_int(c, "ZCARD seatd:shows"), 2);
     cr_assert_eq(th_int(c, "EXISTS {s:2}:meta"), 1, "the show itself stays");
-    redisReply *x = redisCommand(c, "ZSCORE seatd:shows 2");
+    redisReply *x = seatd_test_redis_command(c, "ZSCORE seatd:shows 2");
     cr_assert_eq(x->type, REDIS_REPLY_NIL, "show 2 left the catalogue");
     freeReplyObject(x);
-    x = redisCommand(c, "ZSCORE %s 2", due2);
+    x = seatd_test_redis_command(c, "ZSCORE %s 2", due2);
     cr_assert_eq(x->type, REDIS_REPLY_NIL, "and the sweeper's hint set");
     freeReplyObject(x);
-    x = redisCommand(c, "ZSCORE seatd:shows 3");
+    x = seatd_test_redis_command(c, "ZSCORE seatd:shows 3");
     cr_assert_neq(x->type, REDIS_REPLY_NIL, "a show within its retention stays scanned");
     freeReplyObject(x);
     th_res_clear(&r);
@@ -376,7 +377,7 @@ Test(sweeper, renews_its_rescan_lease_while_a_long_walk_runs)
     cr_assert_eq(th_open(&t), 0);
     redisContext *c = seatd_test_redis_connect();
     for (int i = 1; i <= 400; i++)
-        freeReplyObject(redisCommand(c, "ZADD seatd:shows 1900000000000 %d", i));
+        freeReplyObject(seatd_test_redis_command(c, "ZADD seatd:shows 1900000000000 %d", i));
     /* One show per page, one page per 10 ms tick: the walk outlasts a 1 s lease at least
      * three times over (400 pages need >= 4 s of ticks). The lease is renewed every third of
      * it, so only a loop stalled for two thirds of a second could lose it. */
@@ -387,11 +388,12 @@ Test(sweeper, renews_its_rescan_lease_while_a_long_walk_runs)
     seatd_sweeper_start(sw);
     wait_stats(&t, sw, 200, 0, 60000); /* >= 2 s (two leases) into the walk */
 
-    redisReply *x = redisCommand(c, "PTTL seatd:sweep:rescan");
+    redisReply *x = seatd_test_redis_command(c, "PTTL seatd:sweep:rescan");
     cr_assert(x->type == REDIS_REPLY_INTEGER && x->integer > 0,
               "the lease is still held deep into the walk (PTTL %lld)", x->integer);
     freeReplyObject(x);
-    x = redisCommand(c, "FCALL seatd_lease 1 seatd:sweep:rescan take someone-else 1000");
+    x = seatd_test_redis_command(c, "FCALL %s 1 seatd:sweep:rescan take someone-else 1000",
+                                 th_fn("seatd_lease"));
     cr_assert(x->type == REDIS_REPLY_ARRAY && x->elements == 2 &&
                   strcmp(x->element[1]->str, "0") == 0,
               "a second walker cannot take it");

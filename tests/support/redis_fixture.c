@@ -325,6 +325,150 @@ redisContext *seatd_test_redis_connect(void)
     return c;
 }
 
+int seatd_test_redis_is_cluster(void)
+{
+    const char *nodes = getenv("SEATD_TEST_CLUSTER_NODES");
+    return nodes && *nodes;
+}
+
+/* Sends the formatted command 'cmd' on 'c' and reads its reply; NULL on a connection error. */
+static redisReply *send_formatted(redisContext *c, const char *cmd, int len)
+{
+    void *r = NULL;
+    if (redisAppendFormattedCommand(c, cmd, (size_t)len) != REDIS_OK ||
+        redisGetReply(c, &r) != REDIS_OK)
+        return NULL;
+    return r;
+}
+
+/* The connections redirections went to, one per node port, kept for the test process's
+ * life (each Criterion test is its own process). */
+static struct {
+    int port;
+    redisContext *c;
+} redirects[16];
+
+static redisContext *redirect_conn(const char *host, int port)
+{
+    int free_slot = -1;
+    for (int i = 0; i < 16; i++) {
+        if (redirects[i].c && redirects[i].port == port)
+            return redirects[i].c;
+        if (!redirects[i].c && free_slot < 0)
+            free_slot = i;
+    }
+    struct timeval tv = {5, 0};
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    if (!c || c->err || free_slot < 0) {
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    redirects[free_slot].port = port;
+    redirects[free_slot].c = c;
+    return c;
+}
+
+static void redirect_drop(int port)
+{
+    for (int i = 0; i < 16; i++) {
+        if (redirects[i].c && redirects[i].port == port) {
+            redisFree(redirects[i].c);
+            redirects[i].c = NULL;
+        }
+    }
+}
+
+redisReply *seatd_test_redis_vcommand(redisContext *c, const char *fmt, va_list ap)
+{
+    char *cmd = NULL;
+    int len = redisvFormatCommand(&cmd, fmt, ap);
+    if (len < 0)
+        return NULL;
+    redisReply *r = send_formatted(c, cmd, len);
+    for (int hop = 0; hop < 5 && r && r->type == REDIS_REPLY_ERROR; hop++) {
+        /* "MOVED <slot> <host>:<port>" or "ASK <slot> <host>:<port>" */
+        int ask = strncmp(r->str, "ASK ", 4) == 0;
+        if (!ask && strncmp(r->str, "MOVED ", 6) != 0)
+            break;
+        const char *addr = strchr(r->str + (ask ? 4 : 6), ' ');
+        const char *colon = addr ? strrchr(addr, ':') : NULL;
+        if (!colon)
+            break;
+        char host[64];
+        snprintf(host, sizeof(host), "%.*s", (int)(colon - addr - 1), addr + 1);
+        int port = atoi(colon + 1);
+        freeReplyObject(r);
+        r = NULL;
+        redisContext *to = redirect_conn(host, port);
+        if (to && ask)
+            freeReplyObject(redisCommand(to, "ASKING"));
+        if (to)
+            r = send_formatted(to, cmd, len);
+        if (to && !r) /* broken: forget it, try a new connection next time */
+            redirect_drop(port);
+    }
+    redisFreeCommand(cmd);
+    return r;
+}
+
+redisReply *seatd_test_redis_command(redisContext *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = seatd_test_redis_vcommand(c, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* KEYS 'pattern' on 'c' counted; with 'primary_only', 0 for a replica (it repeats its
+ * primary's keys). */
+static long count_keys_on(redisContext *c, const char *pattern, int primary_only)
+{
+    if (primary_only) {
+        redisReply *role = redisCommand(c, "ROLE");
+        int primary = role && role->type == REDIS_REPLY_ARRAY && role->elements > 0 &&
+                      role->element[0]->type == REDIS_REPLY_STRING &&
+                      strcmp(role->element[0]->str, "master") == 0;
+        freeReplyObject(role);
+        if (!primary)
+            return 0;
+    }
+    redisReply *r = redisCommand(c, "KEYS %s", pattern);
+    long n = r && r->type == REDIS_REPLY_ARRAY ? (long)r->elements : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+long seatd_test_redis_count_keys(const char *pattern)
+{
+    const char *nodes = getenv("SEATD_TEST_CLUSTER_NODES");
+    if (!nodes || !*nodes) {
+        redisContext *c = seatd_test_redis_connect();
+        long n = count_keys_on(c, pattern, 0);
+        redisFree(c);
+        return n;
+    }
+    long total = 0;
+    for (const char *p = nodes; p && *p;) {
+        const char *colon = strchr(p, ':');
+        if (!colon)
+            break;
+        struct timeval tv = {5, 0};
+        redisContext *c = redisConnectWithTimeout("127.0.0.1", atoi(colon + 1), tv);
+        long n = c && !c->err ? count_keys_on(c, pattern, 1) : -1;
+        if (c)
+            redisFree(c);
+        if (n < 0)
+            return -1;
+        total += n;
+        p = strchr(colon, ',');
+        p = p ? p + 1 : NULL;
+    }
+    return total;
+}
+
 /* Cluster mode (SEATD_TEST_CLUSTER_NODES): FLUSHALL on every node; replicas refuse it
  * (READONLY) and follow their primary. */
 static void flushall_cluster(const char *nodes)

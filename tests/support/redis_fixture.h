@@ -13,9 +13,11 @@
 #ifndef SEATD_TEST_REDIS_FIXTURE_H
 #define SEATD_TEST_REDIS_FIXTURE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 struct redisContext;
+struct redisReply;
 
 typedef struct seatd_test_redis_s {
     int port;      /* loopback TCP port */
@@ -38,6 +40,21 @@ int seatd_test_redis_from_env(seatd_test_redis_t *fx);
 /* A new synchronous hiredis connection to the test server; aborts the test on failure.
  * Returns owned (redisFree). */
 struct redisContext *seatd_test_redis_connect(void);
+/* A command on 'c' (hiredis's printf-like format) that follows a cluster's redirections: on
+ * MOVED or ASK it sends the same command again on a new connection to the named node (after
+ * ASKING for ASK), up to 5 hops. On one server it is redisCommand(). Returns an owned reply
+ * (an error reply if the last node refused), or NULL when a connection failed. For the tests'
+ * inspection of keys of any shard over the one connection seatd_test_redis_connect() opened;
+ * KEYS and SCAN still see only the node of 'c'. */
+struct redisReply *seatd_test_redis_command(struct redisContext *c, const char *fmt, ...);
+struct redisReply *seatd_test_redis_vcommand(struct redisContext *c, const char *fmt, va_list ap);
+/* 1 when the suite runs on a Redis Cluster (SEATD_TEST_CLUSTER_NODES is set), else 0. */
+int seatd_test_redis_is_cluster(void);
+
+/* The number of keys matching 'pattern' (KEYS) on the server, or summed over every primary of
+ * the cluster; -1 on failure. */
+long seatd_test_redis_count_keys(const char *pattern);
+
 /* FLUSHALL on a fresh connection (keeps functions); on every node when
  * SEATD_TEST_CLUSTER_NODES is set (SEATD_TEST_CLUSTER=1 runs). */
 void seatd_test_redis_flushall(void);
