@@ -191,6 +191,20 @@ int e2e_redis_node_is_primary(redisContext *c)
     return primary;
 }
 
+int e2e_wait_workers_ready(int limit_ms)
+{
+    char cmd[1024];
+    snprintf(
+        cmd, sizeof(cmd),
+        "targets=$(grep -o '\"[0-9.]*:[0-9]*\"' '%s/prometheus-targets.json' | tr -d '\"'); "
+        "[ -n \"$targets\" ] || exit 1; "
+        "for i in $(seq 1 %d); do ok=1; for t in $targets; do "
+        "[ \"$(curl -s -m 2 -o /dev/null -w '%%{http_code}' http://$t/healthz)\" = 200 ] || ok=0; "
+        "done; [ $ok = 1 ] && exit 0; sleep 0.1; done; exit 1",
+        getenv("SEATD_E2E_RUN"), limit_ms / 100 + 1);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
 seatd_redis_t *e2e_redis(void)
 {
     /* The stack's Redis refuses anonymous clients: log in as its admin, the default user. On a

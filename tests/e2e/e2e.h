@@ -41,6 +41,12 @@ int e2e_create_show(int rows, int per_row, int ttl_s, char *id);
 /* As e2e_create_show, through 'host' (see e2e_call_at). */
 int e2e_create_show_at(const char *host, int rows, int per_row, int ttl_s, char *id);
 
+/* Waits until every worker of the stack answers 200 on its own /healthz (its metrics listener,
+ * listed in run/<port>/prometheus-targets.json), i.e. each has its Redis connection back:
+ * tests that stop or restart Redis end with it, so the next test does not meet a worker that
+ * is still in its reconnect backoff. 0, or -1 after 'limit_ms'. */
+int e2e_wait_workers_ready(int limit_ms);
+
 /* The password in the stack's runtime folder file 'file' (e.g. "redis-admin.pass") into
  * 'out' ('size' bytes); 0, or -1 when there is none. */
 int e2e_redis_password(const char *file, char *out, size_t size);

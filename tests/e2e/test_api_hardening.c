@@ -505,6 +505,7 @@ Test(api_hardening, redis_restart_replays_its_aof_under_the_acl)
     long seat_keys, held, booked;
     e2e_show_counts(show, &seat_keys, &held, &booked);
     cr_assert_eq(seat_keys, 1, "the hold did not survive a redis restart");
+    cr_assert_eq(e2e_wait_workers_ready(15000), 0, "a worker did not reconnect after the restart");
 }
 
 Test(api_hardening, everything_nginx_answers_itself_is_problem_json)

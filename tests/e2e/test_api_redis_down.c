@@ -81,6 +81,7 @@ Test(api_redis_down, answers_503_while_redis_is_down_and_recovers_without_restar
         e2e_res_free(&res);
     }
     cr_assert(ok, "the workers did not serve again after redis came back");
+    cr_assert_eq(e2e_wait_workers_ready(15000), 0, "a worker did not reconnect to redis");
     char *pids_after = worker_pids();
     cr_assert_str_eq(pids, pids_after, "worker processes changed");
     cr_assert(all_workers_alive());
@@ -179,4 +180,5 @@ Test(api_redis_down, a_hung_redis_answers_503_and_leaves_no_refused_hold_held)
     }
     seatd_redis_free(c);
     cr_assert_eq(held, 0, "%ld seats of holds answered 503 are still held", held);
+    cr_assert_eq(e2e_wait_workers_ready(15000), 0, "a worker did not get redis back");
 }
