@@ -241,10 +241,11 @@ redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv, 
     }
 }
 
-/* Splits hiredis's RESP encoding of a formatted command back into arguments. */
-static redisReply *command_resp(seatd_redis_t *r, const char *cmd, int len)
+/* Splits hiredis's RESP encoding of a formatted command back into arguments, each ended with
+ * a NUL written over its "\r" (key_arg() compares names and parses numbers as C strings). */
+static redisReply *command_resp(seatd_redis_t *r, char *cmd, int len)
 {
-    const char *p = cmd, *end = cmd + len;
+    char *p = cmd, *end = cmd + len;
     if (p >= end || *p != '*')
         return NULL;
     int argc = atoi(p + 1);
@@ -257,7 +258,10 @@ static redisReply *command_resp(seatd_redis_t *r, const char *cmd, int len)
     for (; i < argc && p < end && *p == '$'; i++) {
         lens[i] = (size_t)strtoul(p + 1, NULL, 10);
         p = strchr(p, '\n') + 1;
+        if (p + lens[i] + 2 > end)
+            break;
         argv[i] = p;
+        p[lens[i]] = '\0';
         p += lens[i] + 2;
     }
     redisReply *x = i == argc ? seatd_redis_commandv(r, argc, argv, lens) : NULL;
