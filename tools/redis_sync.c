@@ -29,7 +29,7 @@ struct seatd_redis_s {
     node_t nodes[MAX_NODES];
     int nnodes;
     short owner[SLOTS]; /* slot -> index in nodes, -1 when unknown (use the first reachable) */
-    char err[256];
+    char err[512];      /* room for a host, a user name and hiredis's message */
 };
 
 static long long now_ms(void)
@@ -94,11 +94,11 @@ static redisContext *node_conn(seatd_redis_t *r, int i)
         redisReply *a = r->user[0] ? redisCommand(n->c, "AUTH %s %s", r->user, r->password)
                                    : redisCommand(n->c, "AUTH %s", r->password);
         int refused = a == NULL || a->type == REDIS_REPLY_ERROR;
-        snprintf(r->err, sizeof(r->err), "%s:%d refused the credentials%s%s", n->host, n->port,
-                 r->user[0] ? " of user " : "", r->user);
         if (a)
             freeReplyObject(a);
         if (refused) {
+            snprintf(r->err, sizeof(r->err), "%s:%d refused the credentials%s%s", n->host, n->port,
+                     r->user[0] ? " of user " : "", r->user);
             redisFree(n->c);
             n->c = NULL;
             return NULL;
