@@ -490,9 +490,14 @@ static void op_fail(store_op_t *op, int err)
 /* Files the hints of a succeeded operation (the need it created) before its callback runs. */
 static void file_hints(const store_op_t *op, const seatd_store_result_t *res)
 {
+    /* A failed operation files nothing and must not reach the store: the replies of calls
+     * still in flight when the Redis client closes arrive (as errors) after
+     * seatd_store_free(). */
+    if (res->err != 0 || op->hints == 0)
+        return;
     seatd_rds_t *rds = op->st->hints;
     const seatd_booking_result_t *b = &res->booking;
-    if (res->err != 0 || rds == NULL || op->hints == 0)
+    if (rds == NULL)
         return;
     if (op->hints & HINT_DUE)
         seatd_hints_due(rds, op->show_id);

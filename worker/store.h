@@ -155,6 +155,8 @@ seatd_store_t *seatd_store_new(seatd_scripts_t *scripts);
  * book_fail (seatd:due:{hN}: a new or moved deadline); book_begin unless replayed, and
  * cancel_by_policy when its refund is still owed (seatd:pending_shows:{hN}). */
 void seatd_store_set_hints(seatd_store_t *st, seatd_rds_t *rds);
+/* Frees 'st'. Operations may still be in flight: their callbacks run, with an error, when
+ * the Redis client is closed, and touch nothing of the freed store on that path. */
 void seatd_store_free(seatd_store_t *st);
 
 /* ---------------------------------------------------------------------------------------
