@@ -40,6 +40,12 @@ seatd_route_t seatd_routes[] = {
           seatd_handle_admin_bookings_cancel, ADMIN),
     ROUTE("POST", "/v1/admin/shows/{id}/reap", "admin_shows_reap", seatd_handle_admin_shows_reap,
           ADMIN),
+    ROUTE("POST", "/v1/auth/register", "auth_register", seatd_handle_auth_register, JSON),
+    ROUTE("POST", "/v1/auth/login", "auth_login", seatd_handle_auth_login, JSON),
+    ROUTE("POST", "/v1/auth/refresh", "auth_refresh", seatd_handle_auth_refresh, JSON),
+    ROUTE("POST", "/v1/auth/logout", "auth_logout", seatd_handle_auth_logout, JSON),
+    ROUTE("GET", "/v1/me/holds", "me_holds", seatd_handle_me_holds, AUTH),
+    ROUTE("GET", "/v1/me/bookings", "me_bookings", seatd_handle_me_bookings, AUTH),
     ROUTE("GET", "/healthz", "healthz", seatd_handle_health, 0),
     ROUTE("GET", "/metrics", "metrics", seatd_handle_metrics, 0),
 };
