@@ -46,6 +46,8 @@ seatd_route_t seatd_routes[] = {
     ROUTE("POST", "/v1/auth/logout", "auth_logout", seatd_handle_auth_logout, JSON),
     ROUTE("GET", "/v1/me/holds", "me_holds", seatd_handle_me_holds, AUTH),
     ROUTE("GET", "/v1/me/bookings", "me_bookings", seatd_handle_me_bookings, AUTH),
+    ROUTE("POST", "/v1/admin/users", "admin_users_create", seatd_handle_admin_users_create,
+          ADMIN | JSON),
     ROUTE("GET", "/healthz", "healthz", seatd_handle_health, 0),
     ROUTE("GET", "/metrics", "metrics", seatd_handle_metrics, 0),
 };

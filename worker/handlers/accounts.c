@@ -224,6 +224,8 @@ static void on_user_created(const seatd_store_result_t *res, void *data)
         cJSON_AddStringToObject(o, "userId", res->account.user_id);
         cJSON_AddStringToObject(o, "email", res->account.email);
         cJSON_AddStringToObject(o, "name", res->account.name);
+        if (res->account.admin)
+            cJSON_AddBoolToObject(o, "admin", 1);
         seatd_req_finish_json(op->r, 201, o);
     }
     op_free(op);
@@ -240,8 +242,11 @@ static void on_email_claimed(const seatd_store_result_t *res, void *data)
         return;
     }
     /* Claimed: the user record is written even if the client has left. */
-    seatd_user_args_t a = {
-        .user_id = op->user_id, .email = op->email, .name = op->name, .hash = op->hash, .admin = 0};
+    seatd_user_args_t a = {.user_id = op->user_id,
+                           .email = op->email,
+                           .name = op->name,
+                           .hash = op->hash,
+                           .admin = op->admin};
     step_started(op, seatd_store_user_create(op->app->store, &a, on_user_created, op));
 }
 
@@ -289,6 +294,30 @@ int seatd_handle_auth_register(seatd_req_t *r)
     const seatd_config_t *cfg = op->app->cfg;
     step_started(op, seatd_store_attempt(op->app->store, op->addr_key, 1, cfg->register_per_addr,
                                          cfg->login_addr_window_ms, on_register_counted, op));
+    return 0;
+}
+
+/* POST /v1/admin/users (role admin; `seatctl user create`): the same as a registration, with
+ * "admin": true allowed and no per-address limit. */
+int seatd_handle_admin_users_create(seatd_req_t *r)
+{
+    acct_op_t *op = op_new(r);
+    if (read_credentials_or_reply(op, 1, 1) < 0) {
+        op_free(op);
+        return 0;
+    }
+    const cJSON *admin = cJSON_GetObjectItemCaseSensitive(op->body, "admin");
+    if (admin && !cJSON_IsBool(admin)) {
+        seatd_json_check_t v;
+        seatd_json_check_init(&v);
+        seatd_json_check_fail(&v, SEATD_EINVAL, "admin", "must be true or false", NULL);
+        int rc = seatd_json_check_done_or_reply(&v, r); /* answers 400 */
+        op_free(op);
+        return rc;
+    }
+    op->admin = cJSON_IsTrue(admin);
+    step_started(op,
+                 seatd_passwd_hash(op->app->loop, op->password, op->password_len, on_hashed, op));
     return 0;
 }
 

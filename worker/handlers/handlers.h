@@ -47,6 +47,7 @@ int seatd_handle_auth_refresh(seatd_req_t *r);
 int seatd_handle_auth_logout(seatd_req_t *r);
 int seatd_handle_me_holds(seatd_req_t *r);
 int seatd_handle_me_bookings(seatd_req_t *r);
+int seatd_handle_admin_users_create(seatd_req_t *r);
 
 /* health.c */
 int seatd_handle_health(seatd_req_t *r);
