@@ -64,6 +64,10 @@ enum {
     O_SUB = 1 << 16,
     O_ROLE = 1 << 17,
     O_TTL = 1 << 18,
+    O_EMAIL = 1 << 19,
+    O_PASSWORD_STDIN = 1 << 20,
+    O_ADMIN = 1 << 21,
+    O_NAME = 1 << 22,
 };
 #define O_HTTP (O_URL | O_TOKEN)
 #define O_RDS (O_REDIS | O_REDIS_USER | O_REDIS_PASS)
@@ -73,7 +77,7 @@ typedef struct opts_s {
     unsigned given; /* O_* seen */
     const char *url, *token, *redis, *redis_user, *redis_pass;
     const char *layout, *body, *title, *starts_at, *hold_ttl, *sales_close_at;
-    const char *page, *size, *sub, *role, *ttl;
+    const char *page, *size, *sub, *role, *ttl, *email, *name;
     const char *prices[MAX_PRICES];
     int nprices;
     int json;
@@ -109,6 +113,10 @@ static const struct {
     {"--sub", O_SUB, 1, offsetof(opts_t, sub)},
     {"--role", O_ROLE, 1, offsetof(opts_t, role)},
     {"--ttl", O_TTL, 1, offsetof(opts_t, ttl)},
+    {"--email", O_EMAIL, 1, offsetof(opts_t, email)},
+    {"--password-stdin", O_PASSWORD_STDIN, 0, NO_FIELD},
+    {"--admin", O_ADMIN, 0, NO_FIELD},
+    {"--name", O_NAME, 1, offsetof(opts_t, name)},
 };
 
 typedef int (*cmd_fn)(opts_t *o);
@@ -123,6 +131,7 @@ static int cmd_booking_show(opts_t *o);
 static int cmd_booking_cancel(opts_t *o);
 static int cmd_audit(opts_t *o);
 static int cmd_reap(opts_t *o);
+static int cmd_user_create(opts_t *o);
 
 static const struct command_s {
     const char *group; /* first word */
@@ -169,6 +178,12 @@ static const struct command_s {
     {"reap", NULL, cmd_reap, O_HTTP, 1, "reap SHOW",
      "Reaps show SHOW's expired holds now (POST /v1/admin/shows/{id}/reap: the Function\n"
      "  the sweeper runs). Prints how many were reaped and how many are still due.\n"},
+    {"user", "create", cmd_user_create, O_HTTP | O_EMAIL | O_PASSWORD_STDIN | O_ADMIN | O_NAME, 0,
+     "user create --email EMAIL --password-stdin [--admin] [--name NAME]",
+     "Creates an account (POST /v1/admin/users): the password is read from the first line\n"
+     "  of standard input (never from the command line), checked and hashed by the worker\n"
+     "  (argon2id) as at registration; --admin grants the admin role, so the account's\n"
+     "  access tokens (POST /v1/auth/login) carry role \"admin\". Prints the user id.\n"},
     {"token", NULL, cmd_token, O_SUB | O_ROLE | O_TTL, 0,
      "token --sub USER [--role admin] [--ttl SECONDS]",
      "Prints a bearer token for USER signed with SEATD_JWT_SECRET (at least 32 bytes);\n"
@@ -1081,6 +1096,46 @@ static int cmd_token(opts_t *o)
         printf("%s\n", token);
     }
     free(token);
+    return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * user create
+ * --------------------------------------------------------------------------------------- */
+
+static int cmd_user_create(opts_t *o)
+{
+    if (o->email == NULL)
+        return usage_error("user create needs --email EMAIL");
+    if (!(o->given & O_PASSWORD_STDIN))
+        return usage_error("user create needs --password-stdin (the password on standard input)");
+    char pw[1024];
+    if (fgets(pw, sizeof pw, stdin) == NULL)
+        return fail(o, "no password on standard input");
+    size_t len = strlen(pw);
+    if (len > 0 && pw[len - 1] != '\n' && !feof(stdin))
+        return fail(o, "the password is too long");
+    while (len > 0 && (pw[len - 1] == '\n' || pw[len - 1] == '\r'))
+        pw[--len] = '\0';
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "email", o->email);
+    cJSON_AddStringToObject(body, "password", pw);
+    memset(pw, 0, sizeof pw);
+    if (o->name)
+        cJSON_AddStringToObject(body, "name", o->name);
+    cJSON_AddBoolToObject(body, "admin", (o->given & O_ADMIN) != 0);
+    char *text = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    http_res_t res;
+    int rc = http_admin(o, "POST", "/v1/admin/users", text, &res);
+    memset(text, 0, strlen(text));
+    free(text);
+    if (rc >= 0)
+        return rc;
+    if (o->json)
+        return print_answer(o, &res);
+    printf("%s\n", jstr(res.json, "userId"));
+    http_res_free(&res);
     return EXIT_OK;
 }
 

@@ -27,7 +27,12 @@
     XX(TOOMANY, 400, "too-many-seats", "TOOMANY", "too many seats in one hold")                    \
     XX(UNKNOWNSEAT, 400, "unknown-seat", "UNKNOWN_SEAT", "a seat is not in this show's layout")    \
     XX(BADID, 400, "invalid-id", "BADID", "an id is malformed")                                    \
+    XX(WEAKPASSWORD, 400, "weak-password", "WEAK_PASSWORD",                                        \
+       "the password is one of the most common passwords")                                         \
     XX(UNAUTH, 401, "unauthorized", "UNAUTH", "a valid bearer token is required")                  \
+    XX(CREDENTIALS, 401, "invalid-credentials", "CREDENTIALS", "the email or password is wrong")   \
+    XX(TOKEN, 401, "invalid-refresh-token", "TOKEN",                                               \
+       "the refresh token is unknown, expired, used or revoked")                                   \
     XX(DECLINED, 402, "payment-declined", "DECLINED", "the payment was declined")                  \
     XX(FORBIDDEN, 403, "forbidden", "FORBIDDEN", "this route needs another role")                  \
     XX(NOSHOW, 404, "show-not-found", "NOSHOW", "no such show")                                    \
@@ -39,6 +44,7 @@
     XX(INFLIGHT, 409, "idempotency-key-in-flight", "INFLIGHT",                                     \
        "a request with this idempotency key is still in progress")                                 \
     XX(EXISTS, 409, "already-exists", "EXISTS", "the resource already exists")                     \
+    XX(EMAILTAKEN, 409, "email-taken", "EMAIL_TAKEN", "an account with this email already exists") \
     XX(SALESCLOSED, 409, "sales-closed", "SALES_CLOSED", "sales for this show have closed")        \
     XX(EXPIRED, 410, "hold-expired", "EXPIRED", "the hold has expired")                            \
     XX(TOOLARGE, 413, "body-too-large", "TOOLARGE", "the request body is too large")               \

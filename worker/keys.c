@@ -103,6 +103,26 @@ int seatd_keys_show(char *out, const char *show_id, const char *suffix)
     return 0;
 }
 
+int seatd_keys_user(char *out, const char *sub, const char *suffix)
+{
+    if (!seatd_keys_valid_sub(sub) || suffix == NULL)
+        return SEATD_EBADID;
+    int n = snprintf(out, SEATD_KEY_MAX, "{u:%s}:%s", sub, suffix);
+    if (n < 0 || n >= SEATD_KEY_MAX)
+        return SEATD_EBADID;
+    return 0;
+}
+
+int seatd_keys_email(char *out, const char *email)
+{
+    if (email == NULL || email[0] == '\0')
+        return SEATD_EBADID;
+    int n = snprintf(out, SEATD_KEY_MAX, "seatd:email:%s", email);
+    if (n < 0 || n >= SEATD_KEY_MAX)
+        return SEATD_EBADID;
+    return 0;
+}
+
 /* One hash tag per bucket whose slot lies in the bucket's range (found by search: "h13" hashes
  * to slot 606, in bucket 0's [0, 1024), and so on); test_keys checks every one. */
 static const char *const hint_tags[SEATD_HINT_BUCKETS] = {

@@ -34,6 +34,22 @@
  *                                    seatd_layout_digest() is the address); a show's meta
  *                                    names it by layoutHash.
  *   seatd:shows              zset    catalogue: show id by startsAt
+ *
+ * Accounts (issue 14; lua/accounts.lua): every key of one user carries the hash tag
+ * {u:<userId>}, so a user's functions are single-slot; the email index is its own slot.
+ *   seatd:email:<email>      string  the user id of the account with that (normalised) email;
+ *                                    claimed with SET NX before the user record is written
+ *   {u:<id>}:user            hash    email, name, hash (argon2id, encoded), admin, createdAt
+ *   {u:<id>}:fam:<familyId>  hash    a refresh-token family (one login): current (token hash),
+ *                                    createdAt, expiresAt, rotatedAt; PEXPIREAT expiresAt
+ *   {u:<id>}:rt:<sha256>     hash    one refresh token, by the SHA-256 hex of its text: fam,
+ *                                    used ("1" once rotated); expires with its family
+ *   {u:<sub>}:holds          zset    hold id -> ms the worker filed it (before the hold exists);
+ *                                    entries older than 1 day are trimmed on write
+ *   {u:<sub>}:bookings       zset    booking id -> ms filed (before book_begin), kept
+ *   seatd:login:addr:<addr>  string  login attempts from one client address (seatd_attempt)
+ *   seatd:login:acct:<h>     string  failed logins of one email (<h>: 32 hex of its SHA-256)
+ *   seatd:register:addr:<a>  string  registrations from one client address
  *   seatd:show_seq           integer show id sequence
  *   seatd:pending_shows:{hN} zset    show id -> hint count: shows reconciliation should look at
  *                                    (16 buckets, see "Hint indexes" below)
@@ -77,6 +93,12 @@ SEATD_MUSTCHECK int seatd_keys_parse_id(const char *id, char kind, char *show_ou
 /* Writes "{s:<showId>}:<suffix>" into 'out' (SEATD_KEY_MAX bytes). Returns 0 or SEATD_EBADID
  * if the show id is invalid or the key would not fit. */
 SEATD_MUSTCHECK int seatd_keys_show(char *out, const char *show_id, const char *suffix);
+
+/* Writes "{u:<sub>}:<suffix>" into 'out' (SEATD_KEY_MAX bytes). 0 or SEATD_EBADID (invalid
+ * user id, or too long). */
+SEATD_MUSTCHECK int seatd_keys_user(char *out, const char *sub, const char *suffix);
+/* Writes "seatd:email:<email>" ('email' already normalised by account.h) into 'out'. */
+SEATD_MUSTCHECK int seatd_keys_email(char *out, const char *email);
 
 #define SEATD_KEY_CATALOGUE "seatd:shows"
 #define SEATD_KEY_SHOW_SEQ "seatd:show_seq"

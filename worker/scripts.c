@@ -280,6 +280,12 @@ static const fn_row_t fn_rows[] = {
     {"seatd_seatmap", SEATD_RDS_IDEMPOTENT},
     {"seatd_hold_get", SEATD_RDS_IDEMPOTENT},
     {"seatd_booking_get", SEATD_RDS_IDEMPOTENT},
+    {"seatd_email_get", SEATD_RDS_IDEMPOTENT},
+    {"seatd_user_get", SEATD_RDS_IDEMPOTENT},
+    {"seatd_me_list", SEATD_RDS_IDEMPOTENT},
+    /* a repeat only moves the entry's score (never seatd_session_refresh: a resent refresh
+     * would be a replay and revoke the family) */
+    {"seatd_me_add", SEATD_RDS_IDEMPOTENT},
     /* the booking acknowledgement: durable on a replica before the buyer hears 201 */
     {"seatd_book_confirm", SEATD_RDS_DURABLE},
 };

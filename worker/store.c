@@ -77,6 +77,7 @@ typedef enum {
     KIND_REAP,
     KIND_ATTEMPT,
     KIND_REMOVED,
+    KIND_ACCOUNT,
     KIND_COUNT
 } kind_t;
 
@@ -215,10 +216,30 @@ static const field_t removed_fields[] = {
     {NULL, F_STR, 0, NOAUX, 0},
 };
 
+static const field_t account_fields[] = {
+    STR("userId", account.user_id),
+    STR("email", account.email),
+    STR("name", account.name),
+    STR("hash", account.hash),
+    FLAG("admin", account.admin),
+    INT("createdAt", account.created_at_ms),
+    STR("familyId", account.family_id),
+    INT("expiresAt", account.expires_at_ms),
+    FLAG("removed", account.removed),
+    FLAG("revoked", account.revoked),
+    INT("score", account.score),
+    LIST("id", account.ids, account.nentries),
+    LIST("score", account.scores, account.nentries),
+    FLAG("more", account.more),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+
 static const field_t *const kind_fields[KIND_COUNT] = {
-    [KIND_SHOW] = show_fields, [KIND_PAGE] = page_fields,       [KIND_SEATMAP] = seatmap_fields,
-    [KIND_HOLD] = hold_fields, [KIND_BOOKING] = booking_fields, [KIND_PENDING] = pending_fields,
-    [KIND_REAP] = reap_fields, [KIND_ATTEMPT] = attempt_fields, [KIND_REMOVED] = removed_fields,
+    [KIND_SHOW] = show_fields,       [KIND_PAGE] = page_fields,
+    [KIND_SEATMAP] = seatmap_fields, [KIND_HOLD] = hold_fields,
+    [KIND_BOOKING] = booking_fields, [KIND_PENDING] = pending_fields,
+    [KIND_REAP] = reap_fields,       [KIND_ATTEMPT] = attempt_fields,
+    [KIND_REMOVED] = removed_fields, [KIND_ACCOUNT] = account_fields,
 };
 
 #define MAX_LISTS 2 /* F_LIST fields per kind */
@@ -1308,4 +1329,125 @@ int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t ca
     const char *args[3] = {take ? "take" : "give", c, w};
     return fcall(op_new(st, KIND_ATTEMPT, cb, data), "seatd_attempt", key, take ? 3 : 1, args, NULL,
                  on_reply);
+}
+
+/* ---------------------------------------------------------------------- accounts */
+
+static int account_call(seatd_store_t *st, const char *fn, const char *key, int nargs,
+                        const char **args, seatd_store_cb cb, void *data)
+{
+    return fcall(op_new(st, KIND_ACCOUNT, cb, data), fn, key, nargs, args, NULL, on_reply);
+}
+
+static int email_call(seatd_store_t *st, const char *fn, const char *email, const char *user_id,
+                      seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX];
+    if (seatd_keys_email(key, email) < 0 || (user_id && !seatd_keys_valid_sub(user_id)))
+        return SEATD_EBADID;
+    const char *args[1] = {user_id};
+    return account_call(st, fn, key, user_id ? 1 : 0, args, cb, data);
+}
+
+int seatd_store_email_claim(seatd_store_t *st, const char *email, const char *user_id,
+                            seatd_store_cb cb, void *data)
+{
+    if (user_id == NULL)
+        return SEATD_EBADID;
+    return email_call(st, "seatd_email_claim", email, user_id, cb, data);
+}
+
+int seatd_store_email_release(seatd_store_t *st, const char *email, const char *user_id,
+                              seatd_store_cb cb, void *data)
+{
+    if (user_id == NULL)
+        return SEATD_EBADID;
+    return email_call(st, "seatd_email_release", email, user_id, cb, data);
+}
+
+int seatd_store_email_get(seatd_store_t *st, const char *email, seatd_store_cb cb, void *data)
+{
+    return email_call(st, "seatd_email_get", email, NULL, cb, data);
+}
+
+int seatd_store_user_create(seatd_store_t *st, const seatd_user_args_t *a, seatd_store_cb cb,
+                            void *data)
+{
+    char key[SEATD_KEY_MAX];
+    if (seatd_keys_user(key, a->user_id, "user") < 0 || a->email == NULL || a->hash == NULL)
+        return SEATD_EBADID;
+    const char *args[4] = {a->email, a->name ? a->name : "", a->hash, a->admin ? "1" : "0"};
+    return account_call(st, "seatd_user_create", key, 4, args, cb, data);
+}
+
+int seatd_store_user_get(seatd_store_t *st, const char *user_id, seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX];
+    if (seatd_keys_user(key, user_id, "user") < 0)
+        return SEATD_EBADID;
+    return account_call(st, "seatd_user_get", key, 0, NULL, cb, data);
+}
+
+int seatd_store_session_start(seatd_store_t *st, const char *user_id, const char *family_id,
+                              const char *token_hash, int64_t ttl_ms, seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX], ttl[24];
+    if (seatd_keys_user(key, user_id, "user") < 0 || family_id == NULL || token_hash == NULL)
+        return SEATD_EBADID;
+    if (ttl_ms < 1)
+        return SEATD_EINVAL;
+    snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
+    const char *args[3] = {family_id, token_hash, ttl};
+    return account_call(st, "seatd_session_start", key, 3, args, cb, data);
+}
+
+int seatd_store_session_refresh(seatd_store_t *st, const char *user_id, const char *old_hash,
+                                const char *new_hash, seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX];
+    if (seatd_keys_user(key, user_id, "user") < 0 || old_hash == NULL || new_hash == NULL)
+        return SEATD_EBADID;
+    const char *args[2] = {old_hash, new_hash};
+    return account_call(st, "seatd_session_refresh", key, 2, args, cb, data);
+}
+
+int seatd_store_session_revoke(seatd_store_t *st, const char *user_id, const char *token_hash,
+                               seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX];
+    if (seatd_keys_user(key, user_id, "user") < 0 || token_hash == NULL)
+        return SEATD_EBADID;
+    const char *args[1] = {token_hash};
+    return account_call(st, "seatd_session_revoke", key, 1, args, cb, data);
+}
+
+static int valid_index(const char *index)
+{
+    return index && (strcmp(index, "holds") == 0 || strcmp(index, "bookings") == 0);
+}
+
+int seatd_store_me_add(seatd_store_t *st, const char *sub, const char *index, const char *id,
+                       int64_t retain_ms, seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX], retain[24];
+    if (!valid_index(index) || seatd_keys_user(key, sub, index) < 0 || id == NULL || !id[0])
+        return SEATD_EBADID;
+    if (retain_ms < 0)
+        return SEATD_EINVAL;
+    snprintf(retain, sizeof(retain), "%" PRId64, retain_ms);
+    const char *args[2] = {id, retain};
+    return account_call(st, "seatd_me_add", key, 2, args, cb, data);
+}
+
+int seatd_store_me_list(seatd_store_t *st, const char *sub, const char *index, const char *before,
+                        int limit, seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX], n[24];
+    if (!valid_index(index) || seatd_keys_user(key, sub, index) < 0)
+        return SEATD_EBADID;
+    if (limit < 1 || limit > 1000)
+        return SEATD_EINVAL;
+    snprintf(n, sizeof(n), "%d", limit);
+    const char *args[2] = {before ? before : "", n};
+    return account_call(st, "seatd_me_list", key, 2, args, cb, data);
 }

@@ -124,6 +124,24 @@ typedef struct seatd_attempt_result_s { /* attempt */
     int64_t retry_after_ms; /* 1000 when missing */
 } seatd_attempt_result_t;
 
+typedef struct seatd_account_result_s { /* email_*, user_*, session_*, me_* */
+    const char *user_id;
+    const char *email;
+    const char *name;
+    const char *hash; /* argon2id, encoded */
+    int admin;
+    int64_t created_at_ms;
+    const char *family_id;     /* session_*: the refresh-token family */
+    int64_t expires_at_ms;     /* session_*: the family's end (Redis clock) */
+    int removed;               /* email_release */
+    int revoked;               /* session_revoke */
+    int64_t score;             /* me_add: the entry's score (ms) */
+    size_t nentries;           /* me_list: entries, newest first */
+    const char *const *ids;    /* me_list: their ids */
+    const char *const *scores; /* me_list: their scores (ms, text): the paging cursor */
+    int more;                  /* me_list: older entries exist */
+} seatd_account_result_t;
+
 typedef struct seatd_store_result_s {
     int err;            /* 0, or a negative SEATD_E* code */
     const char *detail; /* the error text after the word ("" if none); borrowed */
@@ -138,6 +156,7 @@ typedef struct seatd_store_result_s {
     seatd_pending_result_t pending;
     seatd_reap_result_t reap;
     seatd_attempt_result_t attempt;
+    seatd_account_result_t account;
     int removed; /* hint_clear: 1 when the hint was dropped */
     /* success: the raw name/value pairs, for tests and diagnostics only */
     size_t nfields;
@@ -364,5 +383,57 @@ SEATD_MUSTCHECK int seatd_store_late_charge(seatd_store_t *st, const char *booki
  * ok ("1", or "0": over the cap, nothing counted), count, retryAfterMs. */
 SEATD_MUSTCHECK int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,
                                         int64_t window_ms, seatd_store_cb cb, void *data);
+
+/* ---------------------------------------------------------------------------------------
+ * Accounts (issue 14; lua/accounts.lua, keys in keys.h). Results: res->account. Emails must
+ * be normalised (account.h); user ids match keys.h's sub grammar (else SEATD_EBADID).
+ * ------------------------------------------------------------------------------------- */
+
+/* Claims 'email' for 'user_id' (SET NX). Errors: EMAILTAKEN. */
+SEATD_MUSTCHECK int seatd_store_email_claim(seatd_store_t *st, const char *email,
+                                            const char *user_id, seatd_store_cb cb, void *data);
+/* Drops the claim of 'email' if it still names 'user_id'. Result: removed. */
+SEATD_MUSTCHECK int seatd_store_email_release(seatd_store_t *st, const char *email,
+                                              const char *user_id, seatd_store_cb cb, void *data);
+/* The user id of 'email' (user_id "" when none). */
+SEATD_MUSTCHECK int seatd_store_email_get(seatd_store_t *st, const char *email, seatd_store_cb cb,
+                                          void *data);
+/* Writes the user record. Result: userId, email, name, admin, createdAt. Errors: EXISTS. */
+typedef struct seatd_user_args_s {
+    const char *user_id;
+    const char *email;
+    const char *name; /* may be NULL */
+    const char *hash; /* encoded argon2id */
+    int admin;
+} seatd_user_args_t;
+SEATD_MUSTCHECK int seatd_store_user_create(seatd_store_t *st, const seatd_user_args_t *a,
+                                            seatd_store_cb cb, void *data);
+/* The user record. Errors: NOTFOUND. */
+SEATD_MUSTCHECK int seatd_store_user_get(seatd_store_t *st, const char *user_id, seatd_store_cb cb,
+                                         void *data);
+/* Starts refresh-token family 'family_id' with the token whose SHA-256 hex is 'token_hash',
+ * living 'ttl_ms'. Result: the user's fields, familyId, expiresAt. Errors: NOTFOUND. */
+SEATD_MUSTCHECK int seatd_store_session_start(seatd_store_t *st, const char *user_id,
+                                              const char *family_id, const char *token_hash,
+                                              int64_t ttl_ms, seatd_store_cb cb, void *data);
+/* Rotates: 'old_hash' dies, 'new_hash' joins its family; a replayed (used) token revokes the
+ * family. Never resent by the Redis layer. Result: as session_start. Errors: TOKEN. */
+SEATD_MUSTCHECK int seatd_store_session_refresh(seatd_store_t *st, const char *user_id,
+                                                const char *old_hash, const char *new_hash,
+                                                seatd_store_cb cb, void *data);
+/* Revokes the family of the token 'token_hash'. Result: revoked. */
+SEATD_MUSTCHECK int seatd_store_session_revoke(seatd_store_t *st, const char *user_id,
+                                               const char *token_hash, seatd_store_cb cb,
+                                               void *data);
+/* Files 'id' in the index 'index' ("holds" or "bookings") of user 'sub', trimming entries
+ * older than 'retain_ms' (0: none). Result: score. */
+SEATD_MUSTCHECK int seatd_store_me_add(seatd_store_t *st, const char *sub, const char *index,
+                                       const char *id, int64_t retain_ms, seatd_store_cb cb,
+                                       void *data);
+/* Up to 'limit' (1..1000) entries of that index, newest first, with a score below 'before'
+ * (text; NULL or "": from the newest). Result: nentries, ids, scores, more. */
+SEATD_MUSTCHECK int seatd_store_me_list(seatd_store_t *st, const char *sub, const char *index,
+                                        const char *before, int limit, seatd_store_cb cb,
+                                        void *data);
 
 #endif

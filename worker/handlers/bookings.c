@@ -457,7 +457,7 @@ static void on_begin(const seatd_store_result_t *res, void *data)
     }
 }
 
-static void begin_booking(book_op_t *op)
+static void begin_booking_now(book_op_t *op)
 {
     seatd_book_args_t a = {
         .hold_id = op->hold_id,
@@ -469,6 +469,30 @@ static void begin_booking(book_op_t *op)
         .payment_window_ms = op->app->cfg->payment_window_ms,
     };
     int rc = seatd_store_book_begin(op->app->store, &a, on_begin, op);
+    if (rc < 0)
+        counters_give(op);
+    step_started(op, rc);
+}
+
+static void on_booking_indexed(const seatd_store_result_t *res, void *data)
+{
+    book_op_t *op = data;
+    seatd__step_end(&op->r);
+    if (op->r == NULL || res->err) { /* nothing began: every attempt taken is given back */
+        counters_give(op);
+        if (op->r)
+            seatd__reply_store_error(op->r, res);
+        book_op_free(op);
+        return;
+    }
+    begin_booking_now(op);
+}
+
+/* Files the booking in the buyer's index (accounts.c) before it exists, then begins it:
+ * GET /v1/me/bookings drops entries whose booking never came to be. */
+static void begin_booking(book_op_t *op)
+{
+    int rc = seatd__index_booking(op->r, op->booking_id, on_booking_indexed, op);
     if (rc < 0)
         counters_give(op);
     step_started(op, rc);

@@ -346,12 +346,9 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         hold_op_free(op);
         return;
     }
-    char hold_id[SEATD_ID_MAX];
-    rc = seatd_keys_new_id(hold_id, op->show_id, 'h');
-    snprintf(op->hold_id, sizeof(op->hold_id), "%s", rc == 0 ? hold_id : "");
     seatd_hold_args_t a = {
         .show_id = op->show_id,
-        .hold_id = hold_id,
+        .hold_id = op->hold_id,
         .owner = seatd__sub(r),
         .seat_ids = sorted,
         .nseats = op->nids,
@@ -359,12 +356,31 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .ttl_ms = 0,
         .max_per_user = (int)app->cfg->max_seats_per_user,
     };
-    if (rc == 0)
-        rc = seatd__step_begin(&r, seatd_store_hold(app->store, &a, on_hold, op));
+    rc = seatd__step_begin(&r, seatd_store_hold(app->store, &a, on_hold, op));
     free(sorted);
     if (rc < 0) {
         seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
         seatd_req_finish_problem(r, rc, NULL, NULL);
+        hold_op_free(op);
+    }
+}
+
+static void on_hold_indexed(const seatd_store_result_t *res, void *data)
+{
+    hold_op_t *op = data;
+    if (seatd__step_end(&op->r)) {
+        hold_op_free(op);
+        return;
+    }
+    if (res->err) {
+        seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
+        seatd__reply_store_error(op->r, res);
+        hold_op_free(op);
+        return;
+    }
+    int rc = seatd__with_layout(op->r, op->show_id, hold_with_layout, hold_op_free, op);
+    if (rc < 0) {
+        seatd_req_finish_problem(op->r, rc, NULL, NULL);
         hold_op_free(op);
     }
 }
@@ -398,9 +414,15 @@ int seatd_handle_holds_create(seatd_req_t *r)
         snprintf(op->idem_copy, sizeof(op->idem_copy), "%s", op->idem);
         op->idem = op->idem_copy;
     }
-    int rc = seatd__with_layout(r, op->show_id, hold_with_layout, hold_op_free, op);
-    if (rc < 0)
+    /* The hold's id is made here and filed in the buyer's index before the hold exists
+     * (accounts.c): GET /v1/me/holds drops entries whose hold never came to be. */
+    int rc = seatd_keys_new_id(op->hold_id, op->show_id, 'h');
+    if (rc == 0)
+        rc = seatd__step_begin(&op->r, seatd__index_hold(r, op->hold_id, on_hold_indexed, op));
+    if (rc < 0) {
+        op->hold_id[0] = '\0'; /* nothing was sent: nothing to compensate */
         hold_op_free(op);
+    }
     return rc;
 }
 

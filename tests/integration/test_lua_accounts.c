@@ -1,0 +1,285 @@
+/* Integration tests for lua/accounts.lua through store.c against a real redis-server:
+ * registration's email gate, refresh-token rotation, replay revoking the family, logout,
+ * TTLs, the per-user indexes, and 100 concurrent refreshes of one token (forked racers
+ * released from a barrier). */
+#include <criterion/criterion.h>
+
+#include "racer.h"
+#include "store_harness.h"
+
+static void setup(void)
+{
+    seatd_test_redis_flushall();
+}
+
+TestSuite(lua_accounts, .init = setup, .timeout = 60);
+
+#define USER "u00112233445566778899"
+#define DAY_MS (24LL * 3600 * 1000)
+
+static int create_user(th_t *t, const char *id, const char *email, int admin)
+{
+    th_res_t r = {0};
+    int rc = th_finish(t, &r, seatd_store_email_claim(t->store, email, id, th_on_result, &r));
+    th_res_clear(&r);
+    if (rc != 0)
+        return rc;
+    seatd_user_args_t a = {.user_id = id,
+                           .email = email,
+                           .name = "Ann",
+                           .hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$dGFn",
+                           .admin = admin};
+    rc = th_finish(t, &r, seatd_store_user_create(t->store, &a, th_on_result, &r));
+    th_res_clear(&r);
+    return rc;
+}
+
+static int start(th_t *t, const char *fam, const char *hash, long long ttl_ms)
+{
+    th_res_t r = {0};
+    int rc = th_finish(
+        t, &r, seatd_store_session_start(t->store, USER, fam, hash, ttl_ms, th_on_result, &r));
+    th_res_clear(&r);
+    return rc;
+}
+
+static int refresh(th_t *t, const char *old_hash, const char *new_hash, th_res_t *r)
+{
+    return th_finish(
+        t, r, seatd_store_session_refresh(t->store, USER, old_hash, new_hash, th_on_result, r));
+}
+
+Test(lua_accounts, an_email_is_claimed_once_and_the_user_is_readable)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(create_user(&t, USER, "ann@example.com", 1), 0);
+    cr_assert_eq(th_finish(&t, &r,
+                           seatd_store_email_claim(t.store, "ann@example.com",
+                                                   "u99999999999999999999", th_on_result, &r)),
+                 SEATD_EEMAILTAKEN);
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_email_get(t.store, "ann@example.com", th_on_result, &r)), 0);
+    cr_assert_str_eq(th_get(&r, "userId"), USER);
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_user_get(t.store, USER, th_on_result, &r)), 0);
+    cr_assert_str_eq(th_get(&r, "email"), "ann@example.com");
+    cr_assert_str_eq(th_get(&r, "admin"), "1");
+    th_res_clear(&r);
+    /* A release by another user id leaves the claim; by its own it drops it. */
+    cr_assert_eq(
+        th_finish(&t, &r,
+                  seatd_store_email_release(t.store, "ann@example.com", "uX", th_on_result, &r)),
+        0);
+    cr_assert_str_eq(th_get(&r, "removed"), "0");
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_email_get(t.store, "nobody@example.com", th_on_result, &r)),
+        0);
+    cr_assert_str_eq(th_get(&r, "userId"), "");
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_accounts, refresh_rotates_and_a_replay_revokes_the_family)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(create_user(&t, USER, "ann@example.com", 0), 0);
+    cr_assert_eq(start(&t, "f1", "h1", 60000), 0);
+    cr_assert_eq(refresh(&t, "h1", "h2", &r), 0);
+    cr_assert_str_eq(th_get(&r, "userId"), USER);
+    cr_assert_str_eq(th_get(&r, "familyId"), "f1");
+    th_res_clear(&r);
+    cr_assert_eq(refresh(&t, "h2", "h3", &r), 0); /* the new one works */
+    th_res_clear(&r);
+    /* h1 again: a replay. 401 and the whole family is dead: h3 (the live one) too. */
+    cr_assert_eq(refresh(&t, "h1", "h4", &r), SEATD_ETOKEN);
+    cr_assert_str_eq(r.detail, "replayed");
+    th_res_clear(&r);
+    cr_assert_eq(refresh(&t, "h3", "h5", &r), SEATD_ETOKEN);
+    th_res_clear(&r);
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_int(c, "EXISTS {u:%s}:fam:f1", USER), 0);
+    cr_assert_eq(th_int(c, "EXISTS {u:%s}:rt:h4", USER), 0);
+    redisFree(c);
+    /* Another login's family is untouched. */
+    cr_assert_eq(start(&t, "f2", "g1", 60000), 0);
+    cr_assert_eq(refresh(&t, "g1", "g2", &r), 0);
+    th_res_clear(&r);
+    cr_assert_eq(refresh(&t, "nope", "g3", &r), SEATD_ETOKEN);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_accounts, logout_revokes_the_family_and_tokens_carry_its_ttl)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(create_user(&t, USER, "ann@example.com", 0), 0);
+    cr_assert_eq(start(&t, "f1", "h1", 30 * DAY_MS), 0);
+    cr_assert_eq(refresh(&t, "h1", "h2", &r), 0);
+    th_res_clear(&r);
+    redisContext *c = seatd_test_redis_connect();
+    long long fam_ttl = th_int(c, "PTTL {u:%s}:fam:f1", USER);
+    long long tok_ttl = th_int(c, "PTTL {u:%s}:rt:h2", USER);
+    cr_assert(fam_ttl > 30 * DAY_MS - 60000 && fam_ttl <= 30 * DAY_MS, "family ttl %lld", fam_ttl);
+    cr_assert(tok_ttl > 0 && tok_ttl <= fam_ttl + 5, "token ttl %lld", tok_ttl);
+    cr_assert(th_int(c, "PTTL {u:%s}:rt:h1", USER) > 0);   /* kept to spot a replay */
+    cr_assert_eq(th_int(c, "PTTL {u:%s}:user", USER), -1); /* the account never expires */
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_session_revoke(t.store, USER, "h2", th_on_result, &r)), 0);
+    cr_assert_str_eq(th_get(&r, "revoked"), "1");
+    th_res_clear(&r);
+    cr_assert_eq(refresh(&t, "h2", "h3", &r), SEATD_ETOKEN);
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_session_revoke(t.store, USER, "h2", th_on_result, &r)), 0);
+    cr_assert_str_eq(th_get(&r, "revoked"), "0"); /* twice: nothing left to revoke */
+    th_res_clear(&r);
+    redisFree(c);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_accounts, a_family_ends_at_its_ttl)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(create_user(&t, USER, "ann@example.com", 0), 0);
+    cr_assert_eq(start(&t, "f1", "h1", 200), 0);
+    th_sleep_ms(400);
+    cr_assert_eq(refresh(&t, "h1", "h2", &r), SEATD_ETOKEN);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_accounts, a_session_needs_its_user)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(start(&t, "f1", "h1", 60000), SEATD_ENOTFOUND);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_accounts, the_index_lists_newest_first_in_pages_and_trims_old_holds)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    const char *ids[] = {"1-b0000000000000000000a", "1-b0000000000000000000b",
+                         "1-b0000000000000000000c"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(th_finish(&t, &r,
+                               seatd_store_me_add(t.store, "alice", "bookings", ids[i], 0,
+                                                  th_on_result, &r)),
+                     0);
+        th_res_clear(&r);
+        th_sleep_ms(3);
+    }
+    cr_assert_eq(
+        th_finish(&t, &r,
+                  seatd_store_me_list(t.store, "alice", "bookings", NULL, 2, th_on_result, &r)),
+        0);
+    cr_assert_eq(r.nfields, 5); /* id, score, id, score, more */
+    cr_assert_str_eq(r.values[0], ids[2]);
+    cr_assert_str_eq(r.values[2], ids[1]);
+    cr_assert_str_eq(th_get(&r, "more"), "1");
+    char cursor[32];
+    snprintf(cursor, sizeof(cursor), "%s", r.values[3]);
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r,
+                  seatd_store_me_list(t.store, "alice", "bookings", cursor, 2, th_on_result, &r)),
+        0);
+    cr_assert_eq(r.nfields, 3);
+    cr_assert_str_eq(r.values[0], ids[0]);
+    cr_assert_str_eq(th_get(&r, "more"), "0");
+    th_res_clear(&r);
+    /* holds: an entry older than the retention goes on the next write */
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_int(c, "ZADD {u:alice}:holds 1000 1-h00000000000000000001"), 1);
+    redisFree(c);
+    cr_assert_eq(th_finish(&t, &r,
+                           seatd_store_me_add(t.store, "alice", "holds", "1-h00000000000000000002",
+                                              DAY_MS, th_on_result, &r)),
+                 0);
+    th_res_clear(&r);
+    c = seatd_test_redis_connect();
+    cr_assert_eq(th_int(c, "ZCARD {u:alice}:holds"), 1);
+    redisFree(c);
+    cr_assert_eq(
+        th_finish(&t, &r,
+                  seatd_store_me_list(t.store, "alice", "other", NULL, 2, th_on_result, &r)),
+        SEATD_EBADID);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+/* ------------------------------------------------------------ 100 concurrent refreshes */
+
+/* Exit codes: 0 refreshed, 1 TOKEN (401), 2+ anything else. */
+static int refresh_racer(int i, void *arg)
+{
+    (void)arg;
+    th_t t;
+    th_res_t r = {0};
+    char next[32];
+    snprintf(next, sizeof(next), "next%d", i);
+    if (th_open(&t) != 0)
+        return 10;
+    /* warm the connection (and the library) before the barrier */
+    if (th_finish(&t, &r, seatd_store_user_get(t.store, USER, th_on_result, &r)) != 0)
+        return 12;
+    th_res_clear(&r);
+    seatd_test_racer_ready_and_wait();
+    int rc = refresh(&t, "h1", next, &r);
+    int code = rc == 0 ? 0 : rc == SEATD_ETOKEN ? 1 : 2;
+    if (rc == 0)
+        seatd_test_racer_report(next);
+    th_res_clear(&r);
+    if (th_close(&t) != 0)
+        return 11;
+    return code;
+}
+
+Test(lua_accounts, one_hundred_concurrent_refreshes_of_one_token_exactly_one_wins)
+{
+    enum { N = 100 };
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(create_user(&t, USER, "ann@example.com", 0), 0);
+    cr_assert_eq(start(&t, "f1", "h1", 60000), 0);
+    cr_assert_eq(th_close(&t), 0);
+    int status[N], won = 0, lost = 0, winner = -1;
+    char *reports[N] = {0};
+    cr_assert_eq(seatd_test_race(N, refresh_racer, NULL, status, reports, 40000), 0);
+    for (int i = 0; i < N; i++) {
+        cr_assert(status[i] == 0 || status[i] == 1, "racer %d exited %d", i, status[i]);
+        if (status[i] == 0)
+            winner = i;
+        won += status[i] == 0;
+        lost += status[i] == 1;
+    }
+    cr_assert_eq(won, 1);
+    cr_assert_eq(lost, N - 1);
+    /* The store agrees: h1 was rotated once, only the winner's token was ever stored (no
+     * loser got one), and the 99 others presented a used token after the rotation: a replay
+     * by the rules, so the family is revoked and the winner's new token is dead too. */
+    redisContext *c = seatd_test_redis_connect();
+    char v[64];
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {u:%s}:rt:h1 used", USER), 1);
+    cr_assert_str_eq(v, "1");
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {u:%s}:rt:%s fam", USER, reports[winner]), 1);
+    cr_assert_str_eq(v, "f1");
+    cr_assert_eq(
+        th_int(c, "EVAL %s 1 {u:%s}:user", "return #redis.call('KEYS', '{u:*}:rt:*')", USER), 2);
+    cr_assert_eq(th_int(c, "EXISTS {u:%s}:fam:f1", USER), 0);
+    redisFree(c);
+    for (int i = 0; i < N; i++)
+        free(reports[i]);
+}
