@@ -1442,7 +1442,7 @@
     row('Seats', seatsText, 'ticket-seats');
     if (typeof b.amount === 'number') row('Paid', money(b.amount) + (b.currency ? ` ${b.currency}` : ''), 'ticket-amount');
     row('Booking', b.bookingId || '', 'ticket-id');
-    row('Status', b.status || '', 'ticket-status');
+    row('Status', STATUS_TEXT[b.status] || b.status || '', 'ticket-status');
     parts.push(dl);
     if (typeof b.qr === 'string' && b.qr) {
       const src = b.qr.startsWith('data:') ? b.qr
@@ -1616,8 +1616,8 @@
       list.append(bookingItem(b));
     }
     const c = res.body && (res.body.nextCursor != null ? res.body.nextCursor : res.body.cursor);
-    mine.cursor = typeof c === 'string' || typeof c === 'number' ? String(c) : null;
-    if (mine.cursor === '' || mine.cursor === '0') mine.cursor = null;
+    // null on the last page
+    mine.cursor = (typeof c === 'string' && c) || (typeof c === 'number' && String(c)) || null;
     more.hidden = !mine.cursor;
     $('bookings-empty').hidden = list.children.length > 0;
   }
