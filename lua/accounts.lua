@@ -33,8 +33,9 @@ seatd_session_refresh  KEYS[1] {u:<id>}:user  ARGV old token hash, new token has
 seatd_session_revoke   KEYS[1] {u:<id>}:user  ARGV token hash
   Deletes the token's family (logout): {"revoked", "1"|"0"}.
 
-Per-user indexes, written by the worker BEFORE the hold or booking exists (a show's script
-cannot write another slot): {u:<sub>}:holds and {u:<sub>}:bookings, zsets id -> ms added.
+Per-user indexes, written by the worker (a show's script cannot write another slot) before
+it acknowledges a hold (after making it) or begins a booking: {u:<sub>}:holds and
+{u:<sub>}:bookings, zsets id -> ms added.
 seatd_me_add   KEYS[1] the index  ARGV id, retention ms (0: for ever)
   ZADD with Redis's clock; entries older than the retention are trimmed -> {"score", ms}.
 seatd_me_list (no-writes)  KEYS[1] the index  ARGV before ("" = newest; else only entries

@@ -44,8 +44,8 @@
  *                                    createdAt, expiresAt, rotatedAt; PEXPIREAT expiresAt
  *   {u:<id>}:rt:<sha256>     hash    one refresh token, by the SHA-256 hex of its text: fam,
  *                                    used ("1" once rotated); expires with its family
- *   {u:<sub>}:holds          zset    hold id -> ms the worker filed it (before the hold exists);
- *                                    entries older than 1 day are trimmed on write
+ *   {u:<sub>}:holds          zset    hold id -> ms the worker filed it (before the 201); entries
+ *                                    older than 1 day are trimmed on write
  *   {u:<sub>}:bookings       zset    booking id -> ms filed (before book_begin), kept
  *   seatd:login:addr:<addr>  string  login attempts from one client address (seatd_attempt)
  *   seatd:login:acct:<h>     string  failed logins of one email (<h>: 32 hex of its SHA-256)

@@ -31,19 +31,25 @@
 
 typedef struct {
     seatd_req_t *r;
+    seatd_app_t *app; /* borrowed */
     cJSON *body;      /* owned; 'ids' and 'idem' point into it */
     const char **ids; /* owned array of borrowed strings */
     size_t nids;
     const char *idem;    /* borrowed: header or body; may be NULL */
     char idem_copy[160]; /* the header value outlives nothing, so keep a copy */
     char show_id[SEATD_ID_MAX];
-    char hold_id[SEATD_ID_MAX]; /* the id sent to Redis, for the compensation of a 5xx */
+    char hold_id[SEATD_ID_MAX]; /* the id sent to Redis, for the compensation of a 5xx; once
+                                 * answered, the hold's (a replay's is the first request's) */
+    char owner[65];             /* the JWT sub */
+    cJSON *answer;              /* owned: the 201 body, while the hold is filed in the index */
+    int replayed;
 } hold_op_t;
 
 static void hold_op_free(void *ctx)
 {
     hold_op_t *op = ctx;
     cJSON_Delete(op->body);
+    cJSON_Delete(op->answer);
     free(op->ids);
     free(op);
 }
@@ -287,6 +293,37 @@ static void hold_compensate(seatd_app_t *app, const hold_op_t *op, const char *o
         comp_schedule(0);
 }
 
+/* The index entry of a made hold is written: answer 201. Not written: the hold was made but
+ * cannot be acknowledged, so it is answered as a 5xx is and compensated (released unless a
+ * replay already gave it to the buyer). */
+static void on_hold_indexed(const seatd_store_result_t *res, void *data)
+{
+    hold_op_t *op = data;
+    if (res->err)
+        hold_compensate(op->app, op, op->owner);
+    if (seatd__step_end(&op->r)) {
+        hold_op_free(op);
+        return;
+    }
+    seatd_req_t *r = op->r;
+    if (res->err) {
+        seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
+        seatd__reply_store_error(r, res);
+        hold_op_free(op);
+        return;
+    }
+    seatd_metrics_inc(op->replayed ? SEATD_METRIC_HOLD_REPLAYED : SEATD_METRIC_HOLD_CREATED);
+    char loc[96];
+    snprintf(loc, sizeof(loc), "/v1/holds/%s", op->hold_id);
+    seatd_req_add_header(r, "Location", loc);
+    if (op->replayed)
+        seatd_req_add_header(r, "Idempotent-Replayed", "true");
+    cJSON *o = op->answer;
+    op->answer = NULL;
+    seatd_req_finish_json(r, 201, o);
+    hold_op_free(op);
+}
+
 static void on_hold(const seatd_store_result_t *res, void *data)
 {
     hold_op_t *op = data;
@@ -303,18 +340,20 @@ static void on_hold(const seatd_store_result_t *res, void *data)
         hold_op_free(op);
         return;
     }
-    int replayed = res->hold.replayed;
+    op->replayed = res->hold.replayed;
     seatd_seatmap_invalidate(op->show_id, res->hold.version);
-    seatd_metrics_inc(replayed ? SEATD_METRIC_HOLD_REPLAYED : SEATD_METRIC_HOLD_CREATED);
-    cJSON *o = hold_to_json(res);
-    cJSON_AddNumberToObject(o, "version", (double)res->hold.version);
-    char loc[96];
-    snprintf(loc, sizeof(loc), "/v1/holds/%s", res->hold.hold_id);
-    seatd_req_add_header(r, "Location", loc);
-    if (replayed)
-        seatd_req_add_header(r, "Idempotent-Replayed", "true");
-    seatd_req_finish_json(r, 201, o);
-    hold_op_free(op);
+    op->answer = hold_to_json(res);
+    cJSON_AddNumberToObject(op->answer, "version", (double)res->hold.version);
+    snprintf(op->hold_id, sizeof(op->hold_id), "%s", res->hold.hold_id);
+    /* Filed in the buyer's index (GET /v1/me/holds) before the 201: an acknowledged hold is
+     * always listed. The hold itself goes first, so the seat decision waits for nothing. */
+    int rc = seatd__step_begin(&op->r, seatd__index_hold(r, op->hold_id, on_hold_indexed, op));
+    if (rc < 0) {
+        hold_compensate(seatd__app(r), op, op->owner);
+        seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+        hold_op_free(op);
+    }
 }
 
 static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
@@ -365,26 +404,6 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
     }
 }
 
-static void on_hold_indexed(const seatd_store_result_t *res, void *data)
-{
-    hold_op_t *op = data;
-    if (seatd__step_end(&op->r)) {
-        hold_op_free(op);
-        return;
-    }
-    if (res->err) {
-        seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
-        seatd__reply_store_error(op->r, res);
-        hold_op_free(op);
-        return;
-    }
-    int rc = seatd__with_layout(op->r, op->show_id, hold_with_layout, hold_op_free, op);
-    if (rc < 0) {
-        seatd_req_finish_problem(op->r, rc, NULL, NULL);
-        hold_op_free(op);
-    }
-}
-
 int seatd_handle_holds_create(seatd_req_t *r)
 {
     const char *show_id = seatd_req_param(r, "id");
@@ -392,6 +411,7 @@ int seatd_handle_holds_create(seatd_req_t *r)
         return SEATD_ENOSHOW;
     hold_op_t *op = seatd_calloc(1, sizeof(*op));
     op->r = r;
+    op->app = seatd__app(r);
     snprintf(op->show_id, sizeof(op->show_id), "%s", show_id);
     const char *body_idem = NULL;
     if (seatd_json_parse_body_or_reply(r, &op->body) < 0) {
@@ -414,15 +434,12 @@ int seatd_handle_holds_create(seatd_req_t *r)
         snprintf(op->idem_copy, sizeof(op->idem_copy), "%s", op->idem);
         op->idem = op->idem_copy;
     }
-    /* The hold's id is made here and filed in the buyer's index before the hold exists
-     * (accounts.c): GET /v1/me/holds drops entries whose hold never came to be. */
+    snprintf(op->owner, sizeof(op->owner), "%s", seatd__sub(r));
     int rc = seatd_keys_new_id(op->hold_id, op->show_id, 'h');
     if (rc == 0)
-        rc = seatd__step_begin(&op->r, seatd__index_hold(r, op->hold_id, on_hold_indexed, op));
-    if (rc < 0) {
-        op->hold_id[0] = '\0'; /* nothing was sent: nothing to compensate */
+        rc = seatd__with_layout(r, op->show_id, hold_with_layout, hold_op_free, op);
+    if (rc < 0)
         hold_op_free(op);
-    }
     return rc;
 }
 
