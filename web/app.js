@@ -434,7 +434,6 @@
     const who = $('who');
     $('signin-open').hidden = !!s;
     $('signout-btn').hidden = !s;
-    document.body.dataset.session = s ? s.kind : 'none';
     if (!s) {
       who.textContent = '';
       who.dataset.state = 'none';

@@ -574,6 +574,32 @@ test('a newcomer signs up, holds, pays and finds the ticket under My tickets; si
     noPageErrors(p);
   });
 
+  await t.test('more than a page of bookings: "Show more" brings the older ones', async () => {
+    // Ten more bookings, straight through the API with the page's own access token (a buyer
+    // may hold at most 10 seats per show: 8 more here, 2 on the first test's show).
+    const { accessToken } = await stored();
+    const book = async (show, seat) => {
+      const h = await apiCall('POST', `/v1/shows/${encodeURIComponent(show)}/holds`, accessToken,
+        { seatIds: [seat], idempotencyKey: randomUUID() });
+      assert.equal(h.status, 201, h.text);
+      const b = await apiCall('POST', '/v1/bookings', accessToken, { holdId: h.body.holdId, paymentMethod: 'tok_ok' });
+      assert.equal(b.status, 201, b.text);
+    };
+    for (let n = 1; n <= 8; n++) await book(acctShow, `A${n}`);
+    for (const seat of ['A1', 'A2']) await book(showId, seat);
+    await page.reload();
+    await page.waitForSelector('#tickets[data-loaded="true"]');
+    assert.equal(await page.locator('.booking').count(), 10, 'a page of ten');
+    assert.equal(await page.isVisible('#bookings-more'), true);
+    assert.equal(await page.locator(`.booking[data-booking-id="${bookingId}"]`).count(), 0, 'the oldest is on the next page');
+    assert.match(await page.locator('.booking').first().textContent(), new RegExp(`Browser test ${RUN_TAG}`), 'newest first');
+    await page.click('#bookings-more');
+    await page.locator(`.booking[data-booking-id="${bookingId}"]`).waitFor();
+    assert.equal(await page.locator('.booking').count(), 11);
+    await page.waitForSelector('#bookings-more', { state: 'hidden' });
+    await shot(page, 'account-my-tickets-paged');
+  });
+
   for (const a of sent.auth) assert.ok(!minted.has(a), 'no token minted by a tool reached the buyer\'s browser');
   assert.ok(sent.auth.size > 0, 'the page sent its own access tokens');
   noPageErrors(page);
