@@ -547,3 +547,36 @@ Test(api_accounts, seatctl_creates_an_admin_who_can_create_shows)
     cr_assert_eq(res.http.status, 403);
     e2e_res_free(&res);
 }
+
+/* ----------------------------------------------------------- clients that leave early */
+
+Test(api_accounts, clients_leaving_while_their_password_hashes_leave_the_worker_serving)
+{
+    char host[512], addr[32], email[128], body[512], req[1024];
+    worker_host(host, sizeof host);
+    fresh_addr(addr, sizeof addr);
+    fresh_email("gone", email, sizeof email);
+    register_at(host, addr, email);
+    /* Each request is sent and its connection closed at once, while the worker hashes or
+     * verifies on its thread pool: the work completes for nobody, and nothing breaks. */
+    for (int i = 0; i < 12; i++) {
+        char other[128];
+        fresh_email("gone-reg", other, sizeof other);
+        creds(body, sizeof body, i % 2 ? email : other, i % 3 ? PASSWORD : "wrong password!");
+        snprintf(req, sizeof req,
+                 "POST %s HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: %s\r\nContent-Type: "
+                 "application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                 i % 2 ? "/v1/auth/login" : "/v1/auth/register", addr, strlen(body), body);
+        size_t len = 0;
+        free(seatd_test_http_raw(host, 0, req, strlen(req), 1, &len));
+    }
+    usleep(500 * 1000); /* the pool finishes what it was given */
+    char fresh[32];
+    fresh_addr(fresh, sizeof fresh);
+    creds(body, sizeof body, email, PASSWORD);
+    e2e_res_t res;
+    post(host, fresh, "/v1/auth/login", body, &res);
+    cr_assert_eq(res.http.status, 200, "%d %s", res.http.status, res.http.body);
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_wait_workers_ready(5000), 0);
+}
