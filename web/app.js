@@ -20,7 +20,10 @@
   const SVG_NS = 'http://www.w3.org/2000/svg';
 
   const state = {
-    token: '',
+    session: null,         // {kind: 'account'|'operator', accessToken, …}: see "the session"
+    refreshTimer: null,
+    afterSignIn: null,     // what to do once the buyer has signed in (e.g. hold the selection)
+    view: null,            // catalogue | picker | tickets
     showId: null,
     show: null,
     layout: [],            // [{id,row,number,tier,x,y}]
@@ -129,10 +132,11 @@
     state.skewMs = Math.abs(skew) > 2000 ? skew : 0;
   }
 
-  /* One API call. Never throws: {status, body, headers}; status 0 is a network failure. */
-  async function api(method, path, body, extraHeaders) {
+  /* One API call. Never throws: {status, body, headers}; status 0 is a network failure.
+   * 'token' (optional) goes out as `Authorization: Bearer`; only authApi() passes one. */
+  async function api(method, path, body, extraHeaders, token) {
     const headers = Object.assign({ Accept: 'application/json' }, extraHeaders || {});
-    if (state.token) headers.Authorization = 'Bearer ' + state.token;
+    if (token) headers.Authorization = 'Bearer ' + token;
     const init = { method, headers, cache: 'no-store' };
     if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
@@ -155,10 +159,23 @@
 
   function problemText(res, fallback) {
     if (res.status === 0) return 'Cannot reach the server. Check your connection and try again.';
-    if (res.status === 401) return 'Please paste a valid token in "Who are you?" first.';
+    if (res.status === 401) {
+      return state.session ? 'Your session has ended. Please sign in again.' : 'Please sign in first.';
+    }
+    if (res.status === 429) return `Too many requests. Try again in ${retryAfterSeconds(res)} s.`;
     const b = res.body || {};
     return b.detail || b.title || fallback || `The server answered ${res.status}.`;
   }
+
+  /* Seconds to wait from a Retry-After header (delta-seconds or an HTTP date); at least 1. */
+  function retryAfterSeconds(res) {
+    const v = (res.headers && res.headers.get('Retry-After')) || '';
+    let s = /^\d+$/.test(v.trim()) ? Number(v) : Math.ceil((Date.parse(v) - serverNow()) / 1000);
+    if (!isFinite(s) || s < 1) s = 1;
+    return s;
+  }
+
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
   /* ---------------------------------------------------------------- messages */
 
@@ -175,26 +192,260 @@
     m.textContent = text;
   }
 
-  /* ---------------------------------------------------------------- identity */
+  /* ---------------------------------------------------------------- the session
+   *
+   * Two ways to be someone:
+   *   - an account, the buyer's way: sign in with email and password; the server answers an
+   *     access token (a JWT, about 15 minutes) and a refresh token. The page sends the access
+   *     token as `Authorization: Bearer` and trades the refresh token for a new pair shortly
+   *     before the access token runs out, or when a call answers 401;
+   *   - an operator's token (`seatctl token`), pasted under "Operator" or handed over in the
+   *     fragment (#token=…): used as it is, never refreshed.
+   *
+   * Storage: the account's pair lives in localStorage, not sessionStorage. A buyer who closes
+   * the tab and comes back tomorrow should still find their tickets, and every tab of the site
+   * must share ONE refresh token: the server rotates it on every refresh and treats a second
+   * use of an old one as theft (it revokes the whole session). sessionStorage is per tab and is
+   * copied into a duplicated tab, which would leave two tabs with the same refresh token racing
+   * each other into a revoked session. The price of localStorage is that a script running in
+   * this origin could read it: the CSP allows only the page's own scripts, and the page never
+   * puts server text into markup (textContent only). Tokens are never logged and never put in
+   * a URL the server sees.
+   *
+   * Refreshing: at most one refresh of a refresh token is ever in flight. Within a tab, callers
+   * share one promise; across tabs, the refresh runs under a Web Lock (or, where the browser
+   * has none, a short lease in localStorage), and whoever gets it re-reads the stored pair
+   * first: if another tab already rotated it, it adopts the new pair instead of replaying the
+   * old token (a replay would sign the buyer out everywhere).
+   */
 
-  function setToken(token, persist) {
-    state.token = (token || '').trim();
-    if (persist) {
-      try {
-        if (state.token) localStorage.setItem(TOKEN_KEY, state.token);
-        else localStorage.removeItem(TOKEN_KEY);
-      } catch (_) { /* private mode: keep it in memory */ }
+  const SESSION_KEY = 'seatd.session';      // the account: {accessToken, accessExp, lifetimeMs, refreshToken, email, name}
+  const LEASE_KEY = 'seatd.refresh-lease';  // the cross-tab refresh lease, without Web Locks
+  const PROFILE_KEY = 'seatd.profile';      // {email, name} of the last account created here: no secret
+  let storageOk = true;                     // false: private mode or full; the session lives in memory
+
+  function readStoredSession() {
+    if (!storageOk) return state.session && state.session.kind === 'account' ? state.session : null;
+    try {
+      const s = JSON.parse(localStorage.getItem(SESSION_KEY) || 'null');
+      return s && typeof s.refreshToken === 'string' && s.refreshToken &&
+        typeof s.accessToken === 'string' ? Object.assign(s, { kind: 'account' }) : null;
+    } catch (_) {
+      return null;
     }
-    $('token-input').value = state.token;
+  }
+
+  function storeSession(s) {
+    if (!storageOk) return;
+    try {
+      if (s) localStorage.setItem(SESSION_KEY, JSON.stringify(s));
+      else localStorage.removeItem(SESSION_KEY);
+    } catch (_) {
+      storageOk = false;
+    }
+  }
+
+  function storeOperatorToken(token) {
+    try {
+      if (token) localStorage.setItem(TOKEN_KEY, token);
+      else localStorage.removeItem(TOKEN_KEY);
+    } catch (_) { /* private mode: keep it in memory */ }
+  }
+
+  /* The pair a login or a refresh answered, with who it is for. */
+  function pairFrom(body, who) {
+    const lifetimeMs = (typeof body.expiresIn === 'number' && body.expiresIn > 0 ? body.expiresIn : 900) * 1000;
+    return {
+      kind: 'account',
+      accessToken: body.accessToken,
+      refreshToken: body.refreshToken,
+      // On this browser's clock, counted from when the answer arrived: no clock skew.
+      accessExp: Date.now() + lifetimeMs,
+      lifetimeMs,
+      email: who.email || '',
+      name: who.name || '',
+    };
+  }
+
+  /* How long before the access token runs out the page refreshes it: a fifth of its lifetime,
+   * between 5 s and 60 s (a minute for the usual 15). */
+  function refreshLead(s) {
+    return Math.min(60000, Math.max(5000, (s.lifetimeMs || 900000) / 5));
+  }
+
+  function adoptSession(s) {
+    state.session = s;
+    renderWho();
+    scheduleRefresh();
+  }
+
+  function scheduleRefresh() {
+    clearTimeout(state.refreshTimer);
+    const s = state.session;
+    if (!s || s.kind !== 'account') return;
+    const wait = Math.max(0, s.accessExp - refreshLead(s) - Date.now());
+    state.refreshTimer = setTimeout(() => refreshSession(s.accessToken), Math.min(wait, 0x7fffffff));
+  }
+
+  /* Runs 'fn' while holding the one cross-tab refresh lock. */
+  function withRefreshLock(fn) {
+    if (navigator.locks && typeof navigator.locks.request === 'function') {
+      return navigator.locks.request('seatd.refresh', () => fn());
+    }
+    return withLease(fn);
+  }
+
+  /* Without Web Locks: a lease in localStorage (written, then read back after a moment, so
+   * that of two tabs writing at once only the last writer goes ahead). It expires by itself
+   * if its tab dies. */
+  async function withLease(fn) {
+    const me = uuid();
+    const read = () => { try { return JSON.parse(localStorage.getItem(LEASE_KEY) || 'null'); } catch (_) { return null; } };
+    for (let tries = 0; tries < 200; tries++) {
+      const lease = read();
+      if (!lease || !(lease.until > Date.now())) {
+        try {
+          localStorage.setItem(LEASE_KEY, JSON.stringify({ id: me, until: Date.now() + 8000 }));
+        } catch (_) {
+          return fn();   // no storage: this tab is alone with its session anyway
+        }
+        await sleep(40);
+        const now = read();
+        if (now && now.id === me) {
+          try {
+            return await fn();
+          } finally {
+            const after = read();
+            if (after && after.id === me) { try { localStorage.removeItem(LEASE_KEY); } catch (_) { /* gone */ } }
+          }
+        }
+      }
+      await sleep(50 + Math.random() * 100);
+    }
+    return fn();
+  }
+
+  /* Brings the access token up to date. 'stale' is the access token that is expiring or was
+   * refused. Resolves to 'ok' (state.session is usable), 'ended' (signed out) or 'error'
+   * (no answer: the session is kept and tried again later). */
+  let refreshFlight = null;
+  function refreshSession(stale) {
+    if (!refreshFlight) {
+      refreshFlight = withRefreshLock(() => refreshLocked(stale))
+        .catch(() => 'error')
+        .finally(() => { refreshFlight = null; });
+    }
+    return refreshFlight;
+  }
+
+  async function refreshLocked(stale) {
+    const s = readStoredSession();
+    if (!s) {
+      // Signed out in another tab, or the storage was cleared.
+      if (state.session && state.session.kind === 'account') sessionEnded('Your session has ended. Please sign in again.');
+      return 'ended';
+    }
+    if (s.accessToken !== stale && s.accessExp - Date.now() > refreshLead(s)) {
+      adoptSession(s);            // another tab refreshed while this one waited
+      return 'ok';
+    }
+    const res = await api('POST', '/v1/auth/refresh', { refreshToken: s.refreshToken });
+    if (res.status === 200 && res.body && res.body.accessToken && res.body.refreshToken) {
+      const next = pairFrom(res.body, s);
+      storeSession(next);
+      adoptSession(next);
+      return 'ok';
+    }
+    if (res.status === 400 || res.status === 401 || res.status === 403) {
+      const now = readStoredSession();
+      if (now && now.refreshToken !== s.refreshToken) {   // a tab without the lock got there first
+        adoptSession(now);
+        return 'ok';
+      }
+      storeSession(null);
+      sessionEnded('Your session has ended. Please sign in again.');
+      return 'ended';
+    }
+    // No answer, 429 or 5xx: the refresh token is probably still good. Try again soon.
+    clearTimeout(state.refreshTimer);
+    const wait = res.status === 429 ? retryAfterSeconds(res) * 1000 : 10000;
+    state.refreshTimer = setTimeout(() => refreshSession(s.accessToken), wait);
+    return 'error';
+  }
+
+  const SIGNED_OUT = () => ({ status: 401, body: null, headers: new Headers(), signedOut: true });
+
+  /* An API call as the signed-in buyer: refreshes first when the access token is about to run
+   * out, and once more (then retries once) when the server answers 401. A 401 is answered
+   * before any handler runs, so the retry cannot do anything twice. */
+  async function authApi(method, path, body, extraHeaders) {
+    let s = state.session;
+    if (!s) return SIGNED_OUT();
+    if (s.kind === 'account' && s.accessExp - Date.now() < 5000) {
+      await refreshSession(s.accessToken);
+      s = state.session;
+      if (!s) return SIGNED_OUT();
+    }
+    const token = s.accessToken;
+    let res = await api(method, path, body, extraHeaders, token);
+    if (res.status === 401 && s.kind === 'account') {
+      await refreshSession(token);
+      if (state.session && state.session.accessToken !== token) {
+        res = await api(method, path, body, extraHeaders, state.session.accessToken);
+      } else if (!state.session) {
+        res.signedOut = true;
+      }
+    }
+    return res;
+  }
+
+  /* The session is gone (revoked, expired, signed out elsewhere): forget it and tell the view. */
+  function sessionEnded(why, byBuyer) {
+    const was = state.session;
+    clearTimeout(state.refreshTimer);
+    state.session = null;
+    renderWho();
+    if (was) onSignedOut(why, !!byBuyer);
+  }
+
+  async function signOut() {
+    const s = state.session;
+    if (!s) return;
+    $('signout-btn').disabled = true;
+    if (s.kind === 'account') {
+      // Under the refresh lock, so that the token revoked is the current one, not one that a
+      // refresh in flight is about to replace.
+      await withRefreshLock(async () => {
+        const cur = readStoredSession() || s;
+        await api('POST', '/v1/auth/logout', { refreshToken: cur.refreshToken });
+        storeSession(null);
+      });
+    } else {
+      storeOperatorToken('');
+    }
+    $('signout-btn').disabled = false;
+    sessionEnded('You are signed out.', true);
+  }
+
+  /* ---------------------------------------------------------------- who is signed in */
+
+  function renderWho() {
+    const s = state.session;
     const who = $('who');
-    const form = $('identity');
-    if (!state.token) {
+    $('signin-open').hidden = !!s;
+    $('signout-btn').hidden = !s;
+    if (!s) {
       who.textContent = '';
       who.dataset.state = 'none';
-      form.dataset.collapsed = 'false';
       return;
     }
-    const c = jwtClaims(state.token);
+    if (s.kind === 'account') {
+      const c = jwtClaims(s.accessToken) || {};
+      who.textContent = `signed in as ${s.name || c.name || s.email || c.email || c.sub || 'you'}`;
+      who.dataset.state = 'ok';
+      return;
+    }
+    const c = jwtClaims(s.accessToken);
     if (!c || !c.sub) {
       who.textContent = 'token unreadable';
       who.dataset.state = 'bad';
@@ -205,38 +456,267 @@
       who.textContent = `signed in as ${c.sub}`;
       who.dataset.state = 'ok';
     }
-    form.dataset.collapsed = who.dataset.state === 'ok' ? 'true' : 'false';
   }
 
-  function initIdentity() {
-    // The token comes in the fragment (#token=…), which browsers never send to the server,
-    // so it reaches no access log; a ?token= in the query is not read (it would be logged).
+  /* An operator's token replaces any account session in this browser. */
+  function useOperatorToken(token) {
+    token = (token || '').trim();
+    if (!token) return;
+    const acct = readStoredSession();
+    if (acct) {
+      storeSession(null);
+      api('POST', '/v1/auth/logout', { refreshToken: acct.refreshToken });
+    }
+    clearTimeout(state.refreshTimer);
+    storeOperatorToken(token);
+    state.session = { kind: 'operator', accessToken: token };
+    renderWho();
+  }
+
+  function initSession() {
+    // An operator's token comes in the fragment (#token=…), which browsers never send to the
+    // server, so it reaches no access log; a ?token= in the query is not read (it would be).
     const params = new URLSearchParams(location.hash.replace(/^#/, ''));
-    let token = params.get('token');
+    const token = params.get('token');
     if (token) {
       // Keep it, then take it out of the address bar (and of the history).
       params.delete('token');
       const h = params.toString();
       history.replaceState(null, '', location.pathname + location.search + (h ? '#' + h : ''));
-      setToken(token, true);
+      useOperatorToken(token);
     } else {
-      try { token = localStorage.getItem(TOKEN_KEY) || ''; } catch (_) { token = ''; }
-      setToken(token, false);
+      const acct = readStoredSession();
+      let op = '';
+      try { op = localStorage.getItem(TOKEN_KEY) || ''; } catch (_) { op = ''; }
+      if (acct) adoptSession(acct);
+      else if (op) state.session = { kind: 'operator', accessToken: op };
     }
+    renderWho();
+
+    // Another tab signed in, refreshed or signed out.
+    window.addEventListener('storage', (ev) => {
+      if (ev.key !== SESSION_KEY && ev.key !== null) return;
+      const s = readStoredSession();
+      const cur = state.session;
+      if (!s) {
+        if (cur && cur.kind === 'account') sessionEnded('You signed out in another tab.');
+      } else if (!cur || cur.kind !== 'account' || cur.refreshToken !== s.refreshToken) {
+        const wasOut = !cur;
+        adoptSession(s);
+        if (wasOut) onSignedIn(false);
+      }
+    });
+    // Timers sleep in background tabs: catch up when the buyer comes back.
+    document.addEventListener('visibilitychange', () => {
+      const s = state.session;
+      if (document.visibilityState === 'visible' && s && s.kind === 'account' &&
+          s.accessExp - Date.now() < refreshLead(s)) refreshSession(s.accessToken);
+    });
+
+    initAccountForms();
+  }
+
+  /* ---------------------------------------------------------------- sign in, sign up */
+
+  function accountSay(text, kind) {
+    const m = $('account-message');
+    m.hidden = !text;
+    m.textContent = text || '';
+    m.dataset.kind = kind || 'error';
+  }
+
+  function selectTab(which) {
+    const signup = which === 'signup';
+    $('tab-signin').setAttribute('aria-selected', String(!signup));
+    $('tab-signup').setAttribute('aria-selected', String(signup));
+    $('signin-form').hidden = signup;
+    $('signup-form').hidden = !signup;
+    $('account-title').textContent = signup ? 'Create your account' : 'Sign in';
+    accountSay('');
+  }
+
+  /* Shows the sign-in card. 'why' says what for; 'then' runs once the buyer is signed in. */
+  function openAccount({ why, tab, then } = {}) {
+    const card = $('account');
+    card.hidden = false;
+    $('account-why').hidden = !why;
+    $('account-why').textContent = why || '';
+    state.afterSignIn = then || null;
+    selectTab(tab || 'signin');
+    const first = tab === 'signup' ? $('signup-email') : $('signin-email');
+    card.scrollIntoView({ block: 'nearest' });
+    first.focus({ preventScroll: true });
+  }
+
+  function closeAccount() {
+    $('account').hidden = true;
+    state.afterSignIn = null;
+    accountSay('');
+  }
+
+  /* Client-side checks, in the server's terms (NIST 800-63B: length only, 8 to 128). */
+  function checkCredentials(email, password, creating) {
+    if (!email) return 'Enter your email address.';
+    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) return 'That email address does not look right.';
+    if (!password) return 'Enter your password.';
+    const n = [...password].length;
+    if (creating && n < 8) return `Password too short: use at least 8 characters (this one has ${n}).`;
+    if (creating && n > 128) return 'Password too long: use at most 128 characters.';
+    return '';
+  }
+
+  function busyButton(btn, busyText) {
+    const idle = btn.dataset.idle || btn.textContent;
+    btn.dataset.idle = idle;
+    btn.disabled = true;
+    btn.textContent = busyText;
+    return () => { btn.disabled = false; btn.textContent = idle; };
+  }
+
+  let loginBlockedUntil = 0;
+
+  async function signIn(email, password, name) {
+    const wait = Math.ceil((loginBlockedUntil - Date.now()) / 1000);
+    if (wait > 0) {
+      accountSay(`Too many attempts. Try again in ${wait} s.`);
+      return false;
+    }
+    const res = await api('POST', '/v1/auth/login', { email, password });
+    if (res.status === 200 && res.body && res.body.accessToken && res.body.refreshToken) {
+      let known = {};
+      try { known = JSON.parse(localStorage.getItem(PROFILE_KEY) || '{}') || {}; } catch (_) { known = {}; }
+      const s = pairFrom(res.body, {
+        email: email.toLowerCase(),
+        name: name || (known.email === email.toLowerCase() ? known.name : ''),
+      });
+      storeOperatorToken('');
+      storeSession(s);
+      adoptSession(s);
+      accountSay('');
+      onSignedIn(true);
+      return true;
+    }
+    if (res.status === 401) accountSay('Wrong email or password.');
+    else if (res.status === 429) {
+      const s = retryAfterSeconds(res);
+      loginBlockedUntil = Date.now() + s * 1000;
+      accountSay(`Too many attempts. Try again in ${s} s.`);
+    } else if (res.status === 400) accountSay('Enter your email address and your password.');
+    else accountSay(res.status >= 500 ? 'The service is busy. Try again in a moment.' : problemText(res, 'Could not sign you in.'));
+    return false;
+  }
+
+  async function signUp(name, email, password) {
+    const body = { email, password };
+    if (name) body.name = name;
+    const res = await api('POST', '/v1/auth/register', body);
+    if (res.status === 201) {
+      try {
+        localStorage.setItem(PROFILE_KEY, JSON.stringify({
+          email: (res.body && res.body.email) || email.toLowerCase(), name: (res.body && res.body.name) || name,
+        }));
+      } catch (_) { /* only for the greeting */ }
+      // A newcomer should not have to type it all again: sign in straight away.
+      return signIn(email, password, (res.body && res.body.name) || name);
+    }
+    if (res.status === 409) {
+      accountSay('This email is already registered. Sign in instead, or use another email.');
+      return false;
+    }
+    if (res.status === 400) {
+      const b = res.body || {};
+      const text = `${b.type || ''} ${b.title || ''} ${b.detail || ''}`.toLowerCase();
+      const n = [...password].length;
+      if (/common|weak|breach|guess/.test(text)) accountSay('That password is too common. Choose one that is harder to guess.');
+      else if (/email/.test(text)) accountSay('That email address does not look right.');
+      else if (n < 8 || /short/.test(text)) accountSay('Password too short: use at least 8 characters.');
+      else if (n > 128 || /long/.test(text)) accountSay('Password too long: use at most 128 characters.');
+      else accountSay(b.detail || 'Please check your email and password.');
+      return false;
+    }
+    if (res.status === 429) {
+      accountSay(`Too many attempts. Try again in ${retryAfterSeconds(res)} s.`);
+      return false;
+    }
+    accountSay(res.status >= 500 ? 'The service is busy. Try again in a moment.' : problemText(res, 'Could not create the account.'));
+    return false;
+  }
+
+  function initAccountForms() {
+    $('signin-open').addEventListener('click', () => openAccount({}));
+    $('signout-btn').addEventListener('click', signOut);
+    $('account-close').addEventListener('click', closeAccount);
+    $('tab-signin').addEventListener('click', () => selectTab('signin'));
+    $('tab-signup').addEventListener('click', () => selectTab('signup'));
+
+    $('signin-form').addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const email = $('signin-email').value.trim();
+      const password = $('signin-password').value;
+      const bad = checkCredentials(email, password, false);
+      if (bad) { accountSay(bad); return; }
+      const done = busyButton($('signin-submit'), 'Signing in…');
+      const ok = await signIn(email, password);
+      done();
+      if (ok) $('signin-password').value = '';
+    });
+
+    $('signup-form').addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const name = $('signup-name').value.trim();
+      const email = $('signup-email').value.trim();
+      const password = $('signup-password').value;
+      const bad = checkCredentials(email, password, true);
+      if (bad) { accountSay(bad); return; }
+      const done = busyButton($('signup-submit'), 'Creating your account…');
+      const ok = await signUp(name, email, password);
+      done();
+      if (ok) $('signup-password').value = '';
+    });
+
     $('identity').addEventListener('submit', (ev) => {
       ev.preventDefault();
-      setToken($('token-input').value, true);
+      const t = $('token-input').value;
+      $('token-input').value = '';
+      if (!t.trim()) return;
+      useOperatorToken(t);
+      onSignedIn(true);
     });
-    $('change-token').addEventListener('click', () => {
-      $('identity').dataset.collapsed = 'false';
-      $('token-input').focus();
-      $('token-input').select();
-    });
+  }
+
+  /* Someone is signed in now: close the card, go on with what they were doing. */
+  function onSignedIn(here) {
+    const then = state.afterSignIn;
+    closeAccount();
+    if (state.view === 'tickets') loadTickets();
+    else if (state.view === 'picker') {
+      if (here) say(`Welcome${state.session && state.session.name ? ', ' + state.session.name : ''}! You are signed in.`, 'success');
+      if (then) then();
+      else resumeHold();
+    }
+  }
+
+  function onSignedOut(why, byBuyer) {
+    if (state.view === 'tickets') {
+      loadTickets(why);
+    } else if (state.view === 'picker') {
+      if (state.hold && byBuyer) {
+        // The hold stays the account's on the server (it expires by itself, or the buyer signs
+        // in again and finds it under My tickets); this page no longer acts on it. A session
+        // that merely ran out keeps it on screen: signing in again lets the buyer pay.
+        clearInterval(state.countdownTimer);
+        state.hold = null;
+        paintAll();
+      }
+      if (state.phase !== 'ticket') setPhase('select');
+      say(why, 'info');
+    }
   }
 
   /* ---------------------------------------------------------------- catalogue */
 
   async function showCatalogue() {
+    state.view = 'catalogue';
     $('catalogue').hidden = false;
     const res = await api('GET', '/v1/shows?size=50');
     if (res.status !== 200 || !res.body) {
@@ -262,6 +742,7 @@
   function fatal(text) {
     $('picker').hidden = true;
     $('catalogue').hidden = true;
+    $('tickets').hidden = true;
     $('fatal').hidden = false;
     $('fatal-text').textContent = text;
   }
@@ -717,12 +1198,16 @@
   async function hold() {
     const seatIds = [...state.selected].sort(seatSort);
     if (!seatIds.length || state.busy) return;
+    if (!state.session) {
+      openAccount({ why: 'Sign in or create an account to hold these seats. Your selection stays.', then: hold });
+      return;
+    }
     const sig = seatIds.join(',');
     if (!state.holdKey || state.holdKey.sig !== sig) state.holdKey = { sig, key: uuid() };
     state.busy = true;
     renderPanel();
     say('');
-    const res = await api('POST', `/v1/shows/${encodeURIComponent(state.showId)}/holds`,
+    const res = await authApi('POST', `/v1/shows/${encodeURIComponent(state.showId)}/holds`,
       { seatIds, idempotencyKey: state.holdKey.key });
     state.busy = false;
     if (res.status !== 0) state.holdKey = null;   // a definite answer: the next try is new
@@ -758,6 +1243,9 @@
       return;
     }
     renderPanel();
+    if (res.status === 401) {
+      openAccount({ why: 'Your session has ended. Sign in again to hold these seats.', then: hold });
+    }
     say(problemText(res, 'Could not hold these seats.'), 'error');
     if (res.status === 409) refreshSeats(false);
   }
@@ -811,7 +1299,7 @@
     state.busy = true;
     renderPanel();
     const h = state.hold;
-    const res = await api('DELETE', `/v1/holds/${encodeURIComponent(h.holdId)}`);
+    const res = await authApi('DELETE', `/v1/holds/${encodeURIComponent(h.holdId)}`);
     state.busy = false;
     if (res.status === 200 || res.status === 204 || res.status === 404 || res.status === 410) {
       clearInterval(state.countdownTimer);
@@ -825,6 +1313,7 @@
     }
     renderPanel();
     say(problemText(res, 'Could not release the seats.'), 'error');
+    if (res.status === 401) openAccount({ why: 'Your session has ended. Sign in again to release your seats.' });
   }
 
   /* ---------------------------------------------------------------- pay */
@@ -836,7 +1325,7 @@
     state.paying = true;
     renderPanel();
     say('Paying…', 'info');
-    const res = await api('POST', '/v1/bookings', { holdId: h.holdId, paymentMethod: $('card-select').value });
+    const res = await authApi('POST', '/v1/bookings', { holdId: h.holdId, paymentMethod: $('card-select').value });
     state.paying = false;
     state.busy = false;
 
@@ -858,6 +1347,11 @@
       return;
     }
     renderPanel();
+    if (res.status === 401) {
+      say('Your session has ended. Sign in again to pay: your seats stay held until the timer runs out.', 'error');
+      openAccount({ why: 'Sign in again to pay for the seats you hold.', then: pay });
+      return;
+    }
     say(problemText(res, 'The payment did not go through.'), 'error');
     if (res.status === 404 || res.status === 409 || res.status === 410) refreshHold(h.holdId);
     else tick();
@@ -866,7 +1360,7 @@
   /* The hold may have changed on the server (a decline puts it back to HELD, maybe with a new
    * deadline; a late payment may have let it lapse). */
   async function refreshHold(holdId) {
-    const res = await api('GET', `/v1/holds/${encodeURIComponent(holdId)}`);
+    const res = await authApi('GET', `/v1/holds/${encodeURIComponent(holdId)}`);
     if (!state.hold || state.hold.holdId !== holdId) return;
     if (res.status === 200 && res.body) {
       const st = res.body.status;
@@ -886,7 +1380,7 @@
     const deadline = Date.now() + 120000;
     while (Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 1000));
-      const res = await api('GET', `/v1/bookings/${encodeURIComponent(bookingId)}`);
+      const res = await authApi('GET', `/v1/bookings/${encodeURIComponent(bookingId)}`);
       if (res.status === 200 && res.body) {
         const st = res.body.status;
         if (st === 'CONFIRMED') {
@@ -913,7 +1407,7 @@
     let b = booking;
     if (!full) {
       // The ticket resource may carry more (a QR code, a ticket token).
-      const res = await api('GET', `/v1/bookings/${encodeURIComponent(booking.bookingId)}`);
+      const res = await authApi('GET', `/v1/bookings/${encodeURIComponent(booking.bookingId)}`);
       if (res.status === 200 && res.body) b = Object.assign({}, booking, res.body);
     }
     const seats = Array.isArray(b.seatIds) && b.seatIds.length ? b.seatIds : (state.hold ? state.hold.seatIds : []);
@@ -931,33 +1425,257 @@
   function renderTicket(b, seats) {
     const t = $('ticket');
     t.textContent = '';
-    t.append(el('p', { class: 'ticket-title' }, (state.show && state.show.title) || ''));
-    if (state.show && state.show.startsAt) t.append(el('p', { class: 'muted' }, formatWhen(state.show.startsAt)));
+    t.append(...ticketParts(b, state.show, seatListText(seats)));
+  }
+
+  /* The ticket's content: title, time, seats, amount, booking id, status, QR, ticket code. */
+  function ticketParts(b, show, seatsText) {
+    const parts = [];
+    parts.push(el('p', { class: 'ticket-title' }, (show && show.title) || ''));
+    if (show && show.startsAt) parts.push(el('p', { class: 'muted' }, formatWhen(show.startsAt)));
     const dl = el('dl');
     const row = (k, v, cls) => {
       dl.append(el('dt', {}, k));
       dl.append(el('dd', cls ? { class: cls } : {}, v));
     };
-    row('Seats', seatListText(seats), 'ticket-seats');
+    row('Seats', seatsText, 'ticket-seats');
     if (typeof b.amount === 'number') row('Paid', money(b.amount) + (b.currency ? ` ${b.currency}` : ''), 'ticket-amount');
     row('Booking', b.bookingId || '', 'ticket-id');
-    row('Status', b.status || '');
-    t.append(dl);
+    row('Status', STATUS_TEXT[b.status] || b.status || '', 'ticket-status');
+    parts.push(dl);
     if (typeof b.qr === 'string' && b.qr) {
       const src = b.qr.startsWith('data:') ? b.qr
         : 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(b.qr);
       // As an image, never as markup: nothing in it can run.
-      t.append(el('img', { class: 'qr', src, alt: 'Ticket QR code' }));
+      parts.push(el('img', { class: 'qr', src, alt: 'Ticket QR code' }));
     }
     if (typeof b.ticketToken === 'string' && b.ticketToken) {
-      t.append(el('p', { class: 'muted' }, 'Ticket code'));
-      t.append(el('code', { class: 'ticket-token' }, b.ticketToken));
+      parts.push(el('p', { class: 'muted' }, 'Ticket code'));
+      parts.push(el('code', { class: 'ticket-token' }, b.ticketToken));
     }
+    return parts;
+  }
+
+  /* A live hold of this buyer on this show (made in another tab, or before a reload): pick it up
+   * again, countdown and all. */
+  async function resumeHold() {
+    if (!state.session || state.hold || state.phase !== 'select' || !state.showId) return;
+    const res = await authApi('GET', '/v1/me/holds');
+    if (res.status !== 200 || state.hold || state.phase !== 'select') return;
+    const h = listOf(res.body, 'holds').find((x) => x && x.holdId && String(x.showId) === String(state.showId) &&
+      x.status === 'HELD' && Date.parse(x.expiresAt) > serverNow() && Array.isArray(x.seatIds));
+    if (!h) return;
+    state.hold = { holdId: h.holdId, seatIds: h.seatIds, expiresAt: Date.parse(h.expiresAt) };
+    for (const id of h.seatIds) state.selected.delete(id);
+    paintAll();
+    setPhase('hold');
+    startCountdown();
+    say(`You still hold ${seatListText(h.seatIds)}. Pay before the timer runs out.`, 'info');
+  }
+
+  /* ---------------------------------------------------------------- my tickets */
+
+  const BOOKINGS_PAGE = 10;
+  const STATUS_TEXT = {
+    CONFIRMED: 'Confirmed', PENDING_PAYMENT: 'Payment pending', FAILED: 'Payment failed', CANCELLED: 'Cancelled',
+    HELD: 'Held', BOOKED: 'Booked',
+  };
+  const mine = { cursor: null, loading: false, holdsTimer: null, generation: 0 };
+  const showCache = new Map();
+
+  /* The items of a list answer, whatever it calls them. */
+  function listOf(body, name) {
+    if (Array.isArray(body)) return body;
+    if (body && Array.isArray(body.items)) return body.items;
+    if (body && Array.isArray(body[name])) return body[name];
+    return [];
+  }
+
+  function showInfo(id) {
+    if (!showCache.has(id)) {
+      showCache.set(id, api('GET', `/v1/shows/${encodeURIComponent(id)}`)
+        .then((r) => (r.status === 200 && r.body ? r.body : null)));
+    }
+    return showCache.get(id);
+  }
+
+  function seatIdsText(ids) {
+    return (Array.isArray(ids) ? ids : []).slice()
+      .sort((a, b) => a.localeCompare(b, undefined, { numeric: true })).join(', ');
+  }
+
+  function ticketsSay(text, kind) {
+    const m = $('tickets-message');
+    m.hidden = !text;
+    m.textContent = text || '';
+    m.dataset.kind = kind || 'info';
+  }
+
+  /* Fills the title and time of a list item once its show is known. */
+  function fillShow(li, showId) {
+    showInfo(showId).then((show) => {
+      li.querySelector('.my-title').textContent = (show && show.title) || `Show ${showId}`;
+      const when = show ? formatWhen(show.startsAt) : '';
+      li.querySelector('.my-when').textContent = when;
+      li.querySelector('.my-when').hidden = !when;
+    });
+  }
+
+  function showTickets() {
+    state.view = 'tickets';
+    $('tickets').hidden = false;
+    document.title = 'My tickets — seatd';
+    $('nav-tickets').setAttribute('aria-current', 'page');
+    $('bookings-more').addEventListener('click', () => loadBookings(false));
+    $('tickets-signin').addEventListener('click', () => openAccount({ why: 'Sign in to see your tickets.' }));
+    loadTickets();
+  }
+
+  async function loadTickets(why) {
+    const gen = ++mine.generation;
+    clearInterval(mine.holdsTimer);
+    $('my-holds').textContent = '';
+    $('my-bookings').textContent = '';
+    $('tickets').dataset.loaded = 'false';
+    if (!state.session) {
+      $('tickets-lists').hidden = true;
+      $('tickets-signedout').hidden = false;
+      ticketsSay(why || '', 'info');
+      openAccount({ why: 'Sign in to see your tickets and the seats you hold.' });
+      return;
+    }
+    ticketsSay('');
+    $('tickets-signedout').hidden = true;
+    $('tickets-lists').hidden = false;
+    mine.cursor = null;
+    await Promise.all([loadHolds(gen), loadBookings(true, gen)]);
+    if (gen === mine.generation) $('tickets').dataset.loaded = 'true';
+  }
+
+  async function loadHolds(gen) {
+    const res = await authApi('GET', '/v1/me/holds');
+    if (gen !== mine.generation) return;
+    const list = $('my-holds');
+    list.textContent = '';
+    if (res.status !== 200) {
+      $('holds-empty').hidden = true;
+      if (!res.signedOut) ticketsSay(problemText(res, 'Could not load the seats you hold.'), 'error');
+      return;
+    }
+    const holds = listOf(res.body, 'holds').filter((h) => h && h.holdId &&
+      (h.status === 'HELD' || h.status === 'PENDING_PAYMENT') && Date.parse(h.expiresAt) > serverNow());
+    $('holds-empty').hidden = holds.length > 0;
+    for (const h of holds) {
+      const li = el('li', { class: 'my-item hold-item', 'data-hold-id': h.holdId, 'data-status': h.status });
+      li.append(el('p', { class: 'my-title' }, `Show ${h.showId}`));
+      li.append(el('p', { class: 'muted my-when' }));
+      const dl = el('dl', { class: 'my-facts' });
+      dl.append(el('dt', {}, 'Seats'), el('dd', { class: 'my-seats' }, seatIdsText(h.seatIds)));
+      const left = el('dd', { class: 'hold-left', 'data-expires': String(Date.parse(h.expiresAt)) });
+      dl.append(el('dt', {}, h.status === 'PENDING_PAYMENT' ? 'Paying' : 'Pay within'), left);
+      li.append(dl);
+      const actions = el('div', { class: 'actions' });
+      actions.append(el('a', { class: 'btn btn-primary', href: '/?show=' + encodeURIComponent(h.showId) }, 'Pay or release'));
+      li.append(actions);
+      list.append(li);
+      fillShow(li, h.showId);
+    }
+    const tickHolds = () => {
+      for (const e of list.querySelectorAll('.hold-left')) {
+        const secs = Math.max(0, Math.ceil((Number(e.dataset.expires) - serverNow()) / 1000));
+        e.textContent = secs > 0 ? `${String(Math.floor(secs / 60)).padStart(2, '0')}:${String(secs % 60).padStart(2, '0')}` : 'expired';
+        e.closest('li').dataset.expired = String(secs === 0);
+      }
+    };
+    tickHolds();
+    if (holds.length) mine.holdsTimer = setInterval(tickHolds, 1000);
+  }
+
+  async function loadBookings(first, gen) {
+    if (mine.loading && !first) return;
+    gen = gen == null ? mine.generation : gen;
+    mine.loading = true;
+    const more = $('bookings-more');
+    const done = busyButton(more, 'Loading…');
+    const q = new URLSearchParams({ limit: String(BOOKINGS_PAGE) });
+    if (!first && mine.cursor) q.set('cursor', mine.cursor);
+    const res = await authApi('GET', `/v1/me/bookings?${q}`);
+    mine.loading = false;
+    done();
+    if (gen !== mine.generation) return;
+    const list = $('my-bookings');
+    if (res.status !== 200) {
+      more.hidden = true;
+      $('bookings-empty').hidden = true;
+      if (!res.signedOut) ticketsSay(problemText(res, 'Could not load your bookings.'), 'error');
+      return;
+    }
+    for (const b of listOf(res.body, 'bookings')) {
+      if (!b || !b.bookingId || list.querySelector(`[data-booking-id="${CSS.escape(b.bookingId)}"]`)) continue;
+      list.append(bookingItem(b));
+    }
+    const c = res.body && (res.body.nextCursor != null ? res.body.nextCursor : res.body.cursor);
+    // null on the last page
+    mine.cursor = (typeof c === 'string' && c) || (typeof c === 'number' && String(c)) || null;
+    more.hidden = !mine.cursor;
+    $('bookings-empty').hidden = list.children.length > 0;
+  }
+
+  function bookingItem(b) {
+    const li = el('li', { class: 'my-item booking', 'data-booking-id': b.bookingId, 'data-status': b.status || '' });
+    li.append(el('p', { class: 'my-title' }, b.showId != null ? `Show ${b.showId}` : 'Booking'));
+    li.append(el('p', { class: 'muted my-when' }));
+    const dl = el('dl', { class: 'my-facts' });
+    const row = (k, v, cls) => dl.append(el('dt', {}, k), el('dd', cls ? { class: cls } : {}, v));
+    row('Seats', seatIdsText(b.seatIds), 'my-seats');
+    row('Status', STATUS_TEXT[b.status] || String(b.status || '').toLowerCase().replace(/_/g, ' '), 'my-status');
+    if (typeof b.amount === 'number') {
+      row(b.status === 'CONFIRMED' ? 'Paid' : 'Amount', money(b.amount) + (b.currency ? ` ${b.currency}` : ''));
+    }
+    row('Booking', b.bookingId, 'ticket-id');
+    li.append(dl);
+    if (b.status === 'CONFIRMED') {
+      const ticket = el('div', { class: 'ticket', hidden: '' });
+      const btn = el('button', { class: 'btn show-ticket', type: 'button', 'aria-expanded': 'false' }, 'Show ticket');
+      btn.addEventListener('click', () => toggleTicket(b, btn, ticket));
+      const actions = el('div', { class: 'actions' });
+      actions.append(btn);
+      li.append(actions, ticket);
+    }
+    if (b.showId != null) fillShow(li, b.showId);
+    return li;
+  }
+
+  async function toggleTicket(b, btn, box) {
+    if (!box.hidden) {
+      box.hidden = true;
+      btn.textContent = 'Show ticket';
+      btn.setAttribute('aria-expanded', 'false');
+      return;
+    }
+    if (!box.childElementCount) {
+      const done = busyButton(btn, 'Loading…');
+      const [res, show] = await Promise.all([
+        authApi('GET', `/v1/bookings/${encodeURIComponent(b.bookingId)}`),
+        b.showId != null ? showInfo(b.showId) : Promise.resolve(null),
+      ]);
+      done();
+      if (res.status !== 200 || !res.body) {
+        ticketsSay(problemText(res, 'Could not load this ticket.'), 'error');
+        return;
+      }
+      const full = Object.assign({}, b, res.body);
+      box.append(...ticketParts(full, show || { title: `Show ${b.showId}` }, seatIdsText(full.seatIds)));
+    }
+    box.hidden = false;
+    btn.textContent = 'Hide ticket';
+    btn.setAttribute('aria-expanded', 'true');
   }
 
   /* ---------------------------------------------------------------- start */
 
   async function showPicker(id) {
+    state.view = 'picker';
     state.showId = id;
     $('picker').hidden = false;
     const enc = encodeURIComponent(id);
@@ -1002,12 +1720,15 @@
     connectWs();
     // Until the WebSocket says hello, keep the map fresh by polling.
     schedulePoll();
+    resumeHold();
   }
 
   function start() {
-    initIdentity();
-    const id = new URLSearchParams(location.search).get('show');
+    initSession();
+    const params = new URLSearchParams(location.search);
+    const id = params.get('show');
     if (id) showPicker(id);
+    else if (params.get('view') === 'tickets') showTickets();
     else showCatalogue();
   }
 
