@@ -19,6 +19,8 @@ struct seatd_layout_s {
     size_t cap;                 /* hash slots, a power of two >= 2n */
     size_t *slots;              /* owned; seat index + 1, 0 = empty (open addressing) */
     char digest[SEATD_LAYOUT_DIGEST_LEN + 1]; /* "" until seatd_layout_digest() computed it */
+    void *aux;                                /* owned derived value (seatd_layout_set_aux) */
+    void (*aux_free)(void *);                 /* frees 'aux' */
 };
 
 /* ---------------------------------------------------------------------- id index */
@@ -124,6 +126,56 @@ static int parse_seat(const cJSON *o, const cJSON *tiers, seatd_layout_seat_t *s
         }
         *dst[k] = v->valuedouble;
     }
+    const cJSON *rank = cJSON_GetObjectItemCaseSensitive(o, "rank");
+    if (rank != NULL) {
+        if (!cJSON_IsNumber(rank) || !isfinite(rank->valuedouble)) {
+            snprintf(why, why_len, "seats[%zu].rank must be a finite number", i);
+            return SEATD_EINVAL;
+        }
+        seat->rank = rank->valuedouble;
+        seat->has_rank = 1;
+    }
+    const cJSON *acc = cJSON_GetObjectItemCaseSensitive(o, "accessible");
+    if (acc != NULL && !cJSON_IsBool(acc)) {
+        snprintf(why, why_len, "seats[%zu].accessible must be true or false", i);
+        return SEATD_EINVAL;
+    }
+    seat->accessible = cJSON_IsTrue(acc);
+    return 0;
+}
+
+/* Second pass: the companions of each wheelchair space, once every id is known. */
+static int parse_companions(seatd_layout_t *l, const cJSON *o, size_t i, char *why, size_t why_len)
+{
+    seatd_layout_seat_t *seat = &l->seats[i];
+    const cJSON *comp = cJSON_GetObjectItemCaseSensitive(o, "companions");
+    if (comp == NULL)
+        return 0;
+    int n = cJSON_IsArray(comp) ? cJSON_GetArraySize(comp) : -1;
+    if (!seat->accessible || n < 0 || n > SEATD_LAYOUT_COMPANIONS) {
+        snprintf(why, why_len,
+                 "seats[%zu].companions must be up to %d seat ids, on an accessible seat", i,
+                 SEATD_LAYOUT_COMPANIONS);
+        return SEATD_EINVAL;
+    }
+    const cJSON *c;
+    cJSON_ArrayForEach(c, comp)
+    {
+        long k = cJSON_IsString(c) ? seatd_layout_find(l, c->valuestring) : -1;
+        const seatd_layout_seat_t *s = k >= 0 ? &l->seats[k] : NULL;
+        int dup = 0;
+        for (int j = 0; j < seat->ncompanions; j++)
+            dup |= seat->companions[j] == k;
+        if (s == NULL || (size_t)k == i || dup || strcmp(s->row, seat->row) != 0 ||
+            abs(s->number - seat->number) > SEATD_LAYOUT_COMPANIONS) {
+            snprintf(why, why_len,
+                     "seats[%zu].companions: each must be another seat of row %s, within %d "
+                     "numbers",
+                     i, seat->row, SEATD_LAYOUT_COMPANIONS);
+            return SEATD_EINVAL;
+        }
+        seat->companions[seat->ncompanions++] = k;
+    }
     return 0;
 }
 
@@ -180,6 +232,13 @@ int seatd_layout_from_json(const void *seats_json, const void *tiers, seatd_layo
         }
         i++;
     }
+    i = 0;
+    cJSON_ArrayForEach(o, arr)
+    {
+        rc = parse_companions(l, o, i++, why, why_len);
+        if (rc < 0)
+            goto fail;
+    }
     *out = l;
     return 0;
 fail:
@@ -191,6 +250,8 @@ void seatd_layout_free(seatd_layout_t *l)
 {
     if (l == NULL)
         return;
+    if (l->aux_free)
+        l->aux_free(l->aux);
     free(l->seats);
     free(l->slots);
     free(l);
@@ -220,6 +281,16 @@ static cJSON *seats_tree(const seatd_layout_t *l)
         cJSON_AddStringToObject(o, "tier", s->tier);
         cJSON_AddNumberToObject(o, "x", s->x);
         cJSON_AddNumberToObject(o, "y", s->y);
+        /* Optional marks only when present: a layout without them keeps its digest. */
+        if (s->has_rank)
+            cJSON_AddNumberToObject(o, "rank", s->rank);
+        if (s->accessible)
+            cJSON_AddTrueToObject(o, "accessible");
+        if (s->ncompanions > 0) {
+            cJSON *c = cJSON_AddArrayToObject(o, "companions");
+            for (int k = 0; k < s->ncompanions; k++)
+                cJSON_AddItemToArray(c, cJSON_CreateString(l->seats[s->companions[k]].id));
+        }
     }
     return arr;
 }
@@ -259,6 +330,20 @@ const char *seatd_layout_digest(const seatd_layout_t *l)
             snprintf(m->digest + 2 * i, 3, "%02x", md[i]);
     }
     return l->digest;
+}
+
+void seatd_layout_set_aux(const seatd_layout_t *l, void *aux, void (*aux_free)(void *))
+{
+    seatd_layout_t *m = (seatd_layout_t *)l; /* a memo, not part of the value */
+    if (m->aux_free)
+        m->aux_free(m->aux);
+    m->aux = aux;
+    m->aux_free = aux_free;
+}
+
+void *seatd_layout_aux(const seatd_layout_t *l)
+{
+    return l ? l->aux : NULL;
 }
 
 /* ---------------------------------------------------------------------- cache */

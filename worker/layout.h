@@ -4,8 +4,10 @@
  * A layout is frozen when the show is created: seat i of the "seats" array has bit index i
  * in the held/booked bitmaps. seatd_layout_parse() validates a client's POST /v1/shows
  * "seats" array (ids, rows, numbers, tiers known to the price tiers, finite x/y, at most
- * SEATD_LAYOUT_MAX_SEATS) and builds an index for id lookup. Workers cache parsed layouts per
- * show (they never change), see seatd_layout_cache_*.
+ * SEATD_LAYOUT_MAX_SEATS; optional: a finite "rank", "accessible": true and "companions", up
+ * to SEATD_LAYOUT_COMPANIONS ids of seats of the same row within 3 numbers of the space) and builds
+ * an index for id lookup. Workers cache parsed layouts per show (they never change), see
+ * seatd_layout_cache_*.
  *
  * Pure: no I/O. Not thread-safe (one loop per process).
  */
@@ -20,12 +22,19 @@
     100000 /* an 80,000-seat stadium fits; a show body stays under 16 MiB */
 
 typedef struct seatd_layout_seat_s {
-    char id[17];   /* seat id, ^[A-Za-z0-9_-]{1,16}$ */
-    char row[17];  /* row label */
-    int number;    /* seat number within the row */
-    char tier[33]; /* price tier name */
-    double x, y;   /* position on the plan */
+    char id[17];        /* seat id, ^[A-Za-z0-9_-]{1,16}$ */
+    char row[17];       /* row label */
+    int number;         /* seat number within the row */
+    char tier[33];      /* price tier name */
+    double x, y;        /* position on the plan */
+    double rank;        /* the show's own quality of the seat, lower is better (has_rank) */
+    int has_rank;       /* 'rank' was given */
+    int accessible;     /* a wheelchair space */
+    int ncompanions;    /* companion seats of a wheelchair space, 0..SEATD_LAYOUT_COMPANIONS */
+    long companions[3]; /* their seat indexes (same row, adjacent numbers) */
 } seatd_layout_seat_t;
+
+#define SEATD_LAYOUT_COMPANIONS 3 /* companion seats per wheelchair space, at most */
 
 typedef struct seatd_layout_s seatd_layout_t;
 
@@ -59,6 +68,12 @@ char *seatd_layout_seats_json(const seatd_layout_t *l);
  * the same order, so bit i means the same seat for both. */
 #define SEATD_LAYOUT_DIGEST_LEN 64
 const char *seatd_layout_digest(const seatd_layout_t *l);
+
+/* A value derived from the layout and kept with it (best.h's seat index): 'aux' is taken and
+ * freed with 'aux_free' when the layout is freed; a second set replaces (frees) the first.
+ * seatd_layout_aux returns it borrowed until seatd_layout_free, or NULL. */
+void seatd_layout_set_aux(const seatd_layout_t *l, void *aux, void (*aux_free)(void *));
+void *seatd_layout_aux(const seatd_layout_t *l);
 
 /* Process-wide cache of parsed layouts by show id, bounded to 'max' entries (LRU-ish).
  * seatd_layout_cache_put takes 'l'. seatd_layout_cache_get returns borrowed (valid until the

@@ -36,6 +36,28 @@ static const layout_case_t cases[] = {
     {"rejects_string_number", "[{\"id\":\"C7\",\"row\":\"C\",\"number\":\"7\"}]", SEATD_EINVAL},
     {"rejects_unknown_tier", "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7,\"tier\":\"gold\"}]",
      SEATD_EINVAL},
+    {"accepts_rank_and_a_wheelchair_space_with_companions",
+     "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"rank\":2,\"accessible\":true,"
+     "\"companions\":[\"A2\"]},{\"id\":\"A2\",\"row\":\"A\",\"number\":2}]",
+     0},
+    {"rejects_companions_of_another_row",
+     "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"accessible\":true,"
+     "\"companions\":[\"B1\"]},{\"id\":\"B1\",\"row\":\"B\",\"number\":1}]",
+     SEATD_EINVAL},
+    {"rejects_companions_of_a_seat_that_is_not_accessible",
+     "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,"
+     "\"companions\":[\"A2\"]},{\"id\":\"A2\",\"row\":\"A\",\"number\":2}]",
+     SEATD_EINVAL},
+    {"rejects_unknown_companions",
+     "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"accessible\":true,"
+     "\"companions\":[\"A9\"]}]",
+     SEATD_EINVAL},
+    {"rejects_far_companions",
+     "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"accessible\":true,"
+     "\"companions\":[\"A9\"]},{\"id\":\"A9\",\"row\":\"A\",\"number\":9}]",
+     SEATD_EINVAL},
+    {"rejects_a_string_rank", "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7,\"rank\":\"1\"}]",
+     SEATD_EINVAL},
     {"rejects_non_numeric_x", "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7,\"x\":\"1\"}]",
      SEATD_EINVAL},
 };

@@ -1,0 +1,97 @@
+/* Unit tests for best.c: row segments and aisles, seat quality, candidate texts. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "best.h"
+#include "layout.h"
+
+/* One row A1..A8 at x 1..4 and 6..9 (an aisle after A4), y 3; 'extra' is added to A8. */
+static seatd_layout_t *row_with_aisle(const char *extra)
+{
+    char json[2048];
+    size_t off = (size_t)snprintf(json, sizeof(json), "[");
+    for (int k = 1; k <= 8; k++)
+        off += (size_t)snprintf(json + off, sizeof(json) - off,
+                                "%s{\"id\":\"A%d\",\"row\":\"A\",\"number\":%d,\"x\":%d,\"y\":3%s}",
+                                k > 1 ? "," : "", k, k, k <= 4 ? k : k + 1, k == 8 ? extra : "");
+    snprintf(json + off, sizeof(json) - off, "]");
+    cJSON *arr = cJSON_Parse(json);
+    seatd_layout_t *l = NULL;
+    cr_assert_eq(seatd_layout_from_json(arr, NULL, &l, NULL, 0), 0);
+    cJSON_Delete(arr);
+    return l;
+}
+
+Test(best, proposes_the_centre_first_and_never_across_an_aisle)
+{
+    seatd_layout_t *l = row_with_aisle("");
+    seatd_best_list_t c = {0};
+    cr_assert_eq(seatd_best_candidates(l, 2, NULL, 0, NULL, &c), 0);
+    cr_assert(c.n >= 1);
+    cr_assert_str_eq(c.items[0], "b|standard|A3:2,A4:3|A2:1,A1:0|");
+    for (size_t i = 0; i < c.n; i++)
+        cr_assert_null(strstr(c.items[i], "A4:3,A5:4"), "%s crosses the aisle", c.items[i]);
+    seatd_best_list_free(&c);
+    /* 5 adjacent seats exist nowhere: only the pieces of a split (3 + 2) */
+    cr_assert_eq(seatd_best_candidates(l, 5, NULL, 0, NULL, &c), 0);
+    cr_assert(c.n > 0);
+    for (size_t i = 0; i < c.n; i++)
+        cr_assert_eq(c.items[i][0], 'p', "%s", c.items[i]);
+    seatd_best_list_free(&c);
+    seatd_layout_free(l);
+}
+
+Test(best, a_rank_wins_over_the_geometry)
+{
+    seatd_layout_t *l = row_with_aisle(",\"rank\":1");
+    seatd_best_list_t c = {0};
+    cr_assert_eq(seatd_best_candidates(l, 1, NULL, 0, NULL, &c), 0);
+    cr_assert_str_eq(c.items[0], "b|standard|A8:7|A7:6,A6:5|");
+    seatd_best_list_free(&c);
+    seatd_layout_free(l);
+}
+
+Test(best, leaves_out_seats_the_hint_says_are_taken)
+{
+    seatd_layout_t *l = row_with_aisle("");
+    unsigned char held[1] = {0x30}; /* A3, A4 */
+    seatd_best_hint_t h = {held, NULL, 1, 0};
+    seatd_best_list_t c = {0};
+    cr_assert_eq(seatd_best_candidates(l, 2, NULL, 0, &h, &c), 0);
+    cr_assert_str_eq(c.items[0], "b|standard|A5:4,A6:5||A7:6,A8:7");
+    for (size_t i = 0; i < c.n; i++) {
+        /* the block's own seats (neighbours may be taken: the orphan check reads them) */
+        char seats[256];
+        const char *p = strchr(strchr(c.items[i], '|') + 1, '|') + 1;
+        snprintf(seats, sizeof(seats), "%.*s", (int)strcspn(p, "|"), p);
+        cr_assert(!strstr(seats, "A3:") && !strstr(seats, "A4:"), "%s", c.items[i]);
+    }
+    seatd_best_list_free(&c);
+    seatd_layout_free(l);
+}
+
+Test(best, an_unknown_tier_is_refused)
+{
+    seatd_layout_t *l = row_with_aisle("");
+    seatd_best_list_t c = {0};
+    cr_assert_eq(seatd_best_candidates(l, 2, "premium", 0, NULL, &c), SEATD_EINVAL);
+    cr_assert_eq(c.n, 0);
+    seatd_layout_free(l);
+}
+
+Test(best, a_named_hold_gets_its_runs_and_alternatives)
+{
+    seatd_layout_t *l = row_with_aisle("");
+    const char *ids[] = {"A2", "A3", "A6"};
+    seatd_best_list_t c = {0};
+    seatd_best_named(l, ids, 3, NULL, &c);
+    cr_assert(c.n >= 2);
+    cr_assert_str_eq(c.items[0], "n|standard|A2:1,A3:2|A1:0|A4:3");
+    cr_assert_str_eq(c.items[1], "n|standard|A6:5|A5:4|A7:6,A8:7");
+    for (size_t i = 2; i < c.n; i++)
+        cr_assert_eq(c.items[i][0], 'a', "%s", c.items[i]);
+    seatd_best_list_free(&c);
+    seatd_layout_free(l);
+}

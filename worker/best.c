@@ -1,0 +1,367 @@
+/* best.c - candidate blocks for best available, named runs and alternatives; see best.h. */
+#include "best.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout.h"
+#include "mem.h"
+
+/* The seat index of a layout, built once and kept with it (seatd_layout_set_aux). */
+typedef struct index_s {
+    size_t n;       /* seats */
+    size_t *ord;    /* seat indexes by (row, number) */
+    size_t *pos;    /* seat index -> its place in 'ord' */
+    size_t *seg;    /* place in 'ord' -> first place of its segment */
+    size_t *segend; /* place in 'ord' -> one past the last place of its segment */
+    double *qual;   /* seat index -> quality, lower is better */
+} index_t;
+
+static void index_free(void *p)
+{
+    index_t *x = p;
+    if (x == NULL)
+        return;
+    free(x->ord);
+    free(x->pos);
+    free(x->seg);
+    free(x->segend);
+    free(x->qual);
+    free(x);
+}
+
+static const seatd_layout_t *sort_layout; /* qsort has no context argument */
+
+static int by_row_number(const void *a, const void *b)
+{
+    const seatd_layout_seat_t *s = seatd_layout_seat(sort_layout, *(const size_t *)a);
+    const seatd_layout_seat_t *t = seatd_layout_seat(sort_layout, *(const size_t *)b);
+    int c = strcmp(s->row, t->row);
+    if (c != 0)
+        return c;
+    if (s->number != t->number)
+        return s->number < t->number ? -1 : 1;
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Segments of the row at places [r0, r1) of 'ord': cut at a number gap or an aisle. */
+static void index_row(index_t *x, const seatd_layout_t *l, size_t r0, size_t r1, double *gaps)
+{
+    size_t ng = 0;
+    for (size_t k = r0 + 1; k < r1; k++)
+        gaps[ng++] =
+            fabs(seatd_layout_seat(l, x->ord[k])->x - seatd_layout_seat(l, x->ord[k - 1])->x);
+    double pitch = 0;
+    if (ng > 0) {
+        qsort(gaps, ng, sizeof(*gaps), cmp_double);
+        pitch = gaps[ng / 2]; /* the row's usual pitch: the median gap */
+    }
+    size_t start = r0;
+    for (size_t k = r0; k < r1; k++) {
+        if (k > r0) {
+            const seatd_layout_seat_t *a = seatd_layout_seat(l, x->ord[k - 1]);
+            const seatd_layout_seat_t *b = seatd_layout_seat(l, x->ord[k]);
+            if (b->number != a->number + 1 || fabs(b->x - a->x) > SEATD_BEST_AISLE_GAP * pitch)
+                start = k;
+        }
+        x->seg[k] = start;
+    }
+    for (size_t k = r1; k-- > r0;)
+        x->segend[k] = (k + 1 < r1 && x->seg[k + 1] == x->seg[k]) ? x->segend[k + 1] : k + 1;
+}
+
+static void index_quality(index_t *x, const seatd_layout_t *l)
+{
+    size_t n = x->n;
+    int ranked = 0;
+    double minx = INFINITY, maxx = -INFINITY, maxy = 0, worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const seatd_layout_seat_t *s = seatd_layout_seat(l, i);
+        ranked |= s->has_rank;
+        if (s->has_rank && s->rank > worst)
+            worst = s->rank;
+        minx = fmin(minx, s->x);
+        maxx = fmax(maxx, s->x);
+        maxy = fmax(maxy, s->y);
+    }
+    double sx = (minx + maxx) / 2, sy = maxy * 2 / 3;
+    for (size_t k = 0; k < n;) {
+        /* one row: its centre */
+        const char *row = seatd_layout_seat(l, x->ord[k])->row;
+        size_t e = k;
+        double rmin = INFINITY, rmax = -INFINITY;
+        while (e < n && strcmp(seatd_layout_seat(l, x->ord[e])->row, row) == 0) {
+            rmin = fmin(rmin, seatd_layout_seat(l, x->ord[e])->x);
+            rmax = fmax(rmax, seatd_layout_seat(l, x->ord[e])->x);
+            e++;
+        }
+        for (; k < e; k++) {
+            size_t i = x->ord[k];
+            const seatd_layout_seat_t *s = seatd_layout_seat(l, i);
+            if (ranked)
+                x->qual[i] = s->has_rank ? s->rank : worst + 1;
+            else
+                x->qual[i] = hypot(s->x - sx, s->y - sy) + fabs(s->x - (rmin + rmax) / 2) / 4;
+        }
+    }
+}
+
+static const index_t *index_of(const seatd_layout_t *l)
+{
+    index_t *x = seatd_layout_aux(l);
+    if (x != NULL)
+        return x;
+    size_t n = seatd_layout_count(l);
+    x = seatd_calloc(1, sizeof(*x));
+    x->n = n;
+    x->ord = seatd_calloc(n + 1, sizeof(*x->ord));
+    x->pos = seatd_calloc(n + 1, sizeof(*x->pos));
+    x->seg = seatd_calloc(n + 1, sizeof(*x->seg));
+    x->segend = seatd_calloc(n + 1, sizeof(*x->segend));
+    x->qual = seatd_calloc(n + 1, sizeof(*x->qual));
+    for (size_t i = 0; i < n; i++)
+        x->ord[i] = i;
+    sort_layout = l;
+    qsort(x->ord, n, sizeof(*x->ord), by_row_number);
+    sort_layout = NULL;
+    for (size_t k = 0; k < n; k++)
+        x->pos[x->ord[k]] = k;
+    double *gaps = seatd_calloc(n + 1, sizeof(*gaps));
+    for (size_t k = 0; k < n;) {
+        size_t e = k + 1;
+        const char *row = seatd_layout_seat(l, x->ord[k])->row;
+        while (e < n && strcmp(seatd_layout_seat(l, x->ord[e])->row, row) == 0)
+            e++;
+        index_row(x, l, k, e, gaps);
+        k = e;
+    }
+    free(gaps);
+    index_quality(x, l);
+    seatd_layout_set_aux(l, x, index_free);
+    return x;
+}
+
+/* ---------------------------------------------------------------------- output */
+
+void seatd_best_list_free(seatd_best_list_t *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        free(b->items[i]);
+    free(b->items);
+    memset(b, 0, sizeof(*b));
+}
+
+static int taken_hint(const seatd_best_hint_t *h, size_t i)
+{
+    if (h == NULL)
+        return 0;
+    unsigned char m = (unsigned char)(0x80u >> (i % 8));
+    return (h->held && i / 8 < h->held_len && (h->held[i / 8] & m)) ||
+           (h->booked && i / 8 < h->booked_len && (h->booked[i / 8] & m));
+}
+
+static size_t put_seat(char *p, size_t cap, const seatd_layout_t *l, size_t i, int comma)
+{
+    int w = snprintf(p, cap, "%s%s:%zu", comma ? "," : "", seatd_layout_seat(l, i)->id, i);
+    return w > 0 && (size_t)w < cap ? (size_t)w : 0;
+}
+
+/* Appends the block of places [k, k + count) of 'ord' as a '<kind>' candidate. Returns 0, or
+ * -1 when the byte budget is spent. */
+static int emit(seatd_best_list_t *out, const seatd_layout_t *l, const index_t *x, char kind,
+                size_t k, size_t count)
+{
+    size_t cap = (count + 2 * SEATD_BEST_NEIGHBOURS) * 32 + 64, o = 0;
+    char *p = seatd_malloc(cap);
+    size_t s0 = x->seg[k], s1 = x->segend[k];
+    o += (size_t)snprintf(p, cap, "%c|%s|", kind, seatd_layout_seat(l, x->ord[k])->tier);
+    for (size_t j = 0; j < count; j++)
+        o += put_seat(p + o, cap - o, l, x->ord[k + j], j > 0);
+    p[o++] = '|';
+    for (size_t j = 1; j <= SEATD_BEST_NEIGHBOURS && k >= s0 + j; j++)
+        o += put_seat(p + o, cap - o, l, x->ord[k - j], j > 1);
+    p[o++] = '|';
+    for (size_t j = 0; j < SEATD_BEST_NEIGHBOURS && k + count + j < s1; j++)
+        o += put_seat(p + o, cap - o, l, x->ord[k + count + j], j > 0);
+    p[o] = '\0';
+    if (out->bytes + o > SEATD_BEST_MAX_BYTES) {
+        free(p);
+        return -1;
+    }
+    if (out->n == out->cap) {
+        out->cap = out->cap ? 2 * out->cap : 16;
+        out->items = seatd_realloc(out->items, out->cap * sizeof(*out->items));
+    }
+    out->items[out->n++] = p;
+    out->bytes += o;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- choosing blocks */
+
+typedef struct pick_s {
+    double score;
+    size_t k; /* first place in 'ord' */
+} pick_t;
+
+typedef struct want_s {
+    size_t count;
+    const char *tier; /* NULL: any one tier */
+    int accessible;
+    int near; /* score by distance to (nx, ny) instead of quality */
+    double nx, ny;
+} want_t;
+
+/* Whether the block at places [k, k + count) fits 'w' and 'hint'; its score in '*score'. */
+static int block_ok(const seatd_layout_t *l, const index_t *x, const want_t *w,
+                    const seatd_best_hint_t *hint, size_t k, double *score)
+{
+    const char *tier = w->tier ? w->tier : seatd_layout_seat(l, x->ord[k])->tier;
+    double q = 0, cx = 0, cy = 0;
+    long space = -1;
+    for (size_t j = 0; j < w->count; j++) {
+        size_t i = x->ord[k + j];
+        const seatd_layout_seat_t *s = seatd_layout_seat(l, i);
+        if (strcmp(s->tier, tier) != 0 || taken_hint(hint, i))
+            return 0;
+        if (w->accessible && s->accessible && space < 0)
+            space = (long)i;
+        q += x->qual[i];
+        cx += s->x;
+        cy += s->y;
+    }
+    if (w->accessible) {
+        /* one wheelchair space, every other seat one of its companions */
+        if (space < 0)
+            return 0;
+        const seatd_layout_seat_t *sp = seatd_layout_seat(l, (size_t)space);
+        for (size_t j = 0; j < w->count; j++) {
+            long i = (long)x->ord[k + j];
+            int ok = i == space;
+            for (int c = 0; c < sp->ncompanions; c++)
+                ok |= sp->companions[c] == i;
+            if (!ok)
+                return 0;
+        }
+    }
+    *score = w->near ? hypot(cx / (double)w->count - w->nx, cy / (double)w->count - w->ny) : q;
+    return 1;
+}
+
+/* The best 'max' blocks for 'w' starting at places [k0, k1) into 'picks' (sorted, best
+ * first); returns how many. */
+static size_t choose(const seatd_layout_t *l, const index_t *x, const want_t *w,
+                     const seatd_best_hint_t *hint, pick_t *picks, size_t max, size_t k0, size_t k1)
+{
+    size_t np = 0;
+    if (w->count == 0)
+        return 0;
+    for (size_t k = k0; k < k1 && k + w->count <= x->n; k++) {
+        if (x->segend[k] < k + w->count)
+            continue; /* the block would cross a segment's end */
+        double score;
+        if (!block_ok(l, x, w, hint, k, &score))
+            continue;
+        if (np == max && score >= picks[np - 1].score)
+            continue;
+        size_t at = np < max ? np++ : np - 1;
+        while (at > 0 && picks[at - 1].score > score) {
+            picks[at] = picks[at - 1];
+            at--;
+        }
+        picks[at] = (pick_t){score, k};
+    }
+    return np;
+}
+
+static void emit_picks(seatd_best_list_t *out, const seatd_layout_t *l, const index_t *x, char kind,
+                       const pick_t *picks, size_t np, size_t count)
+{
+    for (size_t j = 0; j < np; j++)
+        if (emit(out, l, x, kind, picks[j].k, count) < 0)
+            return;
+}
+
+int seatd_best_candidates(const seatd_layout_t *l, size_t count, const char *tier, int accessible,
+                          const seatd_best_hint_t *hint, seatd_best_list_t *out)
+{
+    const index_t *x = index_of(l);
+    if (tier != NULL) {
+        int known = 0;
+        for (size_t i = 0; i < x->n && !known; i++)
+            known = strcmp(seatd_layout_seat(l, i)->tier, tier) == 0;
+        if (!known)
+            return SEATD_EINVAL;
+    }
+    pick_t picks[SEATD_BEST_MAX_BLOCKS];
+    want_t w = {.count = count, .tier = tier, .accessible = accessible};
+    size_t np = choose(l, x, &w, hint, picks, SEATD_BEST_MAX_BLOCKS, 0, x->n);
+    emit_picks(out, l, x, 'b', picks, np, count);
+    if (count < 2 || accessible)
+        return 0; /* a wheelchair space is sold with its companions, never split */
+    size_t a = (count + 1) / 2, b = count - a;
+    w.count = a;
+    np = choose(l, x, &w, hint, picks, SEATD_BEST_MAX_PIECES, 0, x->n);
+    emit_picks(out, l, x, 'p', picks, np, a);
+    if (b != a) {
+        w.count = b;
+        np = choose(l, x, &w, hint, picks, SEATD_BEST_MAX_PIECES, 0, x->n);
+        emit_picks(out, l, x, 'p', picks, np, b);
+    }
+    return 0;
+}
+
+static int by_place(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void seatd_best_named(const seatd_layout_t *l, const char *const *ids, size_t n,
+                      const seatd_best_hint_t *hint, seatd_best_list_t *out)
+{
+    if (n == 0)
+        return;
+    const index_t *x = index_of(l);
+    size_t *places = seatd_calloc(n, sizeof(*places));
+    double cx = 0, cy = 0;
+    for (size_t j = 0; j < n; j++) {
+        long i = seatd_layout_find(l, ids[j]);
+        if (i < 0) {
+            free(places);
+            return; /* the script answers UNKNOWN_SEAT */
+        }
+        places[j] = x->pos[i];
+        cx += seatd_layout_seat(l, (size_t)i)->x;
+        cy += seatd_layout_seat(l, (size_t)i)->y;
+    }
+    qsort(places, n, sizeof(*places), by_place);
+    for (size_t j = 0; j < n;) {
+        size_t e = j + 1;
+        while (e < n && places[e] == places[e - 1] + 1 && x->seg[places[e]] == x->seg[places[j]])
+            e++;
+        emit(out, l, x, 'n', places[j], e - j);
+        j = e;
+    }
+    want_t w = {.count = n,
+                .tier = seatd_layout_seat(l, x->ord[places[0]])->tier,
+                .near = 1,
+                .nx = cx / (double)n,
+                .ny = cy / (double)n};
+    /* Alternatives are looked for among the places around the seats asked (rows are
+     * consecutive in 'ord'), so a named hold on a stadium costs a bounded scan. */
+    size_t k0 = places[0] > SEATD_BEST_ALT_SCAN ? places[0] - SEATD_BEST_ALT_SCAN : 0;
+    size_t k1 = places[n - 1] + SEATD_BEST_ALT_SCAN;
+    free(places);
+    pick_t picks[SEATD_BEST_MAX_ALTS];
+    size_t np = choose(l, x, &w, hint, picks, SEATD_BEST_MAX_ALTS, k0, k1);
+    emit_picks(out, l, x, 'a', picks, np, n);
+}
