@@ -26,7 +26,8 @@ seatd_create_show
   ARGV[5]  layoutHash (64 lowercase hex: the shared layout, written before)
   ARGV[6]  extra (JSON object text or ""); a numeric "salesCloseAt" member in it (epoch ms,
            at most startsAt) is also written to the meta as salesCloseAt: the instant sales
-           close (seatd_hold, seatd_book_begin; without it sales close at startsAt)
+           close (seatd_hold, seatd_book_begin; without it sales close at startsAt); an
+           "orphanRule": "block" member is also written to the meta as orphanRule (hold.lua)
   ARGV[7]  seatCount (the layout's seats, >= 1)
   Writes {s}:meta (title, startsAt, holdTtlMs, priceTiers, layoutHash, seatCount, createdAt,
   and extra when not "") and {s}:ver = 0. The bitmaps {s}:held and {s}:booked are not
@@ -89,9 +90,12 @@ local function create_show(keys, args)
     if n ~= math.floor(n) or n > 100000 then
         return fail('INVAL', 'seatCount')
     end
-    local close
+    local close, orphan_rule
     if args[6] and args[6] ~= '' then
         local ok, x = pcall(cjson.decode, args[6])
+        if ok and type(x) == 'table' and x.orphanRule == 'block' then
+            orphan_rule = 'block'
+        end
         if ok and type(x) == 'table' and x.salesCloseAt ~= nil then
             close = tonumber(x.salesCloseAt)
             if not close or close ~= math.floor(close) or close <= 0
@@ -110,6 +114,9 @@ local function create_show(keys, args)
     end
     if close then
         redis.call('HSET', keys[1], 'salesCloseAt', string.format('%d', close))
+    end
+    if orphan_rule then
+        redis.call('HSET', keys[1], 'orphanRule', orphan_rule)
     end
     redis.call('SET', p .. ':ver', 0)
     return {'showId', id, 'version', '0', 'createdAt', tostring(now)}

@@ -32,19 +32,176 @@ hold.lua - seatd_hold: holds a set of seats, all or nothing.
            CONFLICT <seat> <seat>…, LIMIT <have>+<asked>><max>, INVAL <why> (layout mismatch,
            bad bit, …)
   A rejected request changes nothing, except that expired holds may have been reaped.
+
+seatd_hold_sell - the same hold, with the box-office rules (issue 13): best available, no
+orphan seats, alternatives. Everything seatd_hold does, in the same order, plus:
+
+  ARGV[1…6]  as seatd_hold
+  ARGV[7]    the request: "named", or "best:<count>:<tier or ->:<0|1 accessible>" (also the
+             idempotency fingerprint of a best-available hold: a replay answers the seats the
+             first call chose)
+  ARGV[8]    P, the number of seat/bit pairs that follow (named: >= 1; best: 0)
+  ARGV[9…]   P pairs as seatd_hold's, then the candidates written by worker/best.c, each one
+             argument "<kind>|<tier>|<id:bit,…>|<left id:bit,…>|<right id:bit,…>" (kinds: b
+             whole block, p piece of a split, a alternative, n run of a named hold; left and
+             right are the up to 2 nearest seats of the same row segment, nearest first)
+
+  A seat is taken when its booked bit is set, its seat key exists, or this hold takes it.
+  With the show's orphanRule "block" (meta, from create_show), a hold strands a seat when the
+  seat next to one of its runs is free and the seat beyond it is taken or does not exist (a
+  row end or an aisle): such a hold is refused (named: ORPHAN_SEAT <seat…> and alternatives;
+  best: that candidate is skipped).
+  Best available: the first "b" block wholly free (and stranding none) is held; else the first
+  free "p" piece of the larger size and then the first free "p" piece of the other size (the
+  same size when N is even) in the same tier, disjoint from it; else NO_BLOCK.
+  Alternatives (CONFLICT and ORPHAN_SEAT): the first MAX_ALTERNATIVES "a" blocks, in the
+  worker's order, that are wholly free and strand none when the rule is on, appended to the
+  error as words "alt=<id>,<id>…".
+
+  Returns  as seatd_hold, plus "split", "0"|"1"
+  Errors   as seatd_hold, plus NO_BLOCK <count>, ORPHAN_SEAT <seat…> [alt=…], CONFLICT <seat…>
+           [alt=…]
 ]]
 
-local HOLD_FIELDS = {'holdId', 'showId', 'expiresAt', 'version', 'seatIds', 'replayed'}
 
-local function hold(keys, args)
+local HOLD_FIELDS = {'holdId', 'showId', 'expiresAt', 'version', 'seatIds', 'replayed', 'split'}
+
+-- "A1:0,A2:1" -> {{'A1', 0}, {'A2', 1}}; nil when a bit is not a seat of the show.
+local function parse_items(s, seat_count)
+    local out = {}
+    for seat, bit in string.gmatch(s, '([^,:]+):(%d+)') do
+        bit = tonumber(bit)
+        if not bit or bit >= seat_count then
+            return nil
+        end
+        out[#out + 1] = {seat, bit}
+    end
+    return out
+end
+
+-- One candidate argument -> {kind, tier, seats = {{id, bit}…}, left = …, right = …} or nil.
+local function parse_block(s, seat_count)
+    local kind, tier, seats, left, right =
+        string.match(s, '^(%a)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+    if not kind then
+        return nil
+    end
+    local b = {kind = kind, tier = tier, seats = parse_items(seats, seat_count),
+        left = parse_items(left, seat_count), right = parse_items(right, seat_count)}
+    if not b.seats or not b.left or not b.right or #b.seats == 0 then
+        return nil
+    end
+    return b
+end
+
+local function is_taken(p, item, mine)
+    return mine[item[1]] or redis.call('GETBIT', p .. ':booked', item[2]) == 1
+        or redis.call('EXISTS', p .. ':seat:' .. item[1]) == 1
+end
+
+local function block_free(p, b, mine)
+    for _, it in ipairs(b.seats) do
+        if is_taken(p, it, mine) then
+            return false
+        end
+    end
+    return true
+end
+
+-- Appends to 'out' the seats block 'b' would strand, 'mine' holding every seat of the hold.
+local function block_orphans(p, b, mine, out)
+    for _, side in ipairs({b.left, b.right}) do
+        local n1, n2 = side[1], side[2]
+        if n1 and not is_taken(p, n1, mine) and (not n2 or is_taken(p, n2, mine)) then
+            out[#out + 1] = n1[1]
+        end
+    end
+end
+
+local function mark(mine, b, v)
+    for _, it in ipairs(b.seats) do
+        mine[it[1]] = v
+    end
+end
+
+-- Whether 'b' is free and, with the rule on, strands no seat (with 'mine' already taken).
+local function block_fits(p, b, mine, orphan_rule)
+    if not block_free(p, b, mine) then
+        return false
+    end
+    if not orphan_rule then
+        return true
+    end
+    mark(mine, b, true)
+    local o = {}
+    block_orphans(p, b, mine, o)
+    mark(mine, b, nil)
+    return #o == 0
+end
+
+-- The error detail words of up to MAX_ALTERNATIVES free "a" candidates.
+local function alternatives(p, cands, orphan_rule)
+    local words = {}
+    for _, b in ipairs(cands) do
+        if #words >= MAX_ALTERNATIVES then
+            break
+        end
+        if b.kind == 'a' and block_fits(p, b, {}, orphan_rule) then
+            local ids = {}
+            for _, it in ipairs(b.seats) do
+                ids[#ids + 1] = it[1]
+            end
+            words[#words + 1] = 'alt=' .. table.concat(ids, ',')
+        end
+    end
+    return words
+end
+
+-- Best available: the seats (id, bit pairs) of the first fitting block, or of two pieces;
+-- nil when nothing fits. Returns pairs, split.
+local function choose_best(p, cands, count, orphan_rule)
+    for _, b in ipairs(cands) do
+        if b.kind == 'b' and #b.seats == count and block_fits(p, b, {}, orphan_rule) then
+            return b.seats, false
+        end
+    end
+    local a = math.floor((count + 1) / 2)
+    for _, first in ipairs(cands) do
+        if first.kind == 'p' and #first.seats == a and block_fits(p, first, {}, orphan_rule) then
+            local mine = {}
+            mark(mine, first, true)
+            for _, second in ipairs(cands) do
+                if second.kind == 'p' and #second.seats == count - a and second ~= first
+                    and second.tier == first.tier and block_fits(p, second, mine, orphan_rule) then
+                    local out = {}
+                    for _, it in ipairs(first.seats) do
+                        out[#out + 1] = it
+                    end
+                    for _, it in ipairs(second.seats) do
+                        out[#out + 1] = it
+                    end
+                    return out, true
+                end
+            end
+            -- this first piece has no partner: the next first piece may have one
+        end
+    end
+    return nil, false
+end
+
+-- The shared body of seatd_hold and seatd_hold_sell. 'req' is nil (seatd_hold) or
+-- {mode = 'named'|'best', fp = ARGV[7], count, cands = {unparsed candidate texts}}; 'pairs_in'
+-- the seat/bit pairs (named).
+local function hold_generic(keys, args, req, pairs_in)
     local p, show_id = show_prefix(keys[1])
     if not p then
         return fail('INVAL', 'bad show key')
     end
     local meta = redis.call('HMGET', keys[1], 'holdTtlMs', 'layoutHash', 'seatCount', 'startsAt',
-        'salesCloseAt')
+        'salesCloseAt', 'orphanRule')
     local meta_ttl, layout_hash, seat_count = meta[1], meta[2], tonumber(meta[3])
     local close = sales_close(meta[4], meta[5])
+    local orphan_rule = meta[6] == 'block'
     if not meta_ttl then
         return fail('NOSHOW', keys[1])
     end
@@ -64,44 +221,46 @@ local function hold(keys, args)
     if not layout_hash or args[6] ~= layout_hash or not seat_count then
         return fail('INVAL', 'layout mismatch')
     end
-    if (#args - 6) % 2 ~= 0 then
-        return fail('INVAL', 'seat and bit pairs')
-    end
-    local pairs_in = {}
-    for i = 7, #args, 2 do
-        pairs_in[#pairs_in + 1] = {args[i], args[i + 1]}
-    end
-    if #pairs_in == 0 then
-        return fail('EMPTY', 'no seats')
-    end
-    if #pairs_in > MAX_SEATS_PER_HOLD then
-        return fail('TOOMANY', tostring(#pairs_in))
-    end
-    table.sort(pairs_in, function(a, b) return a[1] < b[1] end)
+    local best = req and req.mode == 'best'
     local seats, idx, bit_seen = {}, {}, {}
-    for i, pair in ipairs(pairs_in) do
-        local seat, bit = pair[1], tonumber(pair[2])
-        if i > 1 and seats[i - 1] == seat then
-            return fail('DUPSEAT', seat)
+    local fingerprint
+    if best then
+        if req.count < 1 or req.count > MAX_SEATS_PER_HOLD then
+            return fail('TOOMANY', tostring(req.count))
         end
-        if pair[2] == '-' then
-            return fail('UNKNOWN_SEAT', seat)
+        fingerprint = req.fp
+    else
+        if #pairs_in == 0 then
+            return fail('EMPTY', 'no seats')
         end
-        if not bit or bit ~= math.floor(bit) or bit < 0 or bit >= seat_count
-            or bit_seen[bit] then
-            return fail('INVAL', 'bad bit for seat ' .. seat)
+        if #pairs_in > MAX_SEATS_PER_HOLD then
+            return fail('TOOMANY', tostring(#pairs_in))
         end
-        bit_seen[bit] = true
-        seats[i] = seat
-        idx[i] = bit
+        table.sort(pairs_in, function(a, b) return a[1] < b[1] end)
+        for i, pair in ipairs(pairs_in) do
+            local seat, bit = pair[1], tonumber(pair[2])
+            if i > 1 and seats[i - 1] == seat then
+                return fail('DUPSEAT', seat)
+            end
+            if pair[2] == '-' then
+                return fail('UNKNOWN_SEAT', seat)
+            end
+            if not bit or bit ~= math.floor(bit) or bit < 0 or bit >= seat_count
+                or bit_seen[bit] then
+                return fail('INVAL', 'bad bit for seat ' .. seat)
+            end
+            bit_seen[bit] = true
+            seats[i] = seat
+            idx[i] = bit
+        end
+        fingerprint = table.concat(seats, ',')
     end
-    local fingerprint = table.concat(seats, ',')
     local idem_key = p .. ':idem:' .. owner .. ':' .. idem
     if idem ~= '' then
         local rec = redis.call('GET', idem_key)
         if rec then
             local r = cjson.decode(rec)
-            if r.seatIds ~= fingerprint then
+            if (r.fp or r.seatIds) ~= fingerprint then
                 return fail('IDEM_MISMATCH', idem)
             end
             r.replayed = '1'
@@ -129,15 +288,58 @@ local function hold(keys, args)
     reap_due(p, now, REAP_BATCH, changes)
     reap_owner(p, owner, now, changes)
 
-    local taken = {}
-    for i, seat in ipairs(seats) do
-        if redis.call('GETBIT', p .. ':booked', idx[i]) == 1
-            or redis.call('EXISTS', p .. ':seat:' .. seat) == 1 then
-            taken[#taken + 1] = seat
+    -- The candidates, parsed only now (after reaping, so they are judged on the live state).
+    local cands = {}
+    for _, text in ipairs(req and req.cands or {}) do
+        local b = parse_block(text, seat_count)
+        if not b then
+            return fail_flush(p, changes, 'INVAL', 'bad candidate')
         end
+        cands[#cands + 1] = b
     end
-    if #taken > 0 then
-        return fail_flush(p, changes, 'CONFLICT', table.concat(taken, ' '))
+
+    local split = false
+    if best then
+        local chosen
+        chosen, split = choose_best(p, cands, req.count, orphan_rule)
+        if not chosen then
+            return fail_flush(p, changes, 'NO_BLOCK', tostring(req.count))
+        end
+        for i, it in ipairs(chosen) do
+            seats[i] = it[1]
+            idx[i] = it[2]
+        end
+    else
+        local taken = {}
+        for i, seat in ipairs(seats) do
+            if redis.call('GETBIT', p .. ':booked', idx[i]) == 1
+                or redis.call('EXISTS', p .. ':seat:' .. seat) == 1 then
+                taken[#taken + 1] = seat
+            end
+        end
+        if #taken > 0 then
+            for _, w in ipairs(alternatives(p, cands, orphan_rule)) do
+                taken[#taken + 1] = w
+            end
+            return fail_flush(p, changes, 'CONFLICT', table.concat(taken, ' '))
+        end
+        if orphan_rule then
+            local mine, orphans = {}, {}
+            for _, seat in ipairs(seats) do
+                mine[seat] = true
+            end
+            for _, b in ipairs(cands) do
+                if b.kind == 'n' then
+                    block_orphans(p, b, mine, orphans)
+                end
+            end
+            if #orphans > 0 then
+                for _, w in ipairs(alternatives(p, cands, orphan_rule)) do
+                    orphans[#orphans + 1] = w
+                end
+                return fail_flush(p, changes, 'ORPHAN_SEAT', table.concat(orphans, ' '))
+            end
+        end
     end
     if max_user > 0 then
         local have = 0
@@ -151,6 +353,7 @@ local function hold(keys, args)
     end
 
     ------------------------------------------------------------------ effects (cannot fail)
+    local seat_list = table.concat(seats, ',')
     local deadline = now + ttl
     if close and deadline > close then
         deadline = close -- > now: checked above
@@ -161,17 +364,59 @@ local function hold(keys, args)
         changes[#changes + 1] = {seat, 'held'}
     end
     redis.call('HSET', p .. ':hold:' .. hold_id, 'owner', owner, 'showId', show_id,
-        'seats', fingerprint, 'bits', table.concat(idx, ','), 'status', 'HELD', 'expiresAt', deadline, 'createdAt', now,
+        'seats', seat_list, 'bits', table.concat(idx, ','), 'status', 'HELD', 'expiresAt', deadline, 'createdAt', now,
         'idemKey', idem, 'bookingId', '')
     redis.call('ZADD', p .. ':expiry', deadline, hold_id)
     redis.call('HSET', p .. ':user:' .. owner, hold_id, #seats)
     local version = flush(p, changes)
     local answer = {holdId = hold_id, showId = show_id, expiresAt = tostring(deadline),
-        version = tostring(version), seatIds = fingerprint, replayed = '0'}
+        version = tostring(version), seatIds = seat_list, replayed = '0',
+        split = split and '1' or '0'}
+    if best then
+        answer.fp = fingerprint
+    end
     if idem ~= '' then
         redis.call('SET', idem_key, cjson.encode(answer), 'PX', IDEM_TTL_MS)
     end
     return reply_fields(answer, HOLD_FIELDS)
 end
 
+local function hold(keys, args)
+    if (#args - 6) % 2 ~= 0 then
+        return fail('INVAL', 'seat and bit pairs')
+    end
+    local pairs_in = {}
+    for i = 7, #args, 2 do
+        pairs_in[#pairs_in + 1] = {args[i], args[i + 1]}
+    end
+    return hold_generic(keys, args, nil, pairs_in)
+end
+
+local function hold_sell(keys, args)
+    local fp = args[7] or ''
+    local np = tonumber(args[8] or '')
+    if not np or np < 0 or np ~= math.floor(np) or #args < 8 + 2 * np then
+        return fail('INVAL', 'request and pairs')
+    end
+    local req = {fp = fp, cands = {}}
+    if fp == 'named' then
+        req.mode = 'named'
+    else
+        local count = string.match(fp, '^best:(%d+):[^:]+:[01]$')
+        if not count or np ~= 0 then
+            return fail('INVAL', 'request')
+        end
+        req.mode, req.count = 'best', tonumber(count)
+    end
+    local pairs_in = {}
+    for i = 9, 8 + 2 * np, 2 do
+        pairs_in[#pairs_in + 1] = {args[i], args[i + 1]}
+    end
+    for i = 9 + 2 * np, #args do
+        req.cands[#req.cands + 1] = args[i]
+    end
+    return hold_generic(keys, args, req, pairs_in)
+end
+
 redis.register_function{function_name='seatd_hold', callback=hold}
+redis.register_function{function_name='seatd_hold_sell', callback=hold_sell}

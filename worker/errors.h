@@ -40,6 +40,8 @@
     XX(NOROUTE, 404, "no-route", "NOROUTE", "no such route")                                       \
     XX(METHOD, 405, "method-not-allowed", "METHOD", "method not allowed on this route")            \
     XX(CONFLICT, 409, "seat-conflict", "CONFLICT", "seats were already taken")                     \
+    XX(NOBLOCK, 409, "no-block-available", "NO_BLOCK", "no block of adjacent seats is free")       \
+    XX(ORPHANSEAT, 409, "orphan-seat", "ORPHAN_SEAT", "the hold would leave a single seat alone")  \
     XX(STATE, 409, "invalid-state", "STATE", "the resource is not in a state that allows this")    \
     XX(INFLIGHT, 409, "idempotency-key-in-flight", "INFLIGHT",                                     \
        "a request with this idempotency key is still in progress")                                 \

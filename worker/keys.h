@@ -4,7 +4,8 @@
  * Every key of a show carries the hash tag {s:<showId>}, so a show's keys share one slot:
  *
  *   {s:42}:meta              hash    title, startsAt, holdTtlMs, priceTiers, layoutHash,
- *                                    seatCount, createdAt, extra (only when not empty)
+ *                                    seatCount, createdAt, extra (only when not empty),
+ *                                    salesCloseAt, orphanRule ("block"; only when set)
  *   {s:42}:seat:<seatId>     string  the hold id holding the seat; PXAT = the hold deadline
  *   {s:42}:held              bitmap  bit i set <=> seat i has a live seat key; absent = all 0
  *   {s:42}:booked            bitmap  bit i set <=> seat i is in a CONFIRMED booking; absent =
@@ -17,7 +18,8 @@
  *                                    PENDING_PAYMENT, 1 h once RELEASED/EXPIRED/BOOKED
  *   {s:42}:user:<sub>        hash    live hold id -> seat count, and "booked" -> seats booked
  *   {s:42}:idem:<sub>:<key>  string  the first answer as JSON (holdId, expiresAt, version,
- *                                    seatIds = the fingerprint), 24 h TTL
+ *                                    seatIds = the fingerprint, or fp = the request of a
+ *                                    best-available hold, split), 24 h TTL
  *   {s:42}:booking:<id>      hash    owner, holdId, seatIds, bits (copied from the hold),
  *                                    amount, status, paymentRef, …
  *   {s:42}:bookings          stream  booking events (the outbox), appended by the scripts

@@ -81,6 +81,8 @@ int seatd_metrics_hold_outcome(int err)
     case 0:
         return SEATD_METRIC_HOLD_CREATED;
     case SEATD_ECONFLICT:
+    case SEATD_ENOBLOCK:    /* best available: nothing free fits */
+    case SEATD_EORPHANSEAT: /* the seats are free but would strand one */
         return SEATD_METRIC_HOLD_CONFLICT;
     case SEATD_ESALESCLOSED:
         return SEATD_METRIC_HOLD_SALES_CLOSED;

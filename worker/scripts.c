@@ -292,7 +292,7 @@ static const fn_row_t fn_rows[] = {
 
 static unsigned fn_flags(const char *fn, int nargs, const char **args, const size_t *arglens)
 {
-    if (strcmp(fn, "seatd_hold") == 0) {
+    if (strcmp(fn, "seatd_hold") == 0 || strcmp(fn, "seatd_hold_sell") == 0) {
         /* ARGV[5] is the idempotency key: with one, a second run answers the first result. */
         size_t len = nargs >= 5 && args[4] ? (arglens ? arglens[4] : strlen(args[4])) : 0;
         return len ? SEATD_RDS_IDEMPOTENT : 0;

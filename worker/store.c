@@ -170,6 +170,7 @@ static const field_t hold_fields[] = {
     INT("createdAt", hold.created_at_ms),
     INT("version", hold.version),
     FLAG("replayed", hold.replayed),
+    FLAG("split", hold.split),
     {NULL, F_STR, 0, NOAUX, 0},
 };
 static const field_t booking_fields[] = {
@@ -890,43 +891,57 @@ int seatd_store_list_shows(seatd_store_t *st, long offset, long count, seatd_sto
 /* Queues seatd_hold for 'op' (its reply runs on_reply): 'base' = hold id, owner, ttl, max,
  * idem; then the layout's digest and each seat with its bit in 'l', or "-" for a seat that is
  * not in 'l' (the script answers UNKNOWN_SEAT for it, in its own order of checks, once it has
- * checked that 'l' is the show's layout). All borrowed, copied. Returns 0, or an error with
- * 'op' untouched. */
-static int hold_queue(store_op_t *op, const char *key, const char *const *base,
-                      const char *const *seats, size_t n, const seatd_layout_t *l)
+ * checked that 'l' is the show's layout). With a 'request' (seatd_hold_args_t.request) the
+ * call is seatd_hold_sell: the request, the number of pairs, the pairs, the candidates.
+ * All borrowed, copied. Returns 0, or an error with 'op' untouched. */
+static int hold_queue(store_op_t *op, const char *key, const char *const *base, const char *request,
+                      const char *const *seats, size_t n, const char *const *cands, size_t ncands,
+                      const seatd_layout_t *l)
 {
-    const char **args = seatd_calloc(6 + 2 * n, sizeof(*args));
+    const char **args = seatd_calloc(8 + 2 * n + ncands, sizeof(*args));
     char(*bits)[24] = seatd_calloc(n ? n : 1, sizeof(*bits));
+    char np[24];
+    int argc = 0;
     for (int i = 0; i < 5; i++)
-        args[i] = base[i];
-    args[5] = seatd_layout_digest(l);
+        args[argc++] = base[i];
+    args[argc++] = seatd_layout_digest(l);
+    if (request != NULL) {
+        snprintf(np, sizeof(np), "%zu", n);
+        args[argc++] = request;
+        args[argc++] = np;
+    }
     for (size_t i = 0; i < n; i++) {
         long bit = seatd_layout_find(l, seats[i]);
         if (bit >= 0)
             snprintf(bits[i], sizeof(bits[i]), "%ld", bit);
         else
             memcpy(bits[i], "-", 2);
-        args[6 + 2 * i] = seats[i];
-        args[7 + 2 * i] = bits[i];
+        args[argc++] = seats[i];
+        args[argc++] = bits[i];
     }
+    for (size_t i = 0; request != NULL && i < ncands; i++)
+        args[argc++] = cands[i];
     const char *keys[1] = {key};
-    int rc = seatd_scripts_fcall(op->st->scripts, "seatd_hold", 1, keys, (int)(6 + 2 * n), args,
-                                 NULL, on_reply, op);
+    int rc = seatd_scripts_fcall(op->st->scripts, request ? "seatd_hold_sell" : "seatd_hold", 1,
+                                 keys, argc, args, NULL, on_reply, op);
     free(bits);
     free(args);
     return rc;
 }
 
 /* hold, slow path, last step: the show's layout 'l' (borrowed from the cache) is known to
- * be the one its meta names; op->argv = base arguments then the seats. */
+ * be the one its meta names; op->argv = base arguments, the request ("" for none), the number
+ * of seats, the seats, the candidates. */
 static void hold_with_layout(store_op_t *op, const seatd_layout_t *l)
 {
-    const char *const *seats = (const char *const *)op->argv + 5;
-    size_t n = (size_t)op->argc - 5;
+    const char *const *argv = (const char *const *)op->argv;
+    size_t n = (size_t)strtoull(argv[6], NULL, 10);
+    const char *request = argv[5][0] ? argv[5] : NULL;
     char key[SEATD_KEY_MAX];
     int rc = seatd_keys_show(key, op->show_id, "meta");
     if (rc == 0)
-        rc = hold_queue(op, key, (const char *const *)op->argv, seats, n, l);
+        rc = hold_queue(op, key, argv, request, argv + 7, n, argv + 7 + n, (size_t)op->argc - 7 - n,
+                        l);
     if (rc < 0)
         op_fail(op, rc);
 }
@@ -990,6 +1005,8 @@ static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store
         return SEATD_EINVAL;
     if (a->nseats > SEATD_SEATS_MAX_PER_HOLD)
         return SEATD_ETOOMANY;
+    if (a->request != NULL && (strlen(a->request) > 64 || strchr(a->request, ' ') != NULL))
+        return SEATD_EINVAL;
     for (size_t i = 0; i < a->nseats; i++)
         if (!seatd_keys_valid_seat_id(a->seat_ids[i]))
             return SEATD_EBADSEAT;
@@ -1001,17 +1018,24 @@ static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store
      * the show which layout it has, and read that one. */
     const seatd_layout_t *l = seatd_layout_cache_get(a->show_id);
     if (l != NULL) {
-        rc = hold_queue(op, key, base, a->seat_ids, a->nseats, l);
+        rc = hold_queue(op, key, base, a->request, a->seat_ids, a->nseats, a->cands, a->ncands, l);
         if (rc < 0)
             op_free(op);
         return rc;
     }
     snprintf(op->show_id, sizeof(op->show_id), "%s", a->show_id);
-    const char **all = seatd_calloc(5 + a->nseats, sizeof(*all));
+    char nseats[24];
+    snprintf(nseats, sizeof(nseats), "%zu", a->nseats);
+    size_t nall = 7 + a->nseats + (a->request ? a->ncands : 0);
+    const char **all = seatd_calloc(nall, sizeof(*all));
     memcpy(all, base, sizeof(base));
+    all[5] = a->request ? a->request : "";
+    all[6] = nseats;
     for (size_t i = 0; i < a->nseats; i++)
-        all[5 + i] = a->seat_ids[i];
-    op_keep_args(op, (int)(5 + a->nseats), all);
+        all[7 + i] = a->seat_ids[i];
+    for (size_t i = 0; a->request && i < a->ncands; i++)
+        all[7 + a->nseats + i] = a->cands[i];
+    op_keep_args(op, (int)nall, all);
     free(all);
     return fcall(op, "seatd_layout_get", key, 0, NULL, NULL, on_hold_layout_ref);
 }
@@ -1025,7 +1049,8 @@ typedef struct rate_op_s {
     void *data;
     seatd_hold_args_t a; /* strings below, owned */
     char **seats;        /* owned copies of the seat ids */
-    char *show_id, *hold_id, *owner, *idem_key;
+    char **cands;        /* owned copies of the candidates */
+    char *show_id, *hold_id, *owner, *idem_key, *request;
 } rate_op_t;
 
 static void rate_op_free(rate_op_t *r)
@@ -1033,6 +1058,10 @@ static void rate_op_free(rate_op_t *r)
     for (size_t i = 0; i < r->a.nseats; i++)
         free(r->seats[i]);
     free(r->seats);
+    for (size_t i = 0; i < r->a.ncands; i++)
+        free(r->cands[i]);
+    free(r->cands);
+    free(r->request);
     free(r->show_id);
     free(r->hold_id);
     free(r->owner);
@@ -1096,6 +1125,12 @@ int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_
     r->a.owner = r->owner;
     r->a.idem_key = r->idem_key;
     r->a.seat_ids = (const char *const *)r->seats;
+    r->request = a->request ? seatd_strdup(a->request) : NULL;
+    r->a.request = r->request;
+    r->cands = seatd_calloc(a->ncands + 1, sizeof(*r->cands));
+    for (size_t i = 0; i < a->ncands; i++)
+        r->cands[i] = seatd_strdup(a->cands[i] ? a->cands[i] : "");
+    r->a.cands = (const char *const *)r->cands;
     const char *keys[1] = {key};
     const char *args[2] = {limit, window};
     int rc = seatd_scripts_fcall(st->scripts, "seatd_rate_hit", 1, keys, 2, args, NULL,

@@ -78,6 +78,7 @@ typedef struct seatd_hold_result_s { /* hold, hold_get, release, release_unclaim
     int64_t created_at_ms;
     int64_t version;
     int replayed; /* hold: answered from the idempotency record */
+    int split;    /* hold (best available): the seats are two blocks, not one */
 } seatd_hold_result_t;
 
 typedef struct seatd_booking_result_s { /* book_*, booking_get, cancel*, refund_done, late_charge */
@@ -241,9 +242,10 @@ SEATD_MUSTCHECK int seatd_store_seatmap(seatd_store_t *st, const char *show_id, 
  * which the script checks against the show's layoutHash before any write.
  * Result: res->hold with holdId, showId, expiresAt (epoch ms, Redis clock), version, seatIds
  * (comma-joined), replayed ("1" when answered from the idempotency record).
- * Errors: CONFLICT <seat…>, UNKNOWN_SEAT <seat>, NOSHOW, LIMIT, IDEM_MISMATCH, EMPTY, TOOMANY,
- * INVAL (this process's cached layout is not the show's), INTERNAL (shared layout missing
- * or altered).
+ * (comma-joined), replayed ("1" when answered from the idempotency record), split (best).
+ * Errors: CONFLICT <seat…> [alt=<seat>,…], UNKNOWN_SEAT <seat>, NOSHOW, LIMIT, IDEM_MISMATCH,
+ * EMPTY, TOOMANY, INVAL (this process's cached layout is not the show's), INTERNAL (shared
+ * layout missing or altered); with a request also NO_BLOCK <count>, ORPHAN_SEAT <seat…> [alt=…].
  */
 typedef struct seatd_hold_args_s {
     const char *show_id;
@@ -254,6 +256,13 @@ typedef struct seatd_hold_args_s {
     const char *idem_key; /* may be NULL */
     int64_t ttl_ms;       /* 0: the show's holdTtlMs */
     int max_per_user;     /* seats per user per show, held + booked */
+    /* The box-office rules (issue 13; lua/hold.lua seatd_hold_sell): with a 'request', either
+     * "named" (the seats above, checked for orphans, with alternatives on a conflict) or
+     * "best:<count>:<tier or ->:<0|1>" (no seats: the script takes the first candidate that
+     * fits), and the candidates written by best.h. NULL: plain seatd_hold. */
+    const char *request;
+    const char *const *cands; /* best.h's candidate texts */
+    size_t ncands;
 } seatd_hold_args_t;
 SEATD_MUSTCHECK int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a,
                                      seatd_store_cb cb, void *data);

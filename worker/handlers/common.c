@@ -16,6 +16,7 @@
 #include "log.h"
 #include "mem.h"
 #include "metrics.h"
+#include "seats.h"
 #include "timefmt.h"
 
 seatd_app_t *seatd__app(seatd_req_t *r)
@@ -54,6 +55,25 @@ static int known_status(const char *s)
     return 0;
 }
 
+/* Appends the alternative "A1,A2" (a script's word after "alt=") to 'alts' when every id is
+ * a valid seat id. */
+static void add_alternative(cJSON *alts, const char *csv)
+{
+    char buf[SEATD_SEATS_MAX_PER_HOLD * 18];
+    if (strlen(csv) >= sizeof(buf))
+        return;
+    memcpy(buf, csv, strlen(csv) + 1);
+    cJSON *block = cJSON_CreateArray();
+    for (char *save = NULL, *id = strtok_r(buf, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
+        if (!seatd_keys_valid_seat_id(id)) {
+            cJSON_Delete(block);
+            return;
+        }
+        cJSON_AddItemToArray(block, cJSON_CreateString(id));
+    }
+    cJSON_AddItemToArray(alts, block);
+}
+
 void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
 {
     /* Every detail below is written here from validated words: a script's or Redis's text can
@@ -63,22 +83,36 @@ void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
     const char *detail = NULL;
     char msg[160];
     long long a = 0, b = 0, c = 0;
-    if (res->err == SEATD_ECONFLICT) {
+    if (res->err == SEATD_ECONFLICT || res->err == SEATD_EORPHANSEAT) {
+        int orphan = res->err == SEATD_EORPHANSEAT;
         extra = cJSON_CreateObject();
-        cJSON *seats = cJSON_AddArrayToObject(extra, "conflictingSeats");
+        cJSON *seats = cJSON_AddArrayToObject(extra, orphan ? "orphanSeats" : "conflictingSeats");
+        cJSON *alts = cJSON_AddArrayToObject(extra, "alternatives");
         size_t n = 0;
         const char *first = NULL;
         for (size_t i = 0; i < res->nwords; i++) {
+            if (strncmp(res->words[i], "alt=", 4) == 0) {
+                add_alternative(alts, res->words[i] + 4);
+                continue;
+            }
             if (!seatd_keys_valid_seat_id(res->words[i]))
                 continue;
             cJSON_AddItemToArray(seats, cJSON_CreateString(res->words[i]));
             first = first ? first : res->words[i];
             n++;
         }
-        if (n == 1)
+        if (orphan && n == 1)
+            snprintf(msg, sizeof(msg), "seat %s would be left alone between taken seats", first);
+        else if (orphan)
+            snprintf(msg, sizeof(msg), "%zu seats would be left alone between taken seats", n);
+        else if (n == 1)
             snprintf(msg, sizeof(msg), "seat %s was just taken", first);
         else
             snprintf(msg, sizeof(msg), "%zu of the seats asked for were just taken", n);
+        detail = msg;
+    } else if (res->err == SEATD_ENOBLOCK && res->nwords > 0 &&
+               sscanf(res->words[0], "%lld", &a) == 1) {
+        snprintf(msg, sizeof(msg), "no %lld seats that fit are free, together or in two blocks", a);
         detail = msg;
     } else if (res->err == SEATD_EUNKNOWNSEAT && res->nwords > 0 &&
                seatd_keys_valid_seat_id(res->words[0])) {

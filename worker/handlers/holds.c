@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "app.h"
+#include "best.h"
 #include "common.h"
 #include "config.h"
 #include "handlers.h"
@@ -43,6 +44,11 @@ typedef struct {
     char owner[65];             /* the JWT sub */
     cJSON *answer;              /* owned: the 201 body, while the hold is filed in the index */
     int replayed;
+    int best;              /* best available: "best" instead of "seatIds" */
+    long long best_count;  /* seats asked for */
+    const char *best_tier; /* borrowed from 'body'; NULL: any tier */
+    int best_accessible;   /* a wheelchair space with its companions */
+    int best_retried;      /* NO_BLOCK on a seat map read before the hold: read again once */
 } hold_op_t;
 
 static void hold_op_free(void *ctx)
@@ -69,6 +75,8 @@ static cJSON *hold_to_json(const seatd_store_result_t *res)
         cJSON_AddStringToObject(o, "bookingId", h->booking_id);
     return o;
 }
+
+static void best_start(seatd_req_t *r, hold_op_t *op);
 
 /* ---------------------------------------------------------------------------------------
  * Compensation of holds answered 5xx
@@ -334,6 +342,14 @@ static void on_hold(const seatd_store_result_t *res, void *data)
         hold_op_free(op);
         return;
     }
+    if (res->err == SEATD_ENOBLOCK && op->best && !op->best_retried) {
+        /* The candidates came from a seat map up to SEATD_SEATMAP_FRESH_MS old: under
+         * contention they may all be gone while other seats are free. One more try, on a
+         * fresh read. */
+        op->best_retried = 1;
+        best_start(r, op);
+        return;
+    }
     if (res->err) {
         seatd_metrics_inc(seatd_metrics_hold_outcome(res->err));
         seatd__reply_store_error(r, res);
@@ -344,6 +360,8 @@ static void on_hold(const seatd_store_result_t *res, void *data)
     seatd_seatmap_invalidate(op->show_id, res->hold.version);
     op->answer = hold_to_json(res);
     cJSON_AddNumberToObject(op->answer, "version", (double)res->hold.version);
+    if (op->best)
+        cJSON_AddBoolToObject(op->answer, "split", res->hold.split);
     snprintf(op->hold_id, sizeof(op->hold_id), "%s", res->hold.hold_id);
     /* Filed in the buyer's index (GET /v1/me/holds) before the 201: an acknowledged hold is
      * always listed. The hold itself goes first, so the seat decision waits for nothing. */
@@ -385,6 +403,13 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         hold_op_free(op);
         return;
     }
+    /* The runs of the seats (orphan check) and alternatives, for the script to judge. */
+    seatd_best_list_t cands = {0};
+    seatd_seatmap_t *m = seatd_seatmap_get(op->show_id, 0);
+    seatd_best_hint_t hint = {0};
+    if (m != NULL)
+        hint = (seatd_best_hint_t){m->held, m->booked, m->held_len, m->booked_len};
+    seatd_best_named(l, sorted, op->nids, m ? &hint : NULL, &cands);
     seatd_hold_args_t a = {
         .show_id = op->show_id,
         .hold_id = op->hold_id,
@@ -394,14 +419,150 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .idem_key = op->idem,
         .ttl_ms = 0,
         .max_per_user = (int)app->cfg->max_seats_per_user,
+        .request = "named",
+        .cands = (const char *const *)cands.items,
+        .ncands = cands.n,
     };
     rc = seatd__step_begin(&r, seatd_store_hold(app->store, &a, on_hold, op));
+    seatd_best_list_free(&cands);
     free(sorted);
     if (rc < 0) {
         seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
         seatd_req_finish_problem(r, rc, NULL, NULL);
         hold_op_free(op);
     }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Best available: a seat map read (a hint: which seats not to propose), the candidates from
+ * the layout (best.h), one seatd_hold_sell that takes the first that fits.
+ * --------------------------------------------------------------------------------------- */
+
+static void best_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
+{
+    hold_op_t *op = ctx;
+    seatd_app_t *app = seatd__app(r);
+    seatd_seatmap_t *m = seatd_seatmap_get(op->show_id, 0);
+    seatd_best_hint_t hint = {0};
+    if (m != NULL)
+        hint = (seatd_best_hint_t){m->held, m->booked, m->held_len, m->booked_len};
+    seatd_best_list_t cands = {0};
+    int rc = seatd_best_candidates(l, (size_t)op->best_count, op->best_tier, op->best_accessible,
+                                   m ? &hint : NULL, &cands);
+    if (rc < 0) {
+        seatd_metrics_inc(SEATD_METRIC_HOLD_REJECTED);
+        seatd_json_check_t v;
+        seatd_json_check_init(&v);
+        seatd_json_check_fail(&v, SEATD_EINVAL, "best.tier", "is not a tier of this show",
+                              "'best.tier' is not a tier of this show");
+        rc = seatd_json_check_done_or_reply(&v, r);
+        hold_op_free(op);
+        return;
+    }
+    char request[64];
+    snprintf(request, sizeof(request), "best:%lld:%s:%d", op->best_count,
+             op->best_tier ? op->best_tier : "-", op->best_accessible);
+    seatd_hold_args_t a = {
+        .show_id = op->show_id,
+        .hold_id = op->hold_id,
+        .owner = seatd__sub(r),
+        .idem_key = op->idem,
+        .max_per_user = (int)app->cfg->max_seats_per_user,
+        .request = request,
+        .cands = (const char *const *)cands.items,
+        .ncands = cands.n,
+    };
+    rc = seatd__step_begin(&r, seatd_store_hold(app->store, &a, on_hold, op));
+    seatd_best_list_free(&cands);
+    if (rc < 0) {
+        seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+        hold_op_free(op);
+    }
+}
+
+static void on_best_map(const seatd_store_result_t *res, void *data)
+{
+    hold_op_t *op = data;
+    if (seatd__step_end(&op->r)) {
+        hold_op_free(op);
+        return;
+    }
+    /* A failed read only means no hint: the hold itself answers for the store. */
+    if (!res->err) {
+        const seatd_seatmap_result_t *s = &res->seatmap;
+        seatd_seatmap_put(op->show_id, s->version, (size_t)s->seat_count, s->held, s->held_len,
+                          s->booked, s->booked_len, seatd_seatmap_now_ms());
+    }
+    seatd_req_t *r = op->r;
+    int rc = seatd__with_layout(r, op->show_id, best_with_layout, hold_op_free, op);
+    if (rc < 0) {
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+        hold_op_free(op);
+    }
+}
+
+/* Reads the seat map unless this worker has a fresh one (and this is the first try). */
+static void best_start(seatd_req_t *r, hold_op_t *op)
+{
+    if (!op->best_retried && seatd_seatmap_get(op->show_id, 0) != NULL) {
+        int rc = seatd__with_layout(r, op->show_id, best_with_layout, hold_op_free, op);
+        if (rc < 0) {
+            seatd_req_finish_problem(r, rc, NULL, NULL);
+            hold_op_free(op);
+        }
+        return;
+    }
+    op->r = r;
+    int rc = seatd__step_begin(&op->r,
+                               seatd_store_seatmap(op->app->store, op->show_id, on_best_map, op));
+    if (rc < 0) {
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+        hold_op_free(op);
+    }
+}
+
+/* Tier names: [A-Za-z0-9_-]{1,32}, as shows.c checks the price tiers. */
+static int valid_tier(const char *t)
+{
+    size_t n = strlen(t);
+    return n >= 1 && n <= 32 &&
+           strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                     "0123456789_-") == n;
+}
+
+/* Checks the "best" member ('best', borrowed) into 'op', recording failures in 'v'. */
+static void best_check(seatd_json_check_t *v, seatd_req_t *r, hold_op_t *op, const cJSON *best)
+{
+    seatd_app_t *app = seatd__app(r);
+    op->best = 1;
+    if (!cJSON_IsObject(best)) {
+        seatd_json_check_fail(v, SEATD_EINVAL, "best",
+                              "must be {\"count\":n,\"tier\"?,\"accessible\"?}", NULL);
+        return;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(op->body, "seatIds") != NULL)
+        seatd_json_check_fail(v, SEATD_EINVAL, "best", "give either seatIds or best, not both",
+                              "give either 'seatIds' or 'best', not both");
+    const cJSON *count = cJSON_GetObjectItemCaseSensitive(best, "count");
+    long long max = app->cfg->max_seats_per_hold;
+    if (!cJSON_IsNumber(count) || count->valuedouble < 1 || count->valuedouble > (double)max ||
+        count->valuedouble != (double)(long long)count->valuedouble) {
+        char why[96];
+        snprintf(why, sizeof(why), "must be an integer from 1 to %lld", max);
+        seatd_json_check_fail(v, SEATD_EINVAL, "best.count", why, NULL);
+    } else {
+        op->best_count = (long long)count->valuedouble;
+    }
+    const cJSON *tier = cJSON_GetObjectItemCaseSensitive(best, "tier");
+    if (tier != NULL && (!cJSON_IsString(tier) || !valid_tier(tier->valuestring)))
+        seatd_json_check_fail(v, SEATD_EINVAL, "best.tier", "must be a tier name", NULL);
+    else if (tier != NULL)
+        op->best_tier = tier->valuestring;
+    const cJSON *acc = cJSON_GetObjectItemCaseSensitive(best, "accessible");
+    if (acc != NULL && !cJSON_IsBool(acc))
+        seatd_json_check_fail(v, SEATD_EINVAL, "best.accessible", "must be true or false", NULL);
+    op->best_accessible = cJSON_IsTrue(acc);
 }
 
 int seatd_handle_holds_create(seatd_req_t *r)
@@ -421,8 +582,12 @@ int seatd_handle_holds_create(seatd_req_t *r)
     /* Every bad field is named at once (invalidParams). */
     seatd_json_check_t v;
     seatd_json_check_init(&v);
-    seatd_json_check_string_array(&v, op->body, "seatIds", SEAT_IDS_PARSE_MAX, 64, &op->ids,
-                                  &op->nids);
+    const cJSON *best = cJSON_GetObjectItemCaseSensitive(op->body, "best");
+    if (best != NULL)
+        best_check(&v, r, op, best);
+    else
+        seatd_json_check_string_array(&v, op->body, "seatIds", SEAT_IDS_PARSE_MAX, 64, &op->ids,
+                                      &op->nids);
     seatd_json_check_string(&v, op->body, "idempotencyKey", 200, 0, &body_idem);
     if (!seatd_json_check_failed(&v, "idempotencyKey"))
         seatd__idempotency_key_check(&v, r, body_idem, &op->idem);
@@ -436,6 +601,10 @@ int seatd_handle_holds_create(seatd_req_t *r)
     }
     snprintf(op->owner, sizeof(op->owner), "%s", seatd__sub(r));
     int rc = seatd_keys_new_id(op->hold_id, op->show_id, 'h');
+    if (rc == 0 && op->best) {
+        best_start(r, op);
+        return 0;
+    }
     if (rc == 0)
         rc = seatd__with_layout(r, op->show_id, hold_with_layout, hold_op_free, op);
     if (rc < 0)

@@ -55,6 +55,8 @@ static cJSON *show_to_json(const seatd_store_result_t *res)
         }
         cJSON_Delete(x);
     }
+    if (!cJSON_HasObjectItem(o, "orphanRule")) /* issue 13: "block" is kept in extra */
+        cJSON_AddStringToObject(o, "orphanRule", "off");
     char path[64];
     snprintf(path, sizeof(path), "/v1/shows/%s/layout", s->show_id);
     cJSON *links = cJSON_AddObjectToObject(o, "links");
@@ -423,6 +425,11 @@ int seatd_handle_shows_create(seatd_req_t *r)
                               "must be [{\"beforeSeconds\":s,\"percent\":p},…] (1-10 tiers, "
                               "percent 0-100)",
                               SEATD_REFUND_POLICY_HELP);
+    /* Issue 13: "block" refuses holds that strand a single seat (lua/hold.lua). */
+    const char *orphan = NULL;
+    seatd_json_check_string(&v, op->body, "orphanRule", 8, 0, &orphan);
+    if (orphan && strcmp(orphan, "off") != 0 && strcmp(orphan, "block") != 0)
+        seatd_json_check_fail(&v, SEATD_EINVAL, "orphanRule", "must be \"off\" or \"block\"", NULL);
     if (seatd_json_check_done_or_reply(&v, r) < 0)
         goto replied;
     op->hold_ttl_ms = ttl_s ? ttl_s * 1000 : app->cfg->hold_ttl_ms;
@@ -434,6 +441,8 @@ int seatd_handle_shows_create(seatd_req_t *r)
         cJSON_AddStringToObject(extra, "screen", screen);
     if (policy)
         cJSON_AddItemToObject(extra, "refundPolicy", cJSON_Duplicate(policy, 1));
+    if (orphan && strcmp(orphan, "block") == 0)
+        cJSON_AddStringToObject(extra, "orphanRule", "block");
     if (close) {
         cJSON_AddNumberToObject(extra, "salesCloseAt", (double)close_ms);
         op->sales_close_ms = close_ms;
