@@ -288,14 +288,25 @@ local function hold_generic(keys, args, req, pairs_in)
     reap_due(p, now, REAP_BATCH, changes)
     reap_owner(p, owner, now, changes)
 
-    -- The candidates, parsed only now (after reaping, so they are judged on the live state).
-    local cands = {}
-    for _, text in ipairs(req and req.cands or {}) do
-        local b = parse_block(text, seat_count)
-        if not b then
-            return fail_flush(p, changes, 'INVAL', 'bad candidate')
+    -- The candidates, parsed only when needed (a named hold that is free and has no orphan
+    -- rule never reads them) and after reaping, so they are judged on the live state.
+    local cands
+    local function candidates()
+        if cands then
+            return cands
         end
-        cands[#cands + 1] = b
+        cands = {}
+        for _, text in ipairs(req and req.cands or {}) do
+            local b = parse_block(text, seat_count)
+            if not b then
+                return nil
+            end
+            cands[#cands + 1] = b
+        end
+        return cands
+    end
+    if (best or orphan_rule) and not candidates() then
+        return fail_flush(p, changes, 'INVAL', 'bad candidate')
     end
 
     local split = false
@@ -318,7 +329,7 @@ local function hold_generic(keys, args, req, pairs_in)
             end
         end
         if #taken > 0 then
-            for _, w in ipairs(alternatives(p, cands, orphan_rule)) do
+            for _, w in ipairs(alternatives(p, candidates() or {}, orphan_rule)) do
                 taken[#taken + 1] = w
             end
             return fail_flush(p, changes, 'CONFLICT', table.concat(taken, ' '))

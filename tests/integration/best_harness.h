@@ -27,7 +27,7 @@
 /* Creates the theatre as show 'show'; 'orphan_block': orphanRule "block". */
 static inline int tb_create_theatre(th_t *t, const char *show, int orphan_block)
 {
-    static char ids[TB_SEATS][8];
+    static char ids[TB_SEATS][16];
     const char *seat_ids[TB_SEATS + 1];
     char layout[8192];
     size_t n = 0, off = 0;
