@@ -17,6 +17,8 @@ typedef struct index_s {
     size_t *seg;    /* place in 'ord' -> first place of its segment */
     size_t *segend; /* place in 'ord' -> one past the last place of its segment */
     double *qual;   /* seat index -> quality, lower is better */
+    int *tier;      /* seat index -> tier number (order of first appearance) */
+    int ntiers;     /* tiers of the layout */
 } index_t;
 
 static void index_free(void *p)
@@ -29,6 +31,7 @@ static void index_free(void *p)
     free(x->seg);
     free(x->segend);
     free(x->qual);
+    free(x->tier);
     free(x);
 }
 
@@ -114,6 +117,28 @@ static void index_quality(index_t *x, const seatd_layout_t *l)
     }
 }
 
+/* The number of tier 'name' among seats [0, upto): an earlier seat's, or a new one. Tiers
+ * are few (shows.c: at most 16 price tiers), so a scan of the distinct ones seen is enough. */
+static int tier_number(index_t *x, const seatd_layout_t *l, const char *name, size_t upto)
+{
+    static size_t first[64]; /* first seat of each tier number; only used while indexing */
+    for (int t = 0; t < x->ntiers && t < 64; t++)
+        if (first[t] < upto && strcmp(seatd_layout_seat(l, first[t])->tier, name) == 0)
+            return t;
+    if (x->ntiers < 64)
+        first[x->ntiers] = upto;
+    return x->ntiers++;
+}
+
+/* The number of tier 'name', or -1 when no seat has it. */
+static int tier_find(const index_t *x, const seatd_layout_t *l, const char *name)
+{
+    for (size_t i = 0; i < x->n; i++)
+        if (strcmp(seatd_layout_seat(l, i)->tier, name) == 0)
+            return x->tier[i];
+    return -1;
+}
+
 static const index_t *index_of(const seatd_layout_t *l)
 {
     index_t *x = seatd_layout_aux(l);
@@ -127,8 +152,11 @@ static const index_t *index_of(const seatd_layout_t *l)
     x->seg = seatd_calloc(n + 1, sizeof(*x->seg));
     x->segend = seatd_calloc(n + 1, sizeof(*x->segend));
     x->qual = seatd_calloc(n + 1, sizeof(*x->qual));
-    for (size_t i = 0; i < n; i++)
+    x->tier = seatd_calloc(n + 1, sizeof(*x->tier));
+    for (size_t i = 0; i < n; i++) {
         x->ord[i] = i;
+        x->tier[i] = tier_number(x, l, seatd_layout_seat(l, i)->tier, i);
+    }
     sort_layout = l;
     qsort(x->ord, n, sizeof(*x->ord), by_row_number);
     sort_layout = NULL;
@@ -214,7 +242,7 @@ typedef struct pick_s {
 
 typedef struct want_s {
     size_t count;
-    const char *tier; /* NULL: any one tier */
+    int tier; /* tier number, -1: any one tier */
     int accessible;
     int near; /* score by distance to (nx, ny) instead of quality */
     double nx, ny;
@@ -224,14 +252,14 @@ typedef struct want_s {
 static int block_ok(const seatd_layout_t *l, const index_t *x, const want_t *w,
                     const seatd_best_hint_t *hint, size_t k, double *score)
 {
-    const char *tier = w->tier ? w->tier : seatd_layout_seat(l, x->ord[k])->tier;
+    int tier = w->tier >= 0 ? w->tier : x->tier[x->ord[k]];
     double q = 0, cx = 0, cy = 0;
     long space = -1;
     for (size_t j = 0; j < w->count; j++) {
         size_t i = x->ord[k + j];
-        const seatd_layout_seat_t *s = seatd_layout_seat(l, i);
-        if (strcmp(s->tier, tier) != 0 || taken_hint(hint, i))
+        if (x->tier[i] != tier || taken_hint(hint, i))
             return 0;
+        const seatd_layout_seat_t *s = seatd_layout_seat(l, i);
         if (w->accessible && s->accessible && space < 0)
             space = (long)i;
         q += x->qual[i];
@@ -294,19 +322,17 @@ int seatd_best_candidates(const seatd_layout_t *l, size_t count, const char *tie
                           const seatd_best_hint_t *hint, seatd_best_list_t *out)
 {
     const index_t *x = index_of(l);
-    if (tier != NULL) {
-        int known = 0;
-        for (size_t i = 0; i < x->n && !known; i++)
-            known = strcmp(seatd_layout_seat(l, i)->tier, tier) == 0;
-        if (!known)
-            return SEATD_EINVAL;
-    }
+    int t = tier ? tier_find(x, l, tier) : -1;
+    if (tier != NULL && t < 0)
+        return SEATD_EINVAL;
     pick_t picks[SEATD_BEST_MAX_BLOCKS];
-    want_t w = {.count = count, .tier = tier, .accessible = accessible};
+    want_t w = {.count = count, .tier = t, .accessible = accessible};
     size_t np = choose(l, x, &w, hint, picks, SEATD_BEST_MAX_BLOCKS, 0, x->n);
     emit_picks(out, l, x, 'b', picks, np, count);
     if (count < 2 || accessible)
         return 0; /* a wheelchair space is sold with its companions, never split */
+    if (hint != NULL && np >= SEATD_BEST_SPLIT_BELOW)
+        return 0; /* enough whole blocks look free: a split is not worth proposing */
     size_t a = (count + 1) / 2, b = count - a;
     w.count = a;
     np = choose(l, x, &w, hint, picks, SEATD_BEST_MAX_PIECES, 0, x->n);
@@ -352,7 +378,7 @@ void seatd_best_named(const seatd_layout_t *l, const char *const *ids, size_t n,
         j = e;
     }
     want_t w = {.count = n,
-                .tier = seatd_layout_seat(l, x->ord[places[0]])->tier,
+                .tier = x->tier[x->ord[places[0]]],
                 .near = 1,
                 .nx = cx / (double)n,
                 .ny = cy / (double)n};

@@ -40,6 +40,7 @@ struct seatd_layout_s;
 
 #define SEATD_BEST_MAX_BLOCKS 64   /* whole-block candidates per best-available call */
 #define SEATD_BEST_MAX_PIECES 32   /* split pieces per call (per piece size) */
+#define SEATD_BEST_SPLIT_BELOW 8   /* pieces are proposed when fewer whole blocks look free */
 #define SEATD_BEST_MAX_ALTS 12     /* alternatives sent with a named hold */
 #define SEATD_BEST_ALT_SCAN 1000   /* alternatives: places scanned on each side of the seats */
 #define SEATD_BEST_MAX_BYTES 32768 /* candidate text per call, at most */
@@ -65,7 +66,8 @@ void seatd_best_list_free(seatd_best_list_t *b);
 /*
  * Best available: appends to 'out' up to SEATD_BEST_MAX_BLOCKS "b" blocks of 'count' adjacent
  * seats (all of tier 'tier', or all of one tier when 'tier' is NULL; with 'accessible', a
- * wheelchair space and only its companions), best first, then (count > 1) the "p" pieces of
+ * wheelchair space and only its companions), best first, then (count > 1, and without a
+ * 'hint' or when it leaves fewer than SEATD_BEST_SPLIT_BELOW whole blocks) the "p" pieces of
  * a split into two. 'l', 'tier' and 'hint' (may be NULL) borrowed.
  * Returns 0, or SEATD_EINVAL when 'tier' is not a tier of the layout.
  */
