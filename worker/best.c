@@ -2,6 +2,7 @@
 #include "best.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,10 @@ typedef struct index_s {
     double *qual;   /* seat index -> quality, lower is better */
     int *tier;      /* seat index -> tier number (order of first appearance) */
     int ntiers;     /* tiers of the layout */
+    uint32_t *ranked[SEATD_BEST_RANKED_MAX + 1]; /* count -> the blocks of that many seats
+                                                  * (first place), best first; built on first
+                                                  * use */
+    size_t nranked[SEATD_BEST_RANKED_MAX + 1];   /* their number */
 } index_t;
 
 static void index_free(void *p)
@@ -32,6 +37,8 @@ static void index_free(void *p)
     free(x->segend);
     free(x->qual);
     free(x->tier);
+    for (size_t c = 0; c <= SEATD_BEST_RANKED_MAX; c++)
+        free(x->ranked[c]);
     free(x);
 }
 
@@ -284,6 +291,9 @@ static int block_ok(const seatd_layout_t *l, const index_t *x, const want_t *w,
     return 1;
 }
 
+static size_t choose_ranked(const seatd_layout_t *l, const index_t *x, const want_t *w,
+                            const seatd_best_hint_t *hint, pick_t *picks, size_t max);
+
 /* The best 'max' blocks for 'w' starting at places [k0, k1) into 'picks' (sorted, best
  * first); returns how many. */
 static size_t choose(const seatd_layout_t *l, const index_t *x, const want_t *w,
@@ -292,6 +302,8 @@ static size_t choose(const seatd_layout_t *l, const index_t *x, const want_t *w,
     size_t np = 0;
     if (w->count == 0)
         return 0;
+    if (!w->near && !w->accessible && w->count <= SEATD_BEST_RANKED_MAX && k0 == 0 && k1 >= x->n)
+        return choose_ranked(l, x, w, hint, picks, max);
     for (size_t k = k0; k < k1 && k + w->count <= x->n; k++) {
         if (x->segend[k] < k + w->count)
             continue; /* the block would cross a segment's end */
@@ -306,6 +318,56 @@ static size_t choose(const seatd_layout_t *l, const index_t *x, const want_t *w,
             at--;
         }
         picks[at] = (pick_t){score, k};
+    }
+    return np;
+}
+
+static const double *rank_scores; /* qsort has no context argument */
+
+static int by_score(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    double sx = rank_scores[x], sy = rank_scores[y];
+    if (sx != sy)
+        return sx < sy ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* Every block of 'count' seats of one tier within a segment, best first (ties: the earlier
+ * place), as choose() would order them: built once per layout and count, so a call walks
+ * from the best block on instead of scanning the layout. */
+static const uint32_t *ranked(const seatd_layout_t *l, const index_t *cx, size_t count, size_t *n)
+{
+    index_t *x = (index_t *)cx; /* a memo, not part of the value */
+    if (x->ranked[count] == NULL) {
+        double *score = seatd_calloc(x->n + 1, sizeof(*score));
+        uint32_t *r = seatd_calloc(x->n + 1, sizeof(*r));
+        size_t m = 0;
+        want_t w = {.count = count, .tier = -1};
+        for (size_t k = 0; k + count <= x->n; k++)
+            if (x->segend[k] >= k + count && block_ok(l, x, &w, NULL, k, &score[k]))
+                r[m++] = (uint32_t)k;
+        rank_scores = score;
+        qsort(r, m, sizeof(*r), by_score);
+        rank_scores = NULL;
+        free(score);
+        x->ranked[count] = r;
+        x->nranked[count] = m;
+    }
+    *n = x->nranked[count];
+    return x->ranked[count];
+}
+
+/* choose() by quality over the whole layout, from the ranked blocks. */
+static size_t choose_ranked(const seatd_layout_t *l, const index_t *x, const want_t *w,
+                            const seatd_best_hint_t *hint, pick_t *picks, size_t max)
+{
+    size_t n, np = 0;
+    const uint32_t *r = ranked(l, x, w->count, &n);
+    for (size_t j = 0; j < n && np < max; j++) {
+        double score;
+        if (block_ok(l, x, w, hint, r[j], &score))
+            picks[np++] = (pick_t){score, r[j]};
     }
     return np;
 }
