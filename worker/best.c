@@ -358,16 +358,39 @@ static const uint32_t *ranked(const seatd_layout_t *l, const index_t *cx, size_t
     return x->ranked[count];
 }
 
-/* choose() by quality over the whole layout, from the ranked blocks. */
+/* Whether the block at place 'k' of 'count' seats overlaps one of 'picks'. */
+static int overlaps(const pick_t *picks, size_t np, size_t k, size_t count)
+{
+    for (size_t j = 0; j < np; j++)
+        if (k < picks[j].k + count && picks[j].k < k + count)
+            return 1;
+    return 0;
+}
+
+/* choose() by quality over the whole layout, from the ranked blocks: first the blocks that
+ * overlap no better candidate, then the others, each in rank order. Concurrent buyers given
+ * the same seat-map read then do not all aim at the same few seats: the first candidates are
+ * disjoint, so the script finds a free one as long as fewer buyers than candidates raced. */
 static size_t choose_ranked(const seatd_layout_t *l, const index_t *x, const want_t *w,
                             const seatd_best_hint_t *hint, pick_t *picks, size_t max)
 {
-    size_t n, np = 0;
+    size_t n, np = 0, first;
     const uint32_t *r = ranked(l, x, w->count, &n);
-    for (size_t j = 0; j < n && np < max; j++) {
-        double score;
-        if (block_ok(l, x, w, hint, r[j], &score))
-            picks[np++] = (pick_t){score, r[j]};
+    for (int pass = 0; pass < 2 && np < max; pass++) {
+        first = np;
+        for (size_t j = 0; j < n && np < max; j++) {
+            double score;
+            int over = overlaps(picks, pass ? first : np, r[j], w->count);
+            if (pass == 0 ? over : !over)
+                continue; /* pass 1 looks only at what pass 0 left out for overlapping */
+            int again = 0;
+            for (size_t q = 0; pass && q < first; q++)
+                again |= picks[q].k == r[j];
+            if (again)
+                continue;
+            if (block_ok(l, x, w, hint, r[j], &score))
+                picks[np++] = (pick_t){score, r[j]};
+        }
     }
     return np;
 }
