@@ -380,15 +380,15 @@ static size_t choose_ranked(const seatd_layout_t *l, const index_t *x, const wan
         first = np;
         for (size_t j = 0; j < n && np < max; j++) {
             double score;
+            if (!block_ok(l, x, w, hint, r[j], &score))
+                continue; /* the cheap test first: on a busy show most blocks fail it */
             int over = overlaps(picks, pass ? first : np, r[j], w->count);
             if (pass == 0 ? over : !over)
                 continue; /* pass 1 looks only at what pass 0 left out for overlapping */
             int again = 0;
             for (size_t q = 0; pass && q < first; q++)
                 again |= picks[q].k == r[j];
-            if (again)
-                continue;
-            if (block_ok(l, x, w, hint, r[j], &score))
+            if (!again)
                 picks[np++] = (pick_t){score, r[j]};
         }
     }
