@@ -530,27 +530,43 @@ test('box office: best available, alternatives, no orphan seats, wheelchair spac
     await expectHeld(page, tok, held.holdId, held.seatIds, 'accessible best available');
   });
 
-  await t.test('no block of that many seats together: the page says so in words', async () => {
+  await t.test('no block together: a split says "not side by side"; nothing at all is said in words', async () => {
+    // One row of 10; someone else holds A2, A5 and A8: free A1, A3-A4, A6-A7, A9-A10.
     const body = showBody();
-    const show = await createShow('Full', { seats: body.seats.filter((s) => s.row === 'A') });
+    const show = await createShow('Scattered', { seats: body.seats.filter((s) => s.row === 'A') });
+    const other = await apiCall('POST', holdsPath(show), mintToken(`sam-${RUN_TAG}`),
+      { seatIds: ['A2', 'A5', 'A8'], idempotencyKey: randomUUID() });
+    assert.equal(other.status, 201, other.text);
     const tok = mintToken(`nob-${RUN_TAG}`);
     const page = await (await newContext()).newPage();
     pages.push(page);
     page.on('pageerror', (err) => { page.__errors = (page.__errors || []).concat(String(err)); });
     await page.goto(`${BASE}/?show=${encodeURIComponent(show)}#token=${encodeURIComponent(tok)}`);
-    await page.waitForFunction(() => document.querySelector('#map [data-seat="A1"]')?.dataset.status);
+    await page.waitForFunction(() => document.querySelector('#map [data-seat="A2"]')?.dataset.status === 'held');
+
     await page.selectOption('#best-count', '3');
-    await page.selectOption('#best-tier', 'premium');
-    const answer = page.waitForResponse(isHoldPost(show));
+    let answer = page.waitForResponse(isHoldPost(show));
     await page.click('#best-btn');
-    const res = await answer;
-    // Row A is all standard: premium has no seat at all (400) or no block (409).
-    if (res.status() === 409) {
-      await page.waitForFunction(() => /together/.test(document.querySelector('#message').textContent));
-      assert.match(await message(page), /^Sorry, no 3 seats together are left in premium\./);
-    } else {
-      assert.equal(res.status(), 400, await res.text());
-    }
+    let res = await answer;
+    assert.equal(res.status(), 201);
+    const split = await res.json();
+    assert.equal(split.split, true, 'two blocks');
+    await expectHeld(page, tok, split.holdId, split.seatIds, 'the split');
+    assert.equal(await page.isVisible('#hold-split'), true);
+    assert.match(await page.textContent('#hold-split'), /^These seats are not side by side/);
+    await shot(page, 'best-available-split');
+    await page.click('#release-btn');
+    await page.waitForSelector('#panel-select:not([hidden])');
+
+    await page.selectOption('#best-count', '5');
+    await page.selectOption('#best-tier', 'standard');
+    answer = page.waitForResponse(isHoldPost(show));
+    await page.click('#best-btn');
+    res = await answer;
+    assert.equal(res.status(), 409);
+    assert.match((await res.json()).type, /no-block-available$/);
+    await page.waitForFunction(() => /together/.test(document.querySelector('#message').textContent));
+    assert.match(await message(page), /^Sorry, no 5 seats together are left in standard\. Try fewer seats/);
     assert.equal(await page.isVisible('#panel-hold'), false);
   });
 
