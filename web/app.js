@@ -764,6 +764,7 @@
   function seatLabel(seat, status) {
     const price = tierPrice(seat.tier);
     return `Row ${seat.row} seat ${seat.number}, ${seat.tier}` +
+      (seat.accessible ? ', wheelchair space' : '') +
       (price != null ? `, ${money(price)}` : '') + `, ${STATUS_WORDS[status] || status}`;
   }
 
@@ -772,15 +773,32 @@
     const seat = state.seatById.get(id);
     if (!e || !seat) return;
     const s = displayStatus(id);
-    if (e.dataset.status === s) return;
+    const extra = (seat.accessible ? ' accessible' : '') + (companionIds.has(id) ? ' companion' : '');
+    if (e.dataset.status === s && e.dataset.extra === extra) return;
     e.dataset.status = s;
-    e.setAttribute('class', `seat ${s} tier-${seat.tierIndex}`);
+    e.dataset.extra = extra;
+    e.setAttribute('class', `seat ${s} tier-${seat.tierIndex}${extra}`);
     e.setAttribute('aria-label', seatLabel(seat, s));
     e.setAttribute('aria-pressed', s === 'selected' ? 'true' : 'false');
     e.setAttribute('aria-disabled', s === 'available' || s === 'selected' ? 'false' : 'true');
   }
 
+  /* The companion seats of the wheelchair spaces the buyer has selected or holds. */
+  let companionIds = new Set();
+  function computeCompanions() {
+    const out = new Set();
+    const mine = [...state.selected].concat(state.hold ? state.hold.seatIds : []);
+    for (const id of mine) {
+      const s = state.seatById.get(id);
+      if (s && s.accessible && Array.isArray(s.companions)) {
+        for (const c of s.companions) if (state.seatById.has(c)) out.add(c);
+      }
+    }
+    companionIds = out;
+  }
+
   function paintAll() {
+    computeCompanions();
     for (const id of state.els.keys()) paintSeat(id);
   }
 
@@ -864,6 +882,16 @@
         class: 'seat-num', x: s.cx, y: s.cy, 'text-anchor': 'middle',
         'dominant-baseline': 'central', 'aria-hidden': 'true',
       }, String(s.number)));
+      if (s.accessible) {
+        const comp = Array.isArray(s.companions) && s.companions.length
+          ? ` (companion seats ${s.companions.join(', ')})` : '';
+        r.append(svg('title', {}, `Row ${s.row} seat ${s.number}: wheelchair space${comp}`));
+        // The wheelchair mark: a ring inside the cell, after the number (CSS colours the
+        // number through the sibling right after the seat).
+        group.append(svg('rect', {
+          class: 'wc-ring', x: x + 0.1, y: y + 0.1, width: 0.8, height: 0.8, rx: 0.2, 'aria-hidden': 'true',
+        }));
+      }
       state.els.set(s.id, r);
     }
     map.append(group);
@@ -913,6 +941,16 @@
       li.append(el('span', { class: `swatch seat-swatch ${cls}`, 'aria-hidden': 'true' }));
       li.append(el('span', {}, word));
       legend.append(li);
+    }
+    if (state.layout.some((s) => s.accessible)) {
+      const li = el('li', { class: 'legend-status legend-wheelchair' });
+      li.append(el('span', { class: 'swatch seat-swatch available wc-swatch', 'aria-hidden': 'true' }));
+      li.append(el('span', {}, 'Wheelchair space'));
+      legend.append(li);
+      const li2 = el('li', { class: 'legend-status' });
+      li2.append(el('span', { class: 'swatch seat-swatch available companion-swatch', 'aria-hidden': 'true' }));
+      li2.append(el('span', {}, 'Companion seat'));
+      legend.append(li2);
     }
   }
 
@@ -978,7 +1016,8 @@
       return;
     }
     say('');
-    paintSeat(id);
+    showAlternatives([]);
+    paintAll();
     renderPanel();
   }
 
@@ -1183,10 +1222,20 @@
       $('hold-btn').disabled = !sel.length || state.busy;
       $('clear-btn').disabled = !sel.length || state.busy;
       $('hold-btn').textContent = state.busy ? 'Holding…' : (sel.length > 1 ? `Hold ${sel.length} seats` : 'Hold seats');
+      $('best-btn').disabled = state.busy;
+      const spaces = sel.map((id) => state.seatById.get(id)).filter((x) => x && x.accessible).sort((a, b) => seatSort(a.id, b.id));
+      const ct = $('companions-text');
+      ct.hidden = !spaces.length;
+      ct.textContent = spaces.map((x) => {
+        const c = (x.companions || []).filter((id) => state.seatById.has(id));
+        return `${x.row}${x.number} is a wheelchair space` +
+          (c.length ? `; its companion seat${c.length === 1 ? '' : 's'}: ${seatListText(c)}.` : '.');
+      }).join(' ');
     } else if (state.phase === 'hold' && state.hold) {
       $('hold-seats').textContent = seatListText(state.hold.seatIds);
       const t = totalOf(state.hold.seatIds);
       $('hold-total').textContent = t != null ? `Total ${money(t)}` : '';
+      $('hold-split').hidden = !state.hold.split;
       $('pay-btn').disabled = state.busy;
       $('release-btn').disabled = state.busy;
       $('pay-btn').textContent = state.paying ? 'Paying…' : 'Pay';
@@ -1195,6 +1244,46 @@
 
   /* ---------------------------------------------------------------- hold */
 
+  /* "C7–C9" for adjacent seats of one row, else the plain list. */
+  function blockText(ids) {
+    const seats = ids.map((id) => state.seatById.get(id));
+    if (seats.some((x) => !x)) return listWords(ids.slice());
+    seats.sort((a, b) => a.number - b.number);
+    const oneRow = seats.every((x) => x.row === seats[0].row);
+    const consecutive = seats.every((x, i) => i === 0 || x.number === seats[i - 1].number + 1);
+    if (seats.length > 1 && oneRow && consecutive) {
+      const f = seats[0], l = seats[seats.length - 1];
+      return `${f.row}${f.number}–${l.row}${l.number}`;
+    }
+    return seatListText(ids);
+  }
+
+  function seatWord(ids) {
+    return (ids.length === 1 ? 'seat ' : 'seats ') + listWords(ids.slice().sort(seatSort).map((id) => {
+      const s = state.seatById.get(id);
+      return s ? `${s.row}${s.number}` : id;
+    }));
+  }
+
+  /* The blocks the server proposed, as one-tap buttons (empty: none). */
+  function showAlternatives(blocks) {
+    const box = $('alternatives');
+    box.textContent = '';
+    for (const ids of blocks) {
+      const b = el('button', { type: 'button', class: 'btn btn-alt', 'data-seats': ids.join(',') },
+        `Take ${blockText(ids)} instead`);
+      b.addEventListener('click', () => takeAlternative(ids));
+      box.append(b);
+    }
+    box.hidden = !blocks.length;
+  }
+
+  function validBlocks(list) {
+    if (!Array.isArray(list)) return [];
+    return list.filter((ids) => Array.isArray(ids) && ids.length && ids.every((id) => state.seatById.has(id)));
+  }
+
+  /* A named hold of the seats selected. */
   async function hold() {
     const seatIds = [...state.selected].sort(seatSort);
     if (!seatIds.length || state.busy) return;
@@ -1202,49 +1291,116 @@
       openAccount({ why: 'Sign in or create an account to hold these seats. Your selection stays.', then: hold });
       return;
     }
-    const sig = seatIds.join(',');
+    await submitHold({ seatIds }, seatIds.join(','), seatIds);
+  }
+
+  /* Best available: the server picks the block, inside the one atomic hold. */
+  async function holdBest() {
+    if (state.busy || state.phase === 'hold') return;
+    const best = { count: Math.max(1, Math.min(MAX_SELECT, Number($('best-count').value) || 1)) };
+    if ($('best-tier').value) best.tier = $('best-tier').value;
+    if ($('best-accessible').checked) best.accessible = true;
+    if (!state.session) {
+      openAccount({ why: 'Sign in or create an account to hold seats.', then: holdBest });
+      return;
+    }
+    await submitHold({ best }, 'best:' + JSON.stringify(best), null);
+  }
+
+  /* One tap on a proposed block: a named hold of exactly those seats. */
+  async function takeAlternative(ids) {
+    if (state.busy || state.phase === 'hold') return;
+    if (state.phase === 'ticket') setPhase('select');
+    state.selected.clear();
+    for (const id of ids) state.selected.add(id);
+    paintAll();
+    renderPanel();
+    await hold();
+  }
+
+  function initBestForm() {
+    const count = $('best-count');
+    count.textContent = '';
+    for (let n = 1; n <= MAX_SELECT; n++) count.append(el('option', { value: String(n) }, String(n)));
+    count.value = '2';
+    const tier = $('best-tier');
+    for (const t of Object.keys((state.show && state.show.priceTiers) || {})) {
+      const p = tierPrice(t);
+      tier.append(el('option', { value: t }, t.charAt(0).toUpperCase() + t.slice(1) + (p != null ? ` (${money(p)})` : '')));
+    }
+    $('best-form').addEventListener('submit', (ev) => { ev.preventDefault(); holdBest(); });
+  }
+
+  async function submitHold(body, sig, named) {
     if (!state.holdKey || state.holdKey.sig !== sig) state.holdKey = { sig, key: uuid() };
     state.busy = true;
     renderPanel();
     say('');
+    showAlternatives([]);
     const res = await authApi('POST', `/v1/shows/${encodeURIComponent(state.showId)}/holds`,
-      { seatIds, idempotencyKey: state.holdKey.key });
+      Object.assign({}, body, { idempotencyKey: state.holdKey.key }));
     state.busy = false;
     if (res.status !== 0) state.holdKey = null;   // a definite answer: the next try is new
 
     if (res.status === 201 && res.body && res.body.holdId) {
       const b = res.body;
-      const ids = Array.isArray(b.seatIds) && b.seatIds.length ? b.seatIds : seatIds;
-      state.hold = { holdId: b.holdId, seatIds: ids, expiresAt: Date.parse(b.expiresAt) };
+      const ids = Array.isArray(b.seatIds) && b.seatIds.length ? b.seatIds : (named || []);
+      state.hold = { holdId: b.holdId, seatIds: ids, expiresAt: Date.parse(b.expiresAt), split: b.split === true };
       for (const id of ids) state.status.set(id, 'held');
       state.selected.clear();
       paintAll();
       if (typeof b.version === 'number') refreshSeats(false, b.version); // the map as of our hold
       setPhase('hold');
       startCountdown();
-      say(`Held ${seatListText(ids)} for you. Pay before the timer runs out.`, 'success');
+      say(`Held ${seatListText(ids)} for you.` +
+        (state.hold.split ? ' These seats are not side by side.' : '') +
+        ' Pay before the timer runs out.', 'success');
       // On a phone the panel sits below the map: bring the countdown and the Pay button up.
       if (window.matchMedia && matchMedia('(max-width: 800px)').matches) {
         $('panel-hold').scrollIntoView({ block: 'nearest', behavior: 'smooth' });
       }
       return;
     }
-    if (res.status === 409 && res.body && Array.isArray(res.body.conflictingSeats) &&
-        res.body.conflictingSeats.length) {
-      const taken = res.body.conflictingSeats.slice().sort(seatSort);
+    const p = (res.status === 409 && res.body) || {};
+    const type = String(p.type || '').split('/').pop();
+    const alts = validBlocks(p.alternatives);
+    if (res.status === 409 && Array.isArray(p.conflictingSeats) && p.conflictingSeats.length) {
+      const taken = p.conflictingSeats.slice().sort(seatSort);
       for (const id of taken) {
         state.selected.delete(id);
         state.status.set(id, 'held');
       }
       paintAll();
       renderPanel();
-      say(takenMessage(taken) + (state.selected.size ? '. Your other seats are still selected.' : '. Please choose other seats.'), 'error');
+      say(takenMessage(taken) + (alts.length
+        ? `. Take ${alts.length === 1 ? 'these seats' : 'one of these blocks'} instead, or choose other seats.`
+        : state.selected.size ? '. Your other seats are still selected.' : '. Please choose other seats.'), 'error');
+      showAlternatives(alts);
+      refreshSeats(false);
+      return;
+    }
+    if (res.status === 409 && type === 'orphan-seat') {
+      const orphans = validBlocks([p.orphanSeats])[0] || [];
+      renderPanel();
+      say(`That would leave ${orphans.length ? seatWord(orphans) : 'a single seat'} on ${orphans.length > 1 ? 'their' : 'its'} own — ` +
+        `pick a different block${alts.length ? ` or take ${blockText(alts[0])}` : ''}.`, 'error');
+      showAlternatives(alts);
+      refreshSeats(false);
+      return;
+    }
+    if (res.status === 409 && type === 'no-block-available') {
+      const best = body.best || {};
+      const n = best.count || (named ? named.length : 0);
+      renderPanel();
+      say(`Sorry, no ${n} seat${n === 1 ? '' : 's'} together ${n === 1 ? 'is' : 'are'} left` +
+        (best.tier ? ` in ${best.tier}` : '') + (best.accessible ? ' with a wheelchair space' : '') +
+        `. Try fewer seats${best.tier ? ' or another tier' : ''}, or pick seats on the map.`, 'error');
       refreshSeats(false);
       return;
     }
     renderPanel();
     if (res.status === 401) {
-      openAccount({ why: 'Your session has ended. Sign in again to hold these seats.', then: hold });
+      openAccount({ why: 'Your session has ended. Sign in again to hold these seats.', then: named ? hold : holdBest });
     }
     say(problemText(res, 'Could not hold these seats.'), 'error');
     if (res.status === 409) refreshSeats(false);
@@ -1709,10 +1865,12 @@
       paintAll();
       renderPanel();
       say('');
+      showAlternatives([]);
     });
     $('pay-btn').addEventListener('click', pay);
     $('release-btn').addEventListener('click', release);
     $('again-btn').addEventListener('click', () => { setPhase('select'); say(''); });
+    initBestForm();
     setPhase('select');
 
     setLive('connecting');
