@@ -31,6 +31,8 @@
     XX(HOLD_REJECTED, "seatd_holds_total", "outcome=\"rejected\"", "")                             \
     XX(HOLD_ERROR, "seatd_holds_total", "outcome=\"error\"", "")                                   \
     XX(HOLD_RELEASED, "seatd_holds_released_total", "", "Holds released by their owner")           \
+    XX(HOLD_INDEX_ERROR, "seatd_holds_unindexed_total", "",                                        \
+       "Holds made but not filed in the buyer's index (GET /v1/me/holds)")                         \
     XX(BOOKING_CONFIRMED, "seatd_bookings_total", "outcome=\"confirmed\"",                         \
        "Booking attempts by outcome")                                                              \
     XX(BOOKING_DECLINED, "seatd_bookings_total", "outcome=\"declined\"", "")                       \

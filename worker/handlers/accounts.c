@@ -546,7 +546,8 @@ int seatd_handle_auth_logout(seatd_req_t *r)
 }
 
 /* ---------------------------------------------------------------------------------------
- * The per-user indexes, written before a hold or booking exists (holds.c, bookings.c).
+ * The per-user indexes, a booking's written before it begins (bookings.c), a hold's after it is
+ * made (holds.c).
  * --------------------------------------------------------------------------------------- */
 
 int seatd__index_hold(seatd_req_t *r, const char *hold_id, seatd_store_cb cb, void *data)

@@ -42,20 +42,17 @@ typedef struct {
     char hold_id[SEATD_ID_MAX]; /* the id sent to Redis, for the compensation of a 5xx; once
                                  * answered, the hold's (a replay's is the first request's) */
     char owner[65];             /* the JWT sub */
-    cJSON *answer;              /* owned: the 201 body, while the hold is filed in the index */
-    int replayed;
-    int best;              /* best available: "best" instead of "seatIds" */
-    long long best_count;  /* seats asked for */
-    const char *best_tier; /* borrowed from 'body'; NULL: any tier */
-    int best_accessible;   /* a wheelchair space with its companions */
-    int best_retried;      /* NO_BLOCK on a seat map read before the hold: read again once */
+    int best;                   /* best available: "best" instead of "seatIds" */
+    long long best_count;       /* seats asked for */
+    const char *best_tier;      /* borrowed from 'body'; NULL: any tier */
+    int best_accessible;        /* a wheelchair space with its companions */
+    int best_retried;           /* NO_BLOCK on a seat map read before the hold: read again once */
 } hold_op_t;
 
 static void hold_op_free(void *ctx)
 {
     hold_op_t *op = ctx;
     cJSON_Delete(op->body);
-    cJSON_Delete(op->answer);
     free(op->ids);
     free(op);
 }
@@ -301,35 +298,20 @@ static void hold_compensate(seatd_app_t *app, const hold_op_t *op, const char *o
         comp_schedule(0);
 }
 
-/* The index entry of a made hold is written: answer 201. Not written: the hold was made but
- * cannot be acknowledged, so it is answered as a 5xx is and compensated (released unless a
- * replay already gave it to the buyer). */
+/* The buyer's index entry of a made hold (GET /v1/me/holds) is not waited for: a failed write
+ * is logged and counted, nothing more. The hold itself is the decision; its 201 must not wait
+ * for, or fail with, the shard of the buyer's keys ({u:<sub>}, usually another primary than
+ * the show's), and a hold lives minutes. The write is queued before the 201 is, on the
+ * connection later reads of the index use, so a buyer who reads their holds after the 201
+ * sees it. */
 static void on_hold_indexed(const seatd_store_result_t *res, void *data)
 {
-    hold_op_t *op = data;
-    if (res->err)
-        hold_compensate(op->app, op, op->owner);
-    if (seatd__step_end(&op->r)) {
-        hold_op_free(op);
-        return;
-    }
-    seatd_req_t *r = op->r;
+    (void)data;
     if (res->err) {
-        seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
-        seatd__reply_store_error(r, res);
-        hold_op_free(op);
-        return;
+        seatd_metrics_inc(SEATD_METRIC_HOLD_INDEX_ERROR);
+        seatd_log(SEATD_LOG_WARN, NULL, "hold not filed in the buyer's index", "\"error\":\"%s\"",
+                  seatd_err_name(res->err));
     }
-    seatd_metrics_inc(op->replayed ? SEATD_METRIC_HOLD_REPLAYED : SEATD_METRIC_HOLD_CREATED);
-    char loc[96];
-    snprintf(loc, sizeof(loc), "/v1/holds/%s", op->hold_id);
-    seatd_req_add_header(r, "Location", loc);
-    if (op->replayed)
-        seatd_req_add_header(r, "Idempotent-Replayed", "true");
-    cJSON *o = op->answer;
-    op->answer = NULL;
-    seatd_req_finish_json(r, 201, o);
-    hold_op_free(op);
 }
 
 static void on_hold(const seatd_store_result_t *res, void *data)
@@ -356,22 +338,21 @@ static void on_hold(const seatd_store_result_t *res, void *data)
         hold_op_free(op);
         return;
     }
-    op->replayed = res->hold.replayed;
     seatd_seatmap_invalidate(op->show_id, res->hold.version);
-    op->answer = hold_to_json(res);
-    cJSON_AddNumberToObject(op->answer, "version", (double)res->hold.version);
+    cJSON *o = hold_to_json(res);
+    cJSON_AddNumberToObject(o, "version", (double)res->hold.version);
     if (op->best)
-        cJSON_AddBoolToObject(op->answer, "split", res->hold.split);
-    snprintf(op->hold_id, sizeof(op->hold_id), "%s", res->hold.hold_id);
-    /* Filed in the buyer's index (GET /v1/me/holds) before the 201: an acknowledged hold is
-     * always listed. The hold itself goes first, so the seat decision waits for nothing. */
-    int rc = seatd__step_begin(&op->r, seatd__index_hold(r, op->hold_id, on_hold_indexed, op));
-    if (rc < 0) {
-        hold_compensate(seatd__app(r), op, op->owner);
-        seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
-        seatd_req_finish_problem(r, rc, NULL, NULL);
-        hold_op_free(op);
-    }
+        cJSON_AddBoolToObject(o, "split", res->hold.split);
+    if (seatd__index_hold(r, res->hold.hold_id, on_hold_indexed, NULL) < 0)
+        seatd_metrics_inc(SEATD_METRIC_HOLD_INDEX_ERROR);
+    seatd_metrics_inc(res->hold.replayed ? SEATD_METRIC_HOLD_REPLAYED : SEATD_METRIC_HOLD_CREATED);
+    char loc[96];
+    snprintf(loc, sizeof(loc), "/v1/holds/%s", res->hold.hold_id);
+    seatd_req_add_header(r, "Location", loc);
+    if (res->hold.replayed)
+        seatd_req_add_header(r, "Idempotent-Replayed", "true");
+    seatd_req_finish_json(r, 201, o);
+    hold_op_free(op);
 }
 
 static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
