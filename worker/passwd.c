@@ -4,6 +4,12 @@
  * One heap context per call embeds its uv_work_t (container_of); the work function runs on a
  * pool thread and touches only the context; the after-work callback runs on the loop thread,
  * calls the caller back once and frees the context. Passwords are wiped before free.
+ *
+ * Hashing must not take the CPU from the event loops, nginx and Redis (the hold path): at most
+ * SEATD_PASSWD_IN_FLIGHT hashes per process are on the pool at once (the rest wait, in order,
+ * in a FIFO here: libuv's pool has 4 threads by default, and four 19 MiB hashes per worker
+ * saturate a small machine's cores and caches), and a pool thread that hashes lowers its own
+ * priority to nice 19 once, so the scheduler runs it on what the loops leave.
  */
 #include "passwd.h"
 
@@ -14,6 +20,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "mem.h"
@@ -34,7 +43,16 @@ typedef struct passwd_op_s {
     seatd_passwd_hash_cb hash_cb;
     seatd_passwd_verify_cb verify_cb;
     void *data;
+    struct uv_loop_s *loop;
+    struct passwd_op_s *next; /* in the wait FIFO */
 } passwd_op_t;
+
+/* Hashes on the pool now, and those waiting for a turn (one loop per process). */
+static int in_flight;
+static passwd_op_t *wait_head, *wait_tail;
+
+static void after_work(uv_work_t *w, int status);
+static void on_work(uv_work_t *w);
 
 int seatd_passwd_hash_sync(const char *pw, size_t len, char *out)
 {
@@ -68,6 +86,11 @@ static void make_dummy(void)
 
 static void on_work(uv_work_t *w)
 {
+    static __thread int niced;
+    if (!niced) { /* Linux: a thread's nice value is its own (setpriority on its tid) */
+        (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+        niced = 1;
+    }
     passwd_op_t *op = container_of(w, passwd_op_t, work);
     if (!op->verify) {
         op->rc = seatd_passwd_hash_sync(op->pw, op->len, op->encoded);
@@ -82,9 +105,39 @@ static void on_work(uv_work_t *w)
     op->rc = seatd_passwd_verify_sync(op->encoded, op->pw, op->len);
 }
 
+static void op_discard(passwd_op_t *op)
+{
+    OPENSSL_cleanse(op->pw, op->len);
+    free(op->pw);
+    OPENSSL_cleanse(op, sizeof(*op));
+    free(op);
+}
+
+/* Starts waiting hashes while there is room; one that libuv refuses is answered as failed. */
+static void start_waiting(void)
+{
+    while (in_flight < SEATD_PASSWD_IN_FLIGHT && wait_head) {
+        passwd_op_t *op = wait_head;
+        wait_head = op->next;
+        if (wait_head == NULL)
+            wait_tail = NULL;
+        op->next = NULL;
+        if (uv_queue_work(op->loop, &op->work, on_work, after_work) == 0) {
+            in_flight++;
+            continue;
+        }
+        if (op->verify)
+            op->verify_cb(0, op->data);
+        else
+            op->hash_cb(SEATD_EINTERNAL, NULL, op->data);
+        op_discard(op);
+    }
+}
+
 static void after_work(uv_work_t *w, int status)
 {
     passwd_op_t *op = container_of(w, passwd_op_t, work);
+    in_flight--;
     if (op->verify) {
         op->verify_cb(status == 0 && op->rc == 1, op->data);
     } else if (status == 0 && op->rc == 0) {
@@ -92,10 +145,8 @@ static void after_work(uv_work_t *w, int status)
     } else {
         op->hash_cb(status ? SEATD_ESHUTDOWN : op->rc, NULL, op->data);
     }
-    OPENSSL_cleanse(op->pw, op->len);
-    free(op->pw);
-    OPENSSL_cleanse(op, sizeof(*op));
-    free(op);
+    op_discard(op);
+    start_waiting();
 }
 
 static passwd_op_t *op_new(const char *pw, size_t len)
@@ -110,13 +161,34 @@ static passwd_op_t *op_new(const char *pw, size_t len)
 
 static int queue(struct uv_loop_s *loop, passwd_op_t *op)
 {
+    op->loop = loop;
+    if (in_flight >= SEATD_PASSWD_IN_FLIGHT) { /* wait for a turn */
+        if (wait_tail)
+            wait_tail->next = op;
+        else
+            wait_head = op;
+        wait_tail = op;
+        return 0;
+    }
     if (uv_queue_work(loop, &op->work, on_work, after_work) != 0) {
-        OPENSSL_cleanse(op->pw, op->len);
-        free(op->pw);
-        free(op);
+        op_discard(op);
         return SEATD_EINTERNAL;
     }
+    in_flight++;
     return 0;
+}
+
+int seatd_passwd_in_flight(void)
+{
+    return in_flight;
+}
+
+int seatd_passwd_waiting(void)
+{
+    int n = 0;
+    for (const passwd_op_t *op = wait_head; op; op = op->next)
+        n++;
+    return n;
 }
 
 int seatd_passwd_hash(struct uv_loop_s *loop, const char *pw, size_t len, seatd_passwd_hash_cb cb,

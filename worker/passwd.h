@@ -8,9 +8,11 @@
  *
  * A hash costs tens of milliseconds of CPU and 19 MiB of memory, so seatd_passwd_hash() and
  * seatd_passwd_verify() run on libuv's thread pool (uv_queue_work) and answer on the loop
- * thread; the event loop never hashes. Verifying against no hash (an unknown email) verifies
- * against a fixed dummy hash of the same cost, so that answer takes as long as a wrong
- * password.
+ * thread; the event loop never hashes. Nor may hashing starve the hold path: at most
+ * SEATD_PASSWD_IN_FLIGHT hashes per process are on the pool at once (the others wait their
+ * turn in order), and a pool thread that hashes runs at nice 19. Verifying against no hash (an
+ * unknown email) verifies against a fixed dummy hash of the same cost, so that answer takes as long
+ * as a wrong password.
  *
  * Callback contract (STYLE rule 18): a call that returns 0 runs 'cb' exactly once on the loop
  * thread (also at loop shutdown: libuv completes queued work); an error return never runs it.
@@ -27,6 +29,7 @@
 #define SEATD_PASSWD_T 2
 #define SEATD_PASSWD_P 1
 #define SEATD_PASSWD_ENCODED_MAX 128 /* bytes of an encoded hash, NUL included */
+#define SEATD_PASSWD_IN_FLIGHT 1     /* hashes on the thread pool at once, per process */
 
 struct uv_loop_s;
 
@@ -43,6 +46,11 @@ SEATD_MUSTCHECK int seatd_passwd_hash(struct uv_loop_s *loop, const char *pw, si
  * the dummy hash and answers 0) on the thread pool. 0 or SEATD_EINVAL. */
 SEATD_MUSTCHECK int seatd_passwd_verify(struct uv_loop_s *loop, const char *encoded, const char *pw,
                                         size_t len, seatd_passwd_verify_cb cb, void *data);
+
+/* Hashes on the thread pool now (at most SEATD_PASSWD_IN_FLIGHT) and hashes waiting for
+ * their turn, in this process: for /metrics and tests. */
+int seatd_passwd_in_flight(void);
+int seatd_passwd_waiting(void);
 
 /* The same, synchronously on the calling thread (seatctl, tests). Hash: 0 and 'out'
  * (SEATD_PASSWD_ENCODED_MAX bytes), or SEATD_EINTERNAL. Verify: 1 on a match, else 0. */

@@ -65,3 +65,36 @@ Test(passwd, the_pool_answers_once_on_the_loop_thread)
     cr_assert_eq(d.ok, 0); /* the dummy hash never matches */
     cr_assert_eq(uv_loop_close(&loop), 0);
 }
+
+typedef struct {
+    int *order, *n;
+    int me;
+} turn_t;
+
+static void on_turn(int ok, void *data)
+{
+    turn_t *t = data;
+    (void)ok;
+    t->order[(*t->n)++] = t->me;
+}
+
+Test(passwd, at_most_one_hash_runs_at_once_and_the_others_wait_their_turn_in_order)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    int order[4] = {-1, -1, -1, -1}, n = 0;
+    turn_t t[4];
+    for (int i = 0; i < 4; i++) {
+        t[i] = (turn_t){.order = order, .n = &n, .me = i};
+        cr_assert_eq(seatd_passwd_verify(&loop, NULL, "pa55 word!", 10, on_turn, &t[i]), 0);
+    }
+    cr_assert_eq(seatd_passwd_in_flight(), SEATD_PASSWD_IN_FLIGHT);
+    cr_assert_eq(seatd_passwd_waiting(), 4 - SEATD_PASSWD_IN_FLIGHT);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    cr_assert_eq(n, 4, "every call answered once");
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(order[i], i, "answered in the order asked");
+    cr_assert_eq(seatd_passwd_in_flight(), 0);
+    cr_assert_eq(seatd_passwd_waiting(), 0);
+    cr_assert_eq(uv_loop_close(&loop), 0);
+}
