@@ -301,9 +301,9 @@ static void hold_compensate(seatd_app_t *app, const hold_op_t *op, const char *o
 /* The buyer's index entry of a made hold (GET /v1/me/holds) is not waited for: a failed write
  * is logged and counted, nothing more. The hold itself is the decision; its 201 must not wait
  * for, or fail with, the shard of the buyer's keys ({u:<sub>}, usually another primary than
- * the show's), and a hold lives minutes. The write is queued before the 201 is, on the
- * connection later reads of the index use, so a buyer who reads their holds after the 201
- * sees it. */
+ * the show's), and a hold lives minutes. The write is queued before the 201, so a buyer who
+ * lists their holds right after it sees it in practice, not by guarantee (another pooled
+ * connection may carry the read); the hold itself is always at GET /v1/holds/{id}. */
 static void on_hold_indexed(const seatd_store_result_t *res, void *data)
 {
     (void)data;
