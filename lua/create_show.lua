@@ -27,7 +27,10 @@ seatd_create_show
   ARGV[6]  extra (JSON object text or ""); a numeric "salesCloseAt" member in it (epoch ms,
            at most startsAt) is also written to the meta as salesCloseAt: the instant sales
            close (seatd_hold, seatd_book_begin; without it sales close at startsAt); an
-           "orphanRule": "block" member is also written to the meta as orphanRule (hold.lua)
+           "orphanRule": "block" member is also written to the meta as orphanRule (hold.lua);
+           a "queue" member {opensAt (ms), maxShoppers (1..1e6), admissionSeconds (10..3600),
+           seatsPerShopper (1..MAX_SEATS_PER_HOLD)} makes it a queued show: queueOpensAt,
+           queueMax, queueAdmitMs, queueSeats in the meta (queue.lua, hold.lua)
   ARGV[7]  seatCount (the layout's seats, >= 1)
   Writes {s}:meta (title, startsAt, holdTtlMs, priceTiers, layoutHash, seatCount, createdAt,
   and extra when not "") and {s}:ver = 0. The bitmaps {s}:held and {s}:booked are not
@@ -35,8 +38,8 @@ seatd_create_show
   first SETBIT creates it, and flush() deletes it again once it is all zeros (lib.lua), so a
   show at rest costs its meta, its version and its catalogue entry.
   Returns  {"showId", id, "version", "0", "createdAt", ms}
-  Errors   EXISTS (meta exists), EMPTY (no seats), INVAL (bad key, ttl, hash, count or
-           salesCloseAt)
+  Errors   EXISTS (meta exists), EMPTY (no seats), INVAL (bad key, ttl, hash, count,
+           salesCloseAt or queue)
 
 seatd_catalogue_add
   KEYS[1]  seatd:shows       ARGV[1] score (startsAt ms)   ARGV[2] show id
@@ -68,6 +71,29 @@ local function layout_put(keys, args)
     return {'layoutHash', hash, 'created', '0'}
 end
 
+-- The "queue" member of a show's extras (issue 15, queue.lua), checked: {opensAt = ms,
+-- maxShoppers, admissionSeconds, seatsPerShopper}, all positive integers within bounds; nil
+-- when anything is off.
+local function valid_queue(qx)
+    if type(qx) ~= 'table' then
+        return nil
+    end
+    local function int(v, lo, hi)
+        v = tonumber(v)
+        if v and v == math.floor(v) and v >= lo and v <= hi then
+            return v
+        end
+        return nil
+    end
+    local q = {opens = int(qx.opensAt, 1, 1e14), max = int(qx.maxShoppers, 1, 1000000),
+        admit = int(qx.admissionSeconds, 10, 3600),
+        seats = int(qx.seatsPerShopper, 1, MAX_SEATS_PER_HOLD)}
+    if not q.opens or not q.max or not q.admit or not q.seats then
+        return nil
+    end
+    return q
+end
+
 local function create_show(keys, args)
     local p, id = show_prefix(keys[1])
     if not p then
@@ -90,9 +116,15 @@ local function create_show(keys, args)
     if n ~= math.floor(n) or n > 100000 then
         return fail('INVAL', 'seatCount')
     end
-    local close, orphan_rule
+    local close, orphan_rule, queue
     if args[6] and args[6] ~= '' then
         local ok, x = pcall(cjson.decode, args[6])
+        if ok and type(x) == 'table' and x.queue ~= nil then
+            queue = valid_queue(x.queue)
+            if not queue then
+                return fail('INVAL', 'queue')
+            end
+        end
         if ok and type(x) == 'table' and x.orphanRule == 'block' then
             orphan_rule = 'block'
         end
@@ -117,6 +149,10 @@ local function create_show(keys, args)
     end
     if orphan_rule then
         redis.call('HSET', keys[1], 'orphanRule', orphan_rule)
+    end
+    if queue then
+        redis.call('HSET', keys[1], 'queueOpensAt', string.format('%d', queue.opens), 'queueMax',
+            queue.max, 'queueAdmitMs', queue.admit * 1000, 'queueSeats', queue.seats)
     end
     redis.call('SET', p .. ':ver', 0)
     return {'showId', id, 'version', '0', 'createdAt', tostring(now)}

@@ -2,6 +2,11 @@
 hold.lua - seatd_hold: holds a set of seats, all or nothing.
 
   KEYS[1]  {s:<id>}:meta
+  KEYS[2]  optional {s:<id>}:qadmit: present when the worker verified the request's signed
+           admission (worker/admission.h) for this owner and show. A queued show (meta
+           queueOpensAt, queue.lua) refuses a hold without it, or whose owner's admission is
+           no longer live on Redis's clock: QUEUE_REQUIRED, checked after sales close and
+           before any write; a hold made removes the owner from {s}:qpend.
   ARGV[1]  hold id (fresh, "<showId>-h<hex>", from the worker)
   ARGV[2]  owner (JWT sub)
   ARGV[3]  ttl (ms; 0 = the show's holdTtlMs)
@@ -28,7 +33,7 @@ hold.lua - seatd_hold: holds a set of seats, all or nothing.
 
   Returns  {"holdId", id, "showId", id, "expiresAt", ms, "version", v, "seatIds", "A1,A2",
             "replayed", "0"|"1"}
-  Errors   NOSHOW, SALES_CLOSED <ms>, EMPTY, TOOMANY, DUPSEAT <seat>, UNKNOWN_SEAT <seat>, IDEM_MISMATCH,
+  Errors   NOSHOW, SALES_CLOSED <ms>, QUEUE_REQUIRED, EMPTY, TOOMANY, DUPSEAT <seat>, UNKNOWN_SEAT <seat>, IDEM_MISMATCH,
            CONFLICT <seat> <seat>…, LIMIT <have>+<asked>><max>, INVAL <why> (layout mismatch,
            bad bit, …)
   A rejected request changes nothing, except that expired holds may have been reaped.
@@ -198,7 +203,8 @@ local function hold_generic(keys, args, req, pairs_in)
         return fail('INVAL', 'bad show key')
     end
     local meta = redis.call('HMGET', keys[1], 'holdTtlMs', 'layoutHash', 'seatCount', 'startsAt',
-        'salesCloseAt', 'orphanRule')
+        'salesCloseAt', 'orphanRule', 'queueOpensAt')
+    local queued = meta[7] ~= false and meta[7] ~= nil
     local meta_ttl, layout_hash, seat_count = meta[1], meta[2], tonumber(meta[3])
     local close = sales_close(meta[4], meta[5])
     local orphan_rule = meta[6] == 'block'
@@ -281,6 +287,18 @@ local function hold_generic(keys, args, req, pairs_in)
     local now = now_ms()
     if close and now >= close then
         return fail('SALES_CLOSED', tostring(close))
+    end
+
+    -- A queued show (queue.lua): the worker verified the request's signed admission and then
+    -- passes KEYS[2] = {s}:qadmit; the admission must still be live on Redis's clock.
+    if queued then
+        if keys[2] ~= p .. ':qadmit' then
+            return fail('QUEUE_REQUIRED', 'no admission')
+        end
+        local exp = tonumber(redis.call('ZSCORE', keys[2], owner))
+        if not exp or exp <= now then
+            return fail('QUEUE_REQUIRED', 'admission expired')
+        end
     end
 
     -- Reaping expired holds is the one write allowed before the last checks.
@@ -379,6 +397,9 @@ local function hold_generic(keys, args, req, pairs_in)
         'idemKey', idem, 'bookingId', '')
     redis.call('ZADD', p .. ':expiry', deadline, hold_id)
     redis.call('HSET', p .. ':user:' .. owner, hold_id, #seats)
+    if queued then
+        redis.call('ZREM', p .. ':qpend', owner) -- has held: no longer an expected taker
+    end
     local version = flush(p, changes)
     local answer = {holdId = hold_id, showId = show_id, expiresAt = tostring(deadline),
         version = tostring(version), seatIds = seat_list, replayed = '0',

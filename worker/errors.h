@@ -35,9 +35,12 @@
        "the refresh token is unknown, expired, used or revoked")                                   \
     XX(DECLINED, 402, "payment-declined", "DECLINED", "the payment was declined")                  \
     XX(FORBIDDEN, 403, "forbidden", "FORBIDDEN", "this route needs another role")                  \
+    XX(QUEUEREQUIRED, 403, "queue-required", "QUEUE_REQUIRED",                                     \
+       "this show sells through its waiting room: a valid admission is required")                  \
     XX(NOSHOW, 404, "show-not-found", "NOSHOW", "no such show")                                    \
     XX(NOTFOUND, 404, "not-found", "NOTFOUND", "no such resource")                                 \
     XX(NOROUTE, 404, "no-route", "NOROUTE", "no such route")                                       \
+    XX(NOQUEUE, 404, "no-queue", "NO_QUEUE", "this show has no waiting room")                      \
     XX(METHOD, 405, "method-not-allowed", "METHOD", "method not allowed on this route")            \
     XX(CONFLICT, 409, "seat-conflict", "CONFLICT", "seats were already taken")                     \
     XX(NOBLOCK, 409, "no-block-available", "NO_BLOCK", "no block of adjacent seats is free")       \

@@ -3,6 +3,8 @@
  */
 #include "hints.h"
 
+#include <stdio.h>
+
 #include "errors.h"
 #include "keys.h"
 #include "log.h"
@@ -49,4 +51,25 @@ void seatd_hints_pending(seatd_rds_t *rds, const char *show_id)
     const char *argv[] = {"ZINCRBY", key, "1", show_id};
     if (seatd_rds_callv(rds, 4, argv, NULL, on_pending_reply, NULL) < 0)
         on_pending_reply(NULL, SEATD_EOVERLOAD, NULL);
+}
+
+static void on_queue_reply(const struct redisReply *reply, int err, void *data)
+{
+    (void)reply;
+    (void)data;
+    if (err)
+        seatd_log(SEATD_LOG_WARN, NULL,
+                  "queue hint not written; the next join or status read files it again",
+                  "\"err\":%d", err);
+}
+
+void seatd_hints_queue(seatd_rds_t *rds, const char *show_id, long long close_ms)
+{
+    if (rds == NULL || !seatd_keys_valid_show_id(show_id))
+        return;
+    char score[24];
+    snprintf(score, sizeof(score), "%lld", close_ms > 0 ? close_ms : 0);
+    const char *argv[] = {"ZADD", SEATD_KEY_QUEUES, score, show_id};
+    if (seatd_rds_callv(rds, 4, argv, NULL, on_queue_reply, NULL) < 0)
+        on_queue_reply(NULL, SEATD_EOVERLOAD, NULL);
 }

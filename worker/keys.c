@@ -59,7 +59,7 @@ int seatd_keys_valid_idem_key(const char *s)
 int seatd_keys_new_id(char *out, const char *show_id, char kind)
 {
     unsigned char rnd[ID_HEX / 2];
-    if (!seatd_keys_valid_show_id(show_id) || (kind != 'h' && kind != 'b'))
+    if (!seatd_keys_valid_show_id(show_id) || (kind != 'h' && kind != 'b' && kind != 'q'))
         return SEATD_EBADID;
     if (RAND_bytes(rnd, sizeof(rnd)) != 1)
         return SEATD_EINTERNAL;

@@ -28,7 +28,15 @@
  *                                    ("sending:<ms>:<consumer>" then "done"), 7 d TTL
  *   {s:42}:pending           zset    bookingId -> ms it started, while PENDING_PAYMENT
  *   {s:42}:refunds           zset    bookingId -> ms cancelled, until the refund is confirmed
- *   {s:42}:ch                channel seat deltas {"v":version,"c":[[seat,status],…]}
+ *   {s:42}:ch                channel seat deltas {"v":version,"c":[[seat,status],…]}, and the
+ *                                    waiting room's {"q":1,"a":admitted,"s":state,"w":waiting}
+ *   {s:42}:queue             zset    waiting room (issue 15, lua/queue.lua): user -> rank key
+ *   {s:42}:qticket           hash    user -> ticket ("<showId>-q<20 hex>"), one per user
+ *   {s:42}:qadmit, :qpend    zset    user -> admission deadline (ms): admitted shoppers, and
+ *                                    those of them who have not held yet
+ *   {s:42}:qstate            hash    admitted (count), seq (arrivals), firstAt, pub
+ *   seatd:queues             zset    show id -> sales close (ms): waiting rooms with people in
+ *                                    them, advanced by every worker's sweeper
  *   seatd:layout:<sha256>    string  a frozen layout, shared by every show created with it: the
  *                                    canonical "seats" JSON array (seat i has bit i), stored
  *                                    once (SET NX) under the SHA-256 hex of its text, never
@@ -71,6 +79,9 @@
 
 #define SEATD_KEY_MAX 256 /* longest key we build, NUL included */
 #define SEATD_ID_MAX 48   /* longest show/hold/booking id, NUL included */
+#define SEATD_KEY_QUEUES                                                                           \
+    "seatd:queues" /* zset: queued show id -> sales close (ms); the                                \
+                      sweepers advance these waiting rooms */
 
 /* Show ids: 1-18 decimal digits, no leading zero. */
 int seatd_keys_valid_show_id(const char *s);
@@ -83,7 +94,8 @@ int seatd_keys_valid_idem_key(const char *s);
 
 /*
  * Hold and booking ids name their show so any worker finds the keys from the id alone:
- * "<showId>-h<20 hex>" and "<showId>-b<20 hex>". 'kind' is 'h' or 'b'.
+ * "<showId>-h<20 hex>" and "<showId>-b<20 hex>"; so do waiting-room tickets,
+ * "<showId>-q<20 hex>" (issue 15). 'kind' is 'h', 'b' or 'q'.
  * seatd_keys_new_id() writes a fresh random id (OpenSSL RAND_bytes) into 'out'
  * (SEATD_ID_MAX bytes). seatd_keys_parse_id() checks 'id' and copies its show id into
  * 'show_out' (SEATD_ID_MAX bytes); returns 0 or SEATD_EBADID.

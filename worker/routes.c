@@ -25,6 +25,8 @@ seatd_route_t seatd_routes[] = {
           seatd_handle_shows_availability, 0),
     ROUTE("GET", "/v1/shows/{id}/seats/ws", "live_ws", seatd_handle_live_ws, 0),
     ROUTE("POST", "/v1/shows/{id}/holds", "holds_create", seatd_handle_holds_create, AUTH | JSON),
+    ROUTE("POST", "/v1/shows/{id}/queue", "queue_join", seatd_handle_queue_join, AUTH),
+    ROUTE("GET", "/v1/queue/{ticket}", "queue_get", seatd_handle_queue_get, AUTH),
     ROUTE("GET", "/v1/holds/{id}", "holds_get", seatd_handle_holds_get, AUTH),
     ROUTE("DELETE", "/v1/holds/{id}", "holds_delete", seatd_handle_holds_delete, AUTH),
     ROUTE("POST", "/v1/bookings", "bookings_create", seatd_handle_bookings_create, AUTH | JSON),

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,8 @@ struct seatd_store_s {
 enum {
     HINT_DUE = 1,     /* a hold, or a deadline moved: the sweepers */
     HINT_PENDING = 2, /* a booking began (not a replay): the reconcilers */
-    HINT_REFUND = 4   /* a cancellation whose refund is still owed: the reconcilers */
+    HINT_REFUND = 4,  /* a cancellation whose refund is still owed: the reconcilers */
+    HINT_QUEUE = 8    /* a waiting room has people: the sweepers advance it */
 };
 
 #define LAYOUT_KEY_PREFIX "seatd:layout:" /* + the layout's digest: the shared layouts */
@@ -57,6 +59,7 @@ typedef struct store_op_s {
     char starts_at[24];                     /* create_show: its catalogue score */
     char hash[SEATD_LAYOUT_DIGEST_LEN + 1]; /* chains: the show's layoutHash */
     seatd_layout_t *layout;                 /* create_show: owned until cached */
+    int admitted;                           /* hold: pass {s}:qadmit as KEYS[2] */
     int argc;                               /* chains: the arguments of the next call */
     char **argv;                            /* owned copies */
 } store_op_t;
@@ -78,6 +81,7 @@ typedef enum {
     KIND_ATTEMPT,
     KIND_REMOVED,
     KIND_ACCOUNT,
+    KIND_QUEUE,
     KIND_COUNT
 } kind_t;
 
@@ -235,12 +239,32 @@ static const field_t account_fields[] = {
     {NULL, F_STR, 0, NOAUX, 0},
 };
 
+static const field_t queue_fields[] = {
+    STR("ticket", queue.ticket),
+    STR("state", queue.state),
+    STR("queueState", queue.queue_state),
+    STR("rate", queue.rate),
+    INT("position", queue.position),
+    INT("number", queue.number),
+    INT("admittedThrough", queue.admitted_through),
+    INT("opensAt", queue.opens_at_ms),
+    INT("expiresAt", queue.expires_at_ms),
+    INT("waiting", queue.waiting),
+    INT("available", queue.available),
+    INT("admitted", queue.admitted),
+    INT("active", queue.active),
+    INT("salesCloseAt", queue.sales_close_at_ms),
+    FLAG("joined", queue.joined),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+
 static const field_t *const kind_fields[KIND_COUNT] = {
-    [KIND_SHOW] = show_fields,       [KIND_PAGE] = page_fields,
-    [KIND_SEATMAP] = seatmap_fields, [KIND_HOLD] = hold_fields,
-    [KIND_BOOKING] = booking_fields, [KIND_PENDING] = pending_fields,
-    [KIND_REAP] = reap_fields,       [KIND_ATTEMPT] = attempt_fields,
-    [KIND_REMOVED] = removed_fields, [KIND_ACCOUNT] = account_fields,
+    [KIND_QUEUE] = queue_fields,     [KIND_SHOW] = show_fields,
+    [KIND_PAGE] = page_fields,       [KIND_SEATMAP] = seatmap_fields,
+    [KIND_HOLD] = hold_fields,       [KIND_BOOKING] = booking_fields,
+    [KIND_PENDING] = pending_fields, [KIND_REAP] = reap_fields,
+    [KIND_ATTEMPT] = attempt_fields, [KIND_REMOVED] = removed_fields,
+    [KIND_ACCOUNT] = account_fields,
 };
 
 #define MAX_LISTS 2 /* F_LIST fields per kind */
@@ -525,6 +549,8 @@ static void file_hints(const store_op_t *op, const seatd_store_result_t *res)
         seatd_hints_due(rds, op->show_id);
     if ((op->hints & HINT_PENDING) && !b->replayed)
         seatd_hints_pending(rds, op->show_id);
+    if (op->hints & HINT_QUEUE)
+        seatd_hints_queue(rds, op->show_id, (long long)res->queue.sales_close_at_ms);
     if ((op->hints & HINT_REFUND) && strcmp(b->refund_status, "pending") == 0 && b->refund > 0 &&
         b->payment_ref[0])
         seatd_hints_pending(rds, op->show_id);
@@ -921,8 +947,12 @@ static int hold_queue(store_op_t *op, const char *key, const char *const *base, 
     }
     for (size_t i = 0; request != NULL && i < ncands; i++)
         args[argc++] = cands[i];
-    const char *keys[1] = {key};
-    int rc = seatd_scripts_fcall(op->st->scripts, request ? "seatd_hold_sell" : "seatd_hold", 1,
+    char qkey[SEATD_KEY_MAX];
+    const char *keys[2] = {key, qkey};
+    int nkeys = 1;
+    if (op->admitted && seatd_keys_show(qkey, op->show_id, "qadmit") == 0)
+        nkeys = 2; /* the verified admission (hold.lua) */
+    int rc = seatd_scripts_fcall(op->st->scripts, request ? "seatd_hold_sell" : "seatd_hold", nkeys,
                                  keys, argc, args, NULL, on_reply, op);
     free(bits);
     free(args);
@@ -1014,6 +1044,8 @@ static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store
     snprintf(max, sizeof(max), "%d", a->max_per_user);
     const char *base[5] = {a->hold_id, a->owner, ttl, max, a->idem_key ? a->idem_key : ""};
     store_op_t *op = op_hint(op_new(st, KIND_HOLD, cb, data), HINT_DUE, a->hold_id, 'h');
+    snprintf(op->show_id, sizeof(op->show_id), "%s", a->show_id);
+    op->admitted = a->admitted;
     /* Fast path: the layout is cached (the script checks that it is the show's). Otherwise ask
      * the show which layout it has, and read that one. */
     const seatd_layout_t *l = seatd_layout_cache_get(a->show_id);
@@ -1490,4 +1522,55 @@ int seatd_store_me_list(seatd_store_t *st, const char *sub, const char *index, c
     snprintf(n, sizeof(n), "%d", limit);
     const char *args[2] = {before ? before : "", n};
     return account_call(st, "seatd_me_list", key, 2, args, cb, data);
+}
+
+/* ------------------------------------------------------------------ waiting room */
+
+int seatd_store_queue_join(seatd_store_t *st, const char *show_id, const char *ticket,
+                           const char *user, seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX], show[SEATD_ID_MAX], early[24];
+    int rc = seatd_keys_show(key, show_id, "meta");
+    if (rc < 0)
+        return rc;
+    if (seatd_keys_parse_id(ticket, 'q', show) < 0 || strcmp(show, show_id) != 0 ||
+        !seatd_keys_valid_sub(user))
+        return SEATD_EBADID;
+    /* The rank key of a join before the opening: uniform in [0, 2^50). */
+    unsigned char rnd[8];
+    if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+        return SEATD_EINTERNAL;
+    uint64_t v = 0;
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        v = v << 8 | rnd[i];
+    snprintf(early, sizeof(early), "%" PRIu64, v & ((UINT64_C(1) << 50) - 1));
+    const char *args[3] = {ticket, user, early};
+    store_op_t *op = op_new(st, KIND_QUEUE, cb, data);
+    snprintf(op->show_id, sizeof(op->show_id), "%s", show_id);
+    op->hints = HINT_QUEUE;
+    return fcall(op, "seatd_queue_join", key, 3, args, NULL, on_reply);
+}
+
+int seatd_store_queue_status(seatd_store_t *st, const char *ticket, const char *user,
+                             seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX];
+    int rc = meta_of_id(key, ticket, 'q');
+    if (rc < 0)
+        return rc;
+    if (!seatd_keys_valid_sub(user))
+        return SEATD_EBADID;
+    const char *args[2] = {ticket, user};
+    return fcall(op_new(st, KIND_QUEUE, cb, data), "seatd_queue_status", key, 2, args, NULL,
+                 on_reply);
+}
+
+int seatd_store_queue_advance(seatd_store_t *st, const char *show_id, seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX];
+    int rc = seatd_keys_show(key, show_id, "meta");
+    if (rc < 0)
+        return rc;
+    return fcall(op_new(st, KIND_QUEUE, cb, data), "seatd_queue_advance", key, 0, NULL, NULL,
+                 on_reply);
 }

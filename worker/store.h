@@ -143,6 +143,24 @@ typedef struct seatd_account_result_s { /* email_*, user_*, session_*, me_* */
     int more;                  /* me_list: older entries exist */
 } seatd_account_result_t;
 
+typedef struct seatd_queue_result_s { /* queue_join, queue_status, queue_advance */
+    const char *ticket;               /* "<showId>-q<20 hex>" */
+    const char *state;                /* the user's: WAITING, ADMITTED, EXPIRED, SOLD_OUT, CLOSED */
+    const char *queue_state;          /* the room's: PENDING, OPEN, SOLD_OUT, CLOSED */
+    const char *rate;                 /* admissions per second so far (text), "" before the first */
+    int64_t position;                 /* 1-based among the waiting; 0 when not waiting */
+    int64_t number;                   /* admitted_through + position: fixed once the room opened */
+    int64_t admitted_through;         /* how many have left the queue with an admission */
+    int64_t opens_at_ms;
+    int64_t expires_at_ms; /* ADMITTED: the admission's deadline (Redis clock) */
+    int64_t waiting;       /* people in the queue */
+    int64_t available;     /* seats neither held nor booked */
+    int64_t admitted;      /* queue_advance: admitted by this call */
+    int64_t active;        /* queue_advance: admissions live */
+    int64_t sales_close_at_ms;
+    int joined; /* queue_join: 1 when this call gave a place (new, or after a lapsed one) */
+} seatd_queue_result_t;
+
 typedef struct seatd_store_result_s {
     int err;            /* 0, or a negative SEATD_E* code */
     const char *detail; /* the error text after the word ("" if none); borrowed */
@@ -158,6 +176,7 @@ typedef struct seatd_store_result_s {
     seatd_reap_result_t reap;
     seatd_attempt_result_t attempt;
     seatd_account_result_t account;
+    seatd_queue_result_t queue;
     int removed; /* hint_clear: 1 when the hint was dropped */
     /* success: the raw name/value pairs, for tests and diagnostics only */
     size_t nfields;
@@ -244,6 +263,7 @@ SEATD_MUSTCHECK int seatd_store_seatmap(seatd_store_t *st, const char *show_id, 
  * (comma-joined), replayed ("1" when answered from the idempotency record).
  * (comma-joined), replayed ("1" when answered from the idempotency record), split (best).
  * Errors: CONFLICT <seat…> [alt=<seat>,…], UNKNOWN_SEAT <seat>, NOSHOW, LIMIT, IDEM_MISMATCH,
+ * QUEUE_REQUIRED (a queued show, without a live admission: 'admitted' below),
  * EMPTY, TOOMANY, INVAL (this process's cached layout is not the show's), INTERNAL (shared
  * layout missing or altered); with a request also NO_BLOCK <count>, ORPHAN_SEAT <seat…> [alt=…].
  */
@@ -263,6 +283,10 @@ typedef struct seatd_hold_args_s {
     const char *request;
     const char *const *cands; /* best.h's candidate texts */
     size_t ncands;
+    /* The request carried an admission to the show's waiting room that the caller verified
+     * (admission.h: signature, show, owner, expiry): the script then checks it is still live
+     * in Redis. A queued show refuses a hold without one (QUEUE_REQUIRED). */
+    int admitted;
 } seatd_hold_args_t;
 SEATD_MUSTCHECK int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a,
                                      seatd_store_cb cb, void *data);
@@ -446,5 +470,27 @@ SEATD_MUSTCHECK int seatd_store_me_add(seatd_store_t *st, const char *sub, const
 SEATD_MUSTCHECK int seatd_store_me_list(seatd_store_t *st, const char *sub, const char *index,
                                         const char *before, int limit, seatd_store_cb cb,
                                         void *data);
+
+/* ---------------------------------------------------------------------------------------
+ * The waiting room of a queued show (issue 15, lua/queue.lua). Result: res->queue.
+ * ------------------------------------------------------------------------------------- */
+
+/* queue_join: 'user' takes a place in show 'show_id''s queue under the fresh 'ticket'
+ * ("<showId>-q…", seatd_keys_new_id), or is answered the place (and ticket) they have. A join
+ * before the opening gets a random rank (drawn here). On success the show is filed in
+ * seatd:queues (hints.h) so the sweepers advance it. Errors: NOSHOW, NOQUEUE, SALESCLOSED. */
+SEATD_MUSTCHECK int seatd_store_queue_join(seatd_store_t *st, const char *show_id,
+                                           const char *ticket, const char *user, seatd_store_cb cb,
+                                           void *data);
+
+/* queue_status: advances the room, then answers the place of 'user' holding 'ticket'.
+ * Errors: NOTFOUND (not this user's ticket), NOSHOW, NOQUEUE. */
+SEATD_MUSTCHECK int seatd_store_queue_status(seatd_store_t *st, const char *ticket,
+                                             const char *user, seatd_store_cb cb, void *data);
+
+/* queue_advance: admits what the inventory allows and announces a change (the sweeper's
+ * tick). Errors: NOSHOW, NOQUEUE. */
+SEATD_MUSTCHECK int seatd_store_queue_advance(seatd_store_t *st, const char *show_id,
+                                              seatd_store_cb cb, void *data);
 
 #endif

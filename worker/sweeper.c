@@ -44,6 +44,7 @@ struct seatd_sweeper_s {
     uint64_t swept_at_ms;      /* when the last sweep without a failed call ended, or the
                                   sweeper was made (loop ms) */
     int sweep_failed;          /* a claim or reap of the current sweep failed */
+    unsigned queue_pending;    /* waiting-room calls of the current tick (list, advances) */
     seatd_sweeper_stats_t stats;
 };
 
@@ -365,12 +366,93 @@ static void rescan_step(seatd_sweeper_t *sw)
     }
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Waiting rooms (issue 15): every tick, every queue with people in it is advanced
+ * (seatd_queue_advance: admissions as seats come back or admissions lapse, sold-out
+ * announced), so a quiet queue moves and its news goes out within a tick, with no request.
+ * Every worker does it: the function is atomic and publishes only a change.
+ * --------------------------------------------------------------------------------------- */
+
+#define QUEUES_MAX "64" /* waiting rooms advanced per tick */
+
+static void queue_op_done(op_t *op)
+{
+    op->sw->queue_pending--;
+    op_done(op);
+}
+
+static void on_queue_advanced(const seatd_store_result_t *res, void *data)
+{
+    op_t *op = data;
+    if (res->err && res->err != SEATD_ENOQUEUE && res->err != SEATD_ENOSHOW)
+        op->sw->stats.errors++;
+    queue_op_done(op);
+}
+
+static void on_queues(const struct redisReply *reply, int err, void *data)
+{
+    op_t *op = data;
+    seatd_sweeper_t *sw = op->sw;
+    if (err || seatd_rds_reply_type(reply) != SEATD_RDS_REPLY_ARRAY || sw->closing) {
+        if (err)
+            sw->stats.errors++;
+        queue_op_done(op);
+        return;
+    }
+    size_t n = seatd_rds_reply_elements(reply);
+    for (size_t i = 0; i < n && !sw->closing; i++) {
+        size_t len = 0;
+        const char *id = seatd_rds_reply_str(seatd_rds_reply_element(reply, i), &len);
+        char show[SEATD_ID_MAX];
+        if (id == NULL || len == 0 || len >= sizeof(show))
+            continue;
+        memcpy(show, id, len);
+        show[len] = '\0';
+        op_t *a = op_new(sw, show, 0);
+        sw->queue_pending++;
+        if (seatd_store_queue_advance(sw->store, show, on_queue_advanced, a) < 0) {
+            sw->stats.errors++;
+            queue_op_done(a);
+        }
+    }
+    queue_op_done(op);
+}
+
+static void queue_tick(seatd_sweeper_t *sw)
+{
+    if (sw->queue_pending > 0)
+        return; /* the last tick's advances are still out: never pile up */
+    uv_timeval64_t tv;
+    if (uv_gettimeofday(&tv) < 0)
+        return;
+    char now[24];
+    snprintf(now, sizeof(now), "%lld", (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000);
+    /* Rooms whose sales closed leave the list (a queue past its close admits nobody). */
+    const char *prune[] = {"ZREMRANGEBYSCORE", SEATD_KEY_QUEUES, "-inf", now};
+    op_t *p = op_new(sw, NULL, 0);
+    if (seatd_rds_callv(sw->rds, 4, prune, NULL, on_filed, p) < 0) {
+        sw->stats.errors++;
+        if (op_done(p))
+            return;
+    }
+    const char *argv[] = {"ZRANGEBYSCORE", SEATD_KEY_QUEUES, now, "+inf", "LIMIT", "0", QUEUES_MAX};
+    op_t *op = op_new(sw, NULL, 0);
+    sw->queue_pending++;
+    if (seatd_rds_callv(sw->rds, 7, argv, NULL, on_queues, op) < 0) {
+        sw->stats.errors++;
+        queue_op_done(op);
+    }
+}
+
 static void on_timer(uv_timer_t *t)
 {
     seatd_sweeper_t *sw = t->data;
     if (sw->closing)
         return;
     rescan_step(sw);
+    queue_tick(sw);
+    if (sw->closing)
+        return;
     if (sw->sweep_pending > 0)
         return; /* the previous sweep is still reaping: never overlap */
     /* One claim per hint bucket, all sent at once (each bucket lives in its own slot range,

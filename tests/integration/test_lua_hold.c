@@ -122,7 +122,7 @@ Test(lua_hold, rejects_bad_requests_with_distinct_errors_and_changes_nothing)
         if (k->n == 0) {
             char hold_id[SEATD_ID_MAX];
             cr_assert_eq(seatd_keys_new_id(hold_id, k->show, 'h'), 0);
-            seatd_hold_args_t a = {k->show, hold_id, "bob", seats, 0, NULL, 0, 0, NULL, NULL, 0};
+            seatd_hold_args_t a = {k->show, hold_id, "bob", seats, 0, NULL, 0, 0, NULL, NULL, 0, 0};
             th_res_clear(&r);
             rc = th_finish(&t, &r, seatd_store_hold(t.store, &a, th_on_result, &r));
         } else {

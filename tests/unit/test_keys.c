@@ -98,7 +98,12 @@ Test(keys, new_ids_name_their_show_and_parse_back)
     cr_assert_eq(seatd_keys_parse_id(id, 'b', show), 0);
     cr_assert_str_eq(show, "123456789012345678");
     cr_assert_eq(seatd_keys_new_id(id, "x", 'h'), SEATD_EBADID);
-    cr_assert_eq(seatd_keys_new_id(id, "42", 'q'), SEATD_EBADID);
+    cr_assert_eq(seatd_keys_new_id(id, "42", 'x'), SEATD_EBADID);
+    /* Waiting-room tickets (issue 15) name their show the same way. */
+    cr_assert_eq(seatd_keys_new_id(id, "42", 'q'), 0);
+    cr_assert_eq(seatd_keys_parse_id(id, 'q', show), 0);
+    cr_assert_str_eq(show, "42");
+    cr_assert_eq(seatd_keys_parse_id(id, 'h', show), SEATD_EBADID);
 }
 
 Test(keys, rejects_malformed_hold_and_booking_ids)

@@ -30,6 +30,10 @@ int seatd_handle_bookings_get(seatd_req_t *r);
 int seatd_handle_bookings_cancel(seatd_req_t *r);
 int seatd_handle_tickets_verify(seatd_req_t *r);
 
+/* queue.c: the waiting room of a queued show (issue 15) */
+int seatd_handle_queue_join(seatd_req_t *r);
+int seatd_handle_queue_get(seatd_req_t *r);
+
 /* live.c: the WebSocket upgrade. */
 int seatd_handle_live_ws(seatd_req_t *r);
 

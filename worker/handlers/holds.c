@@ -10,6 +10,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "admission.h"
 #include "app.h"
 #include "best.h"
 #include "common.h"
@@ -47,6 +48,7 @@ typedef struct {
     const char *best_tier;      /* borrowed from 'body'; NULL: any tier */
     int best_accessible;        /* a wheelchair space with its companions */
     int best_retried;           /* NO_BLOCK on a seat map read before the hold: read again once */
+    int admitted;               /* a verified Seatd-Admission came with the request */
 } hold_op_t;
 
 static void hold_op_free(void *ctx)
@@ -403,6 +405,7 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .request = "named",
         .cands = (const char *const *)cands.items,
         .ncands = cands.n,
+        .admitted = op->admitted,
     };
     rc = seatd__step_begin(&r, seatd_store_hold(app->store, &a, on_hold, op));
     seatd_best_list_free(&cands);
@@ -452,6 +455,7 @@ static void best_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .request = request,
         .cands = (const char *const *)cands.items,
         .ncands = cands.n,
+        .admitted = op->admitted,
     };
     rc = seatd__step_begin(&r, seatd_store_hold(app->store, &a, on_hold, op));
     seatd_best_list_free(&cands);
@@ -546,14 +550,45 @@ static void best_check(seatd_json_check_t *v, seatd_req_t *r, hold_op_t *op, con
     op->best_accessible = cJSON_IsTrue(acc);
 }
 
+/* The waiting room (issue 15): an admission in the Seatd-Admission header must be ours, for
+ * this show and user, and not expired (admission.h): else 403 queue-required at once. Without
+ * one the hold function decides (a queued show refuses it the same way). Returns 0 with
+ * '*admitted' set, or SEATD_EQUEUEREQUIRED. */
+static int admission_check(seatd_req_t *r, const char *show_id, int *admitted)
+{
+    const char *token = seatd_req_header(r, "seatd-admission");
+    *admitted = 0;
+    if (token == NULL)
+        return 0;
+    const seatd_config_t *cfg = seatd__app(r)->cfg;
+    unsigned char key[SEATD_ADMISSION_KEY_LEN];
+    seatd_admission_key(cfg->jwt_secret, cfg->jwt_secret_len, key);
+    uv_timeval64_t tv;
+    int64_t now_ms = 0;
+    if (uv_gettimeofday(&tv) == 0)
+        now_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    int rc = seatd_admission_verify(key, token, show_id, seatd__sub(r), now_ms);
+    if (rc < 0) {
+        seatd_metrics_inc(SEATD_METRIC_HOLD_REJECTED);
+        return rc;
+    }
+    *admitted = 1;
+    return 0;
+}
+
 int seatd_handle_holds_create(seatd_req_t *r)
 {
     const char *show_id = seatd_req_param(r, "id");
     if (!seatd_keys_valid_show_id(show_id))
         return SEATD_ENOSHOW;
+    int admitted = 0;
+    int arc = admission_check(r, show_id, &admitted);
+    if (arc < 0)
+        return arc;
     hold_op_t *op = seatd_calloc(1, sizeof(*op));
     op->r = r;
     op->app = seatd__app(r);
+    op->admitted = admitted;
     snprintf(op->show_id, sizeof(op->show_id), "%s", show_id);
     const char *body_idem = NULL;
     if (seatd_json_parse_body_or_reply(r, &op->body) < 0) {

@@ -21,6 +21,7 @@
 #include "mem.h"
 #include "metrics.h"
 #include "refund_policy.h"
+#include "seats.h"
 #include "timefmt.h"
 
 #define SHOWS_PAGE_MAX 100
@@ -30,6 +31,8 @@
 /* ---------------------------------------------------------------------------------------
  * Rendering a show from its meta fields
  * --------------------------------------------------------------------------------------- */
+
+static void queue_render(cJSON *o);
 
 static cJSON *show_to_json(const seatd_store_result_t *res)
 {
@@ -57,6 +60,7 @@ static cJSON *show_to_json(const seatd_store_result_t *res)
     }
     if (!cJSON_HasObjectItem(o, "orphanRule")) /* issue 13: "block" is kept in extra */
         cJSON_AddStringToObject(o, "orphanRule", "off");
+    queue_render(o);
     char path[64];
     snprintf(path, sizeof(path), "/v1/shows/%s/layout", s->show_id);
     cJSON *links = cJSON_AddObjectToObject(o, "links");
@@ -287,6 +291,13 @@ static void on_created(const seatd_store_result_t *res, void *data)
     cJSON_AddItemToObject(o, "priceTiers", tiers ? tiers : cJSON_CreateObject());
     cJSON_AddNumberToObject(o, "seatCount", (double)seatd_layout_count(op->layout));
     cJSON_AddNumberToObject(o, "version", 0);
+    cJSON *x = op->extra_json ? cJSON_Parse(op->extra_json) : NULL;
+    cJSON *q = x ? cJSON_DetachItemFromObjectCaseSensitive(x, "queue") : NULL;
+    if (q) {
+        cJSON_AddItemToObject(o, "queue", q);
+        queue_render(o);
+    }
+    cJSON_Delete(x);
     char loc[64];
     snprintf(loc, sizeof(loc), "/v1/shows/%s", op->show_id);
     seatd_req_add_header(r, "Location", loc);
@@ -383,6 +394,80 @@ static int price_tiers_check(seatd_json_check_t *v, const cJSON *tiers)
     return 0;
 }
 
+/* The waiting room of a queued show (issue 15, lua/queue.lua): "queue":{"opensAt":"…Z",
+ * "maxShoppers"?,"admissionSeconds"?,"seatsPerShopper"?}, bounded; opensAt before sales close
+ * ('close_ms'). Records failures in 'v'; on success returns the object kept in the show's
+ * extras ({"opensAt":ms,…}, all numbers), else NULL. */
+#define QUEUE_MAX_SHOPPERS_DEFAULT 500
+#define QUEUE_ADMISSION_S_DEFAULT 120
+#define QUEUE_SEATS_PER_SHOPPER_DEFAULT 2
+
+static long long queue_int(seatd_json_check_t *v, const cJSON *q, const char *name,
+                           const char *path, long long min, long long max, long long dflt)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(q, name);
+    if (x == NULL)
+        return dflt;
+    if (!cJSON_IsNumber(x) || x->valuedouble < (double)min || x->valuedouble > (double)max ||
+        x->valuedouble != (double)(long long)x->valuedouble) {
+        char why[96];
+        snprintf(why, sizeof(why), "must be an integer from %lld to %lld", min, max);
+        seatd_json_check_fail(v, SEATD_EINVAL, path, why, NULL);
+        return -1;
+    }
+    return (long long)x->valuedouble;
+}
+
+static cJSON *queue_check(seatd_json_check_t *v, const cJSON *q, int64_t close_ms)
+{
+    if (!cJSON_IsObject(q)) {
+        seatd_json_check_fail(v, SEATD_EINVAL, "queue",
+                              "must be {\"opensAt\":\"…Z\",\"maxShoppers\"?,"
+                              "\"admissionSeconds\"?,\"seatsPerShopper\"?}",
+                              NULL);
+        return NULL;
+    }
+    const cJSON *opens = cJSON_GetObjectItemCaseSensitive(q, "opensAt");
+    int64_t opens_ms = 0;
+    int ok = 1;
+    if (!cJSON_IsString(opens) || strlen(opens->valuestring) > 40 ||
+        seatd_time_parse(opens->valuestring, &opens_ms) < 0 || opens_ms <= 0) {
+        seatd_json_check_fail(v, SEATD_EINVAL, "queue.opensAt",
+                              "required: an RFC 3339 UTC time like 2026-12-02T10:00:00Z", NULL);
+        ok = 0;
+    } else if (close_ms > 0 && opens_ms >= close_ms) {
+        seatd_json_check_fail(v, SEATD_EINVAL, "queue.opensAt", "must be before sales close", NULL);
+        ok = 0;
+    }
+    long long max =
+        queue_int(v, q, "maxShoppers", "queue.maxShoppers", 1, 1000000, QUEUE_MAX_SHOPPERS_DEFAULT);
+    long long adm = queue_int(v, q, "admissionSeconds", "queue.admissionSeconds", 10, 3600,
+                              QUEUE_ADMISSION_S_DEFAULT);
+    long long seats = queue_int(v, q, "seatsPerShopper", "queue.seatsPerShopper", 1,
+                                SEATD_SEATS_MAX_PER_HOLD, QUEUE_SEATS_PER_SHOPPER_DEFAULT);
+    if (!ok || max < 0 || adm < 0 || seats < 0)
+        return NULL;
+    cJSON *out = cJSON_CreateObject();
+    cJSON_AddNumberToObject(out, "opensAt", (double)opens_ms);
+    cJSON_AddNumberToObject(out, "maxShoppers", (double)max);
+    cJSON_AddNumberToObject(out, "admissionSeconds", (double)adm);
+    cJSON_AddNumberToObject(out, "seatsPerShopper", (double)seats);
+    return out;
+}
+
+/* The extras' "queue" for an answer: opensAt (ms) as an RFC 3339 time. Takes nothing;
+ * changes 'o''s member "queue" in place. */
+static void queue_render(cJSON *o)
+{
+    cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "queue");
+    cJSON *opens = cJSON_GetObjectItemCaseSensitive(q, "opensAt");
+    if (!cJSON_IsNumber(opens))
+        return;
+    int64_t ms = (int64_t)opens->valuedouble;
+    cJSON_DeleteItemFromObjectCaseSensitive(q, "opensAt");
+    seatd__json_add_time(q, "opensAt", ms);
+}
+
 int seatd_handle_shows_create(seatd_req_t *r)
 {
     seatd_app_t *app = seatd__app(r);
@@ -430,8 +515,14 @@ int seatd_handle_shows_create(seatd_req_t *r)
     seatd_json_check_string(&v, op->body, "orphanRule", 8, 0, &orphan);
     if (orphan && strcmp(orphan, "off") != 0 && strcmp(orphan, "block") != 0)
         seatd_json_check_fail(&v, SEATD_EINVAL, "orphanRule", "must be \"off\" or \"block\"", NULL);
-    if (seatd_json_check_done_or_reply(&v, r) < 0)
+    const cJSON *queue_in = cJSON_GetObjectItemCaseSensitive(op->body, "queue");
+    cJSON *queue = NULL;
+    if (queue_in != NULL && !cJSON_IsNull(queue_in))
+        queue = queue_check(&v, queue_in, close_ms ? close_ms : op->starts_at_ms);
+    if (seatd_json_check_done_or_reply(&v, r) < 0) {
+        cJSON_Delete(queue);
         goto replied;
+    }
     op->hold_ttl_ms = ttl_s ? ttl_s * 1000 : app->cfg->hold_ttl_ms;
     op->tiers_json = cJSON_PrintUnformatted(tiers);
     /* Optional descriptive extras kept on the show as they are; salesCloseAt (epoch ms) is
@@ -447,6 +538,8 @@ int seatd_handle_shows_create(seatd_req_t *r)
         cJSON_AddNumberToObject(extra, "salesCloseAt", (double)close_ms);
         op->sales_close_ms = close_ms;
     }
+    if (queue) /* issue 15: also copied into the show's meta by create_show.lua */
+        cJSON_AddItemToObject(extra, "queue", queue);
     op->extra_json = cJSON_PrintUnformatted(extra);
     cJSON_Delete(extra);
 
