@@ -86,6 +86,7 @@ struct show_s {
     buffered_t *bhead, *btail;   /* messages received while not synced */
     size_t nbuffered;
     seatd_buf_t snap;    /* cached snapshot frame text at 'snap_ver' */
+    seatd_buf_t qframe;  /* the last waiting-room frame (queued shows), for new watchers */
     long long snap_ver;  /* -1: none */
     watcher_t *watchers; /* doubly linked */
     size_t nwatchers;
@@ -267,6 +268,7 @@ static void show_maybe_free(show_t *s)
     ring_clear(s);
     buffered_clear(s);
     seatd_buf_free(&s->snap);
+    seatd_buf_free(&s->qframe);
     free(s->ring);
     free(s->ids);
     free(s->slots);
@@ -542,6 +544,38 @@ static int channel_show(const char *channel, char *out, size_t n)
     return 0;
 }
 
+static void send_text(watcher_t *w, const char *text, size_t len);
+
+/*
+ * A queued show's waiting room changed (lua/queue.lua publishes {"q":1,"a":A,"s":S,"w":W} on
+ * the show's channel, outside the version sequence): one small frame for every watcher at
+ * once, whatever their seat-map state, so a sold-out reaches every waiter with one publish.
+ * The frame is kept for watchers who connect later.
+ */
+static void on_queue_msg(show_t *s, const char *msg, size_t len)
+{
+    cJSON *root = cJSON_ParseWithLength(msg, len);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "a");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "s");
+    const cJSON *wn = cJSON_GetObjectItemCaseSensitive(root, "w");
+    if (!cJSON_IsNumber(a) || !cJSON_IsString(st) || !cJSON_IsNumber(wn) ||
+        strspn(st->valuestring, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != strlen(st->valuestring) ||
+        strlen(st->valuestring) > 16) {
+        cJSON_Delete(root);
+        return;
+    }
+    seatd_buf_reset(&s->qframe);
+    seatd_buf_printf(&s->qframe,
+                     "{\"type\":\"queue\",\"admittedThrough\":%lld,\"state\":\"%s\","
+                     "\"waiting\":%lld}",
+                     (long long)a->valuedouble, st->valuestring, (long long)wn->valuedouble);
+    cJSON_Delete(root);
+    for (watcher_t *w = s->watchers, *next; w; w = next) {
+        next = w->next; /* a slow client may be closed (but stays listed until on_closed) */
+        send_text(w, s->qframe.data, s->qframe.len);
+    }
+}
+
 static void on_pubsub(int event, const char *channel, const char *payload, size_t len, void *data)
 {
     seatd_live_t *lv = data;
@@ -566,7 +600,9 @@ static void on_pubsub(int event, const char *channel, const char *payload, size_
         buffered_clear(s);
         break;
     case SEATD_PUBSUB_MESSAGE:
-        if (s->synced)
+        if (len > 6 && memcmp(payload, "{\"q\":1,", 7) == 0)
+            on_queue_msg(s, payload, len);
+        else if (s->synced)
             on_delta(s, payload, len);
         else if (s->subscribed)
             buffer_msg(s, payload, len);
@@ -1082,6 +1118,8 @@ int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
     }
     if (s->synced)
         flush_one(w);
+    if (s->qframe.len > 0) /* a queued show: where its waiting room stands */
+        send_text(w, s->qframe.data, s->qframe.len);
     return 0;
 }
 

@@ -4,6 +4,9 @@
  * Protocol (server -> client text frames; the web page is written against exactly this):
  *   {"type":"snapshot","version":V,"seats":{"C7":"held","C8":"available",…}}
  *   {"type":"delta","fromVersion":F,"version":V,"changes":[{"seat":"C7","status":"held"},…]}
+ *   {"type":"queue","admittedThrough":A,"state":"OPEN"|"SOLD_OUT"|…,"waiting":W}
+ *     (a queued show's waiting room, issue 15: sent to every watcher when lua/queue.lua
+ *     publishes a change, outside the version sequence; the last one also to new watchers)
  * A delta covers every version F..V exactly once (coalesced: the last status of each seat in
  * that range); consecutive frames to one client chain (the next F is the previous V + 1). A
  * client that connects with ?since=S gets the delta S+1..V when this worker still has those
