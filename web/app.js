@@ -49,7 +49,13 @@
     countdownTimer: null,
     focusId: null,
     unitPx: 0,
+    queue: null,           // queued show: my place {ticket, state, number, admittedThrough, admission, expiresAt (ms), …}
+    queueRoom: null,       // the last waiting-room frame of the WebSocket
+    queueTimer: null,
+    queueTick: null,
+    queueBusy: false,
   };
+  const QUEUE_POLL_MS = 15000;     // a waiting page re-reads its place this often (the WebSocket is the fast path)
 
   /* ---------------------------------------------------------------- helpers */
 
@@ -693,6 +699,7 @@
       if (here) say(`Welcome${state.session && state.session.name ? ', ' + state.session.name : ''}! You are signed in.`, 'success');
       if (then) then();
       else resumeHold();
+      if (queued() && !state.queue && storedTicket()) fetchPlace();
     }
   }
 
@@ -1159,6 +1166,7 @@
     ws.onmessage = (ev) => {
       let msg;
       try { msg = JSON.parse(ev.data); } catch (_) { return; }
+      if (msg && msg.type === 'queue') { onQueueFrame(msg); live(); return; }
       if (typeof msg.version !== 'number') return;
       if (msg.type === 'snapshot') applySnapshot(msg.version, msg.seats);
       else if (msg.type === 'delta') applyDelta(msg);
@@ -1182,11 +1190,192 @@
     state.wsTimer = setTimeout(connectWs, base / 2 + Math.random() * base / 2);
   }
 
+  /* ---------------------------------------------------------------- the waiting room
+   *
+   * A queued show (its "queue" settings) sells only to admitted shoppers. The page joins the
+   * queue (one place per account: a second join answers the same ticket, kept per show in
+   * localStorage), shows the place and a progress bar, and follows the show's WebSocket:
+   * each `queue` frame says how many have been admitted so far and whether the room is OPEN
+   * or SOLD_OUT. The page works out its own place from its number (so a million waiters cost
+   * the server one frame each, not a million reads), and reads its place again only when its
+   * number comes up (or at the opening), to fetch the admission, and every 15 s as a safety
+   * net. The admission goes with every hold as the Seatd-Admission header.
+   */
+
+  function queued() { return !!(state.show && state.show.queue); }
+  function mayShop() { return !queued() || (state.queue && state.queue.state === 'ADMITTED'); }
+  function queueKey() { return 'seatd.queue.' + state.showId; }
+
+  function rememberTicket(ticket) {
+    try { if (ticket) localStorage.setItem(queueKey(), ticket); else localStorage.removeItem(queueKey()); } catch (_) { /* private mode */ }
+  }
+
+  function storedTicket() {
+    try { return localStorage.getItem(queueKey()); } catch (_) { return null; }
+  }
+
+  function applyPlace(p) {
+    const before = state.queue && state.queue.state;
+    state.queue = {
+      ticket: p.ticket,
+      state: p.state,
+      position: p.position || 0,
+      number: p.number || 0,
+      admittedThrough: p.admittedThrough || 0,
+      queueState: p.queueState,
+      opensAt: p.opensAt,
+      eta: typeof p.estimatedWaitSeconds === 'number' ? p.estimatedWaitSeconds : null,
+      admission: p.admission || null,
+      expiresAt: p.expiresAt ? Date.parse(p.expiresAt) : null,
+    };
+    rememberTicket(p.ticket);
+    if (state.queue.state === 'ADMITTED' && before !== 'ADMITTED') {
+      say('It is your turn: choose your seats.', 'success');
+    }
+    renderQueue();
+    if (state.phase === 'select') setPhase('select');
+    scheduleQueuePoll();
+  }
+
+  async function joinQueue() {
+    if (!state.session) {
+      openAccount({ why: 'Sign in to join the queue for this show.', then: joinQueue });
+      return;
+    }
+    $('queue-join').disabled = true;
+    const res = await authApi('POST', `/v1/shows/${encodeURIComponent(state.showId)}/queue`);
+    $('queue-join').disabled = false;
+    if ((res.status === 201 || res.status === 200) && res.body && res.body.ticket) {
+      applyPlace(res.body);
+      return;
+    }
+    if (res.status === 401) openAccount({ why: 'Sign in to join the queue for this show.', then: joinQueue });
+    say(problemText(res, 'Could not join the queue.'), 'error');
+  }
+
+  async function fetchPlace() {
+    const ticket = (state.queue && state.queue.ticket) || storedTicket();
+    if (!ticket || !state.session || state.queueBusy) return;
+    state.queueBusy = true;
+    const res = await authApi('GET', `/v1/queue/${encodeURIComponent(ticket)}`);
+    state.queueBusy = false;
+    if (res.status === 200 && res.body) {
+      applyPlace(res.body);
+    } else if (res.status === 404) { // not this account's ticket (another signed in here)
+      rememberTicket(null);
+      state.queue = null;
+      renderQueue();
+      setPhase(state.phase);
+    } else {
+      scheduleQueuePoll();
+    }
+  }
+
+  function scheduleQueuePoll() {
+    clearTimeout(state.queueTimer);
+    const q = state.queue;
+    if (!q) return;
+    let wait = QUEUE_POLL_MS;
+    if (q.state === 'ADMITTED' && q.expiresAt) wait = Math.max(250, q.expiresAt - serverNow() + 250);
+    else if (q.state !== 'WAITING' && q.state !== 'SOLD_OUT') return;
+    state.queueTimer = setTimeout(() => {
+      if (state.queue && state.queue.state === 'ADMITTED') renderQueue();
+      fetchPlace();
+    }, wait);
+  }
+
+  /* A waiting-room frame: my place follows from my number; the server is asked only when
+   * my number comes up or the room opens (with a little jitter, so a crowd does not ask at
+   * the same millisecond). */
+  function onQueueFrame(msg) {
+    if (typeof msg.admittedThrough !== 'number' || typeof msg.state !== 'string') return;
+    state.queueRoom = msg;
+    const q = state.queue;
+    if (!q) { renderQueue(); return; }
+    if (q.number) q.admittedThrough = Math.max(q.admittedThrough, msg.admittedThrough);
+    if (q.state === 'WAITING' || q.state === 'SOLD_OUT' || q.state === 'CLOSED') {
+      if (msg.state === 'SOLD_OUT' || msg.state === 'CLOSED') {
+        q.state = msg.state;
+        q.queueState = msg.state;
+      } else if (msg.state === 'OPEN') {
+        if (q.state !== 'WAITING') q.state = 'WAITING';
+        const opening = q.queueState === 'PENDING' || !q.number;
+        q.queueState = 'OPEN';
+        if (opening || msg.admittedThrough >= q.number) {
+          setTimeout(fetchPlace, opening ? Math.random() * 2000 : Math.random() * 300);
+        }
+      }
+    }
+    renderQueue();
+  }
+
+  function mmss(ms) {
+    const s = Math.max(0, Math.ceil(ms / 1000));
+    return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+  }
+
+  function renderQueue() {
+    const panel = $('queue-panel');
+    if (!queued()) { panel.hidden = true; return; }
+    panel.hidden = false;
+    const q = state.queue;
+    const opens = state.show.queue.opensAt;
+    let text = '', detail = '', progress = null, join = null;
+    if (!q) {
+      text = 'Tickets for this show are sold through a waiting room.';
+      detail = Date.parse(opens) > serverNow()
+        ? `The sale opens ${formatWhen(opens)}. Everyone who joins before then gets a random place in line at the opening: there is no need to rush.`
+        : 'Join the queue; you will be let in as soon as seats are there for you.';
+      join = 'Join the queue';
+    } else if (q.state === 'WAITING' && (q.queueState === 'PENDING' || !q.number)) {
+      text = `You are in the queue. The sale opens ${formatWhen(q.opensAt || opens)}.`;
+      detail = 'Everyone who joins before the opening gets a random place in line at the opening; arriving earlier makes no difference.';
+    } else if (q.state === 'WAITING') {
+      const ahead = Math.max(0, q.number - q.admittedThrough - 1);
+      text = ahead ? `You are number ${q.number.toLocaleString()} in line: ${ahead.toLocaleString()} ahead of you.` : 'You are next.';
+      progress = q.number ? Math.min(1, q.admittedThrough / q.number) : 0;
+      detail = q.eta != null && q.eta > 0 ? `About ${q.eta < 90 ? q.eta + ' seconds' : Math.round(q.eta / 60) + ' minutes'} to go. Keep this page open.` : 'Keep this page open: it tells you when it is your turn.';
+    } else if (q.state === 'ADMITTED') {
+      text = `It is your turn! Choose your seats within ${mmss((q.expiresAt || 0) - serverNow())}.`;
+      progress = 1;
+      detail = 'Hold seats before the time is up; once held, you have the hold\'s own time to pay.';
+    } else if (q.state === 'SOLD_OUT') {
+      text = 'Sold out: every seat of this show has been sold.';
+      detail = 'Nobody further in line will be let in. If seats come back, the queue moves on and this page tells you.';
+    } else if (q.state === 'EXPIRED') {
+      text = 'Your turn has passed.';
+      detail = 'No seats were held in time. Join again for a place at the back of the line.';
+      join = 'Join again';
+    } else if (q.state === 'CLOSED') {
+      text = 'Sales for this show have closed.';
+    }
+    panel.dataset.state = q ? q.state : 'NONE';
+    $('queue-text').textContent = text;
+    $('queue-detail').textContent = detail;
+    const bar = $('queue-progress');
+    bar.hidden = progress == null;
+    if (progress != null) bar.value = progress;
+    const btn = $('queue-join');
+    btn.hidden = !join;
+    if (join) btn.textContent = join;
+    if (q && q.state === 'ADMITTED') {
+      clearTimeout(state.queueTick);
+      state.queueTick = setTimeout(renderQueue, 1000);
+    }
+  }
+
+  function initQueue() {
+    if (!queued()) return;
+    $('queue-join').addEventListener('click', joinQueue);
+    renderQueue();
+    if (state.session && storedTicket()) fetchPlace();
+  }
+
   /* ---------------------------------------------------------------- the panel */
 
   function setPhase(phase) {
     state.phase = phase;
-    $('panel-select').hidden = phase !== 'select';
+    $('panel-select').hidden = phase !== 'select' || !mayShop();
     $('panel-hold').hidden = phase !== 'hold';
     $('panel-ticket').hidden = phase !== 'ticket';
     renderPanel();
@@ -1337,8 +1526,10 @@
     renderPanel();
     say('');
     showAlternatives([]);
+    const admission = queued() && state.queue && state.queue.admission;
     const res = await authApi('POST', `/v1/shows/${encodeURIComponent(state.showId)}/holds`,
-      Object.assign({}, body, { idempotencyKey: state.holdKey.key }));
+      Object.assign({}, body, { idempotencyKey: state.holdKey.key }),
+      admission ? { 'Seatd-Admission': admission } : undefined);
     state.busy = false;
     if (res.status !== 0) state.holdKey = null;   // a definite answer: the next try is new
 
@@ -1399,6 +1590,11 @@
       return;
     }
     renderPanel();
+    if (res.status === 403 && String((res.body && res.body.type) || '').endsWith('/queue-required')) {
+      say('Your turn in the waiting room has ended, so these seats cannot be held. Your place is shown above.', 'error');
+      fetchPlace();
+      return;
+    }
     if (res.status === 401) {
       openAccount({ why: 'Your session has ended. Sign in again to hold these seats.', then: named ? hold : holdBest });
     }
@@ -1871,6 +2067,7 @@
     $('release-btn').addEventListener('click', release);
     $('again-btn').addEventListener('click', () => { setPhase('select'); say(''); });
     initBestForm();
+    initQueue();
     setPhase('select');
 
     setLive('connecting');

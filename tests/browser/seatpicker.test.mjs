@@ -832,3 +832,63 @@ test('a newcomer signs up, holds, pays and finds the ticket under My tickets; si
   assert.ok(sent.auth.size > 0, 'the page sent its own access tokens');
   noPageErrors(page);
 });
+
+/* ---------------------------------------------------------------- the waiting room (issue 15) */
+
+test('a queued show: join, wait, be let in, hold with the admission; the next in line is told sold out', async () => {
+  const seats = [1, 2].map((n) => ({ id: `A${n}`, row: 'A', number: n, tier: 'standard', x: n, y: 1 }));
+  const opens = new Date(Date.now() - 5000).toISOString().replace(/\.\d+Z$/, 'Z');
+  const res = await apiCall('POST', '/v1/shows', tokens.admin, {
+    ...showBody(), title: `On sale ${RUN_TAG}`, seats,
+    queue: { opensAt: opens, maxShoppers: 1, admissionSeconds: 60, seatsPerShopper: 2 },
+  });
+  assert.equal(res.status, 201, res.text);
+  const show = res.body.id;
+  const qa = mintToken(`qa-${RUN_TAG}`);
+  const qb = mintToken(`qb-${RUN_TAG}`);
+  const open = async (tok) => {
+    const ctx = await newContext();
+    const page = await ctx.newPage();
+    page.on('pageerror', (err) => { page.__errors = (page.__errors || []).concat(String(err)); });
+    await page.goto(`${BASE}/?show=${encodeURIComponent(show)}#token=${encodeURIComponent(tok)}`);
+    await page.waitForSelector('#map [data-seat="A2"]');
+    await page.waitForSelector('#queue-join:not([hidden])');
+    return page;
+  };
+  const a = await open(qa);
+  // Before joining: the waiting room, no way to hold.
+  assert.equal(await a.isVisible('#panel-select'), false, 'no seat choice before admission');
+  await a.click('#queue-join');
+  await a.waitForFunction(() => document.querySelector('#queue-panel').dataset.state === 'ADMITTED');
+  assert.match(await a.textContent('#queue-text'), /your turn/i);
+  assert.equal(await a.isVisible('#panel-select'), true, 'admitted: seats can be chosen');
+
+  const b = await open(qb);
+  await b.click('#queue-join');
+  await b.waitForFunction(() => document.querySelector('#queue-panel').dataset.state === 'WAITING');
+  assert.match(await b.textContent('#queue-text'), /next|in line/i);
+  assert.equal(await b.isVisible('#panel-select'), false, 'waiting: no seat choice');
+  await b.waitForSelector('#queue-progress:not([hidden])');
+  await shot(b, 'queue-waiting');
+
+  // A holds both seats with the admission (the header), then pays.
+  await a.click('#map [data-seat="A1"]');
+  await a.click('#map [data-seat="A2"]');
+  await a.click('#hold-btn');
+  await a.waitForSelector('#panel-hold:not([hidden])');
+  const holds = await apiCall('GET', '/v1/me/holds', qa);
+  assert.equal(holds.status, 200, holds.text);
+  const holdId = (holds.body.holds || holds.body.items || [])[0]?.holdId;
+  assert.ok(holdId, holds.text);
+  const paid = await apiCall('POST', '/v1/bookings', qa, { holdId, paymentMethod: 'tok_ok' });
+  assert.equal(paid.status, 201, paid.text);
+  const soldAt = Date.now();
+  // B is told at once, by the show's WebSocket: sold out, nobody else let in.
+  await b.waitForFunction(() => document.querySelector('#queue-panel').dataset.state === 'SOLD_OUT',
+    undefined, { timeout: 2000, polling: 25 });
+  const ms = Date.now() - soldAt;
+  assert.ok(ms <= 1500, `sold out shown after ${ms} ms`);
+  assert.match(await b.textContent('#queue-text'), /sold out/i);
+  await shot(b, 'queue-sold-out');
+  noPageErrors(a, b);
+});
