@@ -336,17 +336,37 @@ static void shop(long u)
     }
     char hold_id[64] = "";
     int count = 2;
-    st = hold_best(token, count, extra, hold_id);
+    /* A 5xx (Redis or the machine too slow for a moment) is retried, as a client would; the
+     * idempotency key makes a retried hold the same hold. */
+    char idem[512];
+    snprintf(idem, sizeof(idem), "Idempotency-Key: qs-%ld-2\r\n%s", u, extra);
+    for (int t = 0; t < 5 && (t == 0 || st >= 500 || st < 0); t++) {
+        if (t)
+            usleep(200000);
+        st = hold_best(token, count, idem, hold_id);
+    }
     if (st == 409) {
         count = 1;
-        st = hold_best(token, count, extra, hold_id);
+        snprintf(idem, sizeof(idem), "Idempotency-Key: qs-%ld-1\r\n%s", u, extra);
+        for (int t = 0; t < 5 && (t == 0 || st >= 500 || st < 0); t++) {
+            if (t)
+                usleep(200000);
+            st = hold_best(token, count, idem, hold_id);
+        }
     }
     if (st == 201) {
         __sync_fetch_and_add(&SH->holds, 1);
         __sync_fetch_and_add(&SH->held_seats, count);
         char body[160];
         snprintf(body, sizeof(body), "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_ok\"}", hold_id);
-        if (http("POST", "/v1/bookings", token, body, NULL, NULL) == 201)
+        /* One booking per hold: a repeat answers the same booking (202 while it is paying). */
+        int bs = -1;
+        for (int t = 0; t < 50 && bs != 201 && bs != 200; t++) {
+            if (t)
+                usleep(200000);
+            bs = http("POST", "/v1/bookings", token, body, NULL, NULL);
+        }
+        if (bs == 201 || bs == 200)
             __sync_fetch_and_add(&SH->booked, 1);
         else
             __sync_fetch_and_add(&SH->errors, 1);
