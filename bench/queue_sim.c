@@ -684,6 +684,36 @@ int main(int argc, char **argv)
         freeReplyObject(r);
     } while (cursor != 0);
     printf("queue_sim holds_in_redis=%lld by_users_never_admitted=%lld\n", holds_seen, bad_owner);
+
+    /* The room's own pace, with nothing else limiting it: a queued show of 'users' seats and
+     * no shopper cap, 'users' waiters, seatd_queue_advance called back to back (each call
+     * admits at most 1,000) until all are admitted. */
+    redis_int(rc,
+              "HSET {s:999999}:meta holdTtlMs 60000 layoutHash x seatCount %ld startsAt "
+              "4102444800000 queueOpensAt 1 queueMax 1000000 queueAdmitMs 600000 queueSeats 1",
+              users);
+    for (long base = 0; base < users; base += batch) {
+        long n = users - base < batch ? users - base : batch;
+        for (long u = base; u < base + n; u++)
+            redisAppendCommand(rc, "ZADD {s:999999}:queue %ld u%ld", u, u);
+        for (long k = 0; k < n; k++) {
+            redisReply *r = NULL;
+            if (redisGetReply(rc, (void **)&r) == REDIS_OK)
+                freeReplyObject(r);
+        }
+    }
+    long long a0 = now_ms(), calls = 0, got = 0;
+    while (got < users && calls < users) {
+        redisReply *r = redisCommand(rc, "FCALL seatd_queue_advance 1 {s:999999}:meta");
+        const char *t = field(r, "admittedThrough");
+        got = t ? atoll(t) : got;
+        calls++;
+        freeReplyObject(r);
+    }
+    long long a1 = now_ms();
+    printf("queue_sim room_capacity: %lld admissions in %lld calls, %.2f s = %.0f admissions/s "
+           "(seatd_queue_advance back to back, nothing else limiting)\n",
+           got, calls, (a1 - a0) / 1000.0, got * 1000.0 / (double)(a1 - a0 > 0 ? a1 - a0 : 1));
     int ok = sold && told == watchers && admitted_later == admitted_at_sold && same == again &&
              places == users && waiting + admitted_at_sold == users &&
              SH->probes == SH->probes_ok && bad_owner == 0 && SH->errors == 0 &&
