@@ -315,7 +315,13 @@ static void shop(long u)
     if (seatd_auth_sign(AUTH, sub, 0, 3600, &token) < 0)
         return;
     snprintf(path, sizeof(path), "/v1/queue/%s", TICKETS[u]);
-    int st = http("GET", path, token, NULL, NULL, &resp);
+    int st = -1;
+    for (int t = 0; t < 5 && (t == 0 || st >= 500 || st < 0); t++) { /* a 5xx is retried */
+        if (t)
+            usleep(200000);
+        free(resp);
+        st = http("GET", path, token, NULL, NULL, &resp);
+    }
     cJSON *j = cJSON_Parse(resp);
     const cJSON *adm = cJSON_GetObjectItemCaseSensitive(j, "admission");
     const cJSON *ust = cJSON_GetObjectItemCaseSensitive(j, "state");
