@@ -46,11 +46,16 @@
  *                                    createdAt, expiresAt, rotatedAt; PEXPIREAT expiresAt
  *   {u:<id>}:rt:<sha256>     hash    one refresh token, by the SHA-256 hex of its text: fam,
  *                                    used ("1" once rotated); expires with its family
- *   {u:<sub>}:holds          zset    hold id -> ms the worker filed it (queued before the 201, not
- * waited for); entries older than 1 day are trimmed on write {u:<sub>}:bookings       zset booking
- * id -> ms filed (before book_begin), kept seatd:login:addr:<addr>  string  login attempts from one
- * client address (seatd_attempt) seatd:login:acct:<h>     string  failed logins of one email (<h>:
- * 32 hex of its SHA-256) seatd:register:addr:<a>  string  registrations from one client address
+ *   {u:<sub>}:holds          zset    hold id -> ms the worker filed it (queued before the 201,
+ *                                    not waited for); entries older than 1 day are trimmed
+ *   {u:<sub>}:bookings       zset    booking id -> ms filed (queued when it begins, not waited
+ *                                    for; seatd-notify files confirmed and cancelled ones from
+ *                                    the outbox, ZADD NX), kept
+ *   seatd:login:addr:<addr>  string  login attempts from one client address (seatd_attempt)
+ *   seatd:login:acct:<h>     string  failed logins of one email (<h>: 32 hex of its SHA-256)
+ *   seatd:register:addr:<a>  string  registrations from one client address
+ *   seatd:declines:<sub>     string  the per-user decline cap's counter (skipped, not waited for,
+ *                                    when its shard cannot be reached: SEATD_RDS_NO_WAIT)
  *   seatd:show_seq           integer show id sequence
  *   seatd:pending_shows:{hN} zset    show id -> hint count: shows reconciliation should look at
  *                                    (16 buckets, see "Hint indexes" below)

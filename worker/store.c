@@ -1103,9 +1103,13 @@ int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_
     if (!seatd_keys_valid_sub(a->owner) || a->nseats > SEATD_SEATS_MAX_PER_HOLD ||
         a->show_id == NULL || a->hold_id == NULL)
         return hold_start(st, a, cb, data); /* its own checks answer */
-    int n = snprintf(key, sizeof(key), "seatd:rate:hold:%s", a->owner);
-    if (n < 0 || (size_t)n >= sizeof(key))
-        return SEATD_EBADID;
+    /* In the show's slot: a counter of its own slot would make every hold of this user, on
+     * any show, wait for the one shard that keeps it (on a cluster, a dead shard would stop
+     * holds on shows it does not own). So the limit is per user and show. */
+    char suffix[SEATD_KEY_MAX];
+    snprintf(suffix, sizeof(suffix), "rate:hold:%s", a->owner);
+    if (seatd_keys_show(key, a->show_id, suffix) < 0)
+        return hold_start(st, a, cb, data); /* its own checks answer the bad show id */
     snprintf(limit, sizeof(limit), "%lld", st->hold_rate);
     snprintf(window, sizeof(window), "%lld", st->hold_window_ms);
     rate_op_t *r = seatd_calloc(1, sizeof(*r));
@@ -1358,7 +1362,7 @@ int seatd_store_late_charge(seatd_store_t *st, const char *booking_id, const cha
     return booking_text_call(st, "seatd_late_charge", 0, booking_id, charge_id, cb, data);
 }
 
-int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,
+static int attempt_call(seatd_store_t *st, unsigned flags, const char *key, int take, int64_t cap,
                         int64_t window_ms, seatd_store_cb cb, void *data)
 {
     char c[24], w[24];
@@ -1367,8 +1371,25 @@ int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t ca
     snprintf(c, sizeof(c), "%" PRId64, cap);
     snprintf(w, sizeof(w), "%" PRId64, window_ms);
     const char *args[3] = {take ? "take" : "give", c, w};
-    return fcall(op_new(st, KIND_ATTEMPT, cb, data), "seatd_attempt", key, take ? 3 : 1, args, NULL,
-                 on_reply);
+    const char *keys[1] = {key};
+    store_op_t *op = op_new(st, KIND_ATTEMPT, cb, data);
+    int rc = seatd_scripts_fcall_ex(st->scripts, "seatd_attempt", flags, 1, keys, take ? 3 : 1,
+                                    args, NULL, on_reply, op);
+    if (rc < 0)
+        op_free(op);
+    return rc;
+}
+
+int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,
+                        int64_t window_ms, seatd_store_cb cb, void *data)
+{
+    return attempt_call(st, 0, key, take, cap, window_ms, cb, data);
+}
+
+int seatd_store_attempt_nowait(seatd_store_t *st, const char *key, int take, int64_t cap,
+                               int64_t window_ms, seatd_store_cb cb, void *data)
+{
+    return attempt_call(st, SEATD_RDS_NO_WAIT, key, take, cap, window_ms, cb, data);
 }
 
 /* ---------------------------------------------------------------------- accounts */
@@ -1476,7 +1497,13 @@ int seatd_store_me_add(seatd_store_t *st, const char *sub, const char *index, co
         return SEATD_EINVAL;
     snprintf(retain, sizeof(retain), "%" PRId64, retain_ms);
     const char *args[2] = {id, retain};
-    return account_call(st, "seatd_me_add", key, 2, args, cb, data);
+    const char *keys[1] = {key};
+    store_op_t *op = op_new(st, KIND_ACCOUNT, cb, data);
+    int rc = seatd_scripts_fcall_ex(st->scripts, "seatd_me_add", SEATD_RDS_NO_WAIT, 1, keys, 2,
+                                    args, NULL, on_reply, op);
+    if (rc < 0)
+        op_free(op);
+    return rc;
 }
 
 int seatd_store_me_list(seatd_store_t *st, const char *sub, const char *index, const char *before,

@@ -266,9 +266,10 @@ typedef struct seatd_hold_args_s {
 } seatd_hold_args_t;
 SEATD_MUSTCHECK int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a,
                                      seatd_store_cb cb, void *data);
-/* Per-user hold rate limit: with 'per_window' > 0 every seatd_store_hold() first counts one
- * request of its owner in a fixed window of 'window_ms' (the Redis key
- * "seatd:rate:hold:<sub>", function seatd_rate_hit) and answers RATELIMIT (429) past it.
+/* Per-user hold rate limit, per show: with 'per_window' > 0 every seatd_store_hold() first
+ * counts one request of its owner on that show in a fixed window of 'window_ms' (the Redis key
+ * "{s:<showId>}:rate:hold:<sub>", in the show's slot; function seatd_rate_hit) and answers
+ * RATELIMIT (429) past it.
  * 0 turns it off (the default). */
 void seatd_store_set_hold_rate(seatd_store_t *st, long long per_window, long long window_ms);
 
@@ -394,6 +395,12 @@ SEATD_MUSTCHECK int seatd_store_late_charge(seatd_store_t *st, const char *booki
  * ok ("1", or "0": over the cap, nothing counted), count, retryAfterMs. */
 SEATD_MUSTCHECK int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,
                                         int64_t window_ms, seatd_store_cb cb, void *data);
+/* seatd_store_attempt() on a counter of another shard than the request's show: on a cluster,
+ * when that shard cannot be reached (failing over) it answers UNAVAILABLE at once instead of
+ * waiting within the deadline (SEATD_RDS_NO_WAIT), so the caller can go on without it. */
+SEATD_MUSTCHECK int seatd_store_attempt_nowait(seatd_store_t *st, const char *key, int take,
+                                               int64_t cap, int64_t window_ms, seatd_store_cb cb,
+                                               void *data);
 
 /* ---------------------------------------------------------------------------------------
  * Accounts (issue 14; lua/accounts.lua, keys in keys.h). Results: res->account. Emails must
@@ -437,7 +444,9 @@ SEATD_MUSTCHECK int seatd_store_session_revoke(seatd_store_t *st, const char *us
                                                const char *token_hash, seatd_store_cb cb,
                                                void *data);
 /* Files 'id' in the index 'index' ("holds" or "bookings") of user 'sub', trimming entries
- * older than 'retain_ms' (0: none). Result: score. */
+ * older than 'retain_ms' (0: none). Result: score. An index entry is a side step of a hold or
+ * booking on another shard: on a cluster, when the user's shard cannot be reached it fails at
+ * once with UNAVAILABLE (SEATD_RDS_NO_WAIT) and the caller goes on without it. */
 SEATD_MUSTCHECK int seatd_store_me_add(seatd_store_t *st, const char *sub, const char *index,
                                        const char *id, int64_t retain_ms, seatd_store_cb cb,
                                        void *data);

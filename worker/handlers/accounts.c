@@ -546,8 +546,8 @@ int seatd_handle_auth_logout(seatd_req_t *r)
 }
 
 /* ---------------------------------------------------------------------------------------
- * The per-user indexes, a booking's written before it begins (bookings.c), a hold's after it is
- * made (holds.c).
+ * The per-user indexes, queued (not waited for) when a booking begins (bookings.c; seatd-notify
+ * files confirmed and cancelled ones from the outbox) and when a hold is made (holds.c).
  * --------------------------------------------------------------------------------------- */
 
 int seatd__index_hold(seatd_req_t *r, const char *hold_id, seatd_store_cb cb, void *data)

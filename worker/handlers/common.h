@@ -52,9 +52,10 @@ int seatd__step_end(seatd_req_t **rp);
 int seatd__done(seatd_req_t *r, const seatd_store_result_t *res);
 
 /* Files 'id' in the per-user index of the request's user (accounts.c), a store call with
- * store.h's contract. A booking is filed before it begins; a hold right after it is made and
- * before its 201 (a failure then is answered and compensated like a 5xx hold): either way an
- * acknowledged hold or booking is never missing from GET /v1/me/holds or /v1/me/bookings. */
+ * store.h's contract that never waits for an unreachable shard (seatd_store_me_add). A booking
+ * is filed before it begins, a hold right after it is made, each waited for before going on,
+ * so that the buyer reads their own writes; a failure is logged and counted, and the hold or
+ * booking goes on without its entry (seatd-notify files confirmed bookings from the outbox). */
 int seatd__index_hold(seatd_req_t *r, const char *hold_id, seatd_store_cb cb, void *data);
 int seatd__index_booking(seatd_req_t *r, const char *booking_id, seatd_store_cb cb, void *data);
 
