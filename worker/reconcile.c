@@ -77,6 +77,15 @@ static int started(seatd_reconcile_t *rc, int code)
     return 1;
 }
 
+/* Returns an owned job for booking 'bid' (borrowed); freed by job_end() once started. */
+static job_t *job_new(seatd_reconcile_t *rc, const char *bid)
+{
+    job_t *j = seatd_calloc(1, sizeof(*j));
+    j->rc = rc;
+    snprintf(j->bid, sizeof(j->bid), "%s", bid);
+    return j;
+}
+
 static void job_end(job_t *j)
 {
     seatd_reconcile_t *rc = j->rc;
@@ -256,25 +265,26 @@ static void on_late_lookup(const seatd_payment_result_t *res, void *data)
     job_end(j); /* unknown, or still processing: next tick */
 }
 
-/* Asks the gateway, by the booking id (the charge's idempotency key), whether the charge of
- * FAILED booking 'bid' landed after all; its charge horizon has passed, so the answer is
- * final unless it is unknown. */
-static void watch_late(seatd_reconcile_t *rc, const char *bid)
+/* Asks the gateway for the charge of booking 'bid' (by the booking id, the charge's
+ * idempotency key); 'cb' carries the job on. */
+static void ask_gateway(seatd_reconcile_t *rc, const char *bid, seatd_payment_cb cb)
 {
-    job_t *j = seatd_calloc(1, sizeof(*j));
-    j->rc = rc;
-    snprintf(j->bid, sizeof(j->bid), "%s", bid);
-    if (!started(rc, seatd_payment_lookup(rc->payment, bid, on_late_lookup, j)))
+    job_t *j = job_new(rc, bid);
+    if (!started(rc, seatd_payment_lookup(rc->payment, bid, cb, j)))
         free(j);
 }
 
+/* A PENDING_PAYMENT booking: confirm, refund or fail it by what the gateway says. */
 static void settle(seatd_reconcile_t *rc, const char *bid)
 {
-    job_t *j = seatd_calloc(1, sizeof(*j));
-    j->rc = rc;
-    snprintf(j->bid, sizeof(j->bid), "%s", bid);
-    if (!started(rc, seatd_payment_lookup(rc->payment, bid, on_lookup, j)))
-        free(j);
+    ask_gateway(rc, bid, on_lookup);
+}
+
+/* A FAILED booking past its charge horizon: did its charge land after all? The answer is
+ * final unless it is unknown. */
+static void watch_late(seatd_reconcile_t *rc, const char *bid)
+{
+    ask_gateway(rc, bid, on_late_lookup);
 }
 
 /* ------------------------------------------------------------ retrying a cancel's refund */
@@ -351,9 +361,7 @@ static void on_cancelled_booking(const seatd_store_result_t *res, void *data)
 
 static void retry_refund(seatd_reconcile_t *rc, const char *bid)
 {
-    job_t *j = seatd_calloc(1, sizeof(*j));
-    j->rc = rc;
-    snprintf(j->bid, sizeof(j->bid), "%s", bid);
+    job_t *j = job_new(rc, bid);
     if (!started(rc, seatd_store_booking_get(rc->store, bid, NULL, on_cancelled_booking, j)))
         free(j);
 }
