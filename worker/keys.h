@@ -28,6 +28,10 @@
  *                                    ("sending:<ms>:<consumer>" then "done"), 7 d TTL
  *   {s:42}:pending           zset    bookingId -> ms it started, while PENDING_PAYMENT
  *   {s:42}:refunds           zset    bookingId -> ms cancelled, until the refund is confirmed
+ *                                    (also a late charge's refund, until it is recorded)
+ *   {s:42}:failed            zset    bookingId -> ms it started, once FAILED while its charge
+ *                                    may still land, until reconciliation asked the gateway
+ *                                    past the charge horizon (reconcile.h)
  *   {s:42}:ch                channel seat deltas {"v":version,"c":[[seat,status],…]}
  *   seatd:layout:<sha256>    string  a frozen layout, shared by every show created with it: the
  *                                    canonical "seats" JSON array (seat i has bit i), stored

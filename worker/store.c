@@ -200,6 +200,7 @@ static const field_t pending_fields[] = {
     INT_OR("remaining", pending.remaining, -1),
     LIST("booking", pending.bookings, pending.nbookings),
     LIST("refund", pending.refunds, pending.nrefunds),
+    LIST("late", pending.late, pending.nlate),
     {NULL, F_STR, 0, NOAUX, 0},
 };
 static const field_t reap_fields[] = {
@@ -243,7 +244,7 @@ static const field_t *const kind_fields[KIND_COUNT] = {
     [KIND_REMOVED] = removed_fields, [KIND_ACCOUNT] = account_fields,
 };
 
-#define MAX_LISTS 2 /* F_LIST fields per kind */
+#define MAX_LISTS 3 /* F_LIST fields per kind */
 
 /* Storage behind a decoded result, freed after the callback. */
 typedef struct decoded_s {
@@ -1297,10 +1298,10 @@ int seatd_store_refund_done(seatd_store_t *st, const char *booking_id, const cha
     return booking_text_call(st, "seatd_refund_done", 0, booking_id, refund_ref, cb, data);
 }
 
-int seatd_store_pending_due(seatd_store_t *st, const char *show_id, int64_t min_age_ms, int max,
-                            seatd_store_cb cb, void *data)
+int seatd_store_pending_due(seatd_store_t *st, const char *show_id, int64_t min_age_ms,
+                            int64_t horizon_ms, int max, seatd_store_cb cb, void *data)
 {
-    char key[SEATD_KEY_MAX], age[24], n[24];
+    char key[SEATD_KEY_MAX], age[24], n[24], horizon[24];
     int rc = seatd_keys_show(key, show_id, "meta");
     if (rc < 0)
         return rc;
@@ -1308,9 +1309,10 @@ int seatd_store_pending_due(seatd_store_t *st, const char *show_id, int64_t min_
         return SEATD_EINVAL;
     snprintf(age, sizeof(age), "%" PRId64, min_age_ms);
     snprintf(n, sizeof(n), "%d", max);
-    const char *args[2] = {age, n};
-    return fcall(op_new(st, KIND_PENDING, cb, data), "seatd_pending_due", key, 2, args, NULL,
-                 on_reply);
+    snprintf(horizon, sizeof(horizon), "%" PRId64, horizon_ms);
+    const char *args[3] = {age, n, horizon};
+    return fcall(op_new(st, KIND_PENDING, cb, data), "seatd_pending_due", key,
+                 horizon_ms >= 0 ? 3 : 2, args, NULL, on_reply);
 }
 
 int seatd_store_hint_clear(seatd_store_t *st, const char *show_id, const char *score,
@@ -1360,6 +1362,11 @@ int seatd_store_late_charge(seatd_store_t *st, const char *booking_id, const cha
                             seatd_store_cb cb, void *data)
 {
     return booking_text_call(st, "seatd_late_charge", 0, booking_id, charge_id, cb, data);
+}
+
+int seatd_store_late_clear(seatd_store_t *st, const char *booking_id, seatd_store_cb cb, void *data)
+{
+    return booking_text_call(st, "seatd_late_clear", 0, booking_id, NULL, cb, data);
 }
 
 static int attempt_call(seatd_store_t *st, unsigned flags, const char *key, int take, int64_t cap,

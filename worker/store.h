@@ -109,6 +109,9 @@ typedef struct seatd_pending_result_s { /* pending_due */
     const char *const *bookings; /* due PENDING_PAYMENT booking ids */
     size_t nrefunds;
     const char *const *refunds; /* due unconfirmed refunds (booking ids) */
+    size_t nlate;
+    const char *const *late; /* FAILED bookings past the charge horizon whose charge may have
+                                landed after all ({s}:failed; booking ids) */
 } seatd_pending_result_t;
 
 typedef struct seatd_reap_result_s { /* reap */
@@ -356,12 +359,14 @@ SEATD_MUSTCHECK int seatd_store_refund_done(seatd_store_t *st, const char *booki
                                             const char *refund_ref, seatd_store_cb cb, void *data);
 
 /* What reconciliation must settle in show 'show_id': bookings PENDING_PAYMENT for at least
- * 'min_age_ms' (Redis clock) and cancelled bookings whose refund is unconfirmed, at most
- * 'max' of each. Result: res->pending with remaining (all entries, due or not), then "booking" and
- * "refund" repeated once per due id. */
+ * 'min_age_ms' (Redis clock), cancelled bookings whose refund is unconfirmed and, when
+ * 'horizon_ms' >= 0, FAILED bookings of {s}:failed that began at least 'horizon_ms' ago (the
+ * charge horizon: the gateway is to be asked whether their charge landed after all), at most
+ * 'max' of each. Result: res->pending with remaining (all entries, due or not), then "booking",
+ * "refund" and "late" repeated once per due id. */
 SEATD_MUSTCHECK int seatd_store_pending_due(seatd_store_t *st, const char *show_id,
-                                            int64_t min_age_ms, int max, seatd_store_cb cb,
-                                            void *data);
+                                            int64_t min_age_ms, int64_t horizon_ms, int max,
+                                            seatd_store_cb cb, void *data);
 
 /* Removes 'show_id' from its bucket of the hint zset SEATD_KEY_PENDING_SHOWS (keys.h) if its
  * score is still 'score' (text as read). Result: res->removed (removed). */
@@ -389,6 +394,12 @@ SEATD_MUSTCHECK int seatd_store_book_fail_after(seatd_store_t *st, const char *b
  * bookingId, status, refundStatus. Errors: NOTFOUND, STATE (not FAILED). */
 SEATD_MUSTCHECK int seatd_store_late_charge(seatd_store_t *st, const char *booking_id,
                                             const char *charge_id, seatd_store_cb cb, void *data);
+
+/* seatd_late_clear: the gateway, asked after the charge horizon, has no successful charge for
+ * FAILED booking 'booking_id': it leaves {s}:failed (nothing can land any more). Result:
+ * res->booking with bookingId, status ("" if the booking is gone). Errors: INVAL. */
+SEATD_MUSTCHECK int seatd_store_late_clear(seatd_store_t *st, const char *booking_id,
+                                           seatd_store_cb cb, void *data);
 
 /* seatd_attempt on counter 'key' (borrowed; a key of one slot): 'take' one within 'cap' per
  * 'window_ms', or give one back ('take' 0; 'cap' and 'window_ms' unused). Result: res->attempt with

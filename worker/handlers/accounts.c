@@ -593,21 +593,6 @@ static void me_op_free(me_op_t *op)
     free(op);
 }
 
-static cJSON *me_hold_json(const seatd_hold_result_t *h)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "holdId", h->hold_id);
-    cJSON_AddStringToObject(o, "showId", h->show_id);
-    seatd__json_add_csv_array(o, "seatIds", h->seat_ids);
-    cJSON_AddStringToObject(o, "status", h->status);
-    seatd__json_add_time(o, "expiresAt", h->expires_at_ms);
-    if (h->created_at_ms)
-        seatd__json_add_time(o, "createdAt", h->created_at_ms);
-    if (h->booking_id[0])
-        cJSON_AddStringToObject(o, "bookingId", h->booking_id);
-    return o;
-}
-
 static cJSON *me_booking_json(const seatd_booking_result_t *b)
 {
     cJSON *o = cJSON_CreateObject();
@@ -669,7 +654,7 @@ static void on_me_hold(const seatd_store_result_t *res, void *data)
     if (!res->err) {
         const char *st = res->hold.status;
         if (strcmp(st, "HELD") == 0 || strcmp(st, "PENDING_PAYMENT") == 0)
-            it->json = me_hold_json(&res->hold);
+            it->json = seatd__json_hold(&res->hold, NULL);
     } else if (res->err != SEATD_ENOTFOUND && res->err != SEATD_ENOSHOW) {
         err = res->err;
     }

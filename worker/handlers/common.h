@@ -74,6 +74,11 @@ int seatd__with_layout(seatd_req_t *r, const char *show_id, seatd__layout_cont c
 void seatd__json_add_time(void *obj, const char *name, int64_t ms);
 /* Adds a JSON array of strings from a comma-joined list 'csv' as member 'name' of 'obj'. */
 void seatd__json_add_csv_array(void *obj, const char *name, const char *csv);
+/* A hold as the API shows it (holdId, showId, seatIds, status, expiresAt, and createdAt and
+ * bookingId when known); an empty status is shown as 'status_if_empty' when not NULL. 'h' is
+ * borrowed; returns an owned cJSON object (cJSON *), freed with cJSON_Delete() or taken by a
+ * tree. */
+void *seatd__json_hold(const seatd_hold_result_t *h, const char *status_if_empty);
 
 /* The idempotency key of 'r': the Idempotency-Key header or the body's field 'body_key'
  * (string, may be NULL); '*out' is NULL when none was given. A malformed key, or a header and

@@ -61,18 +61,7 @@ static void hold_op_free(void *ctx)
 
 static cJSON *hold_to_json(const seatd_store_result_t *res)
 {
-    cJSON *o = cJSON_CreateObject();
-    const seatd_hold_result_t *h = &res->hold;
-    cJSON_AddStringToObject(o, "holdId", h->hold_id);
-    cJSON_AddStringToObject(o, "showId", h->show_id);
-    seatd__json_add_csv_array(o, "seatIds", h->seat_ids);
-    cJSON_AddStringToObject(o, "status", h->status[0] ? h->status : "HELD");
-    seatd__json_add_time(o, "expiresAt", h->expires_at_ms);
-    if (h->created_at_ms)
-        seatd__json_add_time(o, "createdAt", h->created_at_ms);
-    if (h->booking_id[0])
-        cJSON_AddStringToObject(o, "bookingId", h->booking_id);
-    return o;
+    return seatd__json_hold(&res->hold, "HELD"); /* a fresh hold's answer has no status */
 }
 
 static void best_start(seatd_req_t *r, hold_op_t *op);
