@@ -108,10 +108,13 @@ seatd_pending_due (no-writes): what reconciliation has to settle in one show.
   KEYS[1]  {s:<id>}:meta
   ARGV[1]  minimum age (ms): bookings PENDING_PAYMENT for at least this long (Redis clock)
   ARGV[2]  at most this many of each kind
-  Returns  {"remaining", n, "booking", id, …, "refund", id, …}: 'remaining' counts every entry
-           of {s}:pending and {s}:refunds (due or not); "booking" entries are due pending
-           payments, "refund" entries cancelled bookings whose refund is not yet confirmed
-           (due after the same age).
+  ARGV[3]  optional: the charge horizon (ms); without it no "late" entry is answered
+  Returns  {"remaining", n, "booking", id, …, "refund", id, …, "late", id, …}: 'remaining'
+           counts every entry of {s}:pending, {s}:refunds and {s}:failed (due or not);
+           "booking" entries are due pending payments, "refund" entries cancelled bookings
+           whose refund is not yet confirmed (due after the same age), "late" entries FAILED
+           bookings of {s}:failed that began at least the charge horizon ago: the gateway is
+           to be asked whether their charge landed after all.
 ]]
 local function pending_due(keys, args)
     local p = show_prefix(keys[1])
@@ -123,8 +126,12 @@ local function pending_due(keys, args)
         return fail('INVAL', 'age and count')
     end
     local cutoff = now_ms() - age
+    local horizon = tonumber(args[3] or '')
+    if args[3] and args[3] ~= '' and (not horizon or horizon < 0) then
+        return fail('INVAL', 'horizon')
+    end
     local out = {'remaining', tostring(redis.call('ZCARD', p .. ':pending') +
-        redis.call('ZCARD', p .. ':refunds'))}
+        redis.call('ZCARD', p .. ':refunds') + redis.call('ZCARD', p .. ':failed'))}
     for _, id in ipairs(redis.call('ZRANGEBYSCORE', p .. ':pending', '-inf', cutoff,
         'LIMIT', 0, max)) do
         out[#out + 1] = 'booking'
@@ -134,6 +141,13 @@ local function pending_due(keys, args)
         'LIMIT', 0, max)) do
         out[#out + 1] = 'refund'
         out[#out + 1] = id
+    end
+    if horizon then
+        for _, id in ipairs(redis.call('ZRANGEBYSCORE', p .. ':failed', '-inf',
+            now_ms() - horizon, 'LIMIT', 0, max)) do
+            out[#out + 1] = 'late'
+            out[#out + 1] = id
+        end
     end
     return out
 end

@@ -9,13 +9,18 @@ book_fail.lua - seatd_book_fail: the payment failed; the hold goes back to HELD.
   ARGV[5]  optional: minimum age (ms since the booking began, Redis clock): a younger
            PENDING_PAYMENT booking is left as it is (the charge horizon of reconciliation: a
            charge the gateway does not know yet may still land) and answered unchanged
-  Booking PENDING_PAYMENT -> FAILED (reason, failedAt). If its hold is still PENDING_PAYMENT
-  for this booking: back to HELD with bookingId cleared and its seat keys' deadline restored
-  to heldUntil; if heldUntil has come (or is 1 ms away) the hold ends EXPIRED instead (seat keys that
-  still name it deleted, bits cleared, delta). The booking leaves {s}:pending; a refund is
+  Booking PENDING_PAYMENT -> FAILED (reason, failedAt). Unless a refund is recorded (the
+  charge is known) or ARGV[5] is given (failed past the charge horizon: no charge can land
+  any more), the booking moves from {s}:pending to {s}:failed (bookingId -> ms it began):
+  its charge may still land, so reconciliation asks the gateway about it once the charge
+  horizon has passed (seatd_pending_due; seatd_late_charge or seatd_late_clear end the
+  watch). If its hold is still PENDING_PAYMENT for this booking: back to HELD with bookingId
+  cleared and its seat keys' deadline restored to heldUntil; if heldUntil has come (or is 1 ms
+  away) the hold ends EXPIRED instead (seat keys that still name it deleted, bits cleared,
+  delta). The booking leaves {s}:pending; a refund is
   recorded as refund, refundRef, refundStatus "succeeded". Failing again answers the same,
   except that a refund given for an already FAILED booking (a charge that landed late) is
-  recorded once (and the booking leaves {s}:refunds, see seatd_late_charge).
+  recorded once (and the booking leaves {s}:refunds and {s}:failed, see seatd_late_charge).
   Returns  {"bookingId", id, "status", "FAILED", "holdStatus", "HELD"|"EXPIRED"|…}
   Errors   NOTFOUND, STATE <status> (CONFIRMED, CANCELLED)
 ]]
@@ -36,6 +41,7 @@ local function book_fail(keys, args)
         end
         if late and tonumber(late) and tonumber(late) >= 0 then -- recorded (now or before)
             redis.call('ZREM', p .. ':refunds', booking_id)
+            redis.call('ZREM', p .. ':failed', booking_id)
         end
         return {'bookingId', booking_id, 'status', 'FAILED',
             'holdStatus', redis.call('HGET', hk, 'status') or ''}
@@ -62,6 +68,9 @@ local function book_fail(keys, args)
     if refund and refund ~= '' then
         redis.call('HSET', bk, 'refund', refund, 'refundRef', args[4] or '',
             'refundStatus', 'succeeded')
+    elseif not min_age then
+        -- Its charge may still be on its way: watched until the charge horizon has passed.
+        redis.call('ZADD', p .. ':failed', tonumber(b.createdAt or '0') or 0, booking_id)
     end
     local h = hgetall(hk)
     if h and h.status == 'PENDING_PAYMENT' and h.bookingId == booking_id then

@@ -61,7 +61,9 @@ orphan seats, alternatives. Everything seatd_hold does, in the same order, plus:
   same size when N is even) in the same tier, disjoint from it; else NO_BLOCK.
   Alternatives (CONFLICT and ORPHAN_SEAT): the first MAX_ALTERNATIVES "a" blocks, in the
   worker's order, that are wholly free and strand none when the rule is on, appended to the
-  error as words "alt=<id>,<id>…".
+  error as words "alt=<id>,<id>…". Suggestions, not decisions: judged on the show's held and
+  booked bitmaps (two reads per refusal, not two per seat looked at; a hold expired but not
+  yet reaped counts as taken).
 
   Returns  as seatd_hold, plus "split", "0"|"1"
   Errors   as seatd_hold, plus NO_BLOCK <count>, ORPHAN_SEAT <seat…> [alt=…], CONFLICT <seat…>
@@ -99,14 +101,37 @@ local function parse_block(s, seat_count)
     return b
 end
 
-local function is_taken(p, item, mine)
-    return mine[item[1]] or redis.call('GETBIT', p .. ':booked', item[2]) == 1
+-- Whether bit 'b' is set in one of the bitmaps 'maps' (strings as Redis stores them, bit 0 the
+-- most significant bit of byte 1).
+local function bitmap_taken(maps, b)
+    local byte, mask = math.floor(b / 8) + 1, 2 ^ (7 - b % 8)
+    for _, m in ipairs(maps) do
+        local c = string.byte(m, byte)
+        if c and math.floor(c / mask) % 2 == 1 then
+            return true
+        end
+    end
+    return false
+end
+
+-- Whether seat 'item' ({id, bit}) is taken: in 'mine', booked, or held by its seat key (the
+-- decision's test). With 'maps' (alternatives: suggestions, not decisions) the show's held
+-- and booked bitmaps answer instead, read once per call: a hold expired but not yet reaped
+-- then counts as taken, which only ever leaves a block out.
+local function is_taken(p, item, mine, maps)
+    if mine[item[1]] then
+        return true
+    end
+    if maps then
+        return bitmap_taken(maps, item[2])
+    end
+    return redis.call('GETBIT', p .. ':booked', item[2]) == 1
         or redis.call('EXISTS', p .. ':seat:' .. item[1]) == 1
 end
 
-local function block_free(p, b, mine)
+local function block_free(p, b, mine, maps)
     for _, it in ipairs(b.seats) do
-        if is_taken(p, it, mine) then
+        if is_taken(p, it, mine, maps) then
             return false
         end
     end
@@ -114,10 +139,10 @@ local function block_free(p, b, mine)
 end
 
 -- Appends to 'out' the seats block 'b' would strand, 'mine' holding every seat of the hold.
-local function block_orphans(p, b, mine, out)
+local function block_orphans(p, b, mine, out, maps)
     for _, side in ipairs({b.left, b.right}) do
         local n1, n2 = side[1], side[2]
-        if n1 and not is_taken(p, n1, mine) and (not n2 or is_taken(p, n2, mine)) then
+        if n1 and not is_taken(p, n1, mine, maps) and (not n2 or is_taken(p, n2, mine, maps)) then
             out[#out + 1] = n1[1]
         end
     end
@@ -130,8 +155,8 @@ local function mark(mine, b, v)
 end
 
 -- Whether 'b' is free and, with the rule on, strands no seat (with 'mine' already taken).
-local function block_fits(p, b, mine, orphan_rule)
-    if not block_free(p, b, mine) then
+local function block_fits(p, b, mine, orphan_rule, maps)
+    if not block_free(p, b, mine, maps) then
         return false
     end
     if not orphan_rule then
@@ -139,19 +164,39 @@ local function block_fits(p, b, mine, orphan_rule)
     end
     mark(mine, b, true)
     local o = {}
-    block_orphans(p, b, mine, o)
+    block_orphans(p, b, mine, o, maps)
     mark(mine, b, nil)
     return #o == 0
 end
 
--- The error detail words of up to MAX_ALTERNATIVES free "a" candidates.
-local function alternatives(p, cands, orphan_rule)
+-- The error detail words of up to MAX_ALTERNATIVES free "a" candidates, from the candidate
+-- texts 'texts': each parsed only when reached, judged on the show's bitmaps (is_taken), so
+-- a refusal costs two reads however many alternatives it looks at.
+local function alternatives(p, texts, orphan_rule, seat_count)
     local words = {}
-    for _, b in ipairs(cands) do
+    local maps
+    for _, text in ipairs(texts) do
         if #words >= MAX_ALTERNATIVES then
             break
         end
-        if b.kind == 'a' and block_fits(p, b, {}, orphan_rule) then
+        -- A block with a taken seat is skipped on its seats' bits alone, before any parsing
+        -- (under contention nearly every block is).
+        local seats = string.byte(text, 1) == 97 and string.match(text, '^a|[^|]*|([^|]*)|') -- 97: 'a'
+        if seats and not maps then
+            maps = {redis.call('GET', p .. ':booked') or '', redis.call('GET', p .. ':held') or ''}
+        end
+        local b
+        if seats then
+            b = true
+            for bit in string.gmatch(seats, ':(%d+)') do
+                if bitmap_taken(maps, tonumber(bit)) then
+                    b = false
+                    break
+                end
+            end
+            b = b and parse_block(text, seat_count)
+        end
+        if b and block_fits(p, b, {}, orphan_rule, maps) then
             local ids = {}
             for _, it in ipairs(b.seats) do
                 ids[#ids + 1] = it[1]
@@ -347,7 +392,7 @@ local function hold_generic(keys, args, req, pairs_in)
             end
         end
         if #taken > 0 then
-            for _, w in ipairs(alternatives(p, candidates() or {}, orphan_rule)) do
+            for _, w in ipairs(alternatives(p, req and req.cands or {}, orphan_rule, seat_count)) do
                 taken[#taken + 1] = w
             end
             return fail_flush(p, changes, 'CONFLICT', table.concat(taken, ' '))
@@ -363,7 +408,7 @@ local function hold_generic(keys, args, req, pairs_in)
                 end
             end
             if #orphans > 0 then
-                for _, w in ipairs(alternatives(p, cands, orphan_rule)) do
+                for _, w in ipairs(alternatives(p, req.cands, orphan_rule, seat_count)) do
                     orphans[#orphans + 1] = w
                 end
                 return fail_flush(p, changes, 'ORPHAN_SEAT', table.concat(orphans, ' '))

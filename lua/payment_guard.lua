@@ -11,9 +11,18 @@ answer.
   Effects: only on a FAILED booking without a refund: lateCharge = the charge id,
   refundStatus "pending", and the booking enters {s}:refunds, which reconciliation retries
   (key "refund-<bookingId>", the whole amount) until seatd_book_fail records the refund
-  (and takes it out of {s}:refunds). Idempotent.
+  (and takes it out of {s}:refunds). The booking leaves {s}:failed (its charge is found).
+  Idempotent.
   Returns  {"bookingId", id, "status", status, "refundStatus", "pending"|"succeeded"|""}
   Errors   NOTFOUND, STATE <status> (not FAILED)
+
+seatd_late_clear: reconciliation asked the gateway about a booking of {s}:failed (a FAILED
+booking whose charge might still have landed) after the charge horizon, and it has no
+successful charge (none, or declined): nothing can land any more, the watch ends.
+  KEYS[1]  {s:<id>}:meta
+  ARGV[1]  booking id
+  Effects: the booking leaves {s}:failed (whatever its status). Idempotent.
+  Returns  {"bookingId", id, "status", status ("" if the booking is gone)}
 
 seatd_attempt: a counter with a window, in the key's own slot (per hold: KEYS[1] in the
 show's hash tag; per user: a global key routed by itself).
@@ -40,7 +49,22 @@ local function late_charge(keys, args)
         redis.call('ZADD', p .. ':refunds', now_ms(), booking_id)
         b.refundStatus = 'pending'
     end
+    redis.call('ZREM', p .. ':failed', booking_id)
     return {'bookingId', booking_id, 'status', b.status, 'refundStatus', b.refundStatus or ''}
+end
+
+local function late_clear(keys, args)
+    local p = show_prefix(keys[1])
+    if not p then
+        return fail('INVAL', 'bad show key')
+    end
+    local booking_id = args[1] or ''
+    if booking_id == '' then
+        return fail('INVAL', 'booking id')
+    end
+    redis.call('ZREM', p .. ':failed', booking_id)
+    return {'bookingId', booking_id,
+        'status', redis.call('HGET', p .. ':booking:' .. booking_id, 'status') or ''}
 end
 
 local function attempt(keys, args)
@@ -75,4 +99,5 @@ local function attempt(keys, args)
 end
 
 redis.register_function{function_name='seatd_late_charge', callback=late_charge}
+redis.register_function{function_name='seatd_late_clear', callback=late_clear}
 redis.register_function{function_name='seatd_attempt', callback=attempt}

@@ -1,7 +1,8 @@
 --[[
 ratelimit.lua - seatd_rate_hit: one fixed-window request counter per key (issue 9).
 
-KEYS[1] = the counter, e.g. "seatd:rate:hold:<sub>" (its own slot: it belongs to no show).
+KEYS[1] = the counter, e.g. "{s:<showId>}:rate:hold:<sub>" (in the show's slot, so a hold
+never waits for another shard).
 ARGV[1] = requests allowed per window, ARGV[2] = the window in ms.
 Counts this request; within the limit -> {"count", n, "resetMs", ms left}; past it -> the
 error "RATELIMIT too many requests from this user; retry in <s> s" (429 from the worker). The counter's key carries the

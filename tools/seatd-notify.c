@@ -23,6 +23,12 @@
  * stream is read on its own (XREADGROUP … STREAMS <one stream> >), which also works on Redis
  * Cluster, where one command cannot span slots.
  *
+ * Before its notification, every event's booking is filed in its owner's index
+ * {u:<owner>}:bookings (ZADD NX, GET /v1/me/bookings): the worker queues that entry when the
+ * booking begins but does not wait for it (it lives on another shard than the show's), so the
+ * outbox is what guarantees a confirmed booking is listed; an entry whose owner's shard does
+ * not answer stays pending and is retried like a failed delivery.
+ *
  * Delivery is at-least-once from Redis and made exactly-once in the log by the event id
  * "<showId>:<entryId>": before sending, the consumer claims the per-event key
  * {s:<id>}:notified:<group>:<entryId> with SET NX ("sending:<consumer>", 7-day TTL); after
@@ -324,6 +330,31 @@ static int send_notification(const char *event_id, const redisReply *fields)
     return ok ? 0 : -1;
 }
 
+/* Files the event's booking in its owner's index {u:<owner>}:bookings (GET /v1/me/bookings),
+ * keeping the entry the worker may have written when the booking began (ZADD NX): the worker
+ * does not wait for that write, so this is what makes the index complete. Returns 0 when
+ * filed (or there is nothing to file), -1 on Redis trouble (the entry stays pending). */
+static int file_in_index(const redisReply *fields)
+{
+    const char *owner = field(fields, "owner");
+    const char *booking = field(fields, "bookingId");
+    const char *at = field(fields, "at");
+    char key[SEATD_KEY_MAX];
+    if (owner == NULL || booking == NULL || booking[0] == '\0' ||
+        seatd_keys_user(key, owner, "bookings") < 0)
+        return 0; /* not a booking event of a valid user: nothing to file */
+    char score[24];
+    snprintf(score, sizeof(score), "%lld", at ? atoll(at) : 0);
+    const char *argv[] = {"ZADD", key, "NX", score, booking};
+    redisReply *r = cmd(5, argv);
+    int rc = is_error(r) ? -1 : 0;
+    if (rc < 0)
+        logf_("could not file booking %s in %s's index (%s); will retry", booking, owner,
+              r && r->str ? r->str : "no answer");
+    freeReplyObject(r);
+    return rc;
+}
+
 static void ack(const stream_t *s, const char *id)
 {
     const char *argv[] = {"XACK", s->stream, G.group, id};
@@ -338,6 +369,8 @@ static void handle(const stream_t *s, const char *id, const redisReply *fields)
         ack(s, id); /* the entry was trimmed away: nothing to send */
         return;
     }
+    if (file_in_index(fields) < 0)
+        return; /* the owner's shard is not answering: the entry stays pending */
     char event_id[160], key[SEATD_KEY_MAX], mark[160], suffix[200];
     snprintf(event_id, sizeof(event_id), "%s:%s", s->show, id);
     snprintf(suffix, sizeof(suffix), "notified:%s:%s", G.group, id);

@@ -284,29 +284,32 @@ static void owner_add(audit_t *a, const char *name, long seats)
 
 /* ---- per-key probes ---------------------------------------------------------------------- */
 
-/* A booking and its membership of {s}:pending, atomically: {score or "", field, value, …}. */
+/* A booking and its membership of {s}:pending and {s}:failed, atomically: {pending score or "",
+ * failed score or "", field, value, …}. */
 static const char booking_probe_lua[] =
     "local z = redis.call('ZSCORE', KEYS[2], ARGV[1]) "
-    "local out = {z or ''} "
+    "local f = redis.call('ZSCORE', KEYS[3], ARGV[1]) "
+    "local out = {z or '', f or ''} "
     "for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end "
     "return out";
 
 static void on_booking(audit_t *a, const char *key)
 {
     const char *id = strrchr(key, ':') + 1;
-    char pending[96];
+    char pending[96], failed[96];
     snprintf(pending, sizeof pending, "%s:pending", a->prefix);
-    const char *args[] = {key, pending, id};
-    redisReply *h = probe(a, booking_probe_lua, 2, 3, args);
+    snprintf(failed, sizeof failed, "%s:failed", a->prefix);
+    const char *args[] = {key, pending, failed, id};
+    redisReply *h = probe(a, booking_probe_lua, 3, 4, args);
     if (!h)
         return;
-    if (h->type != REDIS_REPLY_ARRAY || h->elements < 3) { /* gone meanwhile */
+    if (h->type != REDIS_REPLY_ARRAY || h->elements < 4) { /* gone meanwhile */
         freeReplyObject(h);
         return;
     }
-    const char *in_pending = h->element[0]->str;
-    const char *status = hfield(h, 1, "status"), *seats = hfield(h, 1, "seatIds");
-    const char *owner = hfield(h, 1, "owner");
+    const char *in_pending = h->element[0]->str, *in_failed = h->element[1]->str;
+    const char *status = hfield(h, 2, "status"), *seats = hfield(h, 2, "seatIds");
+    const char *owner = hfield(h, 2, "owner");
     int is_pending = status && strcmp(status, "PENDING_PAYMENT") == 0;
     if (is_pending)
         a->rep->pending++;
@@ -316,9 +319,15 @@ static void on_booking(audit_t *a, const char *key)
     if (!is_pending && in_pending[0])
         violation(a, "pending", "booking %s is %s but still in %s:pending", id,
                   status ? status : "(no status)", a->prefix);
+    if (in_failed[0] && (!status || strcmp(status, "FAILED") != 0))
+        violation(a, "failed", "booking %s is %s but watched in %s:failed", id,
+                  status ? status : "(no status)", a->prefix);
+    else if (in_failed[0] && hfield(h, 2, "refund"))
+        violation(a, "failed", "booking %s has its refund recorded but is still in %s:failed", id,
+                  a->prefix);
     if (status && strcmp(status, "CONFIRMED") == 0) {
         a->rep->confirmed++;
-        check_bits(a, key, seats, hfield(h, 1, "bits"), NULL);
+        check_bits(a, key, seats, hfield(h, 2, "bits"), NULL);
         long n = 0;
         char *copy = strdup(seats ? seats : ""), *save = NULL;
         if (!copy)

@@ -21,6 +21,8 @@
  *                    count; no field names a hold that is not live
  *   owner_counts     each owner's "booked" = the seats of their CONFIRMED bookings
  *   pending          PENDING_PAYMENT booking <=> member of {s}:pending
+ *   failed           a member of {s}:failed (watched for a late charge) is a FAILED booking
+ *                    with no refund recorded
  *   outbox           booking.confirmed minus booking.cancelled events on {s}:bookings =
  *                    the CONFIRMED bookings
  *   counts           seatCount = the layout's seats; with the options below, hold records

@@ -253,6 +253,7 @@ typedef struct want_s {
     int accessible;
     int near; /* score by distance to (nx, ny) instead of quality */
     double nx, ny;
+    size_t skip; /* a place whose block is left out (the seats asked themselves), or SIZE_MAX */
 } want_t;
 
 /* Whether the block at places [k, k + count) fits 'w' and 'hint'; its score in '*score'. */
@@ -287,7 +288,10 @@ static int block_ok(const seatd_layout_t *l, const index_t *x, const want_t *w,
                 return 0;
         }
     }
-    *score = w->near ? hypot(cx / (double)w->count - w->nx, cy / (double)w->count - w->ny) : q;
+    /* near: the squared distance (it orders blocks as the distance does, without a sqrt per
+     * block on every named hold's scan) */
+    double dx = cx / (double)w->count - w->nx, dy = cy / (double)w->count - w->ny;
+    *score = w->near ? dx * dx + dy * dy : q;
     return 1;
 }
 
@@ -305,8 +309,8 @@ static size_t choose(const seatd_layout_t *l, const index_t *x, const want_t *w,
     if (!w->near && !w->accessible && w->count <= SEATD_BEST_RANKED_MAX && k0 == 0 && k1 >= x->n)
         return choose_ranked(l, x, w, hint, picks, max);
     for (size_t k = k0; k < k1 && k + w->count <= x->n; k++) {
-        if (x->segend[k] < k + w->count)
-            continue; /* the block would cross a segment's end */
+        if (x->segend[k] < k + w->count || k == w->skip)
+            continue; /* the block would cross a segment's end, or is the one to leave out */
         double score;
         if (!block_ok(l, x, w, hint, k, &score))
             continue;
@@ -343,7 +347,7 @@ static const uint32_t *ranked(const seatd_layout_t *l, const index_t *cx, size_t
         double *score = seatd_calloc(x->n + 1, sizeof(*score));
         uint32_t *r = seatd_calloc(x->n + 1, sizeof(*r));
         size_t m = 0;
-        want_t w = {.count = count, .tier = -1};
+        want_t w = {.count = count, .tier = -1, .skip = SIZE_MAX};
         for (size_t k = 0; k + count <= x->n; k++)
             if (x->segend[k] >= k + count && block_ok(l, x, &w, NULL, k, &score[k]))
                 r[m++] = (uint32_t)k;
@@ -411,7 +415,7 @@ int seatd_best_candidates(const seatd_layout_t *l, size_t count, const char *tie
     if (tier != NULL && t < 0)
         return SEATD_EINVAL;
     pick_t picks[SEATD_BEST_MAX_BLOCKS];
-    want_t w = {.count = count, .tier = t, .accessible = accessible};
+    want_t w = {.count = count, .tier = t, .accessible = accessible, .skip = SIZE_MAX};
     size_t np = choose(l, x, &w, hint, picks, SEATD_BEST_MAX_BLOCKS, 0, x->n);
     emit_picks(out, l, x, 'b', picks, np, count);
     if (count < 2 || accessible)
@@ -462,11 +466,14 @@ void seatd_best_named(const seatd_layout_t *l, const char *const *ids, size_t n,
         emit(out, l, x, 'n', places[j], e - j);
         j = e;
     }
+    /* The seats asked, when they are one block, are no alternative to themselves. */
+    int one_run = places[n - 1] - places[0] == n - 1 && x->seg[places[n - 1]] == x->seg[places[0]];
     want_t w = {.count = n,
                 .tier = x->tier[x->ord[places[0]]],
                 .near = 1,
                 .nx = cx / (double)n,
-                .ny = cy / (double)n};
+                .ny = cy / (double)n,
+                .skip = one_run ? places[0] : SIZE_MAX};
     /* Alternatives are looked for among the places around the seats asked (rows are
      * consecutive in 'ord'), so a named hold on a stadium costs a bounded scan. */
     size_t k0 = places[0] > SEATD_BEST_ALT_SCAN ? places[0] - SEATD_BEST_ALT_SCAN : 0;

@@ -289,12 +289,31 @@ static void after_write(uv_write_t *req, int status)
     }
 }
 
-/* Queues 'len' bytes of 'data' (taken: freed in after_write) on 'c'. */
+/* Writes 'len' bytes of 'data' (taken) on 'c': at once when nothing is queued ahead and the
+ * socket takes them all (the usual case: a response fits the socket buffer, and libuv's
+ * queued write would turn POLLOUT on and off, an epoll_ctl per response), else what is left is
+ * queued (freed in after_write). The callers look at writes_pending afterwards (linger). */
 static void conn_write(seatd_conn_t *c, char *data, size_t len)
 {
     if (c->closing || c->lingering) {
         free(data);
         return;
+    }
+    if (c->writes_pending == 0) {
+        uv_buf_t now = uv_buf_init(data, (unsigned)len);
+        int n = uv_try_write(&c->h.stream, &now, 1);
+        if (n == (int)len) {
+            free(data);
+            return;
+        }
+        if (n > 0) {
+            memmove(data, data + n, len - (size_t)n);
+            len -= (size_t)n;
+        } else if (n != UV_EAGAIN) {
+            free(data);
+            conn_close(c);
+            return;
+        }
     }
     write_req_t *w = seatd_malloc(sizeof(*w));
     w->c = c;

@@ -28,6 +28,10 @@
  *                                    ("sending:<ms>:<consumer>" then "done"), 7 d TTL
  *   {s:42}:pending           zset    bookingId -> ms it started, while PENDING_PAYMENT
  *   {s:42}:refunds           zset    bookingId -> ms cancelled, until the refund is confirmed
+ *                                    (also a late charge's refund, until it is recorded)
+ *   {s:42}:failed            zset    bookingId -> ms it started, once FAILED while its charge
+ *                                    may still land, until reconciliation asked the gateway
+ *                                    past the charge horizon (reconcile.h)
  *   {s:42}:ch                channel seat deltas {"v":version,"c":[[seat,status],…]}, and the
  *                                    waiting room's {"q":1,"a":admitted,"s":state,"w":waiting}
  *   {s:42}:queue             zset    waiting room (issue 15, lua/queue.lua): user -> rank key
@@ -54,11 +58,16 @@
  *                                    createdAt, expiresAt, rotatedAt; PEXPIREAT expiresAt
  *   {u:<id>}:rt:<sha256>     hash    one refresh token, by the SHA-256 hex of its text: fam,
  *                                    used ("1" once rotated); expires with its family
- *   {u:<sub>}:holds          zset    hold id -> ms the worker filed it (queued before the 201, not
- * waited for); entries older than 1 day are trimmed on write {u:<sub>}:bookings       zset booking
- * id -> ms filed (before book_begin), kept seatd:login:addr:<addr>  string  login attempts from one
- * client address (seatd_attempt) seatd:login:acct:<h>     string  failed logins of one email (<h>:
- * 32 hex of its SHA-256) seatd:register:addr:<a>  string  registrations from one client address
+ *   {u:<sub>}:holds          zset    hold id -> ms the worker filed it (queued before the 201,
+ *                                    not waited for); entries older than 1 day are trimmed
+ *   {u:<sub>}:bookings       zset    booking id -> ms filed (queued when it begins, not waited
+ *                                    for; seatd-notify files confirmed and cancelled ones from
+ *                                    the outbox, ZADD NX), kept
+ *   seatd:login:addr:<addr>  string  login attempts from one client address (seatd_attempt)
+ *   seatd:login:acct:<h>     string  failed logins of one email (<h>: 32 hex of its SHA-256)
+ *   seatd:register:addr:<a>  string  registrations from one client address
+ *   seatd:declines:<sub>     string  the per-user decline cap's counter (skipped, not waited for,
+ *                                    when its shard cannot be reached: SEATD_RDS_NO_WAIT)
  *   seatd:show_seq           integer show id sequence
  *   seatd:pending_shows:{hN} zset    show id -> hint count: shows reconciliation should look at
  *                                    (16 buckets, see "Hint indexes" below)

@@ -33,6 +33,11 @@
     XX(HOLD_RELEASED, "seatd_holds_released_total", "", "Holds released by their owner")           \
     XX(HOLD_INDEX_ERROR, "seatd_holds_unindexed_total", "",                                        \
        "Holds made but not filed in the buyer's index (GET /v1/me/holds)")                         \
+    XX(BOOKING_INDEX_ERROR, "seatd_bookings_unindexed_total", "",                                  \
+       "Bookings begun whose entry in the buyer's index (GET /v1/me/bookings) was not written "    \
+       "(seatd-notify files it from the outbox once the booking is confirmed)")                    \
+    XX(DECLINE_CAP_UNCHECKED, "seatd_decline_cap_unchecked_total", "",                             \
+       "Bookings begun without the per-user decline cap: its shard could not be reached")          \
     XX(BOOKING_CONFIRMED, "seatd_bookings_total", "outcome=\"confirmed\"",                         \
        "Booking attempts by outcome")                                                              \
     XX(BOOKING_DECLINED, "seatd_bookings_total", "outcome=\"declined\"", "")                       \

@@ -758,7 +758,7 @@ int seatd__rds_send(seatd_rds_t *rds, int argc, const char **argv, const size_t 
 int seatd_rds_callv_ex(seatd_rds_t *rds, int argc, const char **argv, const size_t *argvlen,
                        unsigned flags, seatd_rds_reply_cb cb, void *data)
 {
-    flags &= SEATD_RDS_IDEMPOTENT | SEATD_RDS_DURABLE;
+    flags &= SEATD_RDS_IDEMPOTENT | SEATD_RDS_DURABLE | SEATD_RDS_NO_WAIT;
     if (rds && rds->cl && !rds->closing)
         return seatd__rds_cluster_callv(rds->cl, argc, argv, argvlen, flags, 0, cb, data);
     return seatd__rds_send(rds, argc, argv, argvlen, flags, 0, cb, data);

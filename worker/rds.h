@@ -81,6 +81,12 @@ typedef struct seatd_rds_opts_s {
 /* Flags of seatd_rds_callv_ex(). */
 #define SEATD_RDS_IDEMPOTENT 0x1u /* safe to run twice: may be resent after it may have run */
 #define SEATD_RDS_DURABLE 0x2u    /* followed by WAIT when opts.wait_replicas > 0 */
+/* Cluster mode: when the slot's node cannot be reached (no owner known, connection down,
+ * CLUSTERDOWN/TRYAGAIN…) fail at once with SEATD_EUNAVAILABLE instead of waiting for a
+ * failover within the deadline. For the optional side steps of a request whose key lives on
+ * another shard than the request's show (a per-user counter): the caller carries on without
+ * them rather than make a healthy shard's request wait for a dead one. No effect on one node. */
+#define SEATD_RDS_NO_WAIT 0x4u
 
 /*
  * Called with the reply, borrowed for the duration of the callback (NULL when 'err' != 0).

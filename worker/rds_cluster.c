@@ -336,7 +336,7 @@ static void backoff(rcmd_t *r, int err)
     uint64_t delay = step / 2 + rng_next(cl) % (step / 2 + 1);
     uint64_t now = now_ms();
     r->attempts++;
-    if (cl->closing || now + delay >= r->deadline_ms) {
+    if (cl->closing || (r->flags & SEATD_RDS_NO_WAIT) || now + delay >= r->deadline_ms) {
         rcmd_finish(r, NULL, err == SEATD_ETIMEOUT ? SEATD_ETIMEOUT : SEATD_EUNAVAILABLE);
         return;
     }
@@ -567,6 +567,8 @@ static void rcmd_send(rcmd_t *r)
     }
     if (node < 0) {
         schedule_refresh(cl);
+        if ((r->flags & SEATD_RDS_NO_WAIT) && cl->have_map)
+            r->deadline_ms = now_ms(); /* fails on the next loop turn, never synchronously */
         park(r, UINT64_MAX, SEATD_EUNAVAILABLE);
         return;
     }

@@ -77,6 +77,15 @@ static int started(seatd_reconcile_t *rc, int code)
     return 1;
 }
 
+/* Returns an owned job for booking 'bid' (borrowed); freed by job_end() once started. */
+static job_t *job_new(seatd_reconcile_t *rc, const char *bid)
+{
+    job_t *j = seatd_calloc(1, sizeof(*j));
+    j->rc = rc;
+    snprintf(j->bid, sizeof(j->bid), "%s", bid);
+    return j;
+}
+
 static void job_end(job_t *j)
 {
     seatd_reconcile_t *rc = j->rc;
@@ -225,13 +234,57 @@ static void on_lookup(const seatd_payment_result_t *res, void *data)
     job_end(j);
 }
 
+/* ------------------------------------------------ a FAILED booking past the charge horizon */
+
+static void on_late_cleared(const seatd_store_result_t *res, void *data)
+{
+    job_t *j = data;
+    if (res->err == 0)
+        seatd_log(SEATD_LOG_DEBUG, NULL, "reconcile: no late charge past the horizon",
+                  "\"booking\":\"%s\"", j->bid);
+    job_end(j);
+}
+
+static void on_late_lookup(const seatd_payment_result_t *res, void *data)
+{
+    job_t *j = data;
+    seatd_reconcile_t *rc = j->rc;
+    if (!rc->closing && res->outcome == SEATD_PAY_APPROVED) {
+        /* The charge landed after the booking failed: refund it whole, on record first. */
+        snprintf(j->charge, sizeof(j->charge), "%s", res->charge_id);
+        j->amount = res->amount;
+        record_late_charge(j);
+        return;
+    }
+    if (!rc->closing &&
+        (res->outcome == SEATD_PAY_NOT_FOUND || res->outcome == SEATD_PAY_DECLINED) &&
+        started(rc, seatd_store_late_clear(rc->store, j->bid, on_late_cleared, j))) {
+        op_done(rc); /* the lookup step ends; the store call carries the job on */
+        return;
+    }
+    job_end(j); /* unknown, or still processing: next tick */
+}
+
+/* Asks the gateway for the charge of booking 'bid' (by the booking id, the charge's
+ * idempotency key); 'cb' carries the job on. */
+static void ask_gateway(seatd_reconcile_t *rc, const char *bid, seatd_payment_cb cb)
+{
+    job_t *j = job_new(rc, bid);
+    if (!started(rc, seatd_payment_lookup(rc->payment, bid, cb, j)))
+        free(j);
+}
+
+/* A PENDING_PAYMENT booking: confirm, refund or fail it by what the gateway says. */
 static void settle(seatd_reconcile_t *rc, const char *bid)
 {
-    job_t *j = seatd_calloc(1, sizeof(*j));
-    j->rc = rc;
-    snprintf(j->bid, sizeof(j->bid), "%s", bid);
-    if (!started(rc, seatd_payment_lookup(rc->payment, bid, on_lookup, j)))
-        free(j);
+    ask_gateway(rc, bid, on_lookup);
+}
+
+/* A FAILED booking past its charge horizon: did its charge land after all? The answer is
+ * final unless it is unknown. */
+static void watch_late(seatd_reconcile_t *rc, const char *bid)
+{
+    ask_gateway(rc, bid, on_late_lookup);
 }
 
 /* ------------------------------------------------------------ retrying a cancel's refund */
@@ -308,9 +361,7 @@ static void on_cancelled_booking(const seatd_store_result_t *res, void *data)
 
 static void retry_refund(seatd_reconcile_t *rc, const char *bid)
 {
-    job_t *j = seatd_calloc(1, sizeof(*j));
-    j->rc = rc;
-    snprintf(j->bid, sizeof(j->bid), "%s", bid);
+    job_t *j = job_new(rc, bid);
     if (!started(rc, seatd_store_booking_get(rc->store, bid, NULL, on_cancelled_booking, j)))
         free(j);
 }
@@ -336,6 +387,8 @@ static void on_due(const seatd_store_result_t *res, void *data)
             settle(rc, res->pending.bookings[i]);
         for (size_t i = 0; i < res->pending.nrefunds; i++)
             retry_refund(rc, res->pending.refunds[i]);
+        for (size_t i = 0; i < res->pending.nlate; i++)
+            watch_late(rc, res->pending.late[i]);
         if (c->score[0] && res->pending.remaining == 0 &&
             started(rc, seatd_store_hint_clear(rc->store, c->show, c->score, on_hint_cleared, c))) {
             op_done(rc);
@@ -354,8 +407,8 @@ static void check_show(seatd_reconcile_t *rc, const char *show, const char *scor
     c->rc = rc;
     snprintf(c->show, sizeof(c->show), "%s", show);
     snprintf(c->score, sizeof(c->score), "%s", score ? score : "");
-    if (!started(rc,
-                 seatd_store_pending_due(rc->store, show, rc->o.min_age_ms, DUE_BATCH, on_due, c)))
+    if (!started(rc, seatd_store_pending_due(rc->store, show, rc->o.min_age_ms, rc->o.horizon_ms,
+                                             DUE_BATCH, on_due, c)))
         free(c);
 }
 

@@ -1,6 +1,7 @@
 /*
  * reconcile.h - settles bookings a worker left PENDING_PAYMENT (it died, the gateway did not
- * answer) and refunds a cancellation never confirmed by the gateway.
+ * answer), refunds a cancellation never confirmed by the gateway, and refunds a charge that
+ * landed after its booking had failed.
  *
  * Every worker runs one. It is safe to run many at once because every step is idempotent:
  * the gateway is asked by idempotency key (the booking id), confirming or failing a booking
@@ -9,16 +10,18 @@
  * reconcilers settling the same booking charge nothing and refund once. No lease is needed.
  *
  * Finding work: each show keeps {s:<id>}:pending (bookingId -> start ms, written by
- * book_begin, left by confirm/fail) and {s:<id>}:refunds (cancelled bookings whose refund is
- * not confirmed). The store adds the show to the hint zset seatd:pending_shows:{hN} (its
- * bucket by slot range, keys.h; score = the
- * number of hints, ZINCRBY) after a booking begins or a cancellation leaves a refund owed
- * (hints.h: a second, cross-slot write, so not from inside the script). Every tick reads the hint
- * set (every bucket) and asks each show for its due entries (seatd_store_pending_due: pending for
- * at least 'min_age_ms' on Redis's clock); a show with nothing left is dropped from the hint set
- * only if no worker re-hinted it meanwhile. Every 'rescan_every' ticks a page of the catalogue
- * seatd:shows is checked too: the safety net for a worker that died between book_begin and its
- * hint.
+ * book_begin, left by confirm/fail), {s:<id>}:refunds (cancelled bookings whose refund is
+ * not confirmed, and late charges whose refund is not recorded) and {s:<id>}:failed
+ * (bookingId -> start ms: bookings failed while their charge may still land, see below). The
+ * store adds the show to the hint zset seatd:pending_shows:{hN} (its bucket by slot range,
+ * keys.h; score = the number of hints, ZINCRBY) after a booking begins or a cancellation leaves
+ * a refund owed (hints.h: a second, cross-slot write, so not from inside the script). Every tick
+ * reads the hint set (every bucket) and asks each show for its due entries
+ * (seatd_store_pending_due: pending for at least 'min_age_ms' on Redis's clock; failed and
+ * begun at least the horizon ago); a show with nothing left (in any of the three sets) is
+ * dropped from the hint set only if no worker re-hinted it meanwhile. Every 'rescan_every' ticks a
+ * page of the catalogue seatd:shows is checked too: the safety net for a worker that died between
+ * book_begin and its hint.
  *
  * A due booking: lookup by key -> APPROVED: book_confirm; if the seats were lost, refund the
  * whole charge and book_fail "seats_lost_refunded" with the amount; DECLINED: book_fail with
@@ -31,6 +34,14 @@
  * worker's own answer, or a lookup whose confirm says FAILED) is refunded whole under
  * "refund-<bookingId>": seatd_late_charge writes the refund down first and puts the booking
  * in {s}:refunds, which this reconciler retries until the refund is recorded.
+ *
+ * Late charges nobody saw: a booking failed before the charge horizon without a known charge
+ * (a decline, or a worker that failed it while a charge request was still on its way, and
+ * then died) moves from {s}:pending to {s}:failed. Once the horizon has passed since it began
+ * (no charge can land any more), the gateway is asked by the booking id: APPROVED -> the late
+ * charge is recorded and refunded as above; NOT_FOUND or DECLINED -> seatd_late_clear ends
+ * the watch; UNKNOWN -> next tick. A booking failed past the horizon (book_fail_after) or with
+ * its refund recorded is not watched.
  *
  * Loop and threads: the worker's loop. Lifecycle: new -> close; close stops the timer and
  * the object frees itself when its last operation's callback has run (those fire with
@@ -56,7 +67,8 @@ typedef struct seatd_reconcile_opts_s {
     int64_t min_age_ms;  /* a booking is due after this long PENDING_PAYMENT (>= 0) */
     int rescan_every;    /* ticks between catalogue pages (>= 1) */
     int64_t horizon_ms;  /* the charge horizon: a booking the gateway does not know is failed
-                            only once it began this long ago (>= 0) */
+                            only once it began this long ago, and a failed booking's charge is
+                            looked for once it began this long ago (>= 0) */
 } seatd_reconcile_opts_t;
 
 /* Returns an owned reconciler whose timer runs on 'loop'. All pointers are borrowed and must

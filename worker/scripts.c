@@ -441,6 +441,13 @@ static void on_fcall_reply(const struct redisReply *reply, int err, void *data)
 int seatd_scripts_fcall(seatd_scripts_t *s, const char *fn, int nkeys, const char **keys, int nargs,
                         const char **args, const size_t *arglens, seatd_rds_reply_cb cb, void *data)
 {
+    return seatd_scripts_fcall_ex(s, fn, 0, nkeys, keys, nargs, args, arglens, cb, data);
+}
+
+int seatd_scripts_fcall_ex(seatd_scripts_t *s, const char *fn, unsigned extra_flags, int nkeys,
+                           const char **keys, int nargs, const char **args, const size_t *arglens,
+                           seatd_rds_reply_cb cb, void *data)
+{
     if (!s || s->freed)
         return SEATD_ESHUTDOWN;
     if (!fn || !cb || nkeys < 0 || nargs < 0 || (nkeys && !keys) || (nargs && !args))
@@ -448,7 +455,7 @@ int seatd_scripts_fcall(seatd_scripts_t *s, const char *fn, int nkeys, const cha
     char nkeys_s[16];
     int nk = snprintf(nkeys_s, sizeof(nkeys_s), "%d", nkeys);
     int argc = 3 + nkeys + nargs;
-    unsigned flags = fn_flags(fn, nargs, args, arglens);
+    unsigned flags = fn_flags(fn, nargs, args, arglens) | (extra_flags & SEATD_RDS_NO_WAIT);
     char vfn[128];
     if (s->vsrc && strncmp(fn, "seatd_", 6) == 0 && strlen(fn) < sizeof(vfn) - sizeof(s->prefix)) {
         snprintf(vfn, sizeof(vfn), "%s%s", s->prefix, fn + 6);

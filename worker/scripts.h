@@ -67,6 +67,12 @@ SEATD_MUSTCHECK int seatd_scripts_fcall(seatd_scripts_t *s, const char *fn, int 
                                         const char **keys, int nargs, const char **args,
                                         const size_t *arglens, seatd_rds_reply_cb cb, void *data);
 
+/* seatd_scripts_fcall() with 'extra_flags': SEATD_RDS_NO_WAIT (rds.h) or 0. */
+SEATD_MUSTCHECK int seatd_scripts_fcall_ex(seatd_scripts_t *s, const char *fn, unsigned extra_flags,
+                                           int nkeys, const char **keys, int nargs,
+                                           const char **args, const size_t *arglens,
+                                           seatd_rds_reply_cb cb, void *data);
+
 /* The name seatd_scripts_fcall() calls for 'fn' ("seatd_<name>"): 'fn' itself in single-node
  * mode ('versioned' 0), "seatd_v<h>_<name>" with the versioned library of a cluster
  * ('versioned' 1); written to 'out' ('cap' bytes). For tests that FCALL directly. Returns

@@ -204,6 +204,7 @@ static const field_t pending_fields[] = {
     INT_OR("remaining", pending.remaining, -1),
     LIST("booking", pending.bookings, pending.nbookings),
     LIST("refund", pending.refunds, pending.nrefunds),
+    LIST("late", pending.late, pending.nlate),
     {NULL, F_STR, 0, NOAUX, 0},
 };
 static const field_t reap_fields[] = {
@@ -267,7 +268,7 @@ static const field_t *const kind_fields[KIND_COUNT] = {
     [KIND_ACCOUNT] = account_fields,
 };
 
-#define MAX_LISTS 2 /* F_LIST fields per kind */
+#define MAX_LISTS 3 /* F_LIST fields per kind */
 
 /* Storage behind a decoded result, freed after the callback. */
 typedef struct decoded_s {
@@ -1135,9 +1136,13 @@ int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_
     if (!seatd_keys_valid_sub(a->owner) || a->nseats > SEATD_SEATS_MAX_PER_HOLD ||
         a->show_id == NULL || a->hold_id == NULL)
         return hold_start(st, a, cb, data); /* its own checks answer */
-    int n = snprintf(key, sizeof(key), "seatd:rate:hold:%s", a->owner);
-    if (n < 0 || (size_t)n >= sizeof(key))
-        return SEATD_EBADID;
+    /* In the show's slot: a counter of its own slot would make every hold of this user, on
+     * any show, wait for the one shard that keeps it (on a cluster, a dead shard would stop
+     * holds on shows it does not own). So the limit is per user and show. */
+    char suffix[SEATD_KEY_MAX];
+    snprintf(suffix, sizeof(suffix), "rate:hold:%s", a->owner);
+    if (seatd_keys_show(key, a->show_id, suffix) < 0)
+        return hold_start(st, a, cb, data); /* its own checks answer the bad show id */
     snprintf(limit, sizeof(limit), "%lld", st->hold_rate);
     snprintf(window, sizeof(window), "%lld", st->hold_window_ms);
     rate_op_t *r = seatd_calloc(1, sizeof(*r));
@@ -1325,10 +1330,10 @@ int seatd_store_refund_done(seatd_store_t *st, const char *booking_id, const cha
     return booking_text_call(st, "seatd_refund_done", 0, booking_id, refund_ref, cb, data);
 }
 
-int seatd_store_pending_due(seatd_store_t *st, const char *show_id, int64_t min_age_ms, int max,
-                            seatd_store_cb cb, void *data)
+int seatd_store_pending_due(seatd_store_t *st, const char *show_id, int64_t min_age_ms,
+                            int64_t horizon_ms, int max, seatd_store_cb cb, void *data)
 {
-    char key[SEATD_KEY_MAX], age[24], n[24];
+    char key[SEATD_KEY_MAX], age[24], n[24], horizon[24];
     int rc = seatd_keys_show(key, show_id, "meta");
     if (rc < 0)
         return rc;
@@ -1336,9 +1341,10 @@ int seatd_store_pending_due(seatd_store_t *st, const char *show_id, int64_t min_
         return SEATD_EINVAL;
     snprintf(age, sizeof(age), "%" PRId64, min_age_ms);
     snprintf(n, sizeof(n), "%d", max);
-    const char *args[2] = {age, n};
-    return fcall(op_new(st, KIND_PENDING, cb, data), "seatd_pending_due", key, 2, args, NULL,
-                 on_reply);
+    snprintf(horizon, sizeof(horizon), "%" PRId64, horizon_ms);
+    const char *args[3] = {age, n, horizon};
+    return fcall(op_new(st, KIND_PENDING, cb, data), "seatd_pending_due", key,
+                 horizon_ms >= 0 ? 3 : 2, args, NULL, on_reply);
 }
 
 int seatd_store_hint_clear(seatd_store_t *st, const char *show_id, const char *score,
@@ -1390,7 +1396,12 @@ int seatd_store_late_charge(seatd_store_t *st, const char *booking_id, const cha
     return booking_text_call(st, "seatd_late_charge", 0, booking_id, charge_id, cb, data);
 }
 
-int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,
+int seatd_store_late_clear(seatd_store_t *st, const char *booking_id, seatd_store_cb cb, void *data)
+{
+    return booking_text_call(st, "seatd_late_clear", 0, booking_id, NULL, cb, data);
+}
+
+static int attempt_call(seatd_store_t *st, unsigned flags, const char *key, int take, int64_t cap,
                         int64_t window_ms, seatd_store_cb cb, void *data)
 {
     char c[24], w[24];
@@ -1399,8 +1410,25 @@ int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t ca
     snprintf(c, sizeof(c), "%" PRId64, cap);
     snprintf(w, sizeof(w), "%" PRId64, window_ms);
     const char *args[3] = {take ? "take" : "give", c, w};
-    return fcall(op_new(st, KIND_ATTEMPT, cb, data), "seatd_attempt", key, take ? 3 : 1, args, NULL,
-                 on_reply);
+    const char *keys[1] = {key};
+    store_op_t *op = op_new(st, KIND_ATTEMPT, cb, data);
+    int rc = seatd_scripts_fcall_ex(st->scripts, "seatd_attempt", flags, 1, keys, take ? 3 : 1,
+                                    args, NULL, on_reply, op);
+    if (rc < 0)
+        op_free(op);
+    return rc;
+}
+
+int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,
+                        int64_t window_ms, seatd_store_cb cb, void *data)
+{
+    return attempt_call(st, 0, key, take, cap, window_ms, cb, data);
+}
+
+int seatd_store_attempt_nowait(seatd_store_t *st, const char *key, int take, int64_t cap,
+                               int64_t window_ms, seatd_store_cb cb, void *data)
+{
+    return attempt_call(st, SEATD_RDS_NO_WAIT, key, take, cap, window_ms, cb, data);
 }
 
 /* ---------------------------------------------------------------------- accounts */
@@ -1508,7 +1536,13 @@ int seatd_store_me_add(seatd_store_t *st, const char *sub, const char *index, co
         return SEATD_EINVAL;
     snprintf(retain, sizeof(retain), "%" PRId64, retain_ms);
     const char *args[2] = {id, retain};
-    return account_call(st, "seatd_me_add", key, 2, args, cb, data);
+    const char *keys[1] = {key};
+    store_op_t *op = op_new(st, KIND_ACCOUNT, cb, data);
+    int rc = seatd_scripts_fcall_ex(st->scripts, "seatd_me_add", SEATD_RDS_NO_WAIT, 1, keys, 2,
+                                    args, NULL, on_reply, op);
+    if (rc < 0)
+        op_free(op);
+    return rc;
 }
 
 int seatd_store_me_list(seatd_store_t *st, const char *sub, const char *index, const char *before,

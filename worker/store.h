@@ -109,6 +109,9 @@ typedef struct seatd_pending_result_s { /* pending_due */
     const char *const *bookings; /* due PENDING_PAYMENT booking ids */
     size_t nrefunds;
     const char *const *refunds; /* due unconfirmed refunds (booking ids) */
+    size_t nlate;
+    const char *const *late; /* FAILED bookings past the charge horizon whose charge may have
+                                landed after all ({s}:failed; booking ids) */
 } seatd_pending_result_t;
 
 typedef struct seatd_reap_result_s { /* reap */
@@ -290,9 +293,10 @@ typedef struct seatd_hold_args_s {
 } seatd_hold_args_t;
 SEATD_MUSTCHECK int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a,
                                      seatd_store_cb cb, void *data);
-/* Per-user hold rate limit: with 'per_window' > 0 every seatd_store_hold() first counts one
- * request of its owner in a fixed window of 'window_ms' (the Redis key
- * "seatd:rate:hold:<sub>", function seatd_rate_hit) and answers RATELIMIT (429) past it.
+/* Per-user hold rate limit, per show: with 'per_window' > 0 every seatd_store_hold() first
+ * counts one request of its owner on that show in a fixed window of 'window_ms' (the Redis key
+ * "{s:<showId>}:rate:hold:<sub>", in the show's slot; function seatd_rate_hit) and answers
+ * RATELIMIT (429) past it.
  * 0 turns it off (the default). */
 void seatd_store_set_hold_rate(seatd_store_t *st, long long per_window, long long window_ms);
 
@@ -379,12 +383,14 @@ SEATD_MUSTCHECK int seatd_store_refund_done(seatd_store_t *st, const char *booki
                                             const char *refund_ref, seatd_store_cb cb, void *data);
 
 /* What reconciliation must settle in show 'show_id': bookings PENDING_PAYMENT for at least
- * 'min_age_ms' (Redis clock) and cancelled bookings whose refund is unconfirmed, at most
- * 'max' of each. Result: res->pending with remaining (all entries, due or not), then "booking" and
- * "refund" repeated once per due id. */
+ * 'min_age_ms' (Redis clock), cancelled bookings whose refund is unconfirmed and, when
+ * 'horizon_ms' >= 0, FAILED bookings of {s}:failed that began at least 'horizon_ms' ago (the
+ * charge horizon: the gateway is to be asked whether their charge landed after all), at most
+ * 'max' of each. Result: res->pending with remaining (all entries, due or not), then "booking",
+ * "refund" and "late" repeated once per due id. */
 SEATD_MUSTCHECK int seatd_store_pending_due(seatd_store_t *st, const char *show_id,
-                                            int64_t min_age_ms, int max, seatd_store_cb cb,
-                                            void *data);
+                                            int64_t min_age_ms, int64_t horizon_ms, int max,
+                                            seatd_store_cb cb, void *data);
 
 /* Removes 'show_id' from its bucket of the hint zset SEATD_KEY_PENDING_SHOWS (keys.h) if its
  * score is still 'score' (text as read). Result: res->removed (removed). */
@@ -413,11 +419,23 @@ SEATD_MUSTCHECK int seatd_store_book_fail_after(seatd_store_t *st, const char *b
 SEATD_MUSTCHECK int seatd_store_late_charge(seatd_store_t *st, const char *booking_id,
                                             const char *charge_id, seatd_store_cb cb, void *data);
 
+/* seatd_late_clear: the gateway, asked after the charge horizon, has no successful charge for
+ * FAILED booking 'booking_id': it leaves {s}:failed (nothing can land any more). Result:
+ * res->booking with bookingId, status ("" if the booking is gone). Errors: INVAL. */
+SEATD_MUSTCHECK int seatd_store_late_clear(seatd_store_t *st, const char *booking_id,
+                                           seatd_store_cb cb, void *data);
+
 /* seatd_attempt on counter 'key' (borrowed; a key of one slot): 'take' one within 'cap' per
  * 'window_ms', or give one back ('take' 0; 'cap' and 'window_ms' unused). Result: res->attempt with
  * ok ("1", or "0": over the cap, nothing counted), count, retryAfterMs. */
 SEATD_MUSTCHECK int seatd_store_attempt(seatd_store_t *st, const char *key, int take, int64_t cap,
                                         int64_t window_ms, seatd_store_cb cb, void *data);
+/* seatd_store_attempt() on a counter of another shard than the request's show: on a cluster,
+ * when that shard cannot be reached (failing over) it answers UNAVAILABLE at once instead of
+ * waiting within the deadline (SEATD_RDS_NO_WAIT), so the caller can go on without it. */
+SEATD_MUSTCHECK int seatd_store_attempt_nowait(seatd_store_t *st, const char *key, int take,
+                                               int64_t cap, int64_t window_ms, seatd_store_cb cb,
+                                               void *data);
 
 /* ---------------------------------------------------------------------------------------
  * Accounts (issue 14; lua/accounts.lua, keys in keys.h). Results: res->account. Emails must
@@ -461,7 +479,9 @@ SEATD_MUSTCHECK int seatd_store_session_revoke(seatd_store_t *st, const char *us
                                                const char *token_hash, seatd_store_cb cb,
                                                void *data);
 /* Files 'id' in the index 'index' ("holds" or "bookings") of user 'sub', trimming entries
- * older than 'retain_ms' (0: none). Result: score. */
+ * older than 'retain_ms' (0: none). Result: score. An index entry is a side step of a hold or
+ * booking on another shard: on a cluster, when the user's shard cannot be reached it fails at
+ * once with UNAVAILABLE (SEATD_RDS_NO_WAIT) and the caller goes on without it. */
 SEATD_MUSTCHECK int seatd_store_me_add(seatd_store_t *st, const char *sub, const char *index,
                                        const char *id, int64_t retain_ms, seatd_store_cb cb,
                                        void *data);

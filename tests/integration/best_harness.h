@@ -75,22 +75,14 @@ static inline int tb_sell_ttl(th_t *t, th_res_t *r, const char *show, const char
 {
     char hold_id[SEATD_ID_MAX];
     th_res_clear(r);
-    if (seatd_keys_new_id(hold_id, show, 'h') < 0) {
+    seatd_hold_args_t a;
+    if (th_hold_args(&a, hold_id, show, owner, seats, n, idem, ttl_ms, max) < 0) {
         seatd_best_list_free(c);
         return -1;
     }
-    seatd_hold_args_t a = {0};
-    a.show_id = show;
-    a.hold_id = hold_id;
-    a.owner = owner;
-    a.seat_ids = seats;
-    a.nseats = n;
-    a.idem_key = idem;
     a.request = request;
     a.cands = (const char *const *)c->items;
     a.ncands = c->n;
-    a.ttl_ms = ttl_ms;
-    a.max_per_user = max;
     int rc = th_finish(t, r, seatd_store_hold(t->store, &a, th_on_result, r));
     seatd_best_list_free(c);
     return rc;

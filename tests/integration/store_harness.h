@@ -159,6 +159,28 @@ static inline int th_create_show(th_t *t, const char *show, const char *const *s
 }
 
 /* Holds the NULL-terminated 'seats' with a fresh hold id; 'idem' may be NULL. */
+/* Fills 'a' for a hold of the 'n' seats 'seats' (may be NULL when 'n' is 0) by 'owner' on
+ * 'show', with idempotency key 'idem' (may be NULL), 'ttl_ms' and 'max' as th_hold's, under a
+ * fresh hold id written to 'hold_id' (SEATD_ID_MAX bytes, which 'a' then points at). Returns
+ * 0, or -1 when no id could be made. */
+static inline int th_hold_args(seatd_hold_args_t *a, char *hold_id, const char *show,
+                               const char *owner, const char *const *seats, size_t n,
+                               const char *idem, long long ttl_ms, int max)
+{
+    if (seatd_keys_new_id(hold_id, show, 'h') < 0)
+        return -1;
+    memset(a, 0, sizeof(*a));
+    a->show_id = show;
+    a->hold_id = hold_id;
+    a->owner = owner;
+    a->seat_ids = seats;
+    a->nseats = n;
+    a->idem_key = idem;
+    a->ttl_ms = ttl_ms;
+    a->max_per_user = max;
+    return 0;
+}
+
 static inline int th_hold(th_t *t, th_res_t *r, const char *show, const char *owner,
                           const char *const *seats, long long ttl_ms, int max, const char *idem)
 {
@@ -167,17 +189,9 @@ static inline int th_hold(th_t *t, th_res_t *r, const char *show, const char *ow
     while (seats[n])
         n++;
     th_res_clear(r);
-    if (seatd_keys_new_id(hold_id, show, 'h') < 0)
+    seatd_hold_args_t a;
+    if (th_hold_args(&a, hold_id, show, owner, seats, n, idem, ttl_ms, max) < 0)
         return -1;
-    seatd_hold_args_t a = {0};
-    a.show_id = show;
-    a.hold_id = hold_id;
-    a.owner = owner;
-    a.seat_ids = seats;
-    a.nseats = n;
-    a.idem_key = idem;
-    a.ttl_ms = ttl_ms;
-    a.max_per_user = max;
     return th_finish(t, r, seatd_store_hold(t->store, &a, th_on_result, r));
 }
 

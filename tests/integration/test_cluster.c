@@ -322,9 +322,20 @@ Test(cluster, a_killed_primary_fails_over_and_commands_succeed_again_on_the_same
      * the other shards keep working. */
     uv_update_time(loop);
     uint64_t start = uv_now(loop);
-    int recovered = 0, other_failures = 0, attempts = 0;
+    int recovered = 0, other_failures = 0, attempts = 0, nowait_failures = 0;
     while (!recovered && uv_now(loop) - start < SEATD_TEST_CLUSTER_NODE_TIMEOUT_MS + 15000) {
         const char *get[] = {"GET", victim_key};
+        /* SEATD_RDS_NO_WAIT (a side step a request can do without): it fails at once,
+         * resent after no backoff, instead of waiting for the failover. */
+        seatd_rds_stats_t before, after;
+        seatd_rds_get_stats(rds, &before);
+        probe_t q = run1(loop, rds, SEATD_RDS_NO_WAIT, 2, get);
+        seatd_rds_get_stats(rds, &after);
+        if (q.err != 0) {
+            cr_assert_eq(q.err, SEATD_EUNAVAILABLE, "%s", seatd_err_name(q.err));
+            cr_assert_eq(after.retries, before.retries, "a NO_WAIT command waited for a retry");
+            nowait_failures++;
+        }
         probe_t p = run1(loop, rds, 0, 2, get);
         attempts++;
         if (p.err == 0) {
@@ -341,6 +352,7 @@ Test(cluster, a_killed_primary_fails_over_and_commands_succeed_again_on_the_same
         uv_update_time(loop);
     }
     cr_assert(recovered, "the victim's slot never served again on the same client");
+    cr_assert_gt(nowait_failures, 0, "the dead primary's slot was never probed while down");
     cr_assert_eq(other_failures, 0, "another shard failed during the failover");
     const char *set2[] = {"SET", victim_key, "2"};
     cr_assert_str_eq(run1(loop, rds, 0, 3, set2).str, "OK");

@@ -49,6 +49,41 @@ static int refresh(th_t *t, const char *old_hash, const char *new_hash, th_res_t
         t, r, seatd_store_session_refresh(t->store, USER, old_hash, new_hash, th_on_result, r));
 }
 
+/* Opens 't' with USER registered (not admin) and signed in once: family "f1", token "h1",
+ * ending in 'ttl_ms'. */
+static void open_signed_in(th_t *t, long long ttl_ms)
+{
+    cr_assert_eq(th_open(t), 0);
+    cr_assert_eq(create_user(t, USER, "ann@example.com", 0), 0);
+    cr_assert_eq(start(t, "f1", "h1", ttl_ms), 0);
+}
+
+/* One refresh: present token 'old', ask for 'next'; 'want' is the result (0 or a SEATD_E*),
+ * 'detail' the error detail (NULL: not checked); a refresh that works answers USER and
+ * 'family'. */
+typedef struct {
+    const char *old, *next;
+    int want;
+    const char *detail;
+    const char *family;
+} refresh_step_t;
+
+static void refresh_steps(th_t *t, const refresh_step_t *steps, size_t n)
+{
+    th_res_t r = {0};
+    for (size_t i = 0; i < n; i++) {
+        const refresh_step_t *s = &steps[i];
+        cr_assert_eq(refresh(t, s->old, s->next, &r), s->want, "%s -> %s", s->old, s->next);
+        if (s->detail)
+            cr_assert_str_eq(r.detail, s->detail, "%s -> %s", s->old, s->next);
+        if (s->want == 0) {
+            cr_assert_str_eq(th_get(&r, "userId"), USER);
+            cr_assert_str_eq(th_get(&r, "familyId"), s->family);
+        }
+        th_res_clear(&r);
+    }
+}
+
 Test(lua_accounts, an_email_is_claimed_once_and_the_user_is_readable)
 {
     th_t t;
@@ -86,32 +121,26 @@ Test(lua_accounts, an_email_is_claimed_once_and_the_user_is_readable)
 Test(lua_accounts, refresh_rotates_and_a_replay_revokes_the_family)
 {
     th_t t;
-    th_res_t r = {0};
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(create_user(&t, USER, "ann@example.com", 0), 0);
-    cr_assert_eq(start(&t, "f1", "h1", 60000), 0);
-    cr_assert_eq(refresh(&t, "h1", "h2", &r), 0);
-    cr_assert_str_eq(th_get(&r, "userId"), USER);
-    cr_assert_str_eq(th_get(&r, "familyId"), "f1");
-    th_res_clear(&r);
-    cr_assert_eq(refresh(&t, "h2", "h3", &r), 0); /* the new one works */
-    th_res_clear(&r);
-    /* h1 again: a replay. 401 and the whole family is dead: h3 (the live one) too. */
-    cr_assert_eq(refresh(&t, "h1", "h4", &r), SEATD_ETOKEN);
-    cr_assert_str_eq(r.detail, "replayed");
-    th_res_clear(&r);
-    cr_assert_eq(refresh(&t, "h3", "h5", &r), SEATD_ETOKEN);
-    th_res_clear(&r);
+    open_signed_in(&t, 60000);
+    const refresh_step_t f1[] = {
+        {"h1", "h2", 0, NULL, "f1"},
+        {"h2", "h3", 0, NULL, "f1"}, /* the new one works */
+        /* h1 again: a replay. 401 and the whole family is dead: h3 (the live one) too. */
+        {"h1", "h4", SEATD_ETOKEN, "replayed", NULL},
+        {"h3", "h5", SEATD_ETOKEN, NULL, NULL},
+    };
+    refresh_steps(&t, f1, sizeof(f1) / sizeof(f1[0]));
     redisContext *c = seatd_test_redis_connect();
     cr_assert_eq(th_int(c, "EXISTS {u:%s}:fam:f1", USER), 0);
     cr_assert_eq(th_int(c, "EXISTS {u:%s}:rt:h4", USER), 0);
     redisFree(c);
     /* Another login's family is untouched. */
     cr_assert_eq(start(&t, "f2", "g1", 60000), 0);
-    cr_assert_eq(refresh(&t, "g1", "g2", &r), 0);
-    th_res_clear(&r);
-    cr_assert_eq(refresh(&t, "nope", "g3", &r), SEATD_ETOKEN);
-    th_res_clear(&r);
+    const refresh_step_t f2[] = {
+        {"g1", "g2", 0, NULL, "f2"},
+        {"nope", "g3", SEATD_ETOKEN, NULL, NULL},
+    };
+    refresh_steps(&t, f2, sizeof(f2) / sizeof(f2[0]));
     cr_assert_eq(th_close(&t), 0);
 }
 
@@ -119,9 +148,7 @@ Test(lua_accounts, logout_revokes_the_family_and_tokens_carry_its_ttl)
 {
     th_t t;
     th_res_t r = {0};
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(create_user(&t, USER, "ann@example.com", 0), 0);
-    cr_assert_eq(start(&t, "f1", "h1", 30 * DAY_MS), 0);
+    open_signed_in(&t, 30 * DAY_MS);
     cr_assert_eq(refresh(&t, "h1", "h2", &r), 0);
     th_res_clear(&r);
     redisContext *c = seatd_test_redis_connect();
@@ -149,9 +176,7 @@ Test(lua_accounts, a_family_ends_at_its_ttl)
 {
     th_t t;
     th_res_t r = {0};
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(create_user(&t, USER, "ann@example.com", 0), 0);
-    cr_assert_eq(start(&t, "f1", "h1", 200), 0);
+    open_signed_in(&t, 200);
     th_sleep_ms(400);
     cr_assert_eq(refresh(&t, "h1", "h2", &r), SEATD_ETOKEN);
     th_res_clear(&r);
@@ -166,6 +191,22 @@ Test(lua_accounts, a_session_needs_its_user)
     cr_assert_eq(th_close(&t), 0);
 }
 
+/* alice's index 'kind' ("holds", "bookings"): add 'id' (holds older than 'keep_ms' trimmed),
+ * or list a page of 2 from 'cursor' (NULL: the newest). */
+static int me_add(th_t *t, th_res_t *r, const char *kind, const char *id, long long keep_ms)
+{
+    th_res_clear(r);
+    return th_finish(t, r,
+                     seatd_store_me_add(t->store, "alice", kind, id, keep_ms, th_on_result, r));
+}
+
+static int me_list(th_t *t, th_res_t *r, const char *kind, const char *cursor)
+{
+    th_res_clear(r);
+    return th_finish(t, r,
+                     seatd_store_me_list(t->store, "alice", kind, cursor, 2, th_on_result, r));
+}
+
 Test(lua_accounts, the_index_lists_newest_first_in_pages_and_trims_old_holds)
 {
     th_t t;
@@ -174,17 +215,11 @@ Test(lua_accounts, the_index_lists_newest_first_in_pages_and_trims_old_holds)
     const char *ids[] = {"1-b0000000000000000000a", "1-b0000000000000000000b",
                          "1-b0000000000000000000c"};
     for (int i = 0; i < 3; i++) {
-        cr_assert_eq(th_finish(&t, &r,
-                               seatd_store_me_add(t.store, "alice", "bookings", ids[i], 0,
-                                                  th_on_result, &r)),
-                     0);
+        cr_assert_eq(me_add(&t, &r, "bookings", ids[i], 0), 0);
         th_res_clear(&r);
         th_sleep_ms(3);
     }
-    cr_assert_eq(
-        th_finish(&t, &r,
-                  seatd_store_me_list(t.store, "alice", "bookings", NULL, 2, th_on_result, &r)),
-        0);
+    cr_assert_eq(me_list(&t, &r, "bookings", NULL), 0);
     cr_assert_eq(r.nfields, 5); /* id, score, id, score, more */
     cr_assert_str_eq(r.values[0], ids[2]);
     cr_assert_str_eq(r.values[2], ids[1]);
@@ -192,10 +227,7 @@ Test(lua_accounts, the_index_lists_newest_first_in_pages_and_trims_old_holds)
     char cursor[32];
     snprintf(cursor, sizeof(cursor), "%s", r.values[3]);
     th_res_clear(&r);
-    cr_assert_eq(
-        th_finish(&t, &r,
-                  seatd_store_me_list(t.store, "alice", "bookings", cursor, 2, th_on_result, &r)),
-        0);
+    cr_assert_eq(me_list(&t, &r, "bookings", cursor), 0);
     cr_assert_eq(r.nfields, 3);
     cr_assert_str_eq(r.values[0], ids[0]);
     cr_assert_str_eq(th_get(&r, "more"), "0");
@@ -204,18 +236,12 @@ Test(lua_accounts, the_index_lists_newest_first_in_pages_and_trims_old_holds)
     redisContext *c = seatd_test_redis_connect();
     cr_assert_eq(th_int(c, "ZADD {u:alice}:holds 1000 1-h00000000000000000001"), 1);
     redisFree(c);
-    cr_assert_eq(th_finish(&t, &r,
-                           seatd_store_me_add(t.store, "alice", "holds", "1-h00000000000000000002",
-                                              DAY_MS, th_on_result, &r)),
-                 0);
+    cr_assert_eq(me_add(&t, &r, "holds", "1-h00000000000000000002", DAY_MS), 0);
     th_res_clear(&r);
     c = seatd_test_redis_connect();
     cr_assert_eq(th_int(c, "ZCARD {u:alice}:holds"), 1);
     redisFree(c);
-    cr_assert_eq(
-        th_finish(&t, &r,
-                  seatd_store_me_list(t.store, "alice", "other", NULL, 2, th_on_result, &r)),
-        SEATD_EBADID);
+    cr_assert_eq(me_list(&t, &r, "other", NULL), SEATD_EBADID);
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
 }
@@ -251,9 +277,7 @@ Test(lua_accounts, one_hundred_concurrent_refreshes_of_one_token_exactly_one_win
 {
     enum { N = 100 };
     th_t t;
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(create_user(&t, USER, "ann@example.com", 0), 0);
-    cr_assert_eq(start(&t, "f1", "h1", 60000), 0);
+    open_signed_in(&t, 60000);
     cr_assert_eq(th_close(&t), 0);
     int status[N], won = 0, lost = 0, winner = -1;
     char *reports[N] = {0};

@@ -32,10 +32,16 @@ static int due_has(const th_res_t *r, const char *kind, const char *id)
     return 0;
 }
 
-static int pending_due(th_t *t, th_res_t *r, long long age)
+static int pending_due_within(th_t *t, th_res_t *r, long long age, long long horizon)
 {
     th_res_clear(r);
-    return th_finish(t, r, seatd_store_pending_due(t->store, "1", age, 20, th_on_result, r));
+    return th_finish(t, r,
+                     seatd_store_pending_due(t->store, "1", age, horizon, 20, th_on_result, r));
+}
+
+static int pending_due(th_t *t, th_res_t *r, long long age)
+{
+    return pending_due_within(t, r, age, -1);
 }
 
 Test(lua_book_recovery, the_pending_index_follows_begin_confirm_and_fail)
@@ -59,7 +65,20 @@ Test(lua_book_recovery, the_pending_index_follows_begin_confirm_and_fail)
     cr_assert_eq(th_book_confirm(&t, &r, b1), 0);
     cr_assert_eq(th_book_fail(&t, &r, b2), 0);
     cr_assert_eq(pending_due(&t, &r, 0), 0);
-    cr_assert_eq(th_get_ll(&r, "remaining"), 0, "confirm and fail leave the index");
+    cr_assert_eq(th_get_ll(&r, "remaining"), 1, "both left {s}:pending; the failed one is watched");
+    cr_assert_not(due_has(&r, "booking", b1) || due_has(&r, "booking", b2));
+    cr_assert_not(due_has(&r, "late", b2), "no horizon given: no late entry");
+
+    /* The failed booking's charge may still land: it is watched until the charge horizon. */
+    cr_assert_eq(pending_due_within(&t, &r, 0, 3600 * 1000), 0);
+    cr_assert_not(due_has(&r, "late", b2), "within the horizon");
+    cr_assert_eq(pending_due_within(&t, &r, 0, 0), 0);
+    cr_assert(due_has(&r, "late", b2), "past the horizon: ask the gateway");
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_late_clear(t.store, b2, th_on_result, &r)), 0);
+    cr_assert_str_eq(th_get(&r, "status"), "FAILED");
+    cr_assert_eq(pending_due_within(&t, &r, 0, 0), 0);
+    cr_assert_eq(th_get_ll(&r, "remaining"), 0, "nothing can land any more");
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
 }
@@ -124,6 +143,8 @@ Test(lua_book_recovery, a_charge_that_lands_after_the_booking_failed_records_its
     cr_assert_str_eq(th_get(&r, "refund"), "1200", "recorded once, by the first refund");
     cr_assert_str_eq(th_get(&r, "refundRef"), "refund-late");
     cr_assert(strstr(th_get(&r, "reason"), "charged_late_refunded") != NULL);
+    cr_assert_eq(pending_due_within(&t, &r, 0, 0), 0);
+    cr_assert_eq(th_get_ll(&r, "remaining"), 0, "the refunded booking is no longer watched");
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
 }

@@ -133,3 +133,55 @@ Test(notify, discovers_every_show_stream_beyond_4096_by_paging_and_forgets_prune
     unlink(err);
     rmdir(dir);
 }
+
+/* The outbox completes the buyers' indexes: every booking event is filed in its owner's
+ * {u:<owner>}:bookings before it is sent (the worker queues that entry when the booking
+ * begins but never waits for it), and an entry the worker already wrote keeps its score. */
+Test(notify, files_every_booking_event_in_its_owners_index_keeping_earlier_entries)
+{
+    char dir[] = "/tmp/seatd-notify-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char log[128], err[128];
+    snprintf(log, sizeof(log), "%s/notifications.log", dir);
+    snprintf(err, sizeof(err), "%s/notify.err", dir);
+
+    redisContext *c = seatd_test_redis_connect();
+    freeReplyObject(seatd_test_redis_command(c, "ZADD seatd:shows 1900000000000 7"));
+    /* alice's first booking was filed by the worker at 1000; her second was not (its write
+     * failed); bob's cancelled booking neither. */
+    freeReplyObject(seatd_test_redis_command(c, "ZADD {u:alice}:bookings 1000 7-b01"));
+    static const struct {
+        const char *type, *booking, *owner, *at;
+    } events[] = {{"booking.confirmed", "7-b01", "alice", "5000"},
+                  {"booking.confirmed", "7-b02", "alice", "6000"},
+                  {"booking.cancelled", "7-b03", "bob", "7000"}};
+    for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+        redisReply *r = seatd_test_redis_command(
+            c,
+            "XADD {s:7}:bookings * type %s bookingId %s showId 7 owner %s seatIds A1 "
+            "amount 100 currency EUR at %s",
+            events[i].type, events[i].booking, events[i].owner, events[i].at);
+        cr_assert(r && r->type == REDIS_REPLY_STRING, "%s", r ? r->str : c->errstr);
+        freeReplyObject(r);
+    }
+
+    pid_t pid = start_notify(log, err);
+    cr_assert_eq(wait_lines(log, NULL, 3, 30000), 3, "three notifications");
+    cr_assert_eq(stop_notify(pid), 0);
+    static const struct {
+        const char *key, *booking;
+        long long score;
+    } want[] = {{"{u:alice}:bookings", "7-b01", 1000},
+                {"{u:alice}:bookings", "7-b02", 6000},
+                {"{u:bob}:bookings", "7-b03", 7000}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        redisReply *r = seatd_test_redis_command(c, "ZSCORE %s %s", want[i].key, want[i].booking);
+        cr_assert(r && r->type == REDIS_REPLY_STRING, "%s is in %s", want[i].booking, want[i].key);
+        cr_assert_eq(atoll(r->str), want[i].score, "%s's score", want[i].booking);
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    unlink(log);
+    unlink(err);
+    rmdir(dir);
+}

@@ -1028,7 +1028,8 @@ Test(payment_reconcile, a_charge_recorded_late_on_a_failed_booking_is_refunded_o
     /* Nothing is left to settle: the booking left {s}:refunds. */
     th_res_clear(&r);
     cr_assert_eq(
-        th_finish(&x.t, &r, seatd_store_pending_due(x.t.store, "1", 0, 20, th_on_result, &r)), 0);
+        th_finish(&x.t, &r, seatd_store_pending_due(x.t.store, "1", 0, -1, 20, th_on_result, &r)),
+        0);
     cr_assert_eq(th_get_ll(&r, "remaining"), 0);
     th_res_clear(&r);
     rec_close(&x);

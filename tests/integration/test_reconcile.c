@@ -10,8 +10,13 @@
  *     answer every request 500, or accept it and never answer (the client's timeout);
  *   - a port nobody listens on (the gateway is down).
  * The states: PENDING_PAYMENT (the usual case), the hold ran out meanwhile (still pending),
- * and the entry a reconciler read just before the worker confirmed or failed the booking
- * (put back in {s}:pending by the test, which is what the reconciler sees in that race).
+ * the entry a reconciler read just before the worker confirmed or failed the booking (put back
+ * in {s}:pending by the test, which is what the reconciler sees in that race), and a booking
+ * failed before the gateway heard of its charge (a worker failed it while its charge request
+ * was on its way, then died: the charge lands after the failure, and only {s}:failed, the
+ * watch of failed bookings until the charge horizon, still names the booking).
+ * The charge horizon is past for every answer but "not found" (within it), so a failed
+ * booking's watch is due and the gateway is asked about it.
  *
  * No sleeps: each row starts a reconciler after the setup and waits for two whole rounds
  * (one round issues one ZRANGE per bucket of the hint set, SEATD_HINT_BUCKETS, and the next
@@ -188,6 +193,8 @@ typedef enum {
     BK_EXPIRED,   /* PENDING_PAYMENT, and the hold's deadline passed meanwhile */
     BK_CONFIRMED, /* confirmed by the worker after the reconciler read the entry */
     BK_FAILED,    /* failed by the worker after the reconciler read the entry */
+    BK_LATE,      /* failed before the charge landed (the gateway's answer comes after) */
+    BK_STATES
 } state_t;
 
 typedef struct {
@@ -198,53 +205,63 @@ typedef struct {
     long long refunded; /* refunded at the gateway (and recorded on the booking) */
     const char *hold;   /* the hold's end status, NULL: not checked */
     int deferred;       /* the reconciler reported a lookup deferred by the horizon */
+    int watched;        /* still in {s}:failed: its charge may still land, or is unknown */
 } row_t;
 
 #define PENDING "PENDING_PAYMENT"
 
 static const row_t rows[] = {
     /* charged */
-    {ANS_CHARGED, BK_PENDING, "CONFIRMED", "", 0, "BOOKED", 0},
-    {ANS_CHARGED, BK_EXPIRED, "FAILED", "seats_lost_refunded", AMOUNT, "EXPIRED", 0},
-    {ANS_CHARGED, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0},
-    {ANS_CHARGED, BK_FAILED, "FAILED", "declined+charged_late_refunded", AMOUNT, "HELD", 0},
+    {ANS_CHARGED, BK_PENDING, "CONFIRMED", "", 0, "BOOKED", 0, 0},
+    {ANS_CHARGED, BK_EXPIRED, "FAILED", "seats_lost_refunded", AMOUNT, "EXPIRED", 0, 0},
+    {ANS_CHARGED, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0, 0},
+    {ANS_CHARGED, BK_FAILED, "FAILED", "declined+charged_late_refunded", AMOUNT, "HELD", 0, 0},
+    {ANS_CHARGED, BK_LATE, "FAILED", "declined+charged_late_refunded", AMOUNT, "HELD", 0, 0},
     /* declined */
-    {ANS_DECLINED, BK_PENDING, "FAILED", "card_declined", 0, "HELD", 0},
-    {ANS_DECLINED, BK_EXPIRED, "FAILED", "card_declined", 0, "EXPIRED", 0},
-    {ANS_DECLINED, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0},
-    {ANS_DECLINED, BK_FAILED, "FAILED", "declined", 0, "HELD", 0},
+    {ANS_DECLINED, BK_PENDING, "FAILED", "card_declined", 0, "HELD", 0, 0},
+    {ANS_DECLINED, BK_EXPIRED, "FAILED", "card_declined", 0, "EXPIRED", 0, 0},
+    {ANS_DECLINED, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0, 0},
+    {ANS_DECLINED, BK_FAILED, "FAILED", "declined", 0, "HELD", 0, 0},
+    {ANS_DECLINED, BK_LATE, "FAILED", "declined", 0, "HELD", 0, 0},
     /* not found, within the horizon: a charge still on its way may land */
-    {ANS_NOT_FOUND, BK_PENDING, PENDING, "", 0, PENDING, 1},
-    {ANS_NOT_FOUND, BK_EXPIRED, PENDING, "", 0, NULL, 1},
-    {ANS_NOT_FOUND, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0},
-    {ANS_NOT_FOUND, BK_FAILED, "FAILED", "declined", 0, "HELD", 0},
+    {ANS_NOT_FOUND, BK_PENDING, PENDING, "", 0, PENDING, 1, 0},
+    {ANS_NOT_FOUND, BK_EXPIRED, PENDING, "", 0, NULL, 1, 0},
+    {ANS_NOT_FOUND, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0, 0},
+    {ANS_NOT_FOUND, BK_FAILED, "FAILED", "declined", 0, "HELD", 0, 1},
+    {ANS_NOT_FOUND, BK_LATE, "FAILED", "declined", 0, "HELD", 0, 1},
     /* not found, past the horizon: never charged */
-    {ANS_NOT_FOUND_LATE, BK_PENDING, "FAILED", "payment_not_completed", 0, "HELD", 0},
-    {ANS_NOT_FOUND_LATE, BK_EXPIRED, "FAILED", "payment_not_completed", 0, "EXPIRED", 0},
-    {ANS_NOT_FOUND_LATE, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0},
-    {ANS_NOT_FOUND_LATE, BK_FAILED, "FAILED", "declined", 0, "HELD", 0},
+    {ANS_NOT_FOUND_LATE, BK_PENDING, "FAILED", "payment_not_completed", 0, "HELD", 0, 0},
+    {ANS_NOT_FOUND_LATE, BK_EXPIRED, "FAILED", "payment_not_completed", 0, "EXPIRED", 0, 0},
+    {ANS_NOT_FOUND_LATE, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0, 0},
+    {ANS_NOT_FOUND_LATE, BK_FAILED, "FAILED", "declined", 0, "HELD", 0, 0},
+    {ANS_NOT_FOUND_LATE, BK_LATE, "FAILED", "declined", 0, "HELD", 0, 0},
     /* no answer yet: the next round asks again */
-    {ANS_PROCESSING, BK_PENDING, PENDING, "", 0, PENDING, 0},
-    {ANS_PROCESSING, BK_EXPIRED, PENDING, "", 0, NULL, 0},
-    {ANS_PROCESSING, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0},
-    {ANS_PROCESSING, BK_FAILED, "FAILED", "declined", 0, "HELD", 0},
-    {ANS_ERROR_5XX, BK_PENDING, PENDING, "", 0, PENDING, 0},
-    {ANS_ERROR_5XX, BK_EXPIRED, PENDING, "", 0, NULL, 0},
-    {ANS_ERROR_5XX, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0},
-    {ANS_ERROR_5XX, BK_FAILED, "FAILED", "declined", 0, "HELD", 0},
-    {ANS_TIMEOUT, BK_PENDING, PENDING, "", 0, PENDING, 0},
-    {ANS_TIMEOUT, BK_EXPIRED, PENDING, "", 0, NULL, 0},
-    {ANS_TIMEOUT, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0},
-    {ANS_TIMEOUT, BK_FAILED, "FAILED", "declined", 0, "HELD", 0},
-    {ANS_DOWN, BK_PENDING, PENDING, "", 0, PENDING, 0},
-    {ANS_DOWN, BK_EXPIRED, PENDING, "", 0, NULL, 0},
-    {ANS_DOWN, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0},
-    {ANS_DOWN, BK_FAILED, "FAILED", "declined", 0, "HELD", 0},
+    {ANS_PROCESSING, BK_PENDING, PENDING, "", 0, PENDING, 0, 0},
+    {ANS_PROCESSING, BK_EXPIRED, PENDING, "", 0, NULL, 0, 0},
+    {ANS_PROCESSING, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0, 0},
+    {ANS_PROCESSING, BK_FAILED, "FAILED", "declined", 0, "HELD", 0, 1},
+    {ANS_PROCESSING, BK_LATE, "FAILED", "declined", 0, "HELD", 0, 1},
+    {ANS_ERROR_5XX, BK_PENDING, PENDING, "", 0, PENDING, 0, 0},
+    {ANS_ERROR_5XX, BK_EXPIRED, PENDING, "", 0, NULL, 0, 0},
+    {ANS_ERROR_5XX, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0, 0},
+    {ANS_ERROR_5XX, BK_FAILED, "FAILED", "declined", 0, "HELD", 0, 1},
+    {ANS_ERROR_5XX, BK_LATE, "FAILED", "declined", 0, "HELD", 0, 1},
+    {ANS_TIMEOUT, BK_PENDING, PENDING, "", 0, PENDING, 0, 0},
+    {ANS_TIMEOUT, BK_EXPIRED, PENDING, "", 0, NULL, 0, 0},
+    {ANS_TIMEOUT, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0, 0},
+    {ANS_TIMEOUT, BK_FAILED, "FAILED", "declined", 0, "HELD", 0, 1},
+    {ANS_TIMEOUT, BK_LATE, "FAILED", "declined", 0, "HELD", 0, 1},
+    {ANS_DOWN, BK_PENDING, PENDING, "", 0, PENDING, 0, 0},
+    {ANS_DOWN, BK_EXPIRED, PENDING, "", 0, NULL, 0, 0},
+    {ANS_DOWN, BK_CONFIRMED, "CONFIRMED", "", 0, "BOOKED", 0, 0},
+    {ANS_DOWN, BK_FAILED, "FAILED", "declined", 0, "HELD", 0, 1},
+    {ANS_DOWN, BK_LATE, "FAILED", "declined", 0, "HELD", 0, 1},
 };
 
 static const char *const answer_names[] = {"charged",    "declined", "not found", "not found late",
                                            "processing", "5xx",      "timeout",   "down"};
-static const char *const state_names[] = {"pending", "hold expired", "confirmed", "failed"};
+static const char *const state_names[] = {"pending", "hold expired", "confirmed", "failed",
+                                          "failed, then charged"};
 
 /* ---------------------------------------------------------------------------------------
  * Running one row
@@ -346,6 +363,8 @@ static void run_row(const row_t *row)
     cr_assert_eq(th_book_begin(&t, &r, "1", hold, "alice", expire ? 10 : 600000), 0);
     snprintf(bid, sizeof(bid), "%s", th_get(&r, "bookingId"));
     long long deadline = th_get_ll(&r, "expiresAt");
+    if (row->state == BK_LATE) /* failed first: it leaves {s}:pending for {s}:failed */
+        cr_assert_eq(th_book_fail(&t, &r, bid), 0); /* reason "declined" */
 
     /* What the gateway knows about it. */
     seatd_payment_t *slow = NULL;
@@ -413,7 +432,7 @@ static void run_row(const row_t *row)
     seatd_reconcile_opts_t o = {.interval_ms = 10,
                                 .min_age_ms = 0,
                                 .rescan_every = 1000000,
-                                .horizon_ms = row->answer == ANS_NOT_FOUND_LATE ? 0 : 600000};
+                                .horizon_ms = row->answer == ANS_NOT_FOUND ? 600000 : 0};
     long long base = zrange_calls(c);
     seatd_reconcile_t *rec = seatd_reconcile_new(t.loop, t.rds, t.store, pay, &o);
     cr_assert_not_null(rec);
@@ -460,6 +479,11 @@ static void run_row(const row_t *row)
     }
     if (row->deferred)
         cr_assert_geq(deferred, 1, "%s/%s: the horizon deferred it", what_a, what_s);
+    redisReply *z = seatd_test_redis_command(c, "ZSCORE {s:1}:failed %s", bid);
+    int watched = z && z->type != REDIS_REPLY_NIL;
+    freeReplyObject(z);
+    cr_assert_eq(watched, row->watched, "%s/%s: in {s}:failed %d, want %d", what_a, what_s, watched,
+                 row->watched);
     if (row->answer <= ANS_PROCESSING) {
         long long refunded = -1;
         int st = gw_lookup(bid, &refunded);
@@ -481,7 +505,7 @@ static void run_rows(answer_t answer)
             run_row(&rows[i]);
             n++;
         }
-    cr_assert_eq(n, 4, "one row per booking state");
+    cr_assert_eq(n, BK_STATES, "one row per booking state");
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -526,4 +550,89 @@ Test(reconcile, a_gateway_that_never_answers_leaves_the_booking_pending)
 Test(reconcile, a_gateway_that_is_down_leaves_the_booking_pending)
 {
     run_rows(ANS_DOWN);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * A charge that lands after its booking failed, and nobody is left to see it
+ * --------------------------------------------------------------------------------------- */
+
+/* Runs a reconciler with charge horizon 'horizon_ms' against the fake gateway for two whole
+ * rounds. */
+static void reconcile_two_rounds(th_t *t, redisContext *c, long long horizon_ms)
+{
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", gw_port);
+    seatd_payment_t *pay = seatd_payment_new(t->loop, url, 10000);
+    cr_assert_not_null(pay);
+    seatd_reconcile_opts_t o = {
+        .interval_ms = 10, .min_age_ms = 0, .rescan_every = 1000000, .horizon_ms = horizon_ms};
+    long long base = zrange_calls(c);
+    seatd_reconcile_t *rec = seatd_reconcile_new(t->loop, t->rds, t->store, pay, &o);
+    cr_assert_not_null(rec);
+    wait_rounds(t, c, base + 2 * SEATD_HINT_BUCKETS + 1);
+    seatd_reconcile_close(rec);
+    seatd_payment_close(pay);
+    drain_redis(t);
+    uv_run(t->loop, UV_RUN_NOWAIT);
+}
+
+Test(reconcile, a_charge_landing_after_its_booking_failed_is_refunded_once_the_horizon_passed)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    seatd_log_set_level(SEATD_LOG_ERROR);
+    redisContext *c = seatd_test_redis_connect();
+    const char *seats[] = {"A1", "A2", NULL};
+    cr_assert_eq(th_create_show(&t, "1", seats, 60000), 0);
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", seats, 60000, 10, NULL), 0);
+    char hold[SEATD_ID_MAX], bid[SEATD_ID_MAX];
+    snprintf(hold, sizeof(hold), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold, "alice", 600000), 0);
+    snprintf(bid, sizeof(bid), "%s", th_get(&r, "bookingId"));
+    char hint[SEATD_KEY_MAX];
+    cr_assert_eq(seatd_keys_show_hint(hint, SEATD_KEY_PENDING_SHOWS, "1"), 0);
+    freeReplyObject(seatd_test_redis_command(c, "ZINCRBY %s 1 1", hint)); /* the worker's hint */
+
+    /* The booking is failed while its charge request is still on its way; the worker that
+     * sent it dies; then the charge lands. No worker records it, and the booking is no
+     * longer in {s}:pending. */
+    cr_assert_eq(th_book_fail(&t, &r, bid), 0);
+    char v[128];
+    cr_assert_eq(th_str(c, v, sizeof(v), "ZSCORE {s:1}:pending %s", bid), 0, "not pending");
+    cr_assert_eq(gw_charge(bid, "tok_ok"), 201);
+
+    /* Within the charge horizon: watched, not asked about yet, nothing refunded. */
+    reconcile_two_rounds(&t, c, 600000);
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s status", bid), 1);
+    cr_assert_str_eq(v, "FAILED");
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s refund", bid), 0);
+    cr_assert_eq(th_str(c, v, sizeof(v), "ZSCORE {s:1}:failed %s", bid), 1, "watched");
+    cr_assert_eq(gw_refunds_of(bid), 0);
+
+    /* Past it: asked about by its idempotency key, found charged, refunded whole, once. Two
+     * reconcilers in a row (as many workers run one each) refund it once. */
+    for (int i = 0; i < 2; i++)
+        reconcile_two_rounds(&t, c, 0);
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s status", bid), 1);
+    cr_assert_str_eq(v, "FAILED");
+    th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s reason", bid);
+    cr_assert_str_eq(v, "declined+charged_late_refunded");
+    th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s refund", bid);
+    cr_assert_eq(atoll(v), AMOUNT, "the refund is recorded on the booking: %s", v);
+    th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s refundStatus", bid);
+    cr_assert_str_eq(v, "succeeded");
+    th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s lateCharge", bid);
+    cr_assert(strncmp(v, "ch_", 3) == 0, "the late charge is named: %s", v);
+    cr_assert_eq(th_str(c, v, sizeof(v), "ZSCORE {s:1}:failed %s", bid), 0, "not watched");
+    cr_assert_eq(th_str(c, v, sizeof(v), "ZSCORE {s:1}:refunds %s", bid), 0, "nothing owed");
+    long long refunded = -1;
+    cr_assert_eq(gw_lookup(bid, &refunded), 200);
+    cr_assert_eq(refunded, AMOUNT, "refunded in full at the gateway");
+    cr_assert_eq(gw_refunds_of(bid), 1, "refunded once");
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:hold:%s status", hold), 1);
+    cr_assert_str_eq(v, "HELD", "the seats stay the buyer's until the hold ends");
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
 }

@@ -146,6 +146,7 @@ static const case_t cases[] = {
     {"HSET {s:1}:user:alice 1-h00000000000000000000 1", 0, "user_holds"},
     {"ZREM {s:1}:pending %s", 2, "pending"},
     {"ZADD {s:1}:pending 1 %s", 3, "pending"},
+    {"ZADD {s:1}:failed 1 %s", 3, "failed"}, /* a CONFIRMED booking watched for a late charge */
     {"HINCRBY {s:1}:user:bob booked 1", 0, "owner_counts"},
     {"XADD {s:1}:bookings * type booking.confirmed", 0, "outbox"},
     {"HSET {s:1}:meta seatCount 7", 0, "counts"},

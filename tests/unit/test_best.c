@@ -95,3 +95,25 @@ Test(best, a_named_hold_gets_its_runs_and_alternatives)
     seatd_best_list_free(&c);
     seatd_layout_free(l);
 }
+
+/* The seats asked for, when they are one block, are not their own alternative (a refusal
+ * means they are taken); a block that only overlaps them is. */
+Test(best, a_named_block_is_not_its_own_alternative)
+{
+    seatd_layout_t *l = row_with_aisle("");
+    const char *ids[] = {"A2", "A3"};
+    seatd_best_list_t c = {0};
+    seatd_best_named(l, ids, 2, NULL, &c);
+    cr_assert_str_eq(c.items[0], "n|standard|A2:1,A3:2|A1:0|A4:3");
+    int overlapping = 0;
+    for (size_t i = 1; i < c.n; i++) {
+        cr_assert_eq(c.items[i][0], 'a', "%s", c.items[i]);
+        cr_assert_null(strstr(c.items[i], "|A2:1,A3:2|"), "the asked block offered: %s",
+                       c.items[i]);
+        overlapping +=
+            strstr(c.items[i], "|A1:0,A2:1|") != NULL || strstr(c.items[i], "|A3:2,A4:3|") != NULL;
+    }
+    cr_assert_eq(overlapping, 2, "the blocks next to it are offered");
+    seatd_best_list_free(&c);
+    seatd_layout_free(l);
+}

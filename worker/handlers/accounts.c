@@ -546,8 +546,8 @@ int seatd_handle_auth_logout(seatd_req_t *r)
 }
 
 /* ---------------------------------------------------------------------------------------
- * The per-user indexes, a booking's written before it begins (bookings.c), a hold's after it is
- * made (holds.c).
+ * The per-user indexes, queued (not waited for) when a booking begins (bookings.c; seatd-notify
+ * files confirmed and cancelled ones from the outbox) and when a hold is made (holds.c).
  * --------------------------------------------------------------------------------------- */
 
 int seatd__index_hold(seatd_req_t *r, const char *hold_id, seatd_store_cb cb, void *data)
@@ -591,21 +591,6 @@ static void me_op_free(me_op_t *op)
         cJSON_Delete(op->items[i].json);
     free(op->items);
     free(op);
-}
-
-static cJSON *me_hold_json(const seatd_hold_result_t *h)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "holdId", h->hold_id);
-    cJSON_AddStringToObject(o, "showId", h->show_id);
-    seatd__json_add_csv_array(o, "seatIds", h->seat_ids);
-    cJSON_AddStringToObject(o, "status", h->status);
-    seatd__json_add_time(o, "expiresAt", h->expires_at_ms);
-    if (h->created_at_ms)
-        seatd__json_add_time(o, "createdAt", h->created_at_ms);
-    if (h->booking_id[0])
-        cJSON_AddStringToObject(o, "bookingId", h->booking_id);
-    return o;
 }
 
 static cJSON *me_booking_json(const seatd_booking_result_t *b)
@@ -669,7 +654,7 @@ static void on_me_hold(const seatd_store_result_t *res, void *data)
     if (!res->err) {
         const char *st = res->hold.status;
         if (strcmp(st, "HELD") == 0 || strcmp(st, "PENDING_PAYMENT") == 0)
-            it->json = me_hold_json(&res->hold);
+            it->json = seatd__json_hold(&res->hold, NULL);
     } else if (res->err != SEATD_ENOTFOUND && res->err != SEATD_ENOSHOW) {
         err = res->err;
     }

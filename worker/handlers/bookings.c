@@ -140,10 +140,12 @@ static void on_counter_given(const seatd_store_result_t *res, void *data)
 /* Gives back the attempts this request counted (it was approved, or never charged). */
 static void counters_give(book_op_t *op)
 {
-    const char *keys[2] = {op->hold_ctr, op->user_ctr};
-    for (int i = 0; i < op->ctrs_taken; i++)
-        if (seatd_store_attempt(op->app->store, keys[i], 0, 0, 0, on_counter_given, NULL) < 0)
-            on_counter_given(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
+    if (op->ctrs_taken >= 1 &&
+        seatd_store_attempt(op->app->store, op->hold_ctr, 0, 0, 0, on_counter_given, NULL) < 0)
+        on_counter_given(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
+    if (op->ctrs_taken >= 2 && seatd_store_attempt_nowait(op->app->store, op->user_ctr, 0, 0, 0,
+                                                          on_counter_given, NULL) < 0)
+        on_counter_given(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
     op->ctrs_taken = 0;
 }
 
@@ -474,28 +476,38 @@ static void begin_booking_now(book_op_t *op)
     step_started(op, rc);
 }
 
+/* Files the booking in the buyer's index ({u:<sub>}:bookings, GET /v1/me/bookings) before it
+ * begins, so that the buyer reads their own writes. The write never waits for an unreachable
+ * shard (seatd_store_me_add fails at once when the shard of the buyer's keys, on a cluster
+ * usually another primary than the show's, is failing over), and a failure does not stop the
+ * booking: a healthy shard's booking must not wait for, or fail with, a dead one. What makes
+ * the index complete is the outbox: seatd-notify files every confirmed or cancelled booking of
+ * {s}:bookings in its owner's index (at least once, retried until that shard answers). An
+ * entry whose booking never came to be is dropped by GET /v1/me/bookings. */
 static void on_booking_indexed(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     seatd__step_end(&op->r);
-    if (op->r == NULL || res->err) { /* nothing began: every attempt taken is given back */
+    if (op->r == NULL) { /* nothing began: every attempt taken is given back */
         counters_give(op);
-        if (op->r)
-            seatd__reply_store_error(op->r, res);
         book_op_free(op);
         return;
+    }
+    if (res->err) {
+        seatd_metrics_inc(SEATD_METRIC_BOOKING_INDEX_ERROR);
+        seatd_log(SEATD_LOG_WARN, NULL, "booking not filed in the buyer's index (the outbox will)",
+                  "\"error\":\"%s\"", seatd_err_name(res->err));
     }
     begin_booking_now(op);
 }
 
-/* Files the booking in the buyer's index (accounts.c) before it exists, then begins it:
- * GET /v1/me/bookings drops entries whose booking never came to be. */
 static void begin_booking(book_op_t *op)
 {
     int rc = seatd__index_booking(op->r, op->booking_id, on_booking_indexed, op);
-    if (rc < 0)
-        counters_give(op);
-    step_started(op, rc);
+    if (seatd__step_begin(&op->r, rc) < 0) {
+        seatd_metrics_inc(SEATD_METRIC_BOOKING_INDEX_ERROR);
+        begin_booking_now(op);
+    }
 }
 
 /* 429 with Retry-After: the decline cap of the hold or of the user is reached; nothing was
@@ -517,6 +529,17 @@ static void on_user_counter(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     seatd__step_end(&op->r);
+    if (op->r && (res->err == SEATD_EUNAVAILABLE || res->err == SEATD_ETIMEOUT)) {
+        /* The per-user counter lives on its own shard, which cannot be reached (failing over):
+         * the booking goes on under the per-hold cap alone (in the show's slot) rather than
+         * fail on a healthy shard. If the take ran, its count expires with the window. */
+        seatd_metrics_inc(SEATD_METRIC_DECLINE_CAP_UNCHECKED);
+        seatd_log(SEATD_LOG_WARN, NULL,
+                  "per-user decline cap not checked: its shard is unreachable", "\"error\":\"%s\"",
+                  seatd_err_name(res->err));
+        begin_booking(op);
+        return;
+    }
     if (op->r == NULL || res->err) { /* every attempt taken is given back, nothing began */
         if (!res->err && res->attempt.ok)
             op->ctrs_taken = 2; /* the user's counter took one too */
@@ -547,8 +570,9 @@ static void on_hold_counter(const seatd_store_result_t *res, void *data)
     }
     op->ctrs_taken = 1;
     const seatd_config_t *cfg = op->app->cfg;
-    step_started(op, seatd_store_attempt(op->app->store, op->user_ctr, 1, cfg->decline_cap_per_user,
-                                         cfg->decline_window_ms, on_user_counter, op));
+    step_started(op, seatd_store_attempt_nowait(op->app->store, op->user_ctr, 1,
+                                                cfg->decline_cap_per_user, cfg->decline_window_ms,
+                                                on_user_counter, op));
 }
 
 /* Counts one attempt against the decline caps (the hold's, then the user's) before

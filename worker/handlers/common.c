@@ -322,6 +322,22 @@ void seatd__json_add_csv_array(void *obj, const char *name, const char *csv)
     }
 }
 
+void *seatd__json_hold(const seatd_hold_result_t *h, const char *status_if_empty)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "holdId", h->hold_id);
+    cJSON_AddStringToObject(o, "showId", h->show_id);
+    seatd__json_add_csv_array(o, "seatIds", h->seat_ids);
+    cJSON_AddStringToObject(o, "status",
+                            h->status[0] || status_if_empty == NULL ? h->status : status_if_empty);
+    seatd__json_add_time(o, "expiresAt", h->expires_at_ms);
+    if (h->created_at_ms)
+        seatd__json_add_time(o, "createdAt", h->created_at_ms);
+    if (h->booking_id[0])
+        cJSON_AddStringToObject(o, "bookingId", h->booking_id);
+    return o;
+}
+
 int seatd__idempotency_key_check(seatd_json_check_t *v, seatd_req_t *r, const char *body_key,
                                  const char **out)
 {

@@ -52,9 +52,10 @@ int seatd__step_end(seatd_req_t **rp);
 int seatd__done(seatd_req_t *r, const seatd_store_result_t *res);
 
 /* Files 'id' in the per-user index of the request's user (accounts.c), a store call with
- * store.h's contract. A booking is filed before it begins; a hold right after it is made and
- * before its 201 (a failure then is answered and compensated like a 5xx hold): either way an
- * acknowledged hold or booking is never missing from GET /v1/me/holds or /v1/me/bookings. */
+ * store.h's contract that never waits for an unreachable shard (seatd_store_me_add). A booking
+ * is filed before it begins, a hold right after it is made, each waited for before going on,
+ * so that the buyer reads their own writes; a failure is logged and counted, and the hold or
+ * booking goes on without its entry (seatd-notify files confirmed bookings from the outbox). */
 int seatd__index_hold(seatd_req_t *r, const char *hold_id, seatd_store_cb cb, void *data);
 int seatd__index_booking(seatd_req_t *r, const char *booking_id, seatd_store_cb cb, void *data);
 
@@ -73,6 +74,11 @@ int seatd__with_layout(seatd_req_t *r, const char *show_id, seatd__layout_cont c
 void seatd__json_add_time(void *obj, const char *name, int64_t ms);
 /* Adds a JSON array of strings from a comma-joined list 'csv' as member 'name' of 'obj'. */
 void seatd__json_add_csv_array(void *obj, const char *name, const char *csv);
+/* A hold as the API shows it (holdId, showId, seatIds, status, expiresAt, and createdAt and
+ * bookingId when known); an empty status is shown as 'status_if_empty' when not NULL. 'h' is
+ * borrowed; returns an owned cJSON object (cJSON *), freed with cJSON_Delete() or taken by a
+ * tree. */
+void *seatd__json_hold(const seatd_hold_result_t *h, const char *status_if_empty);
 
 /* The idempotency key of 'r': the Idempotency-Key header or the body's field 'body_key'
  * (string, may be NULL); '*out' is NULL when none was given. A malformed key, or a header and

@@ -48,12 +48,14 @@ typedef struct {
     const char *best_tier;      /* borrowed from 'body'; NULL: any tier */
     int best_accessible;        /* a wheelchair space with its companions */
     int best_retried;           /* NO_BLOCK on a seat map read before the hold: read again once */
+    cJSON *answer;              /* owned: the 201's body while the index entry is written */
     int admitted;               /* a verified Seatd-Admission came with the request */
 } hold_op_t;
 
 static void hold_op_free(void *ctx)
 {
     hold_op_t *op = ctx;
+    cJSON_Delete(op->answer);
     cJSON_Delete(op->body);
     free(op->ids);
     free(op);
@@ -61,18 +63,7 @@ static void hold_op_free(void *ctx)
 
 static cJSON *hold_to_json(const seatd_store_result_t *res)
 {
-    cJSON *o = cJSON_CreateObject();
-    const seatd_hold_result_t *h = &res->hold;
-    cJSON_AddStringToObject(o, "holdId", h->hold_id);
-    cJSON_AddStringToObject(o, "showId", h->show_id);
-    seatd__json_add_csv_array(o, "seatIds", h->seat_ids);
-    cJSON_AddStringToObject(o, "status", h->status[0] ? h->status : "HELD");
-    seatd__json_add_time(o, "expiresAt", h->expires_at_ms);
-    if (h->created_at_ms)
-        seatd__json_add_time(o, "createdAt", h->created_at_ms);
-    if (h->booking_id[0])
-        cJSON_AddStringToObject(o, "bookingId", h->booking_id);
-    return o;
+    return seatd__json_hold(&res->hold, "HELD"); /* a fresh hold's answer has no status */
 }
 
 static void best_start(seatd_req_t *r, hold_op_t *op);
@@ -300,20 +291,25 @@ static void hold_compensate(seatd_app_t *app, const hold_op_t *op, const char *o
         comp_schedule(0);
 }
 
-/* The buyer's index entry of a made hold (GET /v1/me/holds) is not waited for: a failed write
- * is logged and counted, nothing more. The hold itself is the decision; its 201 must not wait
- * for, or fail with, the shard of the buyer's keys ({u:<sub>}, usually another primary than
- * the show's), and a hold lives minutes. The write is queued before the 201, so a buyer who
- * lists their holds right after it sees it in practice, not by guarantee (another pooled
- * connection may carry the read); the hold itself is always at GET /v1/holds/{id}. */
+/* The 201 of a made hold, once its entry in the buyer's index (GET /v1/me/holds) is written or
+ * has failed. The write never waits for an unreachable shard (seatd_store_me_add fails at once
+ * on a cluster whose shard of the buyer's keys, {u:<sub>}, is failing over), so a hold on a
+ * healthy shard never waits for, or fails with, a dead one; a failure is logged and counted and
+ * the hold is acknowledged without its entry (GET /v1/holds/{id} still answers it; it lives
+ * minutes). When the write succeeds, a list read after the 201 sees the hold. */
 static void on_hold_indexed(const seatd_store_result_t *res, void *data)
 {
-    (void)data;
+    hold_op_t *op = data;
     if (res->err) {
         seatd_metrics_inc(SEATD_METRIC_HOLD_INDEX_ERROR);
         seatd_log(SEATD_LOG_WARN, NULL, "hold not filed in the buyer's index", "\"error\":\"%s\"",
                   seatd_err_name(res->err));
     }
+    if (seatd__step_end(&op->r) == 0) {
+        seatd_req_finish_json(op->r, 201, op->answer);
+        op->answer = NULL;
+    }
+    hold_op_free(op);
 }
 
 static void on_hold(const seatd_store_result_t *res, void *data)
@@ -345,16 +341,43 @@ static void on_hold(const seatd_store_result_t *res, void *data)
     cJSON_AddNumberToObject(o, "version", (double)res->hold.version);
     if (op->best)
         cJSON_AddBoolToObject(o, "split", res->hold.split);
-    if (seatd__index_hold(r, res->hold.hold_id, on_hold_indexed, NULL) < 0)
-        seatd_metrics_inc(SEATD_METRIC_HOLD_INDEX_ERROR);
     seatd_metrics_inc(res->hold.replayed ? SEATD_METRIC_HOLD_REPLAYED : SEATD_METRIC_HOLD_CREATED);
     char loc[96];
     snprintf(loc, sizeof(loc), "/v1/holds/%s", res->hold.hold_id);
     seatd_req_add_header(r, "Location", loc);
     if (res->hold.replayed)
         seatd_req_add_header(r, "Idempotent-Replayed", "true");
-    seatd_req_finish_json(r, 201, o);
-    hold_op_free(op);
+    op->answer = o;
+    op->r = r;
+    int rc = seatd__index_hold(r, res->hold.hold_id, on_hold_indexed, op);
+    if (seatd__step_begin(&op->r, rc) < 0) {
+        /* not even queued (the client's Redis queue is full): answer without the entry */
+        seatd_metrics_inc(SEATD_METRIC_HOLD_INDEX_ERROR);
+        if (op->r) {
+            seatd_req_finish_json(op->r, 201, op->answer);
+            op->answer = NULL;
+        }
+        hold_op_free(op);
+    }
+}
+
+static void on_hint_map(const seatd_store_result_t *res, void *data)
+{
+    char *show_id = data;
+    if (!res->err) {
+        const seatd_seatmap_result_t *s = &res->seatmap;
+        seatd_seatmap_put(show_id, s->version, (size_t)s->seat_count, s->held, s->held_len,
+                          s->booked, s->booked_len, seatd_seatmap_now_ms());
+    }
+    free(show_id);
+}
+
+/* Reads the show's map in the background, for the hints of the next named holds. */
+static void refresh_hint(seatd_app_t *app, const char *show_id)
+{
+    char *id = seatd_strdup(show_id);
+    if (seatd_store_seatmap(app->store, id, on_hint_map, id) < 0)
+        free(id);
 }
 
 static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
@@ -386,9 +409,14 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         hold_op_free(op);
         return;
     }
-    /* The runs of the seats (orphan check) and alternatives, for the script to judge. */
+    /* The runs of the seats (orphan check) and alternatives, for the script to judge. The
+     * alternatives are chosen among the seats free in this worker's last map of the show (a
+     * hint up to SEATD_SEATMAP_HINT_MS old, kept fresh in the background): under contention
+     * most blocks are taken, and each one sent costs the script's time on a refusal. */
+    if (seatd_seatmap_hint_due(op->show_id))
+        refresh_hint(app, op->show_id);
     seatd_best_list_t cands = {0};
-    seatd_seatmap_t *m = seatd_seatmap_get(op->show_id, 0);
+    seatd_seatmap_t *m = seatd_seatmap_hint(op->show_id);
     seatd_best_hint_t hint = {0};
     if (m != NULL)
         hint = (seatd_best_hint_t){m->held, m->booked, m->held_len, m->booked_len};
