@@ -52,12 +52,22 @@ need() {
     command -v "$1" >/dev/null 2>&1 || [ -x "$1" ] || die "$1 missing (Debian package $2)"
 }
 
-# lua_library: prints the seatd Functions library, lua/*.lua concatenated in the order of
-# SEATD_LUA_FILES in CMakeLists.txt (what the worker embeds and loads).
+# lua_library: prints the seatd Functions library as the worker embeds and loads it
+# (cmake/embed_lua.cmake): lua/*.lua in the order of SEATD_LUA_FILES in CMakeLists.txt, each
+# followed by a newline, and after the first one the limits of SEATD_LUA_CONSTS' headers as
+# Lua locals ("#define SEATD_X 12 /* lua: X */" -> "local X = 12").
 lua_library() {
-    local f
+    local f h first=1
     for f in $(sed -n '/set(SEATD_LUA_FILES/,/)/p' "$ROOT/CMakeLists.txt" | grep -o 'lua/[a-z_]*\.lua'); do
         cat "$ROOT/$f"
+        echo
+        if [ "$first" = 1 ]; then
+            first=0
+            for h in $(sed -n 's/^set(SEATD_LUA_CONSTS \(.*\))$/\1/p' "$ROOT/CMakeLists.txt" |
+                       grep -o 'worker/[a-z_]*\.h'); do
+                sed -n 's|^#define SEATD_[A-Z0-9_]* *\([0-9][0-9]*\) */\* lua: \([A-Z0-9_]*\) .*|local \2 = \1|p' "$ROOT/$h"
+            done
+        fi
     done
 }
 

@@ -47,6 +47,7 @@
 #include "admission.h"
 #include "auth.h"
 #include "buf.h"
+#include "keys.h"
 #include "mem.h"
 #include "ws_codec.h"
 
@@ -515,8 +516,13 @@ int main(int argc, char **argv)
     char meta[64];
     snprintf(meta, sizeof(meta), "{s:%s}:meta", SHOW);
     /* The joins below skip the worker, so file the room for the sweepers as a join through
-     * the worker does (hints.h: seatd:queues, scored by the sales close). */
-    redis_int(rc, "ZADD seatd:queues 1893528000000 %s", SHOW);
+     * the worker does (hints.h: seatd:queues:{hN}, scored by the sales close). */
+    char qkey[SEATD_KEY_MAX];
+    if (seatd_keys_show_hint(qkey, SEATD_KEY_QUEUES, SHOW) < 0) {
+        fprintf(stderr, "queue_sim: bad show id %s\n", SHOW);
+        return 1;
+    }
+    redis_int(rc, "ZADD %s 1893528000000 %s", qkey, SHOW);
 
     /* Joins, before the opening: straight to the join Function, pipelined. */
     TICKETS = calloc((size_t)users, sizeof(*TICKETS));

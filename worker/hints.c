@@ -67,9 +67,11 @@ void seatd_hints_queue(seatd_rds_t *rds, const char *show_id, long long close_ms
 {
     if (rds == NULL || !seatd_keys_valid_show_id(show_id))
         return;
-    char score[24];
+    char score[24], key[SEATD_KEY_MAX];
+    if (seatd_keys_show_hint(key, SEATD_KEY_QUEUES, show_id) < 0)
+        return;
     snprintf(score, sizeof(score), "%lld", close_ms > 0 ? close_ms : 0);
-    const char *argv[] = {"ZADD", SEATD_KEY_QUEUES, score, show_id};
+    const char *argv[] = {"ZADD", key, score, show_id};
     if (seatd_rds_callv(rds, 4, argv, NULL, on_queue_reply, NULL) < 0)
         on_queue_reply(NULL, SEATD_EOVERLOAD, NULL);
 }

@@ -6,8 +6,8 @@
  *   seatd:pending_shows:{hN} zset  show id -> hint count (reconcile.h); a hint is ZINCRBY 1,
  *                                  so a reconciler drops the entry only if no hint came since
  *                                  it read it.
- *   seatd:queues             zset  show id -> sales close (ms): waiting rooms someone joined
- *                                  (issue 15); one key (a queued show is rare: a hot on-sale).
+ *   seatd:queues:{hN}        zset  show id -> sales close (ms): waiting rooms someone joined
+ *                                  (issue 15), advanced by the sweepers.
  * Each is split into SEATD_HINT_BUCKETS keys; a show's hints go to the bucket of its own slot
  * range (keys.h), so on a cluster they sit on the shard that owns the show.
  *
@@ -31,8 +31,8 @@ void seatd_hints_due(struct seatd_rds_s *rds, const char *show_id);
  * to confirm. A NULL 'rds' or an invalid id does nothing. */
 void seatd_hints_pending(struct seatd_rds_s *rds, const char *show_id);
 
-/* Files show 'show_id' (borrowed) in seatd:queues (keys.h) with score 'close_ms' (its sales
- * close): its waiting room has people in it, and every sweeper advances it (sweeper.h) until
+/* Files show 'show_id' (borrowed) in its bucket of seatd:queues (keys.h) with score 'close_ms' (its
+ * sales close): its waiting room has people in it, and every sweeper advances it (sweeper.h) until
  * then. A NULL 'rds' or an invalid id does nothing. */
 void seatd_hints_queue(struct seatd_rds_s *rds, const char *show_id, long long close_ms);
 

@@ -39,8 +39,9 @@
  *   {s:42}:qadmit, :qpend    zset    user -> admission deadline (ms): admitted shoppers, and
  *                                    those of them who have not held yet
  *   {s:42}:qstate            hash    admitted (count), seq (arrivals), firstAt, pub
- *   seatd:queues             zset    show id -> sales close (ms): waiting rooms with people in
- *                                    them, advanced by every worker's sweeper
+ *   seatd:queues:{hN}        zset    show id -> sales close (ms): waiting rooms with people in
+ *                                    them, advanced by every worker's sweeper (16 buckets, as
+ *                                    the hint indexes below)
  *   seatd:layout:<sha256>    string  a frozen layout, shared by every show created with it: the
  *                                    canonical "seats" JSON array (seat i has bit i), stored
  *                                    once (SET NX) under the SHA-256 hex of its text, never
@@ -88,9 +89,6 @@
 
 #define SEATD_KEY_MAX 256 /* longest key we build, NUL included */
 #define SEATD_ID_MAX 48   /* longest show/hold/booking id, NUL included */
-#define SEATD_KEY_QUEUES                                                                           \
-    "seatd:queues" /* zset: queued show id -> sales close (ms); the                                \
-                      sweepers advance these waiting rooms */
 
 /* Show ids: 1-18 decimal digits, no leading zero. */
 int seatd_keys_valid_show_id(const char *s);
@@ -143,6 +141,7 @@ SEATD_MUSTCHECK int seatd_keys_email(char *out, const char *email);
 #define SEATD_HINT_BUCKETS 16
 #define SEATD_KEY_DUE "seatd:due"
 #define SEATD_KEY_PENDING_SHOWS "seatd:pending_shows"
+#define SEATD_KEY_QUEUES "seatd:queues" /* waiting rooms the sweepers advance (hints.h) */
 /* The bucket of show 'show_id' (0..SEATD_HINT_BUCKETS-1), or -1 if the id is invalid. */
 int seatd_keys_hint_bucket(const char *show_id);
 /* Writes "<base>:{<tag of 'bucket'>}" into 'out' (SEATD_KEY_MAX bytes); 'base' is one of the

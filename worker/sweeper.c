@@ -427,20 +427,27 @@ static void queue_tick(seatd_sweeper_t *sw)
         return;
     char now[24];
     snprintf(now, sizeof(now), "%lld", (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000);
-    /* Rooms whose sales closed leave the list (a queue past its close admits nobody). */
-    const char *prune[] = {"ZREMRANGEBYSCORE", SEATD_KEY_QUEUES, "-inf", now};
-    op_t *p = op_new(sw, NULL, 0);
-    if (seatd_rds_callv(sw->rds, 4, prune, NULL, on_filed, p) < 0) {
-        sw->stats.errors++;
-        if (op_done(p))
-            return;
-    }
-    const char *argv[] = {"ZRANGEBYSCORE", SEATD_KEY_QUEUES, now, "+inf", "LIMIT", "0", QUEUES_MAX};
-    op_t *op = op_new(sw, NULL, 0);
-    sw->queue_pending++;
-    if (seatd_rds_callv(sw->rds, 7, argv, NULL, on_queues, op) < 0) {
-        sw->stats.errors++;
-        queue_op_done(op);
+    /* Every bucket of the list (each in its own slot range: on a cluster, the shard that owns
+     * its shows), so a dead shard stops only its own rooms. */
+    for (int b = 0; b < SEATD_HINT_BUCKETS && !sw->closing; b++) {
+        char key[SEATD_KEY_MAX];
+        if (seatd_keys_hint(key, SEATD_KEY_QUEUES, b) < 0)
+            continue;
+        /* Rooms whose sales closed leave the list (a queue past its close admits nobody). */
+        const char *prune[] = {"ZREMRANGEBYSCORE", key, "-inf", now};
+        op_t *p = op_new(sw, NULL, 0);
+        if (seatd_rds_callv(sw->rds, 4, prune, NULL, on_filed, p) < 0) {
+            sw->stats.errors++;
+            if (op_done(p))
+                return;
+        }
+        const char *argv[] = {"ZRANGEBYSCORE", key, now, "+inf", "LIMIT", "0", QUEUES_MAX};
+        op_t *op = op_new(sw, NULL, 0);
+        sw->queue_pending++;
+        if (seatd_rds_callv(sw->rds, 7, argv, NULL, on_queues, op) < 0) {
+            sw->stats.errors++;
+            queue_op_done(op);
+        }
     }
 }
 
