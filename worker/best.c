@@ -203,10 +203,30 @@ static int taken_hint(const seatd_best_hint_t *h, size_t i)
            (h->booked && i / 8 < h->booked_len && (h->booked[i / 8] & m));
 }
 
+/* Writes "[,]<id>:<bit>" at 'p' (NUL-terminated); returns its length, or 0 when it does not
+ * fit in 'cap'. By hand: a named hold writes dozens of these, and snprintf was a tenth of the
+ * worker's time under load. */
 static size_t put_seat(char *p, size_t cap, const seatd_layout_t *l, size_t i, int comma)
 {
-    int w = snprintf(p, cap, "%s%s:%zu", comma ? "," : "", seatd_layout_seat(l, i)->id, i);
-    return w > 0 && (size_t)w < cap ? (size_t)w : 0;
+    const char *id = seatd_layout_seat(l, i)->id;
+    size_t n = strlen(id), d = 0;
+    char digits[24];
+    do {
+        digits[d++] = (char)('0' + i % 10);
+        i /= 10;
+    } while (i > 0);
+    size_t len = (comma ? 1 : 0) + n + 1 + d;
+    if (len >= cap)
+        return 0;
+    if (comma)
+        *p++ = ',';
+    memcpy(p, id, n);
+    p += n;
+    *p++ = ':';
+    while (d > 0)
+        *p++ = digits[--d];
+    *p = '\0';
+    return len;
 }
 
 /* Appends the block of places [k, k + count) of 'ord' as a '<kind>' candidate. Returns 0, or
@@ -256,17 +276,28 @@ typedef struct want_s {
     size_t skip; /* a place whose block is left out (the seats asked themselves), or SIZE_MAX */
 } want_t;
 
-/* Whether the block at places [k, k + count) fits 'w' and 'hint'; its score in '*score'. */
+/* Whether the block at places [k, k + count) fits 'w' and 'hint'; its score in '*score'. When
+ * it does not, '*next' is the first place after k where a fitting block may start: a block
+ * over a taken seat, or over a seat of another tier than the one asked, cannot fit, so a scan
+ * skips every start that covers it (with any one tier, the start at the seat of the other
+ * tier may). */
 static int block_ok(const seatd_layout_t *l, const index_t *x, const want_t *w,
-                    const seatd_best_hint_t *hint, size_t k, double *score)
+                    const seatd_best_hint_t *hint, size_t k, double *score, size_t *next)
 {
     int tier = w->tier >= 0 ? w->tier : x->tier[x->ord[k]];
     double q = 0, cx = 0, cy = 0;
     long space = -1;
+    *next = k + 1;
     for (size_t j = 0; j < w->count; j++) {
         size_t i = x->ord[k + j];
-        if (x->tier[i] != tier || taken_hint(hint, i))
+        if (taken_hint(hint, i)) {
+            *next = k + j + 1;
             return 0;
+        }
+        if (x->tier[i] != tier) {
+            *next = w->tier >= 0 ? k + j + 1 : k + j;
+            return 0;
+        }
         const seatd_layout_seat_t *s = seatd_layout_seat(l, i);
         if (w->accessible && s->accessible && space < 0)
             space = (long)i;
@@ -309,11 +340,18 @@ static size_t choose(const seatd_layout_t *l, const index_t *x, const want_t *w,
     if (!w->near && !w->accessible && w->count <= SEATD_BEST_RANKED_MAX && k0 == 0 && k1 >= x->n)
         return choose_ranked(l, x, w, hint, picks, max);
     for (size_t k = k0; k < k1 && k + w->count <= x->n; k++) {
-        if (x->segend[k] < k + w->count || k == w->skip)
-            continue; /* the block would cross a segment's end, or is the one to leave out */
-        double score;
-        if (!block_ok(l, x, w, hint, k, &score))
+        if (x->segend[k] < k + w->count) {
+            k = x->segend[k] - 1; /* so does every start up to its segment's end */
             continue;
+        }
+        if (k == w->skip)
+            continue; /* the one block to leave out */
+        double score;
+        size_t next;
+        if (!block_ok(l, x, w, hint, k, &score, &next)) {
+            k = next - 1;
+            continue;
+        }
         if (np == max && score >= picks[np - 1].score)
             continue;
         size_t at = np < max ? np++ : np - 1;
@@ -348,8 +386,9 @@ static const uint32_t *ranked(const seatd_layout_t *l, const index_t *cx, size_t
         uint32_t *r = seatd_calloc(x->n + 1, sizeof(*r));
         size_t m = 0;
         want_t w = {.count = count, .tier = -1, .skip = SIZE_MAX};
+        size_t next;
         for (size_t k = 0; k + count <= x->n; k++)
-            if (x->segend[k] >= k + count && block_ok(l, x, &w, NULL, k, &score[k]))
+            if (x->segend[k] >= k + count && block_ok(l, x, &w, NULL, k, &score[k], &next))
                 r[m++] = (uint32_t)k;
         rank_scores = score;
         qsort(r, m, sizeof(*r), by_score);
@@ -384,7 +423,8 @@ static size_t choose_ranked(const seatd_layout_t *l, const index_t *x, const wan
         first = np;
         for (size_t j = 0; j < n && np < max; j++) {
             double score;
-            if (!block_ok(l, x, w, hint, r[j], &score))
+            size_t next;
+            if (!block_ok(l, x, w, hint, r[j], &score, &next))
                 continue; /* the cheap test first: on a busy show most blocks fail it */
             int over = overlaps(picks, pass ? first : np, r[j], w->count);
             if (pass == 0 ? over : !over)
@@ -480,6 +520,9 @@ void seatd_best_named(const seatd_layout_t *l, const char *const *ids, size_t n,
     size_t k1 = places[n - 1] + SEATD_BEST_ALT_SCAN;
     free(places);
     pick_t picks[SEATD_BEST_MAX_ALTS];
-    size_t np = choose(l, x, &w, hint, picks, SEATD_BEST_MAX_ALTS, k0, k1);
+    /* With a hint the blocks sent are free a moment ago, most still are: twice what the script
+     * answers is enough; without one, more are sent for it to sift. */
+    size_t max = hint ? 2 * SEATD_BEST_ALTERNATIVES : SEATD_BEST_MAX_ALTS;
+    size_t np = choose(l, x, &w, hint, picks, max, k0, k1);
     emit_picks(out, l, x, 'a', picks, np, n);
 }

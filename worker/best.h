@@ -38,12 +38,13 @@
 
 struct seatd_layout_s;
 
-#define SEATD_BEST_MAX_BLOCKS 64   /* whole-block candidates per best-available call */
-#define SEATD_BEST_MAX_PIECES 32   /* split pieces per call (per piece size) */
-#define SEATD_BEST_RANKED_MAX 16   /* block sizes whose ranking is kept with the layout */
-#define SEATD_BEST_SPLIT_BELOW 8   /* pieces are proposed when fewer whole blocks look free */
-#define SEATD_BEST_MAX_ALTS 12     /* alternatives sent with a named hold */
-#define SEATD_BEST_ALT_SCAN 1000   /* alternatives: places scanned on each side of the seats */
+#define SEATD_BEST_MAX_BLOCKS 64 /* whole-block candidates per best-available call */
+#define SEATD_BEST_MAX_PIECES 32 /* split pieces per call (per piece size) */
+#define SEATD_BEST_RANKED_MAX 16 /* block sizes whose ranking is kept with the layout */
+#define SEATD_BEST_SPLIT_BELOW 8 /* pieces are proposed when fewer whole blocks look free */
+#define SEATD_BEST_MAX_ALTS                                                                        \
+    12 /* alternatives sent with a named hold (twice SEATD_BEST_ALTERNATIVES with a hint) */
+#define SEATD_BEST_ALT_SCAN 400    /* alternatives: places scanned on each side of the seats */
 #define SEATD_BEST_MAX_BYTES 32768 /* candidate text per call, at most */
 #define SEATD_BEST_NEIGHBOURS 2    /* neighbour seats sent on each side of a block */
 #define SEATD_BEST_AISLE_GAP 1.5   /* an x gap above this many usual pitches is an aisle */
