@@ -159,14 +159,24 @@ local function status_of(p, q, now, ticket, user, admitted, state, available)
     return out
 end
 
-local function queue_join(keys, args)
-    local p = show_prefix(keys[1])
+-- The show's key prefix and queue settings for KEYS[1] ({s:<id>}:meta), or nil, nil and the
+-- error to answer (a bad key, no show, no queue).
+local function queued_show(meta_key)
+    local p = show_prefix(meta_key)
     if not p then
-        return fail('INVAL', 'bad show key')
+        return nil, nil, fail('INVAL', 'bad show key')
     end
-    local q, why = queue_meta(keys[1])
+    local q, why = queue_meta(meta_key)
     if not q then
-        return fail(why, keys[1])
+        return nil, nil, fail(why, meta_key)
+    end
+    return p, q
+end
+
+local function queue_join(keys, args)
+    local p, q, err = queued_show(keys[1])
+    if not p then
+        return err
     end
     local ticket, user, early = args[1] or '', args[2] or '', tonumber(args[3] or '')
     if ticket == '' or user == '' or not early or early < 0 or early >= RANK_EARLY
@@ -208,13 +218,9 @@ local function queue_join(keys, args)
 end
 
 local function queue_status(keys, args)
-    local p = show_prefix(keys[1])
+    local p, q, err = queued_show(keys[1])
     if not p then
-        return fail('INVAL', 'bad show key')
-    end
-    local q, why = queue_meta(keys[1])
-    if not q then
-        return fail(why, keys[1])
+        return err
     end
     local ticket, user = args[1] or '', args[2] or ''
     if ticket == '' or redis.call('HGET', p .. ':qticket', user) ~= ticket then
@@ -228,13 +234,9 @@ local function queue_status(keys, args)
 end
 
 local function queue_advance(keys, args)
-    local p = show_prefix(keys[1])
+    local p, q, err = queued_show(keys[1])
     if not p then
-        return fail('INVAL', 'bad show key')
-    end
-    local q, why = queue_meta(keys[1])
-    if not q then
-        return fail(why, keys[1])
+        return err
     end
     local now = now_ms()
 
