@@ -53,6 +53,11 @@ void seatd_auth_free(seatd_auth_t *auth);
 /* Replaces the clock (time(NULL) by default). NULL restores the default. */
 void seatd_auth_set_clock(seatd_auth_t *auth, seatd_auth_clock_fn fn, void *data);
 
+/* How many seatd_auth_verify() calls were answered from the cache of verified tokens, and how
+ * many had to verify (0 and 0 for NULL). */
+void seatd_auth_cache_stats(const seatd_auth_t *auth, unsigned long long *hits,
+                            unsigned long long *misses);
+
 /*
  * Verifies the compact JWT 'token' (borrowed, NUL-terminated) at the current clock and fills
  * '*out'. A token verified before is answered from a cache of verified tokens (token_cache.h)

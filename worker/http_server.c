@@ -332,6 +332,32 @@ static void conn_write(seatd_conn_t *c, char *data, size_t len)
     output_check(c);
 }
 
+/* Writes the bytes of 'b' on 'c' as conn_write() does, but from 'b' itself when the socket
+ * takes them all at once (the usual case): 'b' is then left empty with its allocation, which
+ * the finished request keeps for the next one (http_request.c recycles requests). Only what
+ * must wait for the socket is moved out of 'b' and queued. */
+static void conn_write_buf(seatd_conn_t *c, seatd_buf_t *b)
+{
+    if (!c->closing && !c->lingering && c->writes_pending == 0 && b->len > 0) {
+        uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
+        int n = uv_try_write(&c->h.stream, &now, 1);
+        if (n == (int)b->len) {
+            seatd_buf_reset(b);
+            return;
+        }
+        if (n > 0) {
+            seatd_buf_consume(b, (size_t)n);
+        } else if (n != UV_EAGAIN) {
+            seatd_buf_reset(b);
+            conn_close(c);
+            return;
+        }
+    }
+    size_t len = 0;
+    char *bytes = seatd_buf_steal(b, &len);
+    conn_write(c, bytes, len);
+}
+
 /* ----------------------------------------------------------------------------------------
  * The pipeline: route -> auth -> handler; finish -> log -> stats
  * ---------------------------------------------------------------------------------------- */
@@ -388,13 +414,11 @@ static void on_req_finish(seatd_req_t *r, void *data)
         return;
     }
 
-    size_t len = 0;
-    char *bytes = seatd_buf_steal(seatd__req_response(r), &len);
     if (seatd__req_wants_close(r))
         c->close_after_write = 1;
     c->cur = NULL;
+    conn_write_buf(c, seatd__req_response(r));
     seatd__req_disown(r); /* may free 'r' */
-    conn_write(c, bytes, len);
     if (!c->processing)
         process(c); /* an asynchronous finish: start the next pipelined request */
 }

@@ -1,6 +1,7 @@
 /* keys.c - the Redis key schema and id grammar; see keys.h. */
 #include "keys.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -56,16 +57,60 @@ int seatd_keys_valid_idem_key(const char *s)
 
 #define ID_HEX 20 /* hex digits after the kind letter */
 
+/*
+ * Random bytes for ids, drawn from OpenSSL's CSPRNG a block at a time: RAND_bytes() makes a
+ * getpid() system call on every call (its fork check), one per hold on the hot path. The
+ * block is per thread, and a forked child throws away what its parent had drawn (two
+ * processes must never hand out the same bytes).
+ */
+#define RANDOM_BLOCK 1024
+static _Thread_local unsigned char random_block[RANDOM_BLOCK];
+static _Thread_local size_t random_left;
+static pthread_once_t random_once = PTHREAD_ONCE_INIT;
+
+static void random_forget(void)
+{
+    random_left = 0; /* in the child: the thread that forked is the only one left */
+}
+
+static void random_init(void)
+{
+    pthread_atfork(NULL, NULL, random_forget);
+}
+
+static int random_bytes(unsigned char *out, size_t n)
+{
+    if (n > RANDOM_BLOCK)
+        return RAND_bytes(out, (int)n) == 1 ? 0 : -1;
+    pthread_once(&random_once, random_init);
+    if (random_left < n) {
+        if (RAND_bytes(random_block, RANDOM_BLOCK) != 1)
+            return -1;
+        random_left = RANDOM_BLOCK;
+    }
+    unsigned char *p = random_block + RANDOM_BLOCK - random_left;
+    memcpy(out, p, n);
+    memset(p, 0, n); /* drawn bytes are not kept */
+    random_left -= n;
+    return 0;
+}
+
 int seatd_keys_new_id(char *out, const char *show_id, char kind)
 {
     unsigned char rnd[ID_HEX / 2];
     if (!seatd_keys_valid_show_id(show_id) || (kind != 'h' && kind != 'b' && kind != 'q'))
         return SEATD_EBADID;
-    if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+    if (random_bytes(rnd, sizeof(rnd)) < 0)
         return SEATD_EINTERNAL;
+    static const char hex[] = "0123456789abcdef";
     int n = snprintf(out, SEATD_ID_MAX, "%s-%c", show_id, kind);
-    for (size_t i = 0; i < sizeof(rnd); i++)
-        n += snprintf(out + n, SEATD_ID_MAX - (size_t)n, "%02x", rnd[i]);
+    if (n < 0 || (size_t)n + ID_HEX >= SEATD_ID_MAX)
+        return SEATD_EBADID;
+    for (size_t i = 0; i < sizeof(rnd); i++) {
+        out[n++] = hex[rnd[i] >> 4];
+        out[n++] = hex[rnd[i] & 15];
+    }
+    out[n] = '\0';
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "auth.h"
 #include "http_server.h"
 #include "live.h"
 #include "metrics.h"
@@ -138,4 +139,10 @@ void seatd_metrics_render(const seatd_app_t *app, seatd_buf_t *out)
            "Payment gateway requests sent and not yet answered",
            (unsigned long long)seatd_payment_inflight(app->payment));
     render_http(app, out);
+    unsigned long long hits, misses;
+    seatd_auth_cache_stats(app->auth, &hits, &misses);
+    metric(out, "seatd_auth_cache_hits_total", "counter",
+           "Bearer tokens answered from the cache of verified tokens", hits);
+    metric(out, "seatd_auth_cache_misses_total", "counter",
+           "Bearer tokens verified (HMAC and claims) because the cache did not have them", misses);
 }

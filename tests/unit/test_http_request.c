@@ -179,6 +179,45 @@ Test(http_request, parses_pipelined_requests_split_across_feeds)
     }
 }
 
+/* Requests are recycled (http_request.c keeps finished ones with their buffers): a request
+ * made after a bigger one must carry nothing of it. */
+Test(http_request, a_recycled_request_carries_nothing_of_the_previous_one)
+{
+    const char *first = "POST /one?minVersion=7 HTTP/1.1\r\nHost: x\r\nX-Request-Id: first-id\r\n"
+                        "Authorization: Bearer t\r\nContent-Length: 5\r\n\r\nhello";
+    const char *second = "GET /two HTTP/1.1\r\nHost: y\r\n\r\n";
+    for (int round = 0; round < 3; round++) {
+        seatd_req_parser_t *p = seatd_req_parser_new(NULL);
+        seatd_req_t *r = NULL;
+        cr_assert_eq(parse_steps(p, first, strlen(first), 0, &r, NULL), 0);
+        cr_assert_not_null(r);
+        cr_assert_str_eq(seatd_req_query(r, "minVersion"), "7");
+        seatd_req_add_header(r, "X-Extra", "1");
+        seatd_req_free(r);
+        seatd_req_parser_free(p);
+
+        p = seatd_req_parser_new(NULL);
+        r = NULL;
+        cr_assert_eq(parse_steps(p, second, strlen(second), 0, &r, NULL), 0);
+        cr_assert_not_null(r);
+        cr_assert_str_eq(seatd_req_method(r), "GET");
+        cr_assert_str_eq(seatd_req_path(r), "/two");
+        cr_assert_str_eq(seatd_req_target(r), "/two");
+        cr_assert_null(seatd_req_query(r, "minVersion"));
+        cr_assert_null(seatd_req_header(r, "authorization"));
+        cr_assert_str_eq(seatd_req_header(r, "host"), "y");
+        cr_assert_str_neq(seatd_req_id(r), "first-id");
+        size_t len = 1;
+        seatd_req_body(r, &len);
+        cr_assert_eq(len, 0);
+        seatd_req_finish(r, 200, "text/plain", "ok", 2);
+        const seatd_buf_t *resp = seatd__req_response(r);
+        cr_assert_null(strstr(resp->data, "X-Extra"), "%s", resp->data);
+        seatd_req_free(r);
+        seatd_req_parser_free(p);
+    }
+}
+
 Test(http_request, decodes_chunked_bodies)
 {
     const char *raw = "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
