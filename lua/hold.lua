@@ -48,26 +48,27 @@ orphan seats, alternatives. Everything seatd_hold does, in the same order, plus:
   ARGV[8]    P, the number of seat/bit pairs that follow (named: >= 1; best: 0)
   ARGV[9…]   P pairs as seatd_hold's, then the candidates written by worker/best.c, each one
              argument "<kind>|<tier>|<id:bit,…>|<left id:bit,…>|<right id:bit,…>" (kinds: b
-             whole block, p piece of a split, a alternative, n run of a named hold; left and
-             right are the up to 2 nearest seats of the same row segment, nearest first)
+             whole block, p piece of a split, n run of a named hold; left and right are the up
+             to 2 nearest seats of the same row segment, nearest first)
 
   A seat is taken when its booked bit is set, its seat key exists, or this hold takes it.
   With the show's orphanRule "block" (meta, from create_show), a hold strands a seat when the
   seat next to one of its runs is free and the seat beyond it is taken or does not exist (a
-  row end or an aisle): such a hold is refused (named: ORPHAN_SEAT <seat…> and alternatives;
-  best: that candidate is skipped).
+  row end or an aisle): such a hold is refused (named: ORPHAN_SEAT <seat…>; best: that
+  candidate is skipped).
   Best available: the first "b" block wholly free (and stranding none) is held; else the first
   free "p" piece of the larger size and then the first free "p" piece of the other size (the
   same size when N is even) in the same tier, disjoint from it; else NO_BLOCK.
-  Alternatives (CONFLICT and ORPHAN_SEAT): the first MAX_ALTERNATIVES "a" blocks, in the
-  worker's order, that are wholly free and strand none when the rule is on, appended to the
-  error as words "alt=<id>,<id>…". Suggestions, not decisions: judged on the show's held and
-  booked bitmaps (two reads per refusal, not two per seat looked at; a hold expired but not
-  yet reaped counts as taken).
+  Refusals of a named hold (CONFLICT, ORPHAN_SEAT) are a reply, not an error: they carry the
+  show's held and booked bitmaps as this script leaves them (after reaping), so the worker can
+  propose alternatives that were free when the script ran (worker/best.c) without the script
+  judging blocks one by one (that was three quarters of its time under contention):
+           {"refused", "CONFLICT <seat…>" | "ORPHAN_SEAT <seat…>", "asked", "A1,A2",
+            "orphanRule", "0"|"1", "booked", <bitmap>, "held", <bitmap>}
 
   Returns  as seatd_hold, plus "split", "0"|"1"
-  Errors   as seatd_hold, plus NO_BLOCK <count>, ORPHAN_SEAT <seat…> [alt=…], CONFLICT <seat…>
-           [alt=…]
+  Errors   as seatd_hold, plus NO_BLOCK <count> (a named hold's CONFLICT and ORPHAN_SEAT are
+           the refusal above)
 ]]
 
 
@@ -101,37 +102,18 @@ local function parse_block(s, seat_count)
     return b
 end
 
--- Whether bit 'b' is set in one of the bitmaps 'maps' (strings as Redis stores them, bit 0 the
--- most significant bit of byte 1).
-local function bitmap_taken(maps, b)
-    local byte, mask = math.floor(b / 8) + 1, 2 ^ (7 - b % 8)
-    for _, m in ipairs(maps) do
-        local c = string.byte(m, byte)
-        if c and math.floor(c / mask) % 2 == 1 then
-            return true
-        end
-    end
-    return false
-end
-
--- Whether seat 'item' ({id, bit}) is taken: in 'mine', booked, or held by its seat key (the
--- decision's test). With 'maps' (alternatives: suggestions, not decisions) the show's held
--- and booked bitmaps answer instead, read once per call: a hold expired but not yet reaped
--- then counts as taken, which only ever leaves a block out.
-local function is_taken(p, item, mine, maps)
+-- Whether seat 'item' ({id, bit}) is taken: in 'mine', booked, or held by its seat key.
+local function is_taken(p, item, mine)
     if mine[item[1]] then
         return true
-    end
-    if maps then
-        return bitmap_taken(maps, item[2])
     end
     return redis.call('GETBIT', p .. ':booked', item[2]) == 1
         or redis.call('EXISTS', p .. ':seat:' .. item[1]) == 1
 end
 
-local function block_free(p, b, mine, maps)
+local function block_free(p, b, mine)
     for _, it in ipairs(b.seats) do
-        if is_taken(p, it, mine, maps) then
+        if is_taken(p, it, mine) then
             return false
         end
     end
@@ -139,10 +121,10 @@ local function block_free(p, b, mine, maps)
 end
 
 -- Appends to 'out' the seats block 'b' would strand, 'mine' holding every seat of the hold.
-local function block_orphans(p, b, mine, out, maps)
+local function block_orphans(p, b, mine, out)
     for _, side in ipairs({b.left, b.right}) do
         local n1, n2 = side[1], side[2]
-        if n1 and not is_taken(p, n1, mine, maps) and (not n2 or is_taken(p, n2, mine, maps)) then
+        if n1 and not is_taken(p, n1, mine) and (not n2 or is_taken(p, n2, mine)) then
             out[#out + 1] = n1[1]
         end
     end
@@ -155,8 +137,8 @@ local function mark(mine, b, v)
 end
 
 -- Whether 'b' is free and, with the rule on, strands no seat (with 'mine' already taken).
-local function block_fits(p, b, mine, orphan_rule, maps)
-    if not block_free(p, b, mine, maps) then
+local function block_fits(p, b, mine, orphan_rule)
+    if not block_free(p, b, mine) then
         return false
     end
     if not orphan_rule then
@@ -164,47 +146,19 @@ local function block_fits(p, b, mine, orphan_rule, maps)
     end
     mark(mine, b, true)
     local o = {}
-    block_orphans(p, b, mine, o, maps)
+    block_orphans(p, b, mine, o)
     mark(mine, b, nil)
     return #o == 0
 end
 
--- The error detail words of up to MAX_ALTERNATIVES free "a" candidates, from the candidate
--- texts 'texts': each parsed only when reached, judged on the show's bitmaps (is_taken), so
--- a refusal costs two reads however many alternatives it looks at.
-local function alternatives(p, texts, orphan_rule, seat_count)
-    local words = {}
-    local maps
-    for _, text in ipairs(texts) do
-        if #words >= MAX_ALTERNATIVES then
-            break
-        end
-        -- A block with a taken seat is skipped on its seats' bits alone, before any parsing
-        -- (under contention nearly every block is).
-        local seats = string.byte(text, 1) == 97 and string.match(text, '^a|[^|]*|([^|]*)|') -- 97: 'a'
-        if seats and not maps then
-            maps = {redis.call('GET', p .. ':booked') or '', redis.call('GET', p .. ':held') or ''}
-        end
-        local b
-        if seats then
-            b = true
-            for bit in string.gmatch(seats, ':(%d+)') do
-                if bitmap_taken(maps, tonumber(bit)) then
-                    b = false
-                    break
-                end
-            end
-            b = b and parse_block(text, seat_count)
-        end
-        if b and block_fits(p, b, {}, orphan_rule, maps) then
-            local ids = {}
-            for _, it in ipairs(b.seats) do
-                ids[#ids + 1] = it[1]
-            end
-            words[#words + 1] = 'alt=' .. table.concat(ids, ',')
-        end
-    end
-    return words
+-- A named hold of seatd_hold_sell refused with 'word' (CONFLICT or ORPHAN_SEAT) for the seats
+-- 'detail': the reaping done is published first, then the refusal with the seats asked and
+-- the show's two bitmaps as they are now (see the header).
+local function refuse(p, changes, word, detail, asked, orphan_rule)
+    flush(p, changes)
+    return {'refused', word .. ' ' .. table.concat(detail, ' '), 'asked', table.concat(asked, ','),
+        'orphanRule', orphan_rule and '1' or '0',
+        'booked', redis.call('GET', p .. ':booked') or '', 'held', redis.call('GET', p .. ':held') or ''}
 end
 
 -- Best available: the seats (id, bit pairs) of the first fitting block, or of two pieces;
@@ -392,8 +346,8 @@ local function hold_generic(keys, args, req, pairs_in)
             end
         end
         if #taken > 0 then
-            for _, w in ipairs(alternatives(p, req and req.cands or {}, orphan_rule, seat_count)) do
-                taken[#taken + 1] = w
+            if req then
+                return refuse(p, changes, 'CONFLICT', taken, seats, orphan_rule)
             end
             return fail_flush(p, changes, 'CONFLICT', table.concat(taken, ' '))
         end
@@ -408,10 +362,7 @@ local function hold_generic(keys, args, req, pairs_in)
                 end
             end
             if #orphans > 0 then
-                for _, w in ipairs(alternatives(p, req.cands, orphan_rule, seat_count)) do
-                    orphans[#orphans + 1] = w
-                end
-                return fail_flush(p, changes, 'ORPHAN_SEAT', table.concat(orphans, ' '))
+                return refuse(p, changes, 'ORPHAN_SEAT', orphans, seats, orphan_rule)
             end
         end
     end

@@ -229,6 +229,23 @@ static size_t put_seat(char *p, size_t cap, const seatd_layout_t *l, size_t i, i
     return len;
 }
 
+/* Appends 'p' ('len' bytes, taken) to 'out'. Returns 0, or -1 (and frees 'p') when the byte
+ * budget is spent. */
+static int list_push(seatd_best_list_t *out, char *p, size_t len)
+{
+    if (out->bytes + len > SEATD_BEST_MAX_BYTES) {
+        free(p);
+        return -1;
+    }
+    if (out->n == out->cap) {
+        out->cap = out->cap ? 2 * out->cap : 16;
+        out->items = seatd_realloc(out->items, out->cap * sizeof(*out->items));
+    }
+    out->items[out->n++] = p;
+    out->bytes += len;
+    return 0;
+}
+
 /* Appends the block of places [k, k + count) of 'ord' as a '<kind>' candidate. Returns 0, or
  * -1 when the byte budget is spent. */
 static int emit(seatd_best_list_t *out, const seatd_layout_t *l, const index_t *x, char kind,
@@ -247,17 +264,7 @@ static int emit(seatd_best_list_t *out, const seatd_layout_t *l, const index_t *
     for (size_t j = 0; j < SEATD_BEST_NEIGHBOURS && k + count + j < s1; j++)
         o += put_seat(p + o, cap - o, l, x->ord[k + count + j], j > 0);
     p[o] = '\0';
-    if (out->bytes + o > SEATD_BEST_MAX_BYTES) {
-        free(p);
-        return -1;
-    }
-    if (out->n == out->cap) {
-        out->cap = out->cap ? 2 * out->cap : 16;
-        out->items = seatd_realloc(out->items, out->cap * sizeof(*out->items));
-    }
-    out->items[out->n++] = p;
-    out->bytes += o;
-    return 0;
+    return list_push(out, p, o);
 }
 
 /* ---------------------------------------------------------------------- choosing blocks */
@@ -480,25 +487,38 @@ static int by_place(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The places of the 'n' seats 'ids' in 'ord', sorted, into 'places'; the centre of the seats
+ * into '*cx', '*cy'. Returns -1 when a seat is not in the layout. */
+static int named_places(const seatd_layout_t *l, const index_t *x, const char *const *ids, size_t n,
+                        size_t *places, double *cx, double *cy)
+{
+    *cx = *cy = 0;
+    for (size_t j = 0; j < n; j++) {
+        long i = seatd_layout_find(l, ids[j]);
+        if (i < 0)
+            return -1;
+        places[j] = x->pos[i];
+        *cx += seatd_layout_seat(l, (size_t)i)->x;
+        *cy += seatd_layout_seat(l, (size_t)i)->y;
+    }
+    *cx /= (double)n;
+    *cy /= (double)n;
+    qsort(places, n, sizeof(*places), by_place);
+    return 0;
+}
+
 void seatd_best_named(const seatd_layout_t *l, const char *const *ids, size_t n,
-                      const seatd_best_hint_t *hint, seatd_best_list_t *out)
+                      seatd_best_list_t *out)
 {
     if (n == 0)
         return;
     const index_t *x = index_of(l);
     size_t *places = seatd_calloc(n, sizeof(*places));
-    double cx = 0, cy = 0;
-    for (size_t j = 0; j < n; j++) {
-        long i = seatd_layout_find(l, ids[j]);
-        if (i < 0) {
-            free(places);
-            return; /* the script answers UNKNOWN_SEAT */
-        }
-        places[j] = x->pos[i];
-        cx += seatd_layout_seat(l, (size_t)i)->x;
-        cy += seatd_layout_seat(l, (size_t)i)->y;
+    double cx, cy;
+    if (named_places(l, x, ids, n, places, &cx, &cy) < 0) {
+        free(places);
+        return; /* the script answers UNKNOWN_SEAT */
     }
-    qsort(places, n, sizeof(*places), by_place);
     for (size_t j = 0; j < n;) {
         size_t e = j + 1;
         while (e < n && places[e] == places[e - 1] + 1 && x->seg[places[e]] == x->seg[places[j]])
@@ -506,23 +526,68 @@ void seatd_best_named(const seatd_layout_t *l, const char *const *ids, size_t n,
         emit(out, l, x, 'n', places[j], e - j);
         j = e;
     }
+    free(places);
+}
+
+/* Whether the block at places [k, k + count) strands a seat in 'maps': on either side, the
+ * nearest seat of its segment is free and the one beyond it is taken or missing (a row end or
+ * an aisle). The rule of lua/hold.lua's block_orphans, on the bitmaps. */
+static int strands(const index_t *x, const seatd_best_hint_t *maps, size_t k, size_t count)
+{
+    size_t s0 = x->seg[k], s1 = x->segend[k], e = k + count;
+    if (k > s0 && !taken_hint(maps, x->ord[k - 1]) &&
+        (k - 1 == s0 || taken_hint(maps, x->ord[k - 2])))
+        return 1;
+    if (e < s1 && !taken_hint(maps, x->ord[e]) && (e + 1 >= s1 || taken_hint(maps, x->ord[e + 1])))
+        return 1;
+    return 0;
+}
+
+void seatd_best_alternatives(const seatd_layout_t *l, const char *const *ids, size_t n,
+                             const seatd_best_hint_t *maps, int orphan_rule, seatd_best_list_t *out)
+{
+    if (n == 0)
+        return;
+    const index_t *x = index_of(l);
+    size_t *places = seatd_calloc(n, sizeof(*places));
+    double cx, cy;
+    if (named_places(l, x, ids, n, places, &cx, &cy) < 0) {
+        free(places);
+        return;
+    }
     /* The seats asked, when they are one block, are no alternative to themselves. */
     int one_run = places[n - 1] - places[0] == n - 1 && x->seg[places[n - 1]] == x->seg[places[0]];
     want_t w = {.count = n,
                 .tier = x->tier[x->ord[places[0]]],
                 .near = 1,
-                .nx = cx / (double)n,
-                .ny = cy / (double)n,
+                .nx = cx,
+                .ny = cy,
                 .skip = one_run ? places[0] : SIZE_MAX};
     /* Alternatives are looked for among the places around the seats asked (rows are
-     * consecutive in 'ord'), so a named hold on a stadium costs a bounded scan. */
+     * consecutive in 'ord'), so a refusal on a stadium costs a bounded scan. */
     size_t k0 = places[0] > SEATD_BEST_ALT_SCAN ? places[0] - SEATD_BEST_ALT_SCAN : 0;
     size_t k1 = places[n - 1] + SEATD_BEST_ALT_SCAN;
     free(places);
     pick_t picks[SEATD_BEST_MAX_ALTS];
-    /* With a hint the blocks sent are free a moment ago, most still are: twice what the script
-     * answers is enough; without one, more are sent for it to sift. */
-    size_t max = hint ? 2 * SEATD_BEST_ALTERNATIVES : SEATD_BEST_MAX_ALTS;
-    size_t np = choose(l, x, &w, hint, picks, max, k0, k1);
-    emit_picks(out, l, x, 'a', picks, np, n);
+    size_t np = choose(l, x, &w, maps, picks, SEATD_BEST_MAX_ALTS, k0, k1);
+    for (size_t j = 0, found = 0; j < np && found < SEATD_BEST_ALTERNATIVES; j++) {
+        if (orphan_rule && strands(x, maps, picks[j].k, n))
+            continue;
+        size_t cap = 1, o = 0;
+        for (size_t i = 0; i < n; i++)
+            cap += strlen(seatd_layout_seat(l, x->ord[picks[j].k + i])->id) + 1;
+        char *p = seatd_malloc(cap);
+        for (size_t i = 0; i < n; i++) {
+            const char *id = seatd_layout_seat(l, x->ord[picks[j].k + i])->id;
+            size_t len = strlen(id);
+            if (i > 0)
+                p[o++] = ',';
+            memcpy(p + o, id, len);
+            o += len;
+        }
+        p[o] = '\0';
+        if (list_push(out, p, o) < 0)
+            return;
+        found++;
+    }
 }

@@ -19,13 +19,16 @@
  * same segment on each side, nearest first ("" at a row end or an aisle), and <kind> one of
  *   b  a whole block of N adjacent seats (best available), best first
  *   p  a piece of a split (sizes ceil(N/2) and floor(N/2)), best first
- *   a  an alternative to a named hold: same size and tier, nearest to the seats asked first
  *   n  a run of adjacent seats of a named hold, for the orphan check
  * Tier names are [A-Za-z0-9_-] (shows.c checks the price tiers), so '|', ',' and ':' are free.
  *
  * A seat known taken in 'hint' (this worker's last read of the held and booked bitmaps, may
  * be NULL) is left out of the candidates: the hint only saves the script work, the script
  * checks the live state of every seat it takes.
+ *
+ * Alternatives to a refused named hold are not judged by the script: its refusal carries the
+ * show's two bitmaps as it read them, and seatd_best_alternatives() proposes blocks free in
+ * those (store.c, on the refusal's way back).
  *
  * Pure: no I/O. Not thread-safe (one loop per process).
  */
@@ -38,17 +41,16 @@
 
 struct seatd_layout_s;
 
-#define SEATD_BEST_MAX_BLOCKS 64 /* whole-block candidates per best-available call */
-#define SEATD_BEST_MAX_PIECES 32 /* split pieces per call (per piece size) */
-#define SEATD_BEST_RANKED_MAX 16 /* block sizes whose ranking is kept with the layout */
-#define SEATD_BEST_SPLIT_BELOW 8 /* pieces are proposed when fewer whole blocks look free */
-#define SEATD_BEST_MAX_ALTS                                                                        \
-    12 /* alternatives sent with a named hold (twice SEATD_BEST_ALTERNATIVES with a hint) */
+#define SEATD_BEST_MAX_BLOCKS 64   /* whole-block candidates per best-available call */
+#define SEATD_BEST_MAX_PIECES 32   /* split pieces per call (per piece size) */
+#define SEATD_BEST_RANKED_MAX 16   /* block sizes whose ranking is kept with the layout */
+#define SEATD_BEST_SPLIT_BELOW 8   /* pieces are proposed when fewer whole blocks look free */
+#define SEATD_BEST_MAX_ALTS 12     /* nearest free blocks judged for the alternatives */
 #define SEATD_BEST_ALT_SCAN 400    /* alternatives: places scanned on each side of the seats */
 #define SEATD_BEST_MAX_BYTES 32768 /* candidate text per call, at most */
 #define SEATD_BEST_NEIGHBOURS 2    /* neighbour seats sent on each side of a block */
 #define SEATD_BEST_AISLE_GAP 1.5   /* an x gap above this many usual pitches is an aisle */
-#define SEATD_BEST_ALTERNATIVES 3  /* lua: MAX_ALTERNATIVES */
+#define SEATD_BEST_ALTERNATIVES 3  /* alternatives in a refusal, at most */
 
 /* The seat map as last read, a hint only: bit i (MSB first) of either is seat i taken. */
 typedef struct seatd_best_hint_s {
@@ -78,11 +80,22 @@ SEATD_MUSTCHECK int seatd_best_candidates(const struct seatd_layout_s *l, size_t
                                           const seatd_best_hint_t *hint, seatd_best_list_t *out);
 
 /*
- * Named hold: appends the "n" runs of the 'n' seats 'ids' (all in 'l'), then up to
- * SEATD_BEST_MAX_ALTS "a" alternatives: blocks of 'n' adjacent seats in the tier of the first
- * seat, nearest to the centre of the seats asked first. All borrowed.
+ * Named hold: appends the "n" runs of the 'n' seats 'ids' (all in 'l'), for the script's
+ * orphan check. All borrowed.
  */
 void seatd_best_named(const struct seatd_layout_s *l, const char *const *ids, size_t n,
-                      const seatd_best_hint_t *hint, seatd_best_list_t *out);
+                      seatd_best_list_t *out);
+
+/*
+ * Alternatives to a refused named hold of the 'n' seats 'ids': up to SEATD_BEST_ALTERNATIVES
+ * blocks of 'n' adjacent seats in the tier of the first seat, nearest to the seats asked first
+ * (never those seats themselves as one block), looked for among SEATD_BEST_ALT_SCAN places on
+ * each side, every seat free in 'maps' (the show's bitmaps as the script that refused the hold
+ * read them: the blocks were free when it ran) and, with 'orphan_rule', stranding no seat in
+ * 'maps'. Appends each block to 'out' as its seat ids, comma-joined. All borrowed.
+ */
+void seatd_best_alternatives(const struct seatd_layout_s *l, const char *const *ids, size_t n,
+                             const seatd_best_hint_t *maps, int orphan_rule,
+                             seatd_best_list_t *out);
 
 #endif

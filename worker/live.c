@@ -295,9 +295,9 @@ static int parse_status(const char *st)
  * The coalescing period: opts.tick_ms while this worker has few watchers, longer with many,
  * so that a busy show costs the worker (and nginx, which relays every frame) at most about
  * FRAMES_PER_S frames a second however many people watch: 500 watchers get a frame every
- * 100 ms, 5,000 every second (TICK_MAX_MS). Every change still arrives, coalesced.
+ * 250 ms, 2,000 every second (TICK_MAX_MS). Every change still arrives, coalesced.
  */
-#define FRAMES_PER_S 5000
+#define FRAMES_PER_S 2000
 #define TICK_MAX_MS 1000
 
 static uint64_t tick_period_ms(const seatd_live_t *lv)

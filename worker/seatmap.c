@@ -45,27 +45,6 @@ seatd_seatmap_t *seatd_seatmap_get(const char *show_id, long long min_version)
     return e;
 }
 
-seatd_seatmap_t *seatd_seatmap_hint(const char *show_id)
-{
-    seatd_seatmap_t *e = find(show_id);
-    if (e == NULL || e->version < 0 || seatd_seatmap_now_ms() - e->hint_ms >= SEATD_SEATMAP_HINT_MS)
-        return NULL;
-    return e;
-}
-
-static seatd_seatmap_t *slot_for(const char *show_id);
-
-int seatd_seatmap_hint_due(const char *show_id)
-{
-    seatd_seatmap_t *e = slot_for(show_id);
-    int64_t now = seatd_seatmap_now_ms();
-    if ((e->version >= 0 && now - e->hint_ms < SEATD_SEATMAP_HINT_REFRESH_MS) ||
-        now - e->hint_asked_ms < SEATD_SEATMAP_HINT_REFRESH_MS)
-        return 0;
-    e->hint_asked_ms = now;
-    return 1;
-}
-
 static unsigned char *copy_bytes(const void *p, size_t len)
 {
     unsigned char *c = seatd_malloc(len + 1);
@@ -89,8 +68,6 @@ static seatd_seatmap_t *slot_for(const char *show_id)
     snprintf(e->show_id, sizeof(e->show_id), "%s", show_id);
     e->version = -1;
     e->read_at_ms = INT64_MIN / 2;
-    e->hint_ms = INT64_MIN / 2;
-    e->hint_asked_ms = INT64_MIN / 2;
     return e;
 }
 
@@ -102,12 +79,9 @@ seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_
     if (e->version > version)
         return e; /* a newer read already landed: keep it */
     long long floor = e->floor;
-    int64_t asked = e->hint_asked_ms;
     entry_clear(e);
     snprintf(e->show_id, sizeof(e->show_id), "%s", show_id);
     e->floor = floor;
-    e->hint_ms = read_at_ms;
-    e->hint_asked_ms = asked;
     e->version = version;
     e->seat_count = seat_count;
     e->held = copy_bytes(held, held ? held_len : 0);

@@ -28,10 +28,8 @@
 
 #include "keys.h"
 
-#define SEATD_SEATMAP_FRESH_MS 20  /* how long a worker serves one read of a show's status */
-#define SEATD_SEATMAP_SLOTS 64     /* shows cached per worker (least recently read evicted) */
-#define SEATD_SEATMAP_HINT_MS 1000 /* a named hold's hint may be this old (seatd_seatmap_hint) */
-#define SEATD_SEATMAP_HINT_REFRESH_MS 100 /* and is read again once it is this old */
+#define SEATD_SEATMAP_FRESH_MS 20 /* how long a worker serves one read of a show's status */
+#define SEATD_SEATMAP_SLOTS 64    /* shows cached per worker (least recently read evicted) */
 
 struct seatd_layout_s;
 
@@ -43,9 +41,7 @@ typedef struct seatd_seatmap_s {
     unsigned char *held, *booked; /* owned copies of the bitmaps as Redis stores them */
     size_t held_len, booked_len;
     int64_t read_at_ms; /* monotonic ms of the Redis read; stale once invalidated */
-    int64_t hint_ms; /* monotonic ms of the read these bitmaps come from, kept when invalidated */
-    int64_t hint_asked_ms; /* when a hint refresh was last started (seatd_seatmap_hint_due) */
-    char *availability;    /* owned rendering, made on first use */
+    char *availability; /* owned rendering, made on first use */
     size_t availability_len;
     char *status; /* owned rendering, made on first use */
     size_t status_len;
@@ -59,19 +55,6 @@ int64_t seatd_seatmap_now_ms(void);
  * and at least at 'min_version' (0: any); else NULL. Borrowed until the next put.
  */
 seatd_seatmap_t *seatd_seatmap_get(const char *show_id, long long min_version);
-
-/*
- * The last bitmaps read of 'show_id' if that read is less than SEATD_SEATMAP_HINT_MS old, even
- * when a change since made them stale for serving: a hint (which seats were taken a moment
- * ago, to choose what to ask Redis), never an answer. Else NULL. Borrowed until the next put.
- */
-seatd_seatmap_t *seatd_seatmap_hint(const char *show_id);
-
-/* 1 when the hint of 'show_id' is missing or SEATD_SEATMAP_HINT_REFRESH_MS old and no refresh
- * was started within that time: the caller starts one (a seat-map read, then
- * seatd_seatmap_put), and this records it, so that one worker reads a busy show's map at
- * most 1000 / SEATD_SEATMAP_HINT_REFRESH_MS times a second for hints. */
-int seatd_seatmap_hint_due(const char *show_id);
 
 /*
  * Stores one atomic read of a show's projection (copies the bitmaps) and returns the entry

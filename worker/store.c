@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "best.h"
 #include "buf.h"
 #include "hints.h"
 #include "keys.h"
@@ -281,6 +282,11 @@ typedef struct decoded_s {
     size_t *lens;                  /* owned array */
     char (*ints)[24];              /* owned: integer elements printed as text */
     const char **lists[MAX_LISTS]; /* owned arrays of the F_LIST fields */
+    /* A refusal of seatd_hold_sell (decode_refusal): borrowed from the reply. */
+    int refused;            /* the reply was a refusal: res.err is its error */
+    const char *asked;      /* the seats of the refused hold, comma-joined */
+    seatd_best_hint_t maps; /* the show's held and booked bitmaps, as the script read them */
+    int orphan_rule;        /* the show's orphanRule is "block" */
 } decoded_t;
 
 static void decoded_free(decoded_t *d)
@@ -434,6 +440,31 @@ static void decode_error(decoded_t *d, const char *s, size_t len)
         seatd_layout_cache_clear();
 }
 
+/* A refusal of seatd_hold_sell (lua/hold.lua refuse()): {"refused", "<WORD> <seat…>", "asked",
+ * …, "orphanRule", …, "booked", <bitmap>, "held", <bitmap>} -> the error of its first value,
+ * with the rest kept for propose_alternatives(). */
+static void decode_refusal(decoded_t *d)
+{
+    seatd_store_result_t *res = &d->res;
+    for (size_t i = 1; i < res->nfields; i++) {
+        const char *name = res->names[i];
+        if (strcmp(name, "asked") == 0) {
+            d->asked = res->values[i];
+        } else if (strcmp(name, "orphanRule") == 0) {
+            d->orphan_rule = strcmp(res->values[i], "1") == 0;
+        } else if (strcmp(name, "booked") == 0) {
+            d->maps.booked = (const unsigned char *)res->values[i];
+            d->maps.booked_len = res->lens[i];
+        } else if (strcmp(name, "held") == 0) {
+            d->maps.held = (const unsigned char *)res->values[i];
+            d->maps.held_len = res->lens[i];
+        }
+    }
+    d->refused = 1;
+    decode_error(d, res->values[0], res->lens[0]);
+    res->nfields = 0; /* a failure carries no fields */
+}
+
 /* An array of name/value pairs -> the raw fields. Returns 0 or SEATD_EPROTO. */
 static int decode_fields(decoded_t *d, const struct redisReply *r)
 {
@@ -499,9 +530,59 @@ static void decode(decoded_t *d, const struct redisReply *r, int err, kind_t kin
         if (rc < 0) {
             d->res.err = rc;
             d->res.nfields = 0;
+        } else if (d->res.nfields > 0 && strcmp(d->res.names[0], "refused") == 0) {
+            decode_refusal(d);
         }
     }
     decode_typed(d, kind); /* on failure too: no NULL string in the operation's member */
+}
+
+/*
+ * A refused named hold of show 'show_id' (decode_refusal): the alternatives to the seats it
+ * asked, blocks free in the bitmaps the script read when it refused (best.c, on this worker's
+ * cached layout of the show, which the hold was made with), appended to the error's detail
+ * and words as "alt=<id>,<id>…", the words the script itself used to write.
+ */
+static void propose_alternatives(decoded_t *d, const char *show_id)
+{
+    const seatd_layout_t *l = seatd_layout_cache_get(show_id);
+    if (!d->refused || d->asked == NULL || l == NULL)
+        return;
+    const char *ids[SEATD_SEATS_MAX_PER_HOLD];
+    char *asked = seatd_strdup(d->asked);
+    size_t n = 0;
+    for (char *save = NULL, *id = strtok_r(asked, ",", &save); id && n < SEATD_SEATS_MAX_PER_HOLD;
+         id = strtok_r(NULL, ",", &save))
+        ids[n++] = id;
+    seatd_best_list_t alts = {0};
+    seatd_best_alternatives(l, ids, n, &d->maps, d->orphan_rule, &alts);
+    free(asked);
+    if (alts.n == 0) {
+        seatd_best_list_free(&alts);
+        return;
+    }
+    seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_puts(&b, d->detail);
+    for (size_t i = 0; i < alts.n; i++) {
+        if (b.len > 0)
+            seatd_buf_puts(&b, " ");
+        seatd_buf_printf(&b, "alt=%s", alts.items[i]);
+    }
+    seatd_best_list_free(&alts);
+    /* detail and words again, from the longer text */
+    free(d->detail);
+    free(d->wordbuf);
+    free(d->words);
+    d->detail = seatd_buf_steal(&b, NULL);
+    d->wordbuf = seatd_strdup(d->detail);
+    d->words = seatd_calloc(strlen(d->wordbuf) / 2 + 1, sizeof(*d->words));
+    size_t nw = 0;
+    for (char *save = NULL, *w = strtok_r(d->wordbuf, " ", &save); w;
+         w = strtok_r(NULL, " ", &save))
+        d->words[nw++] = w;
+    d->res.detail = d->detail;
+    d->res.words = d->words;
+    d->res.nwords = nw;
 }
 
 /* ---------------------------------------------------------------------- calling */
@@ -571,6 +652,8 @@ static void on_reply(const struct redisReply *reply, int err, void *data)
     store_op_t *op = data;
     decoded_t d;
     decode(&d, reply, err, (kind_t)op->kind);
+    if (d.refused && op->kind == KIND_HOLD)
+        propose_alternatives(&d, op->show_id);
     file_hints(op, &d.res);
     op->cb(&d.res, op->data);
     decoded_free(&d);

@@ -112,7 +112,8 @@ static inline int tb_best(th_t *t, th_res_t *r, const char *show, const char *ow
     return tb_sell(t, r, show, owner, NULL, 0, request, &c, idem);
 }
 
-/* A named hold of the NULL-terminated 'seats' with its runs and alternatives. */
+/* A named hold of the NULL-terminated 'seats' with its runs (a refusal's alternatives are
+ * proposed by store.c from the bitmaps the script answers with). */
 static inline int tb_named(th_t *t, th_res_t *r, const char *show, const char *owner,
                            const char *const *seats, const char *idem)
 {
@@ -123,7 +124,7 @@ static inline int tb_named(th_t *t, th_res_t *r, const char *show, const char *o
         return -1;
     while (seats[n])
         n++;
-    seatd_best_named(l, seats, n, NULL, &c);
+    seatd_best_named(l, seats, n, &c);
     return tb_sell(t, r, show, owner, seats, n, "named", &c, idem);
 }
 

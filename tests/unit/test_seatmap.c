@@ -61,24 +61,3 @@ Test(seatmap, renders_the_bitmaps_as_redis_stores_them)
     cr_assert_eq(seatd_seatmap_seat_state(m, 15), 1);
     cr_assert_eq(seatd_seatmap_seat_state(m, 200), 0, "past the stored bytes: available");
 }
-
-/* A named hold's hint: the last bitmaps read stay usable (not servable) after this worker's
- * own change, up to SEATD_SEATMAP_HINT_MS; refreshes are asked for at most once per
- * SEATD_SEATMAP_HINT_REFRESH_MS. */
-Test(seatmap, a_hint_outlives_invalidation_and_its_refreshes_are_throttled)
-{
-    int64_t now = seatd_seatmap_now_ms();
-    cr_assert_eq(seatd_seatmap_hint("8"), NULL, "no read yet");
-    cr_assert_eq(seatd_seatmap_hint_due("8"), 1, "no hint: read one");
-    cr_assert_eq(seatd_seatmap_hint_due("8"), 0, "one refresh at a time");
-    seatd_seatmap_put("8", 3, 16, HELD, sizeof(HELD), NULL, 0, now);
-    seatd_seatmap_invalidate("8", 4);
-    cr_assert_eq(seatd_seatmap_get("8", 0), NULL, "not served after the change");
-    seatd_seatmap_t *h = seatd_seatmap_hint("8");
-    cr_assert_not_null(h, "still a hint");
-    cr_assert_eq(h->held[0], HELD[0]);
-    cr_assert_eq(seatd_seatmap_hint_due("8"), 0, "a fresh hint needs no refresh");
-    seatd_seatmap_put("9", 1, 16, HELD, sizeof(HELD), NULL, 0, now - SEATD_SEATMAP_HINT_MS);
-    cr_assert_eq(seatd_seatmap_hint("9"), NULL, "too old to hint");
-    cr_assert_eq(seatd_seatmap_hint_due("9"), 1, "an old hint is read again");
-}

@@ -361,25 +361,6 @@ static void on_hold(const seatd_store_result_t *res, void *data)
     }
 }
 
-static void on_hint_map(const seatd_store_result_t *res, void *data)
-{
-    char *show_id = data;
-    if (!res->err) {
-        const seatd_seatmap_result_t *s = &res->seatmap;
-        seatd_seatmap_put(show_id, s->version, (size_t)s->seat_count, s->held, s->held_len,
-                          s->booked, s->booked_len, seatd_seatmap_now_ms());
-    }
-    free(show_id);
-}
-
-/* Reads the show's map in the background, for the hints of the next named holds. */
-static void refresh_hint(seatd_app_t *app, const char *show_id)
-{
-    char *id = seatd_strdup(show_id);
-    if (seatd_store_seatmap(app->store, id, on_hint_map, id) < 0)
-        free(id);
-}
-
 static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
 {
     hold_op_t *op = ctx;
@@ -409,18 +390,10 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         hold_op_free(op);
         return;
     }
-    /* The runs of the seats (orphan check) and alternatives, for the script to judge. The
-     * alternatives are chosen among the seats free in this worker's last map of the show (a
-     * hint up to SEATD_SEATMAP_HINT_MS old, kept fresh in the background): under contention
-     * most blocks are taken, and each one sent costs the script's time on a refusal. */
-    if (seatd_seatmap_hint_due(op->show_id))
-        refresh_hint(app, op->show_id);
+    /* The runs of the seats, for the script's orphan check. Alternatives to a refusal are
+     * proposed from the bitmaps the script answers it with (store.c, best.h). */
     seatd_best_list_t cands = {0};
-    seatd_seatmap_t *m = seatd_seatmap_hint(op->show_id);
-    seatd_best_hint_t hint = {0};
-    if (m != NULL)
-        hint = (seatd_best_hint_t){m->held, m->booked, m->held_len, m->booked_len};
-    seatd_best_named(l, sorted, op->nids, m ? &hint : NULL, &cands);
+    seatd_best_named(l, sorted, op->nids, &cands);
     seatd_hold_args_t a = {
         .show_id = op->show_id,
         .hold_id = op->hold_id,
