@@ -622,7 +622,7 @@ static int problem_member_taken(const cJSON *extra, const cJSON *it)
  * the most frequent answer of an on-sale: no tree, no number formatting), then the members of
  * 'extra' (a cJSON object or NULL; borrowed). */
 static void problem_text(seatd_buf_t *b, int err, const char *detail, const char *instance,
-                         const cJSON *extra)
+                         const cJSON *extra, const char *members)
 {
     seatd_buf_printf(b, "{\"type\":\"" PROBLEM_BASE "%s\"", seatd_err_type(err));
     put_json_member(b, "title", seatd_err_message(err));
@@ -645,19 +645,19 @@ static void problem_text(seatd_buf_t *b, int err, const char *detail, const char
             free(value);
         }
     }
+    if (members && members[0]) {
+        seatd_buf_puts(b, ",");
+        seatd_buf_puts(b, members);
+    }
     seatd_buf_puts(b, "}");
 }
 
-void seatd_req_finish_problem(seatd_req_t *r, int err, const char *detail, cJSON *extra)
+static void finish_problem(seatd_req_t *r, int err, const char *detail, const cJSON *extra,
+                           const char *members)
 {
-    if (r->detached) {
-        cJSON_Delete(extra);
-        return;
-    }
     int status = seatd_err_http_status(err);
     seatd_buf_t text = SEATD_BUF_INIT;
-    problem_text(&text, err, detail, r->path ? r->path : NULL, extra);
-    cJSON_Delete(extra);
+    problem_text(&text, err, detail, r->path ? r->path : NULL, extra, members);
     if ((status == 429 || status == 503) &&
         !(r->resp_headers.data && strstr(r->resp_headers.data, "Retry-After:")))
         seatd_req_add_header(r, "Retry-After", "1"); /* unless the handler set its own */
@@ -667,11 +667,25 @@ void seatd_req_finish_problem(seatd_req_t *r, int err, const char *detail, cJSON
     seatd_buf_free(&text);
 }
 
+void seatd_req_finish_problem(seatd_req_t *r, int err, const char *detail, cJSON *extra)
+{
+    if (!r->detached)
+        finish_problem(r, err, detail, extra, NULL);
+    cJSON_Delete(extra);
+}
+
+void seatd_req_finish_problem_members(seatd_req_t *r, int err, const char *detail,
+                                      const char *members)
+{
+    if (!r->detached)
+        finish_problem(r, err, detail, NULL, members);
+}
+
 void seatd_req_parser_error_response(int err, seatd_buf_t *out)
 {
     int status = seatd_err_http_status(err);
     seatd_buf_t text = SEATD_BUF_INIT;
-    problem_text(&text, err, NULL, NULL, NULL);
+    problem_text(&text, err, NULL, NULL, NULL, NULL);
     char id[SEATD_REQ_ID_MAX + 1];
     generate_id(id);
     seatd_buf_printf(out,

@@ -105,6 +105,11 @@ void seatd_req_finish_json(seatd_req_t *r, int status, struct cJSON *root);
  * Bearer" for 401.
  */
 void seatd_req_finish_problem(seatd_req_t *r, int err, const char *detail, struct cJSON *extra);
+/* The same with the extra members already written: 'members' is JSON text of object members
+ * without braces ("\"name\":value,…", borrowed, may be NULL or ""), appended as they are. For
+ * the hot answers (a conflict), which need no JSON tree. */
+void seatd_req_finish_problem_members(seatd_req_t *r, int err, const char *detail,
+                                      const char *members);
 
 /* 1 once seatd_req_finish*() has been called (and the request is not detached). */
 int seatd_req_is_finished(const seatd_req_t *r);

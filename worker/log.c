@@ -29,6 +29,11 @@ void seatd_log_set_level(int level)
     min_level = level;
 }
 
+int seatd_log_enabled(int level)
+{
+    return level >= min_level;
+}
+
 int seatd_log_level_parse(const char *name)
 {
     static const char *names[] = {"debug", "info", "warn", "error"};

@@ -20,6 +20,8 @@ enum seatd_log_level_e { SEATD_LOG_DEBUG, SEATD_LOG_INFO, SEATD_LOG_WARN, SEATD_
 
 /* Lines below 'level' are dropped. Default: SEATD_LOG_INFO. */
 void seatd_log_set_level(int level);
+/* 1 when lines of 'level' are written: a caller skips building what would be dropped. */
+int seatd_log_enabled(int level);
 /* Parses "debug", "info", "warn" or "error"; returns the level or -1. */
 int seatd_log_level_parse(const char *name);
 /* Sets a constant member added to every line (e.g. the worker's id); 'name' is copied. */

@@ -37,6 +37,8 @@ static void log_store_error(seatd_req_t *r, const seatd_store_result_t *res)
     if (res->detail == NULL || res->detail[0] == '\0')
         return;
     int level = seatd_err_http_status(res->err) >= 500 ? SEATD_LOG_WARN : SEATD_LOG_DEBUG;
+    if (!seatd_log_enabled(level))
+        return; /* a conflict's detail is a debug line: not escaped for nothing */
     seatd_buf_t b = SEATD_BUF_INIT;
     seatd_buf_json_escape(&b, res->detail, strnlen(res->detail, 300));
     seatd_log(level, seatd_req_id(r), "store error", "\"error\":\"%s\",\"detail\":\"%s\"",
@@ -57,23 +59,77 @@ static int known_status(const char *s)
 
 /* Appends the alternative "A1,A2" (a script's word after "alt=") to 'alts' when every id is
  * a valid seat id. */
-static void add_alternative(cJSON *alts, const char *csv)
+/* Appends the seat ids of the comma-joined 'csv' as a JSON array to 'b'; nothing (returns 0)
+ * when one is not a valid seat id. */
+static int put_alternative(seatd_buf_t *b, const char *csv)
 {
     char buf[SEATD_SEATS_MAX_PER_HOLD * 18];
     if (strlen(csv) >= sizeof(buf))
-        return;
+        return 0;
     memcpy(buf, csv, strlen(csv) + 1);
-    cJSON *block = cJSON_CreateArray();
+    size_t mark = b->len;
+    seatd_buf_puts(b, "[");
+    int n = 0;
     for (char *save = NULL, *id = strtok_r(buf, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
         if (!seatd_keys_valid_seat_id(id)) {
-            cJSON_Delete(block);
-            return;
+            b->len = mark;
+            b->data[mark] = '\0';
+            return 0;
         }
-        cJSON_AddItemToArray(block, cJSON_CreateString(id));
+        seatd_buf_puts(b, n++ ? ",\"" : "\""); /* valid ids need no escaping */
+        seatd_buf_puts(b, id);
+        seatd_buf_puts(b, "\"");
     }
-    cJSON_AddItemToArray(alts, block);
+    seatd_buf_puts(b, "]");
+    return 1;
 }
 
+/* A 409 seat-conflict or orphan-seat, the most frequent answer of an on-sale, written without
+ * a JSON tree: "conflictingSeats" (or "orphanSeats") and "alternatives" from the script's
+ * words. */
+static void reply_refusal(seatd_req_t *r, const seatd_store_result_t *res)
+{
+    int orphan = res->err == SEATD_EORPHANSEAT;
+    seatd_buf_t seats = SEATD_BUF_INIT, alts = SEATD_BUF_INIT;
+    size_t n = 0, nalts = 0;
+    const char *first = NULL;
+    for (size_t i = 0; i < res->nwords; i++) {
+        if (strncmp(res->words[i], "alt=", 4) == 0) {
+            size_t mark = alts.len;
+            if (nalts)
+                seatd_buf_puts(&alts, ",");
+            if (put_alternative(&alts, res->words[i] + 4))
+                nalts++;
+            else
+                alts.len = mark, alts.data[mark] = '\0';
+            continue;
+        }
+        if (!seatd_keys_valid_seat_id(res->words[i]))
+            continue;
+        seatd_buf_puts(&seats, n ? ",\"" : "\"");
+        seatd_buf_puts(&seats, res->words[i]);
+        seatd_buf_puts(&seats, "\"");
+        first = first ? first : res->words[i];
+        n++;
+    }
+    char msg[160];
+    if (orphan && n == 1)
+        snprintf(msg, sizeof(msg), "seat %s would be left alone between taken seats", first);
+    else if (orphan)
+        snprintf(msg, sizeof(msg), "%zu seats would be left alone between taken seats", n);
+    else if (n == 1)
+        snprintf(msg, sizeof(msg), "seat %s was just taken", first);
+    else
+        snprintf(msg, sizeof(msg), "%zu of the seats asked for were just taken", n);
+    seatd_buf_t members = SEATD_BUF_INIT;
+    seatd_buf_printf(&members, "\"%s\":[%s],\"alternatives\":[%s]",
+                     orphan ? "orphanSeats" : "conflictingSeats", seats.data ? seats.data : "",
+                     alts.data ? alts.data : "");
+    seatd_req_finish_problem_members(r, res->err, msg, members.data);
+    seatd_buf_free(&members);
+    seatd_buf_free(&seats);
+    seatd_buf_free(&alts);
+}
 void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
 {
     /* Every detail below is written here from validated words: a script's or Redis's text can
@@ -84,32 +140,8 @@ void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
     char msg[160];
     long long a = 0, b = 0, c = 0;
     if (res->err == SEATD_ECONFLICT || res->err == SEATD_EORPHANSEAT) {
-        int orphan = res->err == SEATD_EORPHANSEAT;
-        extra = cJSON_CreateObject();
-        cJSON *seats = cJSON_AddArrayToObject(extra, orphan ? "orphanSeats" : "conflictingSeats");
-        cJSON *alts = cJSON_AddArrayToObject(extra, "alternatives");
-        size_t n = 0;
-        const char *first = NULL;
-        for (size_t i = 0; i < res->nwords; i++) {
-            if (strncmp(res->words[i], "alt=", 4) == 0) {
-                add_alternative(alts, res->words[i] + 4);
-                continue;
-            }
-            if (!seatd_keys_valid_seat_id(res->words[i]))
-                continue;
-            cJSON_AddItemToArray(seats, cJSON_CreateString(res->words[i]));
-            first = first ? first : res->words[i];
-            n++;
-        }
-        if (orphan && n == 1)
-            snprintf(msg, sizeof(msg), "seat %s would be left alone between taken seats", first);
-        else if (orphan)
-            snprintf(msg, sizeof(msg), "%zu seats would be left alone between taken seats", n);
-        else if (n == 1)
-            snprintf(msg, sizeof(msg), "seat %s was just taken", first);
-        else
-            snprintf(msg, sizeof(msg), "%zu of the seats asked for were just taken", n);
-        detail = msg;
+        reply_refusal(r, res);
+        return;
     } else if (res->err == SEATD_ENOBLOCK && res->nwords > 0 &&
                sscanf(res->words[0], "%lld", &a) == 1) {
         snprintf(msg, sizeof(msg), "no %lld seats that fit are free, together or in two blocks", a);
