@@ -248,18 +248,20 @@ static int bodyless(int status)
  * Sanitizer builds allocate every request afresh, so a use after free is still caught.
  */
 #if defined(__SANITIZE_ADDRESS__)
-#define REQ_POOL_MAX 0
+#define REQ_POOL 0
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define REQ_POOL_MAX 0
+#define REQ_POOL 0
 #endif
 #endif
-#ifndef REQ_POOL_MAX
-#define REQ_POOL_MAX 256 /* idle request objects kept per thread */
+#ifndef REQ_POOL
+#define REQ_POOL 1
 #endif
+#define REQ_POOL_MAX 256        /* idle request objects kept per thread */
 #define REQ_POOL_KEEP_BUF 16384 /* a larger buffer is freed, not kept */
 
-static _Thread_local seatd_req_t *req_pool[REQ_POOL_MAX > 0 ? REQ_POOL_MAX : 1];
+#if REQ_POOL
+static _Thread_local seatd_req_t *req_pool[REQ_POOL_MAX];
 static _Thread_local size_t req_pool_len;
 
 static void keep_buf(seatd_buf_t *b)
@@ -270,9 +272,12 @@ static void keep_buf(seatd_buf_t *b)
         seatd_buf_reset(b);
 }
 
+#endif
+
 static seatd_req_t *req_new(void)
 {
     seatd_req_t *r;
+#if REQ_POOL
     if (req_pool_len > 0) {
         r = req_pool[--req_pool_len];
         /* Everything but the kept buffers starts as calloc would give it. */
@@ -286,9 +291,11 @@ static seatd_req_t *req_new(void)
         r->body = body;
         r->resp_headers = resp_headers;
         r->response = response;
-    } else {
-        r = seatd_calloc(1, sizeof(*r));
+        r->owned = 1;
+        return r;
     }
+#endif
+    r = seatd_calloc(1, sizeof(*r));
     r->owned = 1;
     return r;
 }
@@ -304,6 +311,7 @@ void seatd_req_free(seatd_req_t *r)
         next = n->next;
         free(n);
     }
+#if REQ_POOL
     if (req_pool_len < REQ_POOL_MAX) {
         keep_buf(&r->url);
         keep_buf(&r->hdrbuf);
@@ -313,6 +321,7 @@ void seatd_req_free(seatd_req_t *r)
         req_pool[req_pool_len++] = r;
         return;
     }
+#endif
     seatd_buf_free(&r->url);
     seatd_buf_free(&r->hdrbuf);
     seatd_buf_free(&r->body);
