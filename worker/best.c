@@ -487,16 +487,22 @@ static int by_place(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The places of the 'n' seats 'ids' in 'ord', sorted, into 'places'; the centre of the seats
- * into '*cx', '*cy'. Returns -1 when a seat is not in the layout. */
-static int named_places(const seatd_layout_t *l, const index_t *x, const char *const *ids, size_t n,
-                        size_t *places, double *cx, double *cy)
+/* The places in 'ord' of the 'n' seats 'ids', sorted (owned), and the centre of the seats in
+ * '*cx', '*cy'; NULL when 'n' is 0 or a seat is not in the layout (the script answers
+ * UNKNOWN_SEAT). */
+static size_t *named_places(const seatd_layout_t *l, const index_t *x, const char *const *ids,
+                            size_t n, double *cx, double *cy)
 {
+    if (n == 0)
+        return NULL;
+    size_t *places = seatd_calloc(n, sizeof(*places));
     *cx = *cy = 0;
     for (size_t j = 0; j < n; j++) {
         long i = seatd_layout_find(l, ids[j]);
-        if (i < 0)
-            return -1;
+        if (i < 0) {
+            free(places);
+            return NULL;
+        }
         places[j] = x->pos[i];
         *cx += seatd_layout_seat(l, (size_t)i)->x;
         *cy += seatd_layout_seat(l, (size_t)i)->y;
@@ -504,21 +510,17 @@ static int named_places(const seatd_layout_t *l, const index_t *x, const char *c
     *cx /= (double)n;
     *cy /= (double)n;
     qsort(places, n, sizeof(*places), by_place);
-    return 0;
+    return places;
 }
 
 void seatd_best_named(const seatd_layout_t *l, const char *const *ids, size_t n,
                       seatd_best_list_t *out)
 {
-    if (n == 0)
-        return;
     const index_t *x = index_of(l);
-    size_t *places = seatd_calloc(n, sizeof(*places));
     double cx, cy;
-    if (named_places(l, x, ids, n, places, &cx, &cy) < 0) {
-        free(places);
-        return; /* the script answers UNKNOWN_SEAT */
-    }
+    size_t *places = named_places(l, x, ids, n, &cx, &cy);
+    if (places == NULL)
+        return;
     for (size_t j = 0; j < n;) {
         size_t e = j + 1;
         while (e < n && places[e] == places[e - 1] + 1 && x->seg[places[e]] == x->seg[places[j]])
@@ -546,15 +548,11 @@ static int strands(const index_t *x, const seatd_best_hint_t *maps, size_t k, si
 void seatd_best_alternatives(const seatd_layout_t *l, const char *const *ids, size_t n,
                              const seatd_best_hint_t *maps, int orphan_rule, seatd_best_list_t *out)
 {
-    if (n == 0)
-        return;
     const index_t *x = index_of(l);
-    size_t *places = seatd_calloc(n, sizeof(*places));
     double cx, cy;
-    if (named_places(l, x, ids, n, places, &cx, &cy) < 0) {
-        free(places);
+    size_t *places = named_places(l, x, ids, n, &cx, &cy);
+    if (places == NULL)
         return;
-    }
     /* The seats asked, when they are one block, are no alternative to themselves. */
     int one_run = places[n - 1] - places[0] == n - 1 && x->seg[places[n - 1]] == x->seg[places[0]];
     want_t w = {.count = n,
