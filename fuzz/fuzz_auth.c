@@ -26,14 +26,7 @@
 #include "buf.h"
 #include "keys.h"
 #include "mem.h"
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);           \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "fuzz_check.h"
 
 #define FUZZ_SECRET "seatd-fuzz-secret-0123456789abcdef" /* 34 bytes */
 #define FUZZ_NOW 1767225600LL                            /* 2026-01-01T00:00:00Z */

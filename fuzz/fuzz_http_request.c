@@ -27,14 +27,7 @@
 #include "errors.h"
 #include "http_request.h"
 #include "mem.h"
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);           \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "fuzz_check.h"
 
 #define LARGE_MAX 4096 /* the large-body route's limit in this harness */
 

@@ -13,14 +13,7 @@
 #include <string.h>
 
 #include "timefmt.h"
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);           \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "fuzz_check.h"
 
 #define MAX_MS 253402300799999LL /* 9999-12-31T23:59:59.999Z */
 
