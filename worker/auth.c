@@ -25,8 +25,8 @@ struct seatd_auth_s {
 };
 
 /* Distinct live tokens remembered per process. Direct-mapped, so the table is several times
- * the buyers one worker serves at once: at 4,096 slots a blockbuster's 10,000 buyers missed
- * more than half the time (each miss an HMAC and two JSON parses). ~130 bytes a slot plus the
+ * the buyers one worker serves at once: 4,096 slots for a blockbuster's 10,000 buyers made
+ * most of them collide (each miss an HMAC and two JSON parses). ~130 bytes a slot plus the
  * token's copy when filled: at most ~20 MB per worker. */
 #define VERIFIED_SLOTS 65536
 

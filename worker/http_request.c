@@ -603,7 +603,7 @@ void seatd_req_finish_json(seatd_req_t *r, int status, cJSON *root)
     free(text);
 }
 
-/* Builds the RFC 9457 document for 'err'. Takes 'extra'. Returns an owned tree. */
+/* Appends ',"<name>":"<value, escaped>"' to 'b' ('name' needs no escaping). */
 static void put_json_member(seatd_buf_t *b, const char *name, const char *value)
 {
     seatd_buf_puts(b, ",\"");

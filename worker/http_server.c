@@ -289,32 +289,10 @@ static void after_write(uv_write_t *req, int status)
     }
 }
 
-/* Writes 'len' bytes of 'data' (taken) on 'c': at once when nothing is queued ahead and the
- * socket takes them all (the usual case: a response fits the socket buffer, and libuv's
- * queued write would turn POLLOUT on and off, an epoll_ctl per response), else what is left is
- * queued (freed in after_write). The callers look at writes_pending afterwards (linger). */
-static void conn_write(seatd_conn_t *c, char *data, size_t len)
+/* Queues 'len' bytes of 'data' (taken) behind what 'c' has not written yet (freed in
+ * after_write). */
+static void conn_queue(seatd_conn_t *c, char *data, size_t len)
 {
-    if (c->closing || c->lingering) {
-        free(data);
-        return;
-    }
-    if (c->writes_pending == 0) {
-        uv_buf_t now = uv_buf_init(data, (unsigned)len);
-        int n = uv_try_write(&c->h.stream, &now, 1);
-        if (n == (int)len) {
-            free(data);
-            return;
-        }
-        if (n > 0) {
-            memmove(data, data + n, len - (size_t)n);
-            len -= (size_t)n;
-        } else if (n != UV_EAGAIN) {
-            free(data);
-            conn_close(c);
-            return;
-        }
-    }
     write_req_t *w = seatd_malloc(sizeof(*w));
     w->c = c;
     w->data = data;
@@ -332,13 +310,19 @@ static void conn_write(seatd_conn_t *c, char *data, size_t len)
     output_check(c);
 }
 
-/* Writes the bytes of 'b' on 'c' as conn_write() does, but from 'b' itself when the socket
- * takes them all at once (the usual case): 'b' is then left empty with its allocation, which
- * the finished request keeps for the next one (http_request.c recycles requests). Only what
- * must wait for the socket is moved out of 'b' and queued. */
-static void conn_write_buf(seatd_conn_t *c, seatd_buf_t *b)
+/* Writes the bytes of 'b' on 'c': at once, from 'b' itself, when nothing is queued ahead and
+ * the socket takes them all (the usual case: a response fits the socket buffer, and libuv's
+ * queued write would turn POLLOUT on and off, an epoll_ctl per response); 'b' is then left
+ * empty with its allocation, which a finished request keeps for the next one (http_request.c
+ * recycles requests). Only what must wait for the socket is moved out of 'b' and queued. The
+ * callers look at writes_pending afterwards (linger). */
+static void conn_write(seatd_conn_t *c, seatd_buf_t *b)
 {
-    if (!c->closing && !c->lingering && c->writes_pending == 0 && b->len > 0) {
+    if (c->closing || c->lingering || b->len == 0) {
+        seatd_buf_reset(b);
+        return;
+    }
+    if (c->writes_pending == 0) {
         uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
         int n = uv_try_write(&c->h.stream, &now, 1);
         if (n == (int)b->len) {
@@ -355,7 +339,7 @@ static void conn_write_buf(seatd_conn_t *c, seatd_buf_t *b)
     }
     size_t len = 0;
     char *bytes = seatd_buf_steal(b, &len);
-    conn_write(c, bytes, len);
+    conn_queue(c, bytes, len);
 }
 
 /* ----------------------------------------------------------------------------------------
@@ -417,7 +401,7 @@ static void on_req_finish(seatd_req_t *r, void *data)
     if (seatd__req_wants_close(r))
         c->close_after_write = 1;
     c->cur = NULL;
-    conn_write_buf(c, seatd__req_response(r));
+    conn_write(c, seatd__req_response(r));
     seatd__req_disown(r); /* may free 'r' */
     if (!c->processing)
         process(c); /* an asynchronous finish: start the next pipelined request */
@@ -535,15 +519,16 @@ static void process(seatd_conn_t *c)
             seatd_req_parser_error_response(rc, &out);
             seatd_log(SEATD_LOG_INFO, NULL, "bad request", "\"status\":%d,\"error\":\"%s\"",
                       seatd_err_http_status(rc), seatd_err_name(rc));
-            size_t len = 0;
-            char *bytes = seatd_buf_steal(&out, &len);
             c->close_after_write = 1;
-            conn_write(c, bytes, len);
+            conn_write(c, &out);
+            seatd_buf_free(&out);
             break;
         }
         if (seatd_req_parser_take_continue(c->parser)) {
-            static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-            conn_write(c, seatd_strdup(cont), sizeof(cont) - 1);
+            seatd_buf_t cont = SEATD_BUF_INIT;
+            seatd_buf_puts(&cont, "HTTP/1.1 100 Continue\r\n\r\n");
+            conn_write(c, &cont);
+            seatd_buf_free(&cont);
         }
         if (r == NULL)
             break;

@@ -57,18 +57,17 @@ static int known_status(const char *s)
     return 0;
 }
 
-/* Appends the alternative "A1,A2" (a script's word after "alt=") to 'alts' when every id is
- * a valid seat id. */
-/* Appends the seat ids of the comma-joined 'csv' as a JSON array to 'b'; nothing (returns 0)
+/* Appends the seat ids of the comma-joined 'csv' (a script's word after "alt=") to 'b' as a
+ * JSON array, after a comma unless it is the 'first' array; returns 1, or 0 with 'b' as it was
  * when one is not a valid seat id. */
-static int put_alternative(seatd_buf_t *b, const char *csv)
+static int put_alternative(seatd_buf_t *b, const char *csv, int first)
 {
     char buf[SEATD_SEATS_MAX_PER_HOLD * 18];
     if (strlen(csv) >= sizeof(buf))
         return 0;
     memcpy(buf, csv, strlen(csv) + 1);
     size_t mark = b->len;
-    seatd_buf_puts(b, "[");
+    seatd_buf_puts(b, first ? "[" : ",[");
     int n = 0;
     for (char *save = NULL, *id = strtok_r(buf, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
         if (!seatd_keys_valid_seat_id(id)) {
@@ -95,13 +94,7 @@ static void reply_refusal(seatd_req_t *r, const seatd_store_result_t *res)
     const char *first = NULL;
     for (size_t i = 0; i < res->nwords; i++) {
         if (strncmp(res->words[i], "alt=", 4) == 0) {
-            size_t mark = alts.len;
-            if (nalts)
-                seatd_buf_puts(&alts, ",");
-            if (put_alternative(&alts, res->words[i] + 4))
-                nalts++;
-            else
-                alts.len = mark, alts.data[mark] = '\0';
+            nalts += put_alternative(&alts, res->words[i] + 4, nalts == 0);
             continue;
         }
         if (!seatd_keys_valid_seat_id(res->words[i]))
@@ -130,6 +123,7 @@ static void reply_refusal(seatd_req_t *r, const seatd_store_result_t *res)
     seatd_buf_free(&seats);
     seatd_buf_free(&alts);
 }
+
 void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
 {
     /* Every detail below is written here from validated words: a script's or Redis's text can
