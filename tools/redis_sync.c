@@ -223,6 +223,15 @@ redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv, 
             if (moved) {
                 r->owner[s] = (short)to;
                 slot = s; /* the node knows the command's key: follow its slot from now on */
+            } else if (seatd_rds_is_script(argv[0], lens ? lens[0] : strlen(argv[0]))) {
+                /* A script waits a migration out rather than run on the importing node with
+                 * keys left on the source (rds_slot.h): pause, ask the owner again. */
+                hops--;
+                snprintf(r->err, sizeof(r->err), "slot %d in migration", s);
+                if (now_ms() + RETRY_PAUSE_MS >= deadline)
+                    return NULL;
+                pause_ms(RETRY_PAUSE_MS);
+                continue;
             } else {
                 ask = to;
             }

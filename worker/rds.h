@@ -181,7 +181,8 @@ typedef struct seatd_rds_stats_s {
     unsigned long long refused;          /* of 'errors': failed at once, Redis being unreachable */
     unsigned long long rtt_us_sum;       /* summed round-trip time of completed commands */
     unsigned long long moved;            /* cluster: MOVED redirections followed */
-    unsigned long long asked;            /* cluster: ASK redirections followed */
+    unsigned long long asked;            /* cluster: ASK redirections met */
+    unsigned long long ask_waits;        /* of which scripts, not followed: backoff (rds_slot.h) */
     unsigned long long retries;          /* cluster: commands resent after a backoff */
     unsigned long long refreshes;        /* cluster: slot map refreshes answered */
     unsigned long long wait_ok;          /* WAIT reached wait_replicas in time */

@@ -14,7 +14,8 @@
  *     waiting list, and completes exactly once.
  *
  * No storm: a command is resent at once only after MOVED or ASK (the answer names where to go,
- * and redirections are capped); every other retry waits a jittered backoff that doubles per
+ * and redirections are capped; a script does not follow ASK, it waits: rds_slot.h); every
+ * other retry waits a jittered backoff that doubles per
  * attempt, and never goes past the command's deadline. Map refreshes are one at a time and at
  * most one per REFRESH_MIN_MS, whatever the number of commands that asked for one.
  */
@@ -102,7 +103,7 @@ struct seatd__rds_cluster_s {
     int closing;
     int handles_open;
     uint64_t rng;
-    unsigned long long moved, asked, retries, refreshes, errors;
+    unsigned long long moved, asked, ask_waits, retries, refreshes, errors;
 };
 
 static void rcmd_send(rcmd_t *r);
@@ -442,6 +443,19 @@ static void on_pool_reply(const redisReply *reply, int err, void *data)
             int node = redirect_target(cl, s + skip, len - skip, &slot);
             if (node < 0 || ++r->redirects > MAX_REDIRECTS) {
                 rcmd_finish(r, NULL, SEATD_EUNAVAILABLE);
+                return;
+            }
+            if (ask && seatd_rds_is_script(r->argv[0], r->argvlen[0])) {
+                /* Not followed: on the importing node a script would find the keys still on
+                 * the source missing (rds_slot.h). It did not run here; resent to the
+                 * slot's owner after a backoff, until the migration ends in MOVED. */
+                cl->asked++;
+                cl->ask_waits++;
+                r->redirects--;
+                r->asking = 0;
+                if (r->group == NULL)
+                    r->pin = -1;
+                backoff(r, SEATD_EUNAVAILABLE);
                 return;
             }
             if (ask) {
@@ -842,6 +856,7 @@ void seatd__rds_cluster_stats(const seatd__rds_cluster_t *cl, seatd_rds_stats_t 
     }
     out->moved = cl->moved;
     out->asked = cl->asked;
+    out->ask_waits = cl->ask_waits;
     out->retries = cl->retries;
     out->refreshes = cl->refreshes;
     out->pending = cl->pending;

@@ -1,6 +1,9 @@
 /* rds_slot.c - Redis Cluster hash slots; see rds_slot.h. */
 #include "rds_slot.h"
 
+#include <string.h>
+#include <strings.h>
+
 uint16_t seatd_rds_crc16(const char *p, size_t len)
 {
     uint16_t crc = 0;
@@ -26,4 +29,14 @@ unsigned seatd_rds_keyslot(const char *key, size_t len)
     if (e == len || e == s + 1)
         return seatd_rds_crc16(key, len) & (SEATD_RDS_SLOTS - 1);
     return seatd_rds_crc16(key + s + 1, e - s - 1) & (SEATD_RDS_SLOTS - 1);
+}
+
+int seatd_rds_is_script(const char *name, size_t len)
+{
+    static const char *const scripts[] = {"FCALL",   "FCALL_RO", "EVAL",
+                                          "EVAL_RO", "EVALSHA",  "EVALSHA_RO"};
+    for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++)
+        if (strlen(scripts[i]) == len && strncasecmp(name, scripts[i], len) == 0)
+            return 1;
+    return 0;
 }

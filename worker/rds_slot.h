@@ -22,4 +22,12 @@ uint16_t seatd_rds_crc16(const char *p, size_t len);
 /* The hash slot (0..16383) of the binary-safe key 'key' of 'len' bytes (borrowed). */
 unsigned seatd_rds_keyslot(const char *key, size_t len);
 
+/* 1 if the command named 'name' ('len' bytes, any case) runs a script: FCALL, FCALL_RO, EVAL,
+ * EVALSHA and their _RO forms. Such a command must not follow an ASK redirection: seatd's
+ * functions declare one key and derive the show's other keys from its prefix, and on a node
+ * importing the slot (ASKING) Redis lets a script read and create any of them, so a key still
+ * on the source reads as missing there (a held seat looks free). A script waits the migration
+ * out instead (backoff, then MOVED to the new owner, which has every key). */
+int seatd_rds_is_script(const char *name, size_t len);
+
 #endif

@@ -502,10 +502,12 @@ static pid_t reshard_in_background(unsigned slot, int rounds)
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
-        for (int i = 0; i < rounds; i++)
+        for (int i = 0; i < rounds; i++) {
             if (seatd_test_cluster_move_slot(&cl, slot, i % 2 ? a : b, hold_the_window_open,
                                              NULL) != 0)
                 _exit(1);
+            th_sleep_ms(150); /* holds that waited a move out run between two moves */
+        }
         _exit(0);
     }
     return pid;
@@ -565,10 +567,61 @@ Test(cluster, resharding_a_show_under_holds_gives_no_wrong_answer, .timeout = 18
     seatd_rds_stats_t st;
     seatd_rds_get_stats(t.rds, &st);
     fprintf(stderr,
-            "reshard under holds: %d holds, %d conflicts, %d unavailable; moved %llu, ask %llu, "
-            "retries %llu\n",
-            rounds, conflicts, unavailable, st.moved, st.asked, st.retries);
+            "reshard under holds: %d holds, %d conflicts, %d unavailable; moved %llu, ask %llu "
+            "(waited out %llu), retries %llu\n",
+            rounds, conflicts, unavailable, st.moved, st.asked, st.ask_waits, st.retries);
     cr_assert_geq(st.moved + st.asked, 1, "the holds met the migration");
+    cr_assert_eq(th_close(&t), 0);
+}
+
+/* The functions declare one key ({s:<id>}:meta) and derive the show's others. Once the meta
+ * key has moved, the source answers ASK; followed with ASKING, the script would run on the
+ * importing node, where a seat still on the source reads as missing: a held seat sold again,
+ * and then MIGRATE meets the same key on both nodes (BUSYKEY; found by CI in the test above).
+ * A script waits the migration out instead, and runs where every key is. */
+Test(cluster, a_hold_during_a_migration_waits_for_the_handover_and_never_takes_a_held_seat,
+     .timeout = 120)
+{
+    setenv("SEATD_TEST_CLUSTER_NODES", cl.nodes, 1);
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    const char *seats[] = {"A1", "A2", "A3", "A4", NULL};
+    cr_assert_eq(th_create_show(&t, "78", seats, 60000), 0);
+    th_res_t r = {0};
+    cr_assert_eq(th_hold(&t, &r, "78", "alice", (const char *const[]){"A1", NULL}, 60000, 0, NULL),
+                 0);
+    th_res_clear(&r);
+
+    unsigned slot = seatd_rds_keyslot("s:78", 4);
+    int from = seatd_test_cluster_primary_of(&cl, slot);
+    int to = seatd_test_cluster_other_primary(&cl, from);
+    cr_assert_eq(seatd_test_cluster_begin_move(&cl, slot, to), 0);
+    cr_assert_eq(
+        seatd_test_cluster_migrate_keys(&cl, slot, to, (const char *const[]){"{s:78}:meta", NULL}),
+        0);
+    /* alice's seat and the rest move 300 ms later, from another process. */
+    pid_t mover = fork();
+    cr_assert_geq(mover, 0);
+    if (mover == 0) {
+        th_sleep_ms(300);
+        _exit(seatd_test_cluster_migrate_keys(&cl, slot, to, NULL) == 0 &&
+                      seatd_test_cluster_finish_move(&cl, slot, to) == 0
+                  ? 0
+                  : 1);
+    }
+    int rc = th_hold(&t, &r, "78", "bob", (const char *const[]){"A1", NULL}, 60000, 0, NULL);
+    th_res_clear(&r);
+    int status = -1;
+    cr_assert_eq(waitpid(mover, &status, 0), mover);
+    cr_assert_eq(rc, SEATD_ECONFLICT,
+                 "bob's hold of alice's seat during the migration answered %s, not a conflict",
+                 seatd_err_name(rc));
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "the rest of the migration failed: a key was written on both nodes");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(t.rds, &st);
+    cr_assert_geq(st.ask_waits, 1, "the hold met the ASK and waited");
+    cr_assert_geq(st.moved, 1, "then went to the new owner");
     cr_assert_eq(th_close(&t), 0);
 }
 

@@ -450,8 +450,7 @@ static int node_cmd(seatd_test_cluster_t *cl, int i, const char *fmt, ...)
     return rc;
 }
 
-int seatd_test_cluster_move_slot(seatd_test_cluster_t *cl, unsigned slot, int to,
-                                 void (*mid)(void *arg), void *arg)
+int seatd_test_cluster_begin_move(seatd_test_cluster_t *cl, unsigned slot, int to)
 {
     int from = seatd_test_cluster_primary_of(cl, slot);
     char from_id[41], to_id[41];
@@ -461,55 +460,87 @@ int seatd_test_cluster_move_slot(seatd_test_cluster_t *cl, unsigned slot, int to
     if (node_cmd(cl, to, "CLUSTER SETSLOT %u IMPORTING %s", slot, from_id) != 0 ||
         node_cmd(cl, from, "CLUSTER SETSLOT %u MIGRATING %s", slot, to_id) != 0)
         return -1;
-    redisContext *c = seatd_test_cluster_connect(cl, from);
+    return 0;
+}
+
+/* MIGRATE of 'n' keys from the connection 'c' to node 'to'; 0 or -1 (said). */
+static int migrate_batch(seatd_test_cluster_t *cl, redisContext *c, int to, const char **keys,
+                         const size_t *klens, size_t n)
+{
+    const char **argv = calloc(n + 8, sizeof(char *));
+    size_t *lens = calloc(n + 8, sizeof(size_t));
+    char port[16];
+    snprintf(port, sizeof(port), "%d", cl->port[to]);
+    const char *head[] = {"MIGRATE", "127.0.0.1", port, "", "0", "5000", "KEYS"};
+    int k = 0;
+    for (; k < 7; k++) {
+        argv[k] = head[k];
+        lens[k] = strlen(head[k]);
+    }
+    for (size_t j = 0; j < n; j++, k++) {
+        argv[k] = keys[j];
+        lens[k] = klens ? klens[j] : strlen(keys[j]);
+    }
+    redisReply *m = redisCommandArgv(c, k, argv, lens);
+    int bad = !m || m->type == REDIS_REPLY_ERROR;
+    if (bad)
+        fprintf(stderr, "cluster_fixture: MIGRATE: %s\n", m ? m->str : c->errstr);
+    if (m)
+        freeReplyObject(m);
+    free(argv);
+    free(lens);
+    return bad ? -1 : 0;
+}
+
+int seatd_test_cluster_migrate_keys(seatd_test_cluster_t *cl, unsigned slot, int to,
+                                    const char *const *keys)
+{
+    int from = seatd_test_cluster_primary_of(cl, slot);
+    redisContext *c = from < 0 ? NULL : seatd_test_cluster_connect(cl, from);
     if (!c)
         return -1;
+    int rc = 0;
+    if (keys) {
+        size_t n = 0;
+        while (keys[n])
+            n++;
+        rc = n ? migrate_batch(cl, c, to, (const char **)keys, NULL, n) : 0;
+        redisFree(c);
+        return rc;
+    }
     for (;;) {
         redisReply *r = redisCommand(c, "CLUSTER GETKEYSINSLOT %u 100", slot);
         if (!r || r->type != REDIS_REPLY_ARRAY) {
-            if (r)
-                freeReplyObject(r);
-            redisFree(c);
-            return -1;
+            rc = -1;
+        } else if (r->elements > 0) {
+            const char **names = calloc(r->elements, sizeof(char *));
+            size_t *lens = calloc(r->elements, sizeof(size_t));
+            for (size_t j = 0; j < r->elements; j++) {
+                names[j] = r->element[j]->str;
+                lens[j] = r->element[j]->len;
+            }
+            rc = migrate_batch(cl, c, to, names, lens, r->elements);
+            free(names);
+            free(lens);
         }
-        size_t n = r->elements;
-        if (n == 0) {
+        size_t n = r && r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+        if (r)
             freeReplyObject(r);
+        if (rc != 0 || n == 0)
             break;
-        }
-        const char **argv = calloc(n + 8, sizeof(char *));
-        size_t *lens = calloc(n + 8, sizeof(size_t));
-        char port[16];
-        snprintf(port, sizeof(port), "%d", cl->port[to]);
-        const char *head[] = {"MIGRATE", "127.0.0.1", port, "", "0", "5000", "KEYS"};
-        int k = 0;
-        for (; k < 7; k++) {
-            argv[k] = head[k];
-            lens[k] = strlen(head[k]);
-        }
-        for (size_t j = 0; j < n; j++, k++) {
-            argv[k] = r->element[j]->str;
-            lens[k] = r->element[j]->len;
-        }
-        redisReply *m = redisCommandArgv(c, k, argv, lens);
-        int bad = !m || m->type == REDIS_REPLY_ERROR;
-        if (bad)
-            fprintf(stderr, "cluster_fixture: MIGRATE: %s\n", m ? m->str : c->errstr);
-        if (m)
-            freeReplyObject(m);
-        free(argv);
-        free(lens);
-        freeReplyObject(r);
-        if (bad) {
-            redisFree(c);
-            return -1;
-        }
     }
     redisFree(c);
-    if (mid)
-        mid(arg);
+    return rc;
+}
+
+int seatd_test_cluster_finish_move(seatd_test_cluster_t *cl, unsigned slot, int to)
+{
+    int from = seatd_test_cluster_primary_of(cl, slot);
+    char to_id[41];
+    if (from < 0 || seatd_test_cluster_node_id(cl, to, to_id) != 0)
+        return -1;
     if (node_cmd(cl, to, "CLUSTER SETSLOT %u NODE %s", slot, to_id) != 0 ||
-        node_cmd(cl, from, "CLUSTER SETSLOT %u NODE %s", slot, to_id) != 0)
+        (from != to && node_cmd(cl, from, "CLUSTER SETSLOT %u NODE %s", slot, to_id) != 0))
         return -1;
     quiet = 1; /* replicas refuse SETSLOT: the other primaries are what matters */
     for (int i = 0; i < cl->n; i++)
@@ -517,4 +548,15 @@ int seatd_test_cluster_move_slot(seatd_test_cluster_t *cl, unsigned slot, int to
             (void)node_cmd(cl, i, "CLUSTER SETSLOT %u NODE %s", slot, to_id);
     quiet = 0;
     return 0;
+}
+
+int seatd_test_cluster_move_slot(seatd_test_cluster_t *cl, unsigned slot, int to,
+                                 void (*mid)(void *arg), void *arg)
+{
+    if (seatd_test_cluster_begin_move(cl, slot, to) != 0 ||
+        seatd_test_cluster_migrate_keys(cl, slot, to, NULL) != 0)
+        return -1;
+    if (mid)
+        mid(arg);
+    return seatd_test_cluster_finish_move(cl, slot, to);
 }

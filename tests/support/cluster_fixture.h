@@ -62,4 +62,14 @@ struct redisContext *seatd_test_cluster_connect(seatd_test_cluster_t *cl, int i)
 int seatd_test_cluster_move_slot(seatd_test_cluster_t *cl, unsigned slot, int to,
                                  void (*mid)(void *arg), void *arg);
 
+/* The three steps of a move, for a test that stops between them. begin: SETSLOT IMPORTING on
+ * 'to', MIGRATING on the slot's owner. migrate: MIGRATE from the owner to 'to' the keys named
+ * ('keys', NULL-terminated), or when 'keys' is NULL every key of the slot, in batches. finish:
+ * SETSLOT NODE on 'to', the old owner, then every other primary. Each 0 or -1 (said on
+ * stderr); a MIGRATE that meets a key already on 'to' (BUSYKEY) fails. */
+int seatd_test_cluster_begin_move(seatd_test_cluster_t *cl, unsigned slot, int to);
+int seatd_test_cluster_migrate_keys(seatd_test_cluster_t *cl, unsigned slot, int to,
+                                    const char *const *keys);
+int seatd_test_cluster_finish_move(seatd_test_cluster_t *cl, unsigned slot, int to);
+
 #endif

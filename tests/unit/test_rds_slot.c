@@ -48,3 +48,14 @@ Test(rds_slot, keys_are_binary_safe)
     cr_assert_eq(seatd_rds_keyslot(k, sizeof(k)), seatd_rds_crc16("a\0b", 3) & 16383);
     cr_assert_lt(seatd_rds_keyslot(k, sizeof(k)), 16384u);
 }
+
+Test(rds_slot, scripts_are_told_from_plain_commands_in_any_case)
+{
+    const char *const scripts[] = {"FCALL", "fcall_ro", "EVAL", "Eval_RO", "EVALSHA", "evalsha_ro"};
+    for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++)
+        cr_assert(seatd_rds_is_script(scripts[i], strlen(scripts[i])), "%s", scripts[i]);
+    const char *const plain[] = {"GET", "SET", "FUNCTION", "EVALS", "FCAL", "FCALLX", "", "ASKING"};
+    for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+        cr_assert_not(seatd_rds_is_script(plain[i], strlen(plain[i])), "%s", plain[i]);
+    cr_assert(seatd_rds_is_script("FCALLx", 5), "the length given counts, not a NUL");
+}
