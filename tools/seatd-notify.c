@@ -73,15 +73,21 @@
  * stream's read busy too (it did: 71 shows, one on sale, ~1,400 XREADGROUP/s). */
 #define IDLE_MIN_MS 50
 #define IDLE_MAX_MS 1000
+/* The pending list is looked at every retry-base/2 while it lists entries (or after a read
+ * took some), and the interval doubles to RECLAIM_MAX_MS while it lists none: so a dead
+ * consumer's entries are taken over within that much more. */
+#define RECLAIM_MAX_MS 4000
 
 typedef struct {
     char show[SEATD_ID_MAX];
     char stream[SEATD_KEY_MAX];
-    int grouped;         /* the group exists on this stream */
-    unsigned long seen;  /* the catalogue walk that last listed the show */
-    int last_read;       /* entries the last read found */
-    long idle_ms;        /* 0 after a read that found entries, else the current poll interval */
-    long long next_read; /* monotonic ms: read again from then on */
+    int grouped;            /* the group exists on this stream */
+    unsigned long seen;     /* the catalogue walk that last listed the show */
+    int last_read;          /* entries the last read found */
+    long idle_ms;           /* 0 after a read that found entries, else the current poll interval */
+    long long next_read;    /* monotonic ms: read again from then on */
+    long reclaim_ms;        /* the current interval between two looks at the pending list */
+    long long next_reclaim; /* monotonic ms: look again from then on */
 } stream_t;
 
 static struct {
@@ -118,6 +124,12 @@ static long long now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The pace at which a pending list with entries is looked at: half the first retry's wait. */
+static long reclaim_base(void)
+{
+    return G.retry_base_ms / 2 > 0 ? G.retry_base_ms / 2 : 1;
 }
 
 static void sleep_ms(long ms)
@@ -452,6 +464,11 @@ static int read_new(stream_t *s)
     if (n > 0) {
         s->idle_ms = 0;
         s->next_read = 0;
+        /* entries of ours are pending now: their retries are looked for at the base pace */
+        long long soon = now_ms() + reclaim_base();
+        s->reclaim_ms = reclaim_base();
+        if (s->next_reclaim > soon)
+            s->next_reclaim = soon;
     } else {
         s->idle_ms = s->idle_ms ? s->idle_ms * 2 : IDLE_MIN_MS;
         if (s->idle_ms > IDLE_MAX_MS)
@@ -521,8 +538,9 @@ static void dead_letter(const stream_t *s, const char *id, long long deliveries)
     freeReplyObject(r);
 }
 
-/* Retries this stream's pending entries whose backoff has passed (and a dead consumer's). */
-static void reclaim(const stream_t *s)
+/* Retries this stream's pending entries whose backoff has passed (and a dead consumer's);
+ * returns how many entries the pending list showed. */
+static size_t reclaim(const stream_t *s)
 {
     char idle[24];
     snprintf(idle, sizeof(idle), "%ld", G.retry_base_ms);
@@ -555,7 +573,22 @@ static void reclaim(const stream_t *s)
         handle_entries(s, c);
         freeReplyObject(c);
     }
+    size_t listed = r && r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
     freeReplyObject(r);
+    return listed;
+}
+
+/* reclaim() when the stream is due; then its next look (see RECLAIM_MAX_MS). */
+static void reclaim_when_due(stream_t *s, long long now)
+{
+    long base = reclaim_base();
+    if (now < s->next_reclaim)
+        return;
+    if (reclaim(s) > 0 || s->reclaim_ms < base)
+        s->reclaim_ms = base;
+    else if ((s->reclaim_ms *= 2) > RECLAIM_MAX_MS)
+        s->reclaim_ms = RECLAIM_MAX_MS > base ? RECLAIM_MAX_MS : base;
+    s->next_reclaim = now + s->reclaim_ms;
 }
 
 /* ------------------------------------------------------------------- main */
@@ -643,7 +676,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     logf_("started; group %s, log %s", G.group, G.log_path);
 
-    long long next_refresh = 0, next_reclaim = 0;
+    long long next_refresh = 0;
     while (!stop_flag) {
         long long now = now_ms();
         if (now >= next_refresh) {
@@ -654,12 +687,9 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < G.nstreams && !stop_flag; i++)
             if (G.streams[i].grouped && G.streams[i].next_read <= now)
                 busy += read_new(&G.streams[i]);
-        if (now >= next_reclaim) {
-            for (size_t i = 0; i < G.nstreams && !stop_flag; i++)
-                if (G.streams[i].grouped)
-                    reclaim(&G.streams[i]);
-            next_reclaim = now + (G.retry_base_ms / 2 > 0 ? G.retry_base_ms / 2 : 1);
-        }
+        for (size_t i = 0; i < G.nstreams && !stop_flag; i++)
+            if (G.streams[i].grouped)
+                reclaim_when_due(&G.streams[i], now);
         if (!busy) {
             /* until the first stream is due, and at most IDLE_MIN_MS (new streams, reclaims) */
             long long wake = now_ms() + IDLE_MIN_MS;
