@@ -1,6 +1,7 @@
 /* config.c - the settings table and the code that walks it; see config.h. */
 #include "config.h"
 #include "log.h"
+#include "passwd.h"
 #include "seats.h"
 
 #include <errno.h>
@@ -35,6 +36,9 @@ static const row_t rows[] = {
      "Redis address: host:port or unix:/path"},
     {"redis-pool", "SEATD_REDIS_POOL", T_INT, 1, 64, "2", F(redis_pool),
      "Redis connections per worker"},
+    {"hash-concurrency", "SEATD_HASH_CONCURRENCY", T_INT, 1, SEATD_PASSWD_IN_FLIGHT_MAX, "1",
+     F(hash_concurrency),
+     "argon2id hashes (sign-up, login) this worker runs at once, at nice 19; the rest wait"},
     {"redis-timeout-ms", "SEATD_REDIS_TIMEOUT_MS", T_INT, 10, 60000, "1000", F(redis_timeout_ms),
      "deadline of one Redis command"},
     {"redis-max-pending", "SEATD_REDIS_MAX_PENDING", T_INT, 1, 1000000, "10000",

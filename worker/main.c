@@ -21,6 +21,7 @@
 #include "live.h"
 #include "log.h"
 #include "mem.h"
+#include "passwd.h"
 #include "payment.h"
 #include "pubsub.h"
 #include "rds.h"
@@ -201,6 +202,7 @@ int main(int argc, char **argv)
                         "--redis-loader-password-file): missing, empty or too long\n");
         return 2;
     }
+    seatd_passwd_set_in_flight((int)cfg.hash_concurrency);
     seatd_rds_opts_t ropts = {
         .host = W.redis_port ? W.redis_host : NULL,
         .port = W.redis_port,

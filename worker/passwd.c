@@ -6,9 +6,9 @@
  * calls the caller back once and frees the context. Passwords are wiped before free.
  *
  * Hashing must not take the CPU from the event loops, nginx and Redis (the hold path): at most
- * SEATD_PASSWD_IN_FLIGHT hashes per process are on the pool at once (the rest wait, in order,
- * in a FIFO here: libuv's pool has 4 threads by default, and four 19 MiB hashes per worker
- * saturate a small machine's cores and caches), and a pool thread that hashes lowers its own
+ * seatd_passwd_set_in_flight() (default 1) hashes per process are on the pool at once (the rest
+ * wait, in order, in a FIFO here: libuv's pool has 4 threads by default, and four 19 MiB hashes per
+ * worker saturate a small machine's cores and caches), and a pool thread that hashes lowers its own
  * priority to nice 19 once, so the scheduler runs it on what the loops leave.
  */
 #include "passwd.h"
@@ -49,6 +49,7 @@ typedef struct passwd_op_s {
 
 /* Hashes on the pool now, and those waiting for a turn (one loop per process). */
 static int in_flight;
+static int max_in_flight = SEATD_PASSWD_IN_FLIGHT;
 static passwd_op_t *wait_head, *wait_tail;
 
 static void after_work(uv_work_t *w, int status);
@@ -116,7 +117,7 @@ static void op_discard(passwd_op_t *op)
 /* Starts waiting hashes while there is room; one that libuv refuses is answered as failed. */
 static void start_waiting(void)
 {
-    while (in_flight < SEATD_PASSWD_IN_FLIGHT && wait_head) {
+    while (in_flight < max_in_flight && wait_head) {
         passwd_op_t *op = wait_head;
         wait_head = op->next;
         if (wait_head == NULL)
@@ -162,7 +163,7 @@ static passwd_op_t *op_new(const char *pw, size_t len)
 static int queue(struct uv_loop_s *loop, passwd_op_t *op)
 {
     op->loop = loop;
-    if (in_flight >= SEATD_PASSWD_IN_FLIGHT) { /* wait for a turn */
+    if (in_flight >= max_in_flight) { /* wait for a turn */
         if (wait_tail)
             wait_tail->next = op;
         else
@@ -176,6 +177,11 @@ static int queue(struct uv_loop_s *loop, passwd_op_t *op)
     }
     in_flight++;
     return 0;
+}
+
+void seatd_passwd_set_in_flight(int n)
+{
+    max_in_flight = n < 1 ? 1 : n > SEATD_PASSWD_IN_FLIGHT_MAX ? SEATD_PASSWD_IN_FLIGHT_MAX : n;
 }
 
 int seatd_passwd_in_flight(void)

@@ -29,7 +29,8 @@
 #define SEATD_PASSWD_T 2
 #define SEATD_PASSWD_P 1
 #define SEATD_PASSWD_ENCODED_MAX 128 /* bytes of an encoded hash, NUL included */
-#define SEATD_PASSWD_IN_FLIGHT 1     /* hashes on the thread pool at once, per process */
+#define SEATD_PASSWD_IN_FLIGHT 1     /* default: hashes on the thread pool at once, per process */
+#define SEATD_PASSWD_IN_FLIGHT_MAX 4 /* libuv's pool has 4 threads */
 
 struct uv_loop_s;
 
@@ -47,7 +48,13 @@ SEATD_MUSTCHECK int seatd_passwd_hash(struct uv_loop_s *loop, const char *pw, si
 SEATD_MUSTCHECK int seatd_passwd_verify(struct uv_loop_s *loop, const char *encoded, const char *pw,
                                         size_t len, seatd_passwd_verify_cb cb, void *data);
 
-/* Hashes on the thread pool now (at most SEATD_PASSWD_IN_FLIGHT) and hashes waiting for
+/* Sets how many hashes this process runs on the thread pool at once (1..
+ * SEATD_PASSWD_IN_FLIGHT_MAX, clamped; --hash-concurrency): deploy/up gives each worker its
+ * share of the cores, so a machine with fewer workers than cores still hashes on all of them.
+ * Call before the first hash. */
+void seatd_passwd_set_in_flight(int n);
+
+/* Hashes on the thread pool now (at most the setting above) and hashes waiting for
  * their turn, in this process: for /metrics and tests. */
 int seatd_passwd_in_flight(void);
 int seatd_passwd_waiting(void);

@@ -98,3 +98,29 @@ Test(passwd, at_most_one_hash_runs_at_once_and_the_others_wait_their_turn_in_ord
     cr_assert_eq(seatd_passwd_waiting(), 0);
     cr_assert_eq(uv_loop_close(&loop), 0);
 }
+
+Test(passwd, the_concurrency_setting_bounds_the_hashes_on_the_pool)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    seatd_passwd_set_in_flight(2);
+    int order[5] = {-1, -1, -1, -1, -1}, n = 0;
+    turn_t t[5];
+    for (int i = 0; i < 5; i++) {
+        t[i] = (turn_t){.order = order, .n = &n, .me = i};
+        cr_assert_eq(seatd_passwd_verify(&loop, NULL, "pa55 word!", 10, on_turn, &t[i]), 0);
+    }
+    cr_assert_eq(seatd_passwd_in_flight(), 2);
+    cr_assert_eq(seatd_passwd_waiting(), 3);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    cr_assert_eq(n, 5, "every call answered once");
+    seatd_passwd_set_in_flight(99);
+    seatd_passwd_set_in_flight(0); /* clamped to 1..SEATD_PASSWD_IN_FLIGHT_MAX */
+    cr_assert_eq(seatd_passwd_verify(&loop, NULL, "x", 1, on_turn, &t[0]), 0);
+    cr_assert_eq(seatd_passwd_verify(&loop, NULL, "x", 1, on_turn, &t[1]), 0);
+    cr_assert_eq(seatd_passwd_in_flight(), 1);
+    cr_assert_eq(seatd_passwd_waiting(), 1);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    seatd_passwd_set_in_flight(SEATD_PASSWD_IN_FLIGHT);
+    cr_assert_eq(uv_loop_close(&loop), 0);
+}
