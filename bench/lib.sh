@@ -8,10 +8,15 @@ say() { echo "bench: $*" >&2; }
 die() { echo "bench: FAIL: $*" >&2; exit 1; }
 
 # free_port: prints a loopback TCP port nobody listens on.
+# Below the kernel's ephemeral range: a port there can be the local end of some client's
+# connection (the bench's own thousands) without anything listening on it, and a server
+# then cannot bind it (PostgreSQL failed so once).
 free_port() {
-    local p i
+    local p i lo
+    lo="$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)"
+    [ "${lo:-0}" -gt 12000 ] || lo=32768
     for i in $(seq 1 200); do
-        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+        p=$(( 10000 + (RANDOM * 32768 + RANDOM) % (lo - 10000) ))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
     done
     return 1

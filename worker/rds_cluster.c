@@ -15,9 +15,9 @@
  *
  * No storm: a command is resent at once only after MOVED or ASK (the answer names where to go,
  * and redirections are capped; a script does not follow ASK, it waits: rds_slot.h); every
- * other retry waits a jittered backoff that doubles per
- * attempt, and never goes past the command's deadline. Map refreshes are one at a time and at
- * most one per REFRESH_MIN_MS, whatever the number of commands that asked for one.
+ * other retry waits a jittered backoff that doubles per attempt, and never goes past the
+ * command's deadline. Map refreshes are one at a time and at most one per REFRESH_MIN_MS,
+ * whatever the number of commands that asked for one.
  */
 #define _GNU_SOURCE /* memmem */
 #include "rds_cluster.h"
