@@ -2,11 +2,7 @@
 # Derives every port and path of one stack from SEATD_PORT, so two stacks run side by side.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SEATD_PORT="${SEATD_PORT:-8080}"
-# Workers: half the cores, at least one. The other half is Redis's (one thread) and nginx's on
-# this one machine: on 2 cores, 2 workers took ~30% more CPU per hold than one at the same
-# rate and decided ~7% fewer holds at peak (bench/README.md, "Worker count").
-_cores="$(nproc 2>/dev/null || echo 2)"
-SEATD_WORKERS="${SEATD_WORKERS:-$(( _cores / 2 > 0 ? _cores / 2 : 1 ))}"
+SEATD_WORKERS="${SEATD_WORKERS:-$(nproc 2>/dev/null || echo 2)}"
 SEATD_RUN_DIR="${SEATD_RUN_DIR:-$ROOT/run/$SEATD_PORT}"
 SEATD_BUILD_DIR="${SEATD_BUILD_DIR:-$ROOT/build}"
 SEATD_REDIS_PORT="${SEATD_REDIS_PORT:-$((SEATD_PORT + 1000))}"
