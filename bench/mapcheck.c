@@ -16,6 +16,8 @@
  * seen by then). It is a lower bound of the real staleness at the resolution of the truth
  * clients, and exactly what a viewer would notice. Prints:
  *   mapcheck viewer_reads=… staleness_max_ms=… staleness_p99_ms=… staleness_p50_ms=…
+ *            latency_p50_ms=… latency_p99_ms=… latency_max_ms=… (the viewer's reads, each on a
+ *            new connection: connect to last byte)
  *   mapcheck min_version_reads=… older=… missing_seat=… buyer_holds=…
  * and exits 1 when a ?minVersion= read was older than its version or missed the seat.
  *
@@ -42,6 +44,7 @@
 typedef struct {
     int64_t t_us;
     long long version;
+    int64_t took_us; /* the request, connect to last byte */
 } obs_t;
 
 typedef struct {
@@ -64,11 +67,11 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static void record(obs_t *arr, long long *n, long long version)
+static void record(obs_t *arr, long long *n, long long version, int64_t took_us)
 {
     long long k = __sync_fetch_and_add(n, 1);
     if (k < MAX_OBS)
-        arr[k] = (obs_t){now_us(), version};
+        arr[k] = (obs_t){now_us(), version, took_us};
 }
 
 /* GET 'path' through nginx; the JSON body (owned, cJSON_Delete) of a 200, else NULL. */
@@ -95,13 +98,15 @@ static void availability_loop(int truth, int pause_us)
     snprintf(path, sizeof(path), "/v1/shows/%s/availability%s", SHOW, truth ? "?minVersion=1" : "");
     while (!SH->stop) {
         int st;
+        int64_t t0 = now_us();
         cJSON *j = get_json(path, NULL, &st);
+        int64_t took = now_us() - t0;
         if (j == NULL)
             __sync_fetch_and_add(&SH->errors, 1);
         else if (truth)
-            record(SH->truth, &SH->ntruth, num(j, "version"));
+            record(SH->truth, &SH->ntruth, num(j, "version"), took);
         else
-            record(SH->viewer, &SH->nviewer, num(j, "version"));
+            record(SH->viewer, &SH->nviewer, num(j, "version"), took);
         cJSON_Delete(j);
         usleep(pause_us);
     }
@@ -151,7 +156,7 @@ static void buyer_loop(int id, char **seat_ids, long nseats)
         snprintf(hold_id, sizeof(hold_id), "%s",
                  cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "holdId")));
         cJSON_Delete(j);
-        record(SH->truth, &SH->ntruth, v);
+        record(SH->truth, &SH->ntruth, v, 0);
 
         snprintf(path, sizeof(path), "/v1/shows/%s/availability?minVersion=%lld", SHOW, v);
         int st;
@@ -171,7 +176,7 @@ static void buyer_loop(int id, char **seat_ids, long nseats)
         if (seatd_test_http_request("127.0.0.1", PORT, "DELETE", path, hdr, NULL, 0, &r) == 0) {
             cJSON *d = r.status == 200 ? cJSON_ParseWithLength(r.body, r.body_len) : NULL;
             if (d)
-                record(SH->truth, &SH->ntruth, num(d, "version"));
+                record(SH->truth, &SH->ntruth, num(d, "version"), 0);
             cJSON_Delete(d);
             seatd_test_http_response_free(&r);
         }
@@ -280,11 +285,20 @@ int main(int argc, char **argv)
         stale[i] = newer < t ? t - newer : 0;
     }
     qsort(stale, (size_t)nv, sizeof(int64_t), cmp_i64);
+    /* The paced viewer's own latency: what one viewer waits while the others load the stack
+     * (wrk's p99 beside it is a saturated closed loop's queue). */
+    int64_t *took = malloc((size_t)(nv + 1) * sizeof(int64_t));
+    for (long long i = 0; i < nv; i++)
+        took[i] = SH->viewer[i].took_us;
+    qsort(took, (size_t)nv, sizeof(int64_t), cmp_i64);
     printf(
         "mapcheck viewer_reads=%lld truth_reads=%lld staleness_max_ms=%.1f staleness_p99_ms=%.1f "
-        "staleness_p50_ms=%.1f\n",
+        "staleness_p50_ms=%.1f latency_p50_ms=%.2f latency_p99_ms=%.2f latency_max_ms=%.2f\n",
         nv, nt, nv ? stale[nv - 1] / 1000.0 : 0.0,
-        nv ? stale[(long long)(nv * 0.99)] / 1000.0 : 0.0, nv ? stale[nv / 2] / 1000.0 : 0.0);
+        nv ? stale[(long long)(nv * 0.99)] / 1000.0 : 0.0, nv ? stale[nv / 2] / 1000.0 : 0.0,
+        nv ? took[nv / 2] / 1000.0 : 0.0, nv ? took[(long long)(nv * 0.99)] / 1000.0 : 0.0,
+        nv ? took[nv - 1] / 1000.0 : 0.0);
+    free(took);
     printf("mapcheck min_version_reads=%lld older=%lld missing_seat=%lld buyer_holds=%lld "
            "errors=%lld\n",
            SH->minv_reads, SH->minv_older, SH->minv_missing, SH->buyer_holds, SH->errors);
