@@ -16,12 +16,15 @@
  * seen by then). It is a lower bound of the real staleness at the resolution of the truth
  * clients, and exactly what a viewer would notice. Prints:
  *   mapcheck viewer_reads=… staleness_max_ms=… staleness_p99_ms=… staleness_p50_ms=…
- *            latency_p50_ms=… latency_p99_ms=… latency_max_ms=… (the viewer's reads, each on a
- *            new connection: connect to last byte)
+ *            reads=… latency_p50_ms=… latency_p99_ms=… latency_max_ms=… (the viewer's reads,
+ *            each on a new connection: connect to last byte)
+ *   mapcheck anchor reads=… latency_p50_ms=… … (with --anchor-path: the same paced reads of a
+ *            path nginx answers by itself, e.g. /bench/static: the machine's own tail)
  *   mapcheck min_version_reads=… older=… missing_seat=… buyer_holds=…
  * and exits 1 when a ?minVersion= read was older than its version or missed the seat.
  *
  * Usage: SEATD_JWT_SECRET=… seatd_mapcheck --port P --show ID --duration S [--buyers 2]
+ *        [--anchor-path /bench/static]
  */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -50,7 +53,8 @@ typedef struct {
 typedef struct {
     obs_t truth[MAX_OBS];
     obs_t viewer[MAX_OBS];
-    long long ntruth, nviewer;
+    obs_t anchor[MAX_OBS]; /* --anchor-path reads: only their latency counts */
+    long long ntruth, nviewer, nanchor;
     long long minv_reads, minv_older, minv_missing, buyer_holds, errors;
     int stop;
 } shared_t;
@@ -90,6 +94,25 @@ static cJSON *get_json(const char *path, const char *headers, int *status)
 static long long num(const cJSON *j, const char *name)
 {
     return (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, name));
+}
+
+/* The anchor viewer: GET 'path' (nginx answering by itself) at the viewer's pace, so the
+ * viewer's latency has a same-moment comparison on the same machine. */
+static void anchor_loop(const char *path, int pause_us)
+{
+    while (!SH->stop) {
+        seatd_test_http_response_t r;
+        int64_t t0 = now_us();
+        int rc = seatd_test_http_request("127.0.0.1", PORT, "GET", path, NULL, NULL, 0, &r);
+        int64_t took = now_us() - t0;
+        if (rc < 0 || r.status != 200)
+            __sync_fetch_and_add(&SH->errors, 1);
+        else
+            record(SH->anchor, &SH->nanchor, 0, took);
+        if (rc >= 0)
+            seatd_test_http_response_free(&r);
+        usleep(pause_us);
+    }
 }
 
 static void availability_loop(int truth, int pause_us)
@@ -197,9 +220,23 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Prints "<label>=n latency_p50_ms=… latency_p99_ms=… latency_max_ms=…" of 'n' observations. */
+static void print_latency(const char *label, const obs_t *obs, long long n)
+{
+    int64_t *took = malloc((size_t)(n + 1) * sizeof(int64_t));
+    for (long long i = 0; i < n; i++)
+        took[i] = obs[i].took_us;
+    qsort(took, (size_t)n, sizeof(int64_t), cmp_i64);
+    printf(" %s=%lld latency_p50_ms=%.2f latency_p99_ms=%.2f latency_max_ms=%.2f", label, n,
+           n ? took[n / 2] / 1000.0 : 0.0, n ? took[(long long)(n * 0.99)] / 1000.0 : 0.0,
+           n ? took[n - 1] / 1000.0 : 0.0);
+    free(took);
+}
+
 int main(int argc, char **argv)
 {
     int duration = 10, buyers = 2;
+    const char *anchor_path = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--port"))
             PORT = atoi(argv[i + 1]);
@@ -209,12 +246,14 @@ int main(int argc, char **argv)
             duration = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--buyers"))
             buyers = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--anchor-path"))
+            anchor_path = argv[i + 1];
     }
     SECRET = getenv("SEATD_JWT_SECRET");
     if (PORT <= 0 || !SHOW[0] || !SECRET || duration <= 0 || buyers < 1 || buyers > 16) {
         fprintf(stderr,
                 "usage: SEATD_JWT_SECRET=… %s --port P --show ID --duration S "
-                "[--buyers N]\n",
+                "[--buyers N] [--anchor-path /bench/static]\n",
                 argv[0]);
         return 2;
     }
@@ -240,7 +279,7 @@ int main(int argc, char **argv)
     SH = mmap(NULL, sizeof(*SH), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (SH == MAP_FAILED)
         return 1;
-    int nprocs = 2 + buyers;
+    int nprocs = 2 + buyers + (anchor_path != NULL);
     pid_t *pids = calloc((size_t)nprocs, sizeof(pid_t));
     for (int p = 0; p < nprocs; p++) {
         fflush(NULL);
@@ -249,6 +288,8 @@ int main(int argc, char **argv)
                 availability_loop(1, 2000);
             else if (p == 1)
                 availability_loop(0, 5000);
+            else if (p == 2 + buyers)
+                anchor_loop(anchor_path, 5000);
             else
                 buyer_loop(p, ids, nseats);
             _exit(0);
@@ -285,20 +326,19 @@ int main(int argc, char **argv)
         stale[i] = newer < t ? t - newer : 0;
     }
     qsort(stale, (size_t)nv, sizeof(int64_t), cmp_i64);
+    printf("mapcheck viewer_reads=%lld truth_reads=%lld staleness_max_ms=%.1f "
+           "staleness_p99_ms=%.1f staleness_p50_ms=%.1f",
+           nv, nt, nv ? stale[nv - 1] / 1000.0 : 0.0,
+           nv ? stale[(long long)(nv * 0.99)] / 1000.0 : 0.0, nv ? stale[nv / 2] / 1000.0 : 0.0);
     /* The paced viewer's own latency: what one viewer waits while the others load the stack
      * (wrk's p99 beside it is a saturated closed loop's queue). */
-    int64_t *took = malloc((size_t)(nv + 1) * sizeof(int64_t));
-    for (long long i = 0; i < nv; i++)
-        took[i] = SH->viewer[i].took_us;
-    qsort(took, (size_t)nv, sizeof(int64_t), cmp_i64);
-    printf(
-        "mapcheck viewer_reads=%lld truth_reads=%lld staleness_max_ms=%.1f staleness_p99_ms=%.1f "
-        "staleness_p50_ms=%.1f latency_p50_ms=%.2f latency_p99_ms=%.2f latency_max_ms=%.2f\n",
-        nv, nt, nv ? stale[nv - 1] / 1000.0 : 0.0,
-        nv ? stale[(long long)(nv * 0.99)] / 1000.0 : 0.0, nv ? stale[nv / 2] / 1000.0 : 0.0,
-        nv ? took[nv / 2] / 1000.0 : 0.0, nv ? took[(long long)(nv * 0.99)] / 1000.0 : 0.0,
-        nv ? took[nv - 1] / 1000.0 : 0.0);
-    free(took);
+    print_latency("reads", SH->viewer, nv);
+    printf("\n");
+    if (anchor_path) {
+        printf("mapcheck anchor");
+        print_latency("reads", SH->anchor, SH->nanchor < MAX_OBS ? SH->nanchor : MAX_OBS);
+        printf("\n");
+    }
     printf("mapcheck min_version_reads=%lld older=%lld missing_seat=%lld buyer_holds=%lld "
            "errors=%lld\n",
            SH->minv_reads, SH->minv_older, SH->minv_missing, SH->buyer_holds, SH->errors);
