@@ -116,11 +116,13 @@ Test(passwd, the_concurrency_setting_bounds_the_hashes_on_the_pool)
     cr_assert_eq(n, 5, "every call answered once");
     seatd_passwd_set_in_flight(99);
     seatd_passwd_set_in_flight(0); /* clamped to 1..SEATD_PASSWD_IN_FLIGHT_MAX */
+    n = 0;                         /* order[] is filled again from its start */
     cr_assert_eq(seatd_passwd_verify(&loop, NULL, "x", 1, on_turn, &t[0]), 0);
     cr_assert_eq(seatd_passwd_verify(&loop, NULL, "x", 1, on_turn, &t[1]), 0);
     cr_assert_eq(seatd_passwd_in_flight(), 1);
     cr_assert_eq(seatd_passwd_waiting(), 1);
     uv_run(&loop, UV_RUN_DEFAULT);
+    cr_assert_eq(n, 2);
     seatd_passwd_set_in_flight(SEATD_PASSWD_IN_FLIGHT);
     cr_assert_eq(uv_loop_close(&loop), 0);
 }
