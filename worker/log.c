@@ -120,3 +120,8 @@ void seatd_log_flush(void)
     write_all(batch.data, batch.len);
     seatd_buf_reset(&batch);
 }
+
+int seatd_log_pending(void)
+{
+    return batch.len > 0;
+}

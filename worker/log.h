@@ -9,9 +9,10 @@
  *
  * Batching: a busy worker logs one line per request, and a write() per line was one of the
  * largest costs of a request. With batching on, DEBUG and INFO lines collect in memory and go
- * out in one write() when the owner calls seatd_log_flush() (the worker: once per event-loop
- * iteration) or 64 KiB have collected; a WARN or ERROR line flushes what waits, then itself,
- * at once. A process killed with SIGKILL loses at most the lines of its last loop iteration.
+ * out in one write() when the owner calls seatd_log_flush() (the worker: 50 ms after the
+ * first line that waits) or 64 KiB have collected; a WARN or ERROR line flushes what waits,
+ * then itself, at once. A process killed with SIGKILL loses at most its last 50 ms of INFO
+ * lines.
  */
 #ifndef SEATD_LOG_H
 #define SEATD_LOG_H
@@ -31,6 +32,8 @@ void seatd_log_set_worker(const char *name);
 void seatd_log_set_batching(int on);
 /* Writes the batched lines, if any. */
 void seatd_log_flush(void);
+/* 1 when batched lines wait for seatd_log_flush(). */
+int seatd_log_pending(void);
 
 /* Writes one line. 'req' (may be NULL) and 'msg' are borrowed; 'msg' is escaped here. */
 void seatd_log(int level, const char *req, const char *msg, const char *fmt, ...)

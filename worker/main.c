@@ -35,7 +35,8 @@ typedef struct {
     seatd_app_t app;
     uv_signal_t sigterm;
     uv_signal_t sigint;
-    uv_prepare_t log_flush;       /* writes the batched log lines before the loop waits (log.h) */
+    uv_prepare_t log_check;       /* arms log_flush when lines wait (log.h) */
+    uv_timer_t log_flush;         /* writes the batched log lines LOG_FLUSH_MS after the first */
     seatd_reconcile_t *reconcile; /* settles payments left pending (reconcile.h) */
     seatd_http_server_t *metrics; /* the --metrics-listen listener, or NULL */
     char redis_host[1280];        /* host name or unix socket path from --redis */
@@ -103,14 +104,28 @@ static void on_drained(seatd_http_server_t *srv, void *data)
     app->rds = NULL;
     uv_close((uv_handle_t *)&W.sigterm, NULL);
     uv_close((uv_handle_t *)&W.sigint, NULL);
+    uv_close((uv_handle_t *)&W.log_check, NULL);
     uv_close((uv_handle_t *)&W.log_flush, NULL);
     seatd_log_set_batching(0);
 }
 
-static void on_log_flush(uv_prepare_t *h)
+/* Batched log lines wait at most this long (log.h): one write() for all the lines of that
+ * time, where a write() per loop iteration was one in five of a busy worker's system calls. */
+#define LOG_FLUSH_MS 50
+
+static void on_log_flush(uv_timer_t *h)
 {
     (void)h;
     seatd_log_flush();
+}
+
+/* Before the loop waits: lines wait and no flush is due yet, so one is set. An idle worker
+ * with nothing batched sets no timer and never wakes for its logs. */
+static void on_log_check(uv_prepare_t *h)
+{
+    (void)h;
+    if (seatd_log_pending() && !uv_is_active((uv_handle_t *)&W.log_flush))
+        uv_timer_start(&W.log_flush, on_log_flush, LOG_FLUSH_MS, 0);
 }
 
 static void on_metrics_drained(seatd_http_server_t *srv, void *data)
@@ -283,9 +298,11 @@ int main(int argc, char **argv)
     uv_signal_start(&W.sigterm, on_signal, SIGTERM);
     uv_signal_init(app->loop, &W.sigint);
     uv_signal_start(&W.sigint, on_signal, SIGINT);
-    uv_prepare_init(app->loop, &W.log_flush);
-    uv_prepare_start(&W.log_flush, on_log_flush);
-    uv_unref((uv_handle_t *)&W.log_flush); /* never what keeps the worker running */
+    uv_prepare_init(app->loop, &W.log_check);
+    uv_prepare_start(&W.log_check, on_log_check);
+    uv_unref((uv_handle_t *)&W.log_check); /* never what keeps the worker running */
+    uv_timer_init(app->loop, &W.log_flush);
+    uv_unref((uv_handle_t *)&W.log_flush);
     seatd_log_set_batching(1);
     seatd_log(SEATD_LOG_INFO, NULL, "listening", "\"listen\":\"%s\",\"redis\":\"%s\"", cfg.listen,
               cfg.redis);
