@@ -654,6 +654,30 @@ static void pump(watcher_t *w)
         seatd_buf_free(&out);
         return;
     }
+    /* At once when nothing is queued ahead and the socket takes it all (the usual case):
+     * libuv's queued write turns POLLOUT on and off, an epoll_ctl per frame per watcher. */
+    if (w->frames_pending == 0) {
+        uv_buf_t now = uv_buf_init(out.data, (unsigned)out.len);
+        int n = uv_try_write(w->stream, &now, 1);
+        if (n == (int)out.len) {
+            seatd_buf_free(&out);
+            if (w->closing && seatd_ws_close_sent(w->ws)) { /* as after_write() */
+                w->hard_closed = 1;
+                seatd_http_conn_close(w->stream);
+            }
+            return;
+        }
+        if (n < 0 && n != UV_EAGAIN) {
+            seatd_buf_free(&out);
+            w->hard_closed = 1;
+            seatd_http_conn_close(w->stream);
+            return;
+        }
+        if (n > 0) { /* the rest waits for the socket */
+            memmove(out.data, out.data + n, out.len - (size_t)n);
+            out.len -= (size_t)n;
+        }
+    }
     write_req_t *wr = seatd_malloc(sizeof(*wr));
     wr->w = w;
     wr->data = seatd_buf_steal(&out, &wr->len);
