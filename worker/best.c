@@ -12,14 +12,15 @@
 
 /* The seat index of a layout, built once and kept with it (seatd_layout_set_aux). */
 typedef struct index_s {
-    size_t n;       /* seats */
-    size_t *ord;    /* seat indexes by (row, number) */
-    size_t *pos;    /* seat index -> its place in 'ord' */
-    size_t *seg;    /* place in 'ord' -> first place of its segment */
-    size_t *segend; /* place in 'ord' -> one past the last place of its segment */
-    double *qual;   /* seat index -> quality, lower is better */
-    int *tier;      /* seat index -> tier number (order of first appearance) */
-    int ntiers;     /* tiers of the layout */
+    size_t n;        /* seats */
+    size_t *ord;     /* seat indexes by (row, number) */
+    size_t *pos;     /* seat index -> its place in 'ord' */
+    size_t *seg;     /* place in 'ord' -> first place of its segment */
+    size_t *segend;  /* place in 'ord' -> one past the last place of its segment */
+    double *qual;    /* seat index -> quality, lower is better */
+    double *px, *py; /* place in 'ord' -> its seat's position (a scan reads these in order) */
+    int *tier;       /* seat index -> tier number (order of first appearance) */
+    int ntiers;      /* tiers of the layout */
     uint32_t *ranked[SEATD_BEST_RANKED_MAX + 1]; /* count -> the blocks of that many seats
                                                   * (first place), best first; built on first
                                                   * use */
@@ -36,6 +37,8 @@ static void index_free(void *p)
     free(x->seg);
     free(x->segend);
     free(x->qual);
+    free(x->px);
+    free(x->py);
     free(x->tier);
     for (size_t c = 0; c <= SEATD_BEST_RANKED_MAX; c++)
         free(x->ranked[c]);
@@ -167,8 +170,13 @@ static const index_t *index_of(const seatd_layout_t *l)
     sort_layout = l;
     qsort(x->ord, n, sizeof(*x->ord), by_row_number);
     sort_layout = NULL;
-    for (size_t k = 0; k < n; k++)
+    x->px = seatd_calloc(n + 1, sizeof(*x->px));
+    x->py = seatd_calloc(n + 1, sizeof(*x->py));
+    for (size_t k = 0; k < n; k++) {
         x->pos[x->ord[k]] = k;
+        x->px[k] = seatd_layout_seat(l, x->ord[k])->x;
+        x->py[k] = seatd_layout_seat(l, x->ord[k])->y;
+    }
     double *gaps = seatd_calloc(n + 1, sizeof(*gaps));
     for (size_t k = 0; k < n;) {
         size_t e = k + 1;
@@ -194,7 +202,7 @@ void seatd_best_list_free(seatd_best_list_t *b)
     memset(b, 0, sizeof(*b));
 }
 
-static int taken_hint(const seatd_best_hint_t *h, size_t i)
+static inline int taken_hint(const seatd_best_hint_t *h, size_t i)
 {
     if (h == NULL)
         return 0;
@@ -336,6 +344,77 @@ static int block_ok(const seatd_layout_t *l, const index_t *x, const want_t *w,
 static size_t choose_ranked(const seatd_layout_t *l, const index_t *x, const want_t *w,
                             const seatd_best_hint_t *hint, pick_t *picks, size_t max);
 
+/* Keeps 'picks' (np of at most 'max', best first) the best blocks seen: 'k' with 'score' goes
+ * in after those that score no worse. Returns the new count. */
+static size_t pick_insert(pick_t *picks, size_t np, size_t max, double score, size_t k)
+{
+    if (np == max && score >= picks[np - 1].score)
+        return np;
+    size_t at = np < max ? np++ : np - 1;
+    while (at > 0 && picks[at - 1].score > score) {
+        picks[at] = picks[at - 1];
+        at--;
+    }
+    picks[at] = (pick_t){score, k};
+    return np;
+}
+
+#define SCAN_WINDOW_MAX 4096 /* places: a scan this long or shorter may use choose_window() */
+static int window_scan = 1;  /* seatd_best_set_window_scan() */
+
+void seatd_best_set_window_scan(int on)
+{
+    window_scan = on;
+}
+
+/*
+ * choose() for one tier, no wheelchair space, over at most SCAN_WINDOW_MAX places (the
+ * alternatives to a refused hold: most of the places around a hot seat are taken). The same
+ * blocks, in the same order, with the same scores as block_ok() gives them, at a fraction of
+ * the cost: each place is judged once (taken or of another tier) instead of once per start
+ * that covers it, and a start is skipped to past the next place judged so, from a table.
+ */
+static size_t choose_window(const index_t *x, const want_t *w, const seatd_best_hint_t *hint,
+                            pick_t *picks, size_t max, size_t k0, size_t k1)
+{
+    size_t end = k1 + w->count - 1 < x->n ? k1 + w->count - 1 : x->n; /* places looked at */
+    uint16_t nb[SCAN_WINDOW_MAX + 1]; /* place - k0 -> the first unfit place at or after it */
+    nb[end - k0] = (uint16_t)(end - k0);
+    for (size_t p = end; p-- > k0;) {
+        size_t i = x->ord[p];
+        int unfit = x->tier[i] != w->tier || taken_hint(hint, i);
+        nb[p - k0] = unfit ? (uint16_t)(p - k0) : nb[p + 1 - k0];
+    }
+    size_t np = 0;
+    for (size_t k = k0; k < k1 && k + w->count <= x->n; k++) {
+        if (x->segend[k] < k + w->count) {
+            k = x->segend[k] - 1; /* so does every start up to its segment's end */
+            continue;
+        }
+        size_t bad = k0 + nb[k - k0];
+        if (bad < k + w->count) {
+            k = bad; /* every start up to it covers it */
+            continue;
+        }
+        if (k == w->skip)
+            continue;
+        double score = 0, cx = 0, cy = 0; /* added as block_ok() adds them */
+        if (w->near) {
+            for (size_t j = 0; j < w->count; j++) {
+                cx += x->px[k + j];
+                cy += x->py[k + j];
+            }
+            double dx = cx / (double)w->count - w->nx, dy = cy / (double)w->count - w->ny;
+            score = dx * dx + dy * dy;
+        } else {
+            for (size_t j = 0; j < w->count; j++)
+                score += x->qual[x->ord[k + j]];
+        }
+        np = pick_insert(picks, np, max, score, k);
+    }
+    return np;
+}
+
 /* The best 'max' blocks for 'w' starting at places [k0, k1) into 'picks' (sorted, best
  * first); returns how many. */
 static size_t choose(const seatd_layout_t *l, const index_t *x, const want_t *w,
@@ -346,6 +425,9 @@ static size_t choose(const seatd_layout_t *l, const index_t *x, const want_t *w,
         return 0;
     if (!w->near && !w->accessible && w->count <= SEATD_BEST_RANKED_MAX && k0 == 0 && k1 >= x->n)
         return choose_ranked(l, x, w, hint, picks, max);
+    if (window_scan && w->tier >= 0 && !w->accessible && k0 < k1 &&
+        k1 - k0 + w->count <= SCAN_WINDOW_MAX)
+        return choose_window(x, w, hint, picks, max, k0, k1);
     for (size_t k = k0; k < k1 && k + w->count <= x->n; k++) {
         if (x->segend[k] < k + w->count) {
             k = x->segend[k] - 1; /* so does every start up to its segment's end */
@@ -359,14 +441,7 @@ static size_t choose(const seatd_layout_t *l, const index_t *x, const want_t *w,
             k = next - 1;
             continue;
         }
-        if (np == max && score >= picks[np - 1].score)
-            continue;
-        size_t at = np < max ? np++ : np - 1;
-        while (at > 0 && picks[at - 1].score > score) {
-            picks[at] = picks[at - 1];
-            at--;
-        }
-        picks[at] = (pick_t){score, k};
+        np = pick_insert(picks, np, max, score, k);
     }
     return np;
 }

@@ -98,4 +98,8 @@ void seatd_best_alternatives(const struct seatd_layout_s *l, const char *const *
                              const seatd_best_hint_t *maps, int orphan_rule,
                              seatd_best_list_t *out);
 
+/* Tests: 0 turns the windowed scan of the alternatives off, so a test can compare it with the
+ * per-start scan it replaces (the reference); 1 (the default) turns it back on. */
+void seatd_best_set_window_scan(int on);
+
 #endif

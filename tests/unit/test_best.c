@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "best.h"
+#include "buf.h"
 #include "layout.h"
 
 /* One row A1..A8 at x 1..4 and 6..9 (an aisle after A4), y 3; 'extra' is added to A8. */
@@ -139,5 +140,89 @@ Test(best, alternatives_are_free_in_the_refusals_bitmaps_and_strand_none_with_th
     const char *bad[] = {"Z9"};
     seatd_best_alternatives(l, bad, 1, &maps, 0, &c);
     cr_assert_eq(c.n, 0);
+    seatd_layout_free(l);
+}
+
+/* A 2,000-seat house: 40 rows A..Z, AA..AN (so the row order is not the seats' order) of 50
+ * seats with an aisle after seat 25, the front 10 rows tier "front", the rest "back". */
+static seatd_layout_t *house(void)
+{
+    seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_puts(&b, "[");
+    for (int r = 0; r < 40; r++) {
+        char row[4];
+        if (r < 26)
+            snprintf(row, sizeof(row), "%c", 'A' + r);
+        else
+            snprintf(row, sizeof(row), "A%c", 'A' + r - 26);
+        for (int k = 1; k <= 50; k++)
+            seatd_buf_printf(&b,
+                             "%s{\"id\":\"%s%d\",\"row\":\"%s\",\"number\":%d,\"x\":%d,\"y\":%d,"
+                             "\"tier\":\"%s\"}",
+                             r + k > 1 ? "," : "", row, k, row, k, k <= 25 ? k : k + 2, r,
+                             r < 10 ? "front" : "back");
+    }
+    seatd_buf_puts(&b, "]");
+    cJSON *arr = cJSON_Parse(b.data);
+    seatd_buf_free(&b);
+    cJSON *tiers = cJSON_Parse("{\"front\":9000,\"back\":5000}");
+    seatd_layout_t *l = NULL;
+    cr_assert_eq(seatd_layout_from_json(arr, tiers, &l, NULL, 0), 0);
+    cJSON_Delete(arr);
+    cJSON_Delete(tiers);
+    return l;
+}
+
+/* The windowed scan of the alternatives proposes exactly what the per-start scan does: the
+ * same blocks in the same order, over houses from empty to nearly full, 1 to 6 seats asked,
+ * with and without the orphan rule. */
+Test(best, the_windowed_scan_proposes_what_the_per_start_scan_does)
+{
+    seatd_layout_t *l = house();
+    unsigned char held[250], booked[250];
+    unsigned seed = 12345;
+    int compared = 0, nonempty = 0;
+    for (int round = 0; round < 400; round++) {
+        int fill = round % 10; /* tenths of the house taken */
+        for (int i = 0; i < 250; i++) {
+            held[i] = booked[i] = 0;
+            for (int bit = 0; bit < 8; bit++) {
+                seed = seed * 1103515245u + 12345u;
+                if ((int)((seed >> 16) % 10) < fill)
+                    ((seed >> 8) & 1 ? held : booked)[i] |= (unsigned char)(0x80u >> bit);
+            }
+        }
+        seatd_best_hint_t maps = {held, booked, 250, 250};
+        seed = seed * 1103515245u + 12345u;
+        int row = (int)((seed >> 16) % 40), n = 1 + (int)((seed >> 8) % 6);
+        int first = 1 + (int)((seed >> 4) % (50 - n));
+        char ids[6][8];
+        const char *idp[6];
+        for (int j = 0; j < n; j++) {
+            if (row < 26)
+                snprintf(ids[j], sizeof(ids[j]), "%c%d", 'A' + row, first + j);
+            else
+                snprintf(ids[j], sizeof(ids[j]), "A%c%d", 'A' + row - 26, first + j);
+            idp[j] = ids[j];
+        }
+        for (int rule = 0; rule < 2; rule++) {
+            seatd_best_list_t fast = {0}, ref = {0};
+            seatd_best_alternatives(l, idp, (size_t)n, &maps, rule, &fast);
+            seatd_best_set_window_scan(0);
+            seatd_best_alternatives(l, idp, (size_t)n, &maps, rule, &ref);
+            seatd_best_set_window_scan(1);
+            cr_assert_eq(fast.n, ref.n, "round %d: %zu alternatives, the reference %zu", round,
+                         fast.n, ref.n);
+            for (size_t j = 0; j < ref.n; j++)
+                cr_assert_str_eq(fast.items[j], ref.items[j], "round %d, alternative %zu", round,
+                                 j);
+            compared++;
+            nonempty += ref.n > 0;
+            seatd_best_list_free(&fast);
+            seatd_best_list_free(&ref);
+        }
+    }
+    cr_assert_eq(compared, 800);
+    cr_assert_gt(nonempty, 600, "most rounds have alternatives to compare");
     seatd_layout_free(l);
 }
