@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "buf.h"
 #include "layout.h"
@@ -33,6 +34,7 @@ static void entry_clear(seatd_seatmap_t *e)
     free(e->booked);
     free(e->availability);
     free(e->status);
+    free(e->status_gz);
     memset(e, 0, sizeof(*e));
 }
 
@@ -164,4 +166,35 @@ const char *seatd_seatmap_status(seatd_seatmap_t *m, const seatd_layout_t *l, si
     }
     *len = m->status_len;
     return m->status;
+}
+
+const char *seatd_seatmap_status_gzip(seatd_seatmap_t *m, const seatd_layout_t *l, size_t *len)
+{
+    if (m->status_gz == NULL) {
+        size_t in_len;
+        const char *in = seatd_seatmap_status(m, l, &in_len);
+        z_stream z;
+        memset(&z, 0, sizeof(z));
+        /* windowBits 15 + 16: a gzip header and trailer, as Content-Encoding: gzip wants */
+        if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+            Z_OK)
+            return NULL;
+        size_t cap = deflateBound(&z, (uLong)in_len) + 32; /* + the gzip wrapper */
+        unsigned char *out = seatd_malloc(cap);
+        z.next_in = (Bytef *)(uintptr_t)in;
+        z.avail_in = (uInt)in_len;
+        z.next_out = out;
+        z.avail_out = (uInt)cap;
+        int rc = deflate(&z, Z_FINISH);
+        size_t out_len = cap - z.avail_out;
+        deflateEnd(&z);
+        if (rc != Z_STREAM_END) {
+            free(out);
+            return NULL;
+        }
+        m->status_gz = (char *)out;
+        m->status_gz_len = out_len;
+    }
+    *len = m->status_gz_len;
+    return m->status_gz;
 }

@@ -45,6 +45,8 @@ typedef struct seatd_seatmap_s {
     size_t availability_len;
     char *status; /* owned rendering, made on first use */
     size_t status_len;
+    char *status_gz; /* owned gzip of 'status', made on first use */
+    size_t status_gz_len;
 } seatd_seatmap_t;
 
 /* The monotonic clock the cache ages by, in ms. */
@@ -78,6 +80,11 @@ const char *seatd_seatmap_availability(seatd_seatmap_t *m, size_t *len);
 
 /* The status document of 'm' over layout 'l' (rendered once per entry). Borrowed like 'm'. */
 const char *seatd_seatmap_status(seatd_seatmap_t *m, const struct seatd_layout_s *l, size_t *len);
+
+/* The status document of 'm' gzip-compressed (made once per entry: a shared cache in front
+ * keeps it, instead of compressing it again for every viewer); NULL when zlib fails. */
+const char *seatd_seatmap_status_gzip(seatd_seatmap_t *m, const struct seatd_layout_s *l,
+                                      size_t *len);
 
 /* Seat i's state in 'm': 0 available, 1 held, 2 booked. */
 int seatd_seatmap_seat_state(const seatd_seatmap_t *m, size_t i);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "buf.h"
 #include "e2e.h"
@@ -244,4 +245,95 @@ Test(api_availability, a_stadium_of_80000_seats_is_served_in_under_25_kib, .time
     cr_log_info("stadium availability: %zu bytes", res.http.body_len);
     cr_assert(res.http.body_len <= 25 * 1024, "%zu bytes", res.http.body_len);
     e2e_res_free(&res);
+}
+
+/* The gzip body 'gz' inflated; asserts it is a whole gzip stream. Returns owned bytes. */
+static char *gunzip_body(const char *gz, size_t gz_len, size_t *out_len)
+{
+    size_t cap = 1 << 20;
+    char *out = malloc(cap);
+    z_stream z;
+    memset(&z, 0, sizeof(z));
+    cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK);
+    z.next_in = (Bytef *)(uintptr_t)gz;
+    z.avail_in = (uInt)gz_len;
+    z.next_out = (Bytef *)out;
+    z.avail_out = (uInt)cap;
+    cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END, "a whole gzip stream");
+    *out_len = cap - z.avail_out;
+    inflateEnd(&z);
+    return out;
+}
+
+/* GET /seats as "127.0.0.1" (nginx) or "unix:<worker>", with 'accept' as Accept-Encoding
+ * (NULL: none). */
+static void seats_at(const char *host, const char *show, long long min_version, const char *accept,
+                     e2e_res_t *res)
+{
+    char path[128], extra[128] = "";
+    if (min_version >= 0)
+        snprintf(path, sizeof(path), "/v1/shows/%s/seats?minVersion=%lld", show, min_version);
+    else
+        snprintf(path, sizeof(path), "/v1/shows/%s/seats", show);
+    if (accept)
+        snprintf(extra, sizeof(extra), "Accept-Encoding: %s\r\n", accept);
+    cr_assert_eq(e2e_call_at(host, "GET", path, NULL, NULL, extra, res), 0);
+    cr_assert_eq(res->http.status, 200);
+}
+
+/* The JSON map is compressed by a worker once per version for a client that takes gzip, and
+ * nginx caches the compressed and the plain answer apart: each kind of client gets its own
+ * from the cache, the same document, and nginx never compresses it per hit. */
+Test(api_availability, the_json_map_is_gzipped_once_and_each_kind_of_client_gets_its_own)
+{
+    char show[32], worker[600];
+    cr_assert_eq(e2e_create_show(20, 50, 300, show), 0);
+    long long v = hold_at("127.0.0.1", show, "gzip-alice", "[\"B7\",\"C9\"]");
+    snprintf(worker, sizeof(worker), "unix:%s/worker-1.sock", getenv("SEATD_E2E_RUN"));
+
+    /* A worker: gzip when asked, plain otherwise (also for gzip;q=0); Vary either way. */
+    e2e_res_t plain, gz;
+    seats_at(worker, show, v, NULL, &plain);
+    cr_assert_null(seatd_test_http_header(&plain.http, "content-encoding"));
+    cr_assert_str_eq(seatd_test_http_header(&plain.http, "vary"), "Accept-Encoding");
+    cr_assert_str_eq(e2e_str(&plain, "showId"), show);
+    cJSON *seats = cJSON_GetObjectItemCaseSensitive(plain.json, "seats");
+    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(seats, "B7")->valuestring, "held");
+    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(seats, "A1")->valuestring, "available");
+    cr_assert_gt(plain.http.body_len, 15000, "1,000 seats: %zu bytes", plain.http.body_len);
+    seats_at(worker, show, v, "deflate, gzip;q=0", &gz);
+    cr_assert_null(seatd_test_http_header(&gz.http, "content-encoding"), "gzip;q=0 refuses it");
+    e2e_res_free(&gz);
+    seats_at(worker, show, v, "gzip, deflate, br", &gz);
+    cr_assert_str_eq(seatd_test_http_header(&gz.http, "content-encoding"), "gzip");
+    cr_assert_str_eq(seatd_test_http_header(&gz.http, "vary"), "Accept-Encoding");
+    cr_assert_lt(gz.http.body_len * 4, plain.http.body_len, "%zu gzipped bytes of %zu",
+                 gz.http.body_len, plain.http.body_len);
+    size_t n;
+    char *inflated = gunzip_body(gz.http.body, gz.http.body_len, &n);
+    cr_assert_eq(n, plain.http.body_len);
+    cr_assert(memcmp(inflated, plain.http.body, n) == 0, "the same document");
+    free(inflated);
+    e2e_res_free(&gz);
+
+    /* nginx: each kind fills its own cache entry, then hits it and gets its own encoding. */
+    for (int round = 0; round < 3; round++) {
+        e2e_res_t a, b;
+        seats_at("127.0.0.1", show, -1, "gzip", &a);
+        seats_at("127.0.0.1", show, -1, NULL, &b);
+        if (round > 0) {
+            cr_assert_str_eq(seatd_test_http_header(&a.http, "x-cache-status"), "HIT");
+            cr_assert_str_eq(seatd_test_http_header(&b.http, "x-cache-status"), "HIT");
+        }
+        cr_assert_str_eq(seatd_test_http_header(&a.http, "content-encoding"), "gzip");
+        cr_assert_null(seatd_test_http_header(&b.http, "content-encoding"));
+        cr_assert_not_null(b.json, "plain JSON for a client that does not take gzip");
+        inflated = gunzip_body(a.http.body, a.http.body_len, &n);
+        cr_assert_eq(n, b.http.body_len);
+        cr_assert(memcmp(inflated, b.http.body, n) == 0, "round %d: the same document", round);
+        free(inflated);
+        e2e_res_free(&a);
+        e2e_res_free(&b);
+    }
+    e2e_res_free(&plain);
 }

@@ -260,7 +260,8 @@ static void log_response(const char *host, int port, const char *method, const c
         seatd_buf_puts(&b, "\"]");
     }
     seatd_buf_puts(&b, "],\"body\":\"");
-    if (res->body)
+    /* a compressed body is binary (not text for the log); the validator checks its headers */
+    if (res->body && seatd_test_http_header(res, "content-encoding") == NULL)
         seatd_buf_json_escape(&b, res->body, res->body_len);
     seatd_buf_puts(&b, "\"}\n");
     int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);

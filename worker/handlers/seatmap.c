@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "app.h"
 #include "common.h"
@@ -51,6 +52,33 @@ static int etag_matches(const char *inm, const char *etag)
     return 0;
 }
 
+/* True when the Accept-Encoding header 'ae' takes gzip: a "gzip" (or "x-gzip") coding not
+ * weighted q=0 (RFC 9110 12.5.3). */
+static int takes_gzip(const char *ae)
+{
+    if (ae == NULL)
+        return 0;
+    for (const char *p = ae; *p;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        const char *name = p;
+        while (*p && *p != ',' && *p != ';' && *p != ' ' && *p != '\t')
+            p++;
+        size_t n = (size_t)(p - name);
+        int gzip = (n == 4 && strncasecmp(name, "gzip", 4) == 0) ||
+                   (n == 6 && strncasecmp(name, "x-gzip", 6) == 0);
+        double q = 1;
+        const char *end = strchr(p, ',');
+        const char *qp = strstr(p, "q=");
+        if (qp && (end == NULL || qp < end))
+            q = strtod(qp + 2, NULL);
+        if (gzip && q > 0)
+            return 1;
+        p = end ? end : p + strlen(p);
+    }
+    return 0;
+}
+
 /* Answers 'op' from entry 'm' ('l': the show's layout, MAP_STATUS only) and frees 'op'. */
 static void answer(map_op_t *op, seatd_seatmap_t *m, const seatd_layout_t *l)
 {
@@ -59,13 +87,25 @@ static void answer(map_op_t *op, seatd_seatmap_t *m, const seatd_layout_t *l)
     snprintf(etag, sizeof(etag), "\"%lld\"", m->version);
     seatd_req_add_header(r, "ETag", etag);
     seatd_req_add_header(r, "Cache-Control", SEATD_SEATMAP_SHARED_CACHE);
+    if (op->kind == MAP_STATUS)
+        seatd_req_add_header(r, "Vary", "Accept-Encoding"); /* gzip or not, below */
     if (etag_matches(seatd_req_header(r, "if-none-match"), etag)) {
         seatd_metrics_inc(SEATD_METRIC_SEATMAP_304);
         seatd_req_finish(r, 304, NULL, NULL, 0);
     } else {
         size_t len;
-        const char *body = op->kind == MAP_AVAILABILITY ? seatd_seatmap_availability(m, &len)
-                                                        : seatd_seatmap_status(m, l, &len);
+        const char *body = NULL;
+        if (op->kind == MAP_STATUS) {
+            /* The status document is ~18 bytes a seat: compressed here once per version for
+             * a client (nginx: always) that takes gzip, rather than by nginx on every hit. */
+            if (takes_gzip(seatd_req_header(r, "accept-encoding")) &&
+                (body = seatd_seatmap_status_gzip(m, l, &len)) != NULL)
+                seatd_req_add_header(r, "Content-Encoding", "gzip");
+            else
+                body = seatd_seatmap_status(m, l, &len);
+        } else {
+            body = seatd_seatmap_availability(m, &len);
+        }
         seatd_metrics_inc(SEATD_METRIC_SEATMAP_200);
         seatd_req_finish(r, 200, "application/json", body, len);
     }
