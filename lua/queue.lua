@@ -34,7 +34,8 @@ seatd_queue_join
   ARGV[2]  user (JWT sub)
   ARGV[3]  the random rank key for a join before the opening (integer in [0, 2^50))
   A user whose admission lapsed (state EXPIRED) joins again at the back, same ticket.
-  Returns  the status fields (below) plus "joined", "1" (a new place) | "0" (the same one)
+  Returns  the status fields (below) plus "joined", "1" (a new place) | "0" (the same one),
+           and "admitted", k (admitted by this call's advance)
   Errors   NOSHOW, NO_QUEUE (the show has no waiting room), SALES_CLOSED <ms>, INVAL
 
 seatd_queue_status
@@ -44,7 +45,8 @@ seatd_queue_status
             (1-based among the waiting; 0 when not waiting), "number", admitted + position,
             "admittedThrough", admitted, "queueState", PENDING|OPEN|SOLD_OUT|CLOSED,
             "opensAt", ms, "expiresAt", ms (ADMITTED), "waiting", n, "available", n,
-            "rate", admissions per second so far (text, "" before the first), "salesCloseAt", ms}
+            "rate", admissions per second so far (text, "" before the first), "salesCloseAt", ms,
+            "admitted", k (admitted by this call's advance)}
   Errors   NOSHOW, NO_QUEUE, NOTFOUND (no such ticket for this user)
 
 seatd_queue_advance
@@ -210,10 +212,12 @@ local function queue_join(keys, args)
         redis.call('HSET', p .. ':qticket', user, ticket)
         joined = '1'
     end
-    local admitted, state, _, available = advance(p, q, now)
+    local admitted, state, k, available = advance(p, q, now)
     local out = status_of(p, q, now, ticket, user, admitted, state, available)
     out[#out + 1] = 'joined'
     out[#out + 1] = joined
+    out[#out + 1] = 'admitted' -- by this call's advance (the workers count admissions)
+    out[#out + 1] = tostring(k)
     return out
 end
 
@@ -229,8 +233,11 @@ local function queue_status(keys, args)
     local now = now_ms()
 
     ------------------------------------------------------------------ effects (cannot fail)
-    local admitted, state, _, available = advance(p, q, now)
-    return status_of(p, q, now, ticket, user, admitted, state, available)
+    local admitted, state, k, available = advance(p, q, now)
+    local out = status_of(p, q, now, ticket, user, admitted, state, available)
+    out[#out + 1] = 'admitted' -- by this call's advance (the workers count admissions)
+    out[#out + 1] = tostring(k)
+    return out
 end
 
 local function queue_advance(keys, args)

@@ -40,6 +40,12 @@ void seatd_metrics_inc(int m)
         counters[m]++;
 }
 
+void seatd_metrics_add(int m, long long n)
+{
+    if (m >= 0 && m < SEATD_METRIC__COUNT && n > 0)
+        counters[m] += (unsigned long long)n;
+}
+
 unsigned long long seatd_metrics_get(int m)
 {
     return (m >= 0 && m < SEATD_METRIC__COUNT) ? counters[m] : 0;
@@ -90,6 +96,8 @@ int seatd_metrics_hold_outcome(int err)
         return SEATD_METRIC_HOLD_LIMIT;
     case SEATD_ERATELIMIT:
         return SEATD_METRIC_HOLD_RATE_LIMITED;
+    case SEATD_EQUEUEREQUIRED:
+        return SEATD_METRIC_HOLD_QUEUE_REQUIRED;
     default:
         return seatd_err_http_status(err) < 500 ? SEATD_METRIC_HOLD_REJECTED
                                                 : SEATD_METRIC_HOLD_ERROR;

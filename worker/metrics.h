@@ -28,6 +28,7 @@
     XX(HOLD_SALES_CLOSED, "seatd_holds_total", "outcome=\"sales_closed\"", "")                     \
     XX(HOLD_LIMIT, "seatd_holds_total", "outcome=\"seat_limit\"", "")                              \
     XX(HOLD_RATE_LIMITED, "seatd_holds_total", "outcome=\"rate_limited\"", "")                     \
+    XX(HOLD_QUEUE_REQUIRED, "seatd_holds_total", "outcome=\"queue_required\"", "")                 \
     XX(HOLD_REJECTED, "seatd_holds_total", "outcome=\"rejected\"", "")                             \
     XX(HOLD_ERROR, "seatd_holds_total", "outcome=\"error\"", "")                                   \
     XX(HOLD_RELEASED, "seatd_holds_released_total", "", "Holds released by their owner")           \
@@ -77,7 +78,14 @@
        "Holds answered 5xx, by what their compensation found")                                     \
     XX(HOLD_COMP_ABSENT, "seatd_hold_compensations_total", "outcome=\"absent\"", "")               \
     XX(HOLD_COMP_KEPT, "seatd_hold_compensations_total", "outcome=\"kept\"", "")                   \
-    XX(HOLD_COMP_DROPPED, "seatd_hold_compensations_total", "outcome=\"dropped\"", "")
+    XX(HOLD_COMP_DROPPED, "seatd_hold_compensations_total", "outcome=\"dropped\"", "")             \
+    XX(QUEUE_JOINED, "seatd_queue_joins_total", "outcome=\"placed\"",                              \
+       "Waiting-room joins by outcome: a new place, or the place the user already had")            \
+    XX(QUEUE_REJOINED, "seatd_queue_joins_total", "outcome=\"already_placed\"", "")                \
+    XX(QUEUE_ADMITTED, "seatd_queue_admitted_total", "by=\"request\"",                             \
+       "People admitted from waiting rooms: by a join or a place read this worker served, or "     \
+       "by its sweeper's advances")                                                                \
+    XX(QUEUE_ADMITTED_SWEEPER, "seatd_queue_admitted_total", "by=\"sweeper\"", "")
 
 /* XX(enum name, metric family, labels, help) - gauges: the last value set. */
 #define SEATD_GAUGE_MAP(XX)                                                                        \
@@ -122,6 +130,8 @@ extern const double seatd_metrics_bounds[SEATD_METRICS_BUCKETS];
 
 /* Adds one to counter 'm' (SEATD_METRIC_*); out of range is ignored. */
 void seatd_metrics_inc(int m);
+/* Adds 'n' (negative: nothing) to counter 'm'; out of range is ignored. */
+void seatd_metrics_add(int m, long long n);
 /* The current value of counter 'm' (tests), 0 when out of range. */
 unsigned long long seatd_metrics_get(int m);
 

@@ -99,6 +99,15 @@ static void render_sweeper(const seatd_app_t *app, seatd_buf_t *out)
     metric(out, "seatd_sweeper_reaped_total", "counter", "Expired holds released by the sweeper",
            st.reaped);
     metric(out, "seatd_sweeper_errors_total", "counter", "Failed sweeper Redis calls", st.errors);
+    metric(out, "seatd_queue_advances_total", "counter",
+           "Waiting-room advances this worker made (every worker advances every room each tick)",
+           st.queue_advances);
+    metric(out, "seatd_queue_rooms", "gauge",
+           "Waiting rooms with people in them at this worker's last tick (take the max)",
+           st.queue_rooms);
+    metric(out, "seatd_queue_waiting", "gauge",
+           "People waiting in those rooms at this worker's last tick (take the max)",
+           st.queue_waiting);
     seatd_buf_printf(out,
                      "# HELP seatd_sweeper_lag_seconds Time since this worker's last sweep "
                      "ended (about one interval while it keeps up)\n"

@@ -10,6 +10,7 @@
 
 #include "keys.h"
 #include "log.h"
+#include "metrics.h"
 #include "mem.h"
 #include "rds.h"
 #include "scripts.h"
@@ -45,6 +46,7 @@ struct seatd_sweeper_s {
                                   sweeper was made (loop ms) */
     int sweep_failed;          /* a claim or reap of the current sweep failed */
     unsigned queue_pending;    /* waiting-room calls of the current tick (list, advances) */
+    unsigned long long tick_rooms, tick_waiting; /* the current tick's, so far */
     seatd_sweeper_stats_t stats;
 };
 
@@ -377,15 +379,26 @@ static void rescan_step(seatd_sweeper_t *sw)
 
 static void queue_op_done(op_t *op)
 {
-    op->sw->queue_pending--;
+    seatd_sweeper_t *sw = op->sw;
+    if (--sw->queue_pending == 0) { /* the tick is whole: its figures are the gauges' */
+        sw->stats.queue_rooms = sw->tick_rooms;
+        sw->stats.queue_waiting = sw->tick_waiting;
+    }
     op_done(op);
 }
 
 static void on_queue_advanced(const seatd_store_result_t *res, void *data)
 {
     op_t *op = data;
-    if (res->err && res->err != SEATD_ENOQUEUE && res->err != SEATD_ENOSHOW)
-        op->sw->stats.errors++;
+    seatd_sweeper_t *sw = op->sw;
+    if (res->err == 0) {
+        sw->stats.queue_advances++;
+        seatd_metrics_add(SEATD_METRIC_QUEUE_ADMITTED_SWEEPER, res->queue.admitted);
+        sw->tick_rooms++;
+        sw->tick_waiting += res->queue.waiting > 0 ? (unsigned long long)res->queue.waiting : 0;
+    } else if (res->err != SEATD_ENOQUEUE && res->err != SEATD_ENOSHOW) {
+        sw->stats.errors++;
+    }
     queue_op_done(op);
 }
 
@@ -422,6 +435,7 @@ static void queue_tick(seatd_sweeper_t *sw)
 {
     if (sw->queue_pending > 0)
         return; /* the last tick's advances are still out: never pile up */
+    sw->tick_rooms = sw->tick_waiting = 0;
     uv_timeval64_t tv;
     if (uv_gettimeofday(&tv) < 0)
         return;

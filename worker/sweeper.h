@@ -83,6 +83,11 @@ typedef struct seatd_sweeper_stats_s {
     unsigned long long lag_ms;  /* since the last sweep ended whose claim and reaps all
                                    succeeded: about one interval while the sweeper keeps up,
                                    growing while Redis fails or is slow */
+    /* Waiting rooms (issue 15): */
+    unsigned long long queue_advances; /* seatd_queue_advance calls answered (the people they
+                                          admit: metrics.h, QUEUE_ADMITTED_SWEEPER) */
+    unsigned long long queue_rooms;    /* rooms advanced at the last whole tick */
+    unsigned long long queue_waiting;  /* people waiting in them, as those calls answered */
 } seatd_sweeper_stats_t;
 void seatd_sweeper_get_stats(const seatd_sweeper_t *sw, seatd_sweeper_stats_t *out);
 

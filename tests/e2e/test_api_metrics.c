@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "e2e.h"
@@ -73,7 +75,8 @@ static int scrape(const target_t *t, const char *path, char **body)
     return status;
 }
 
-/* The value of sample 'line_prefix' ("name{labels} ") in worker 't''s /metrics. */
+/* The value of sample 'line_prefix' ("name{labels} ", or "\nname " for one without labels:
+ * its HELP line holds "name " too) in worker 't''s /metrics. */
 static long long sample(const target_t *t, const char *line_prefix)
 {
     char *body = NULL;
@@ -202,4 +205,84 @@ Test(api_metrics, the_dashboard_queries_only_what_workers_export)
     cJSON_Delete(d);
     seatd_buf_free(&text);
     seatd_buf_free(&all);
+}
+
+/* The sum of sample 'line_prefix' over every worker. */
+static long long sample_sum(const char *line_prefix)
+{
+    target_t t[MAX_TARGETS];
+    int n = read_targets(t);
+    long long sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += sample(&t[i], line_prefix);
+    return sum;
+}
+
+/* The waiting room is visible to an operator: joins by outcome, admissions, holds refused for
+ * want of one, and (from the sweepers' ticks) the rooms with people in them. */
+Test(api_metrics, the_waiting_room_is_counted)
+{
+    const char *placed = "seatd_queue_joins_total{outcome=\"placed\"} ";
+    const char *again = "seatd_queue_joins_total{outcome=\"already_placed\"} ";
+    const char *admitted = "seatd_queue_admitted_total{by=\"request\"} ";
+    const char *refused = "seatd_holds_total{outcome=\"queue_required\"} ";
+    long long placed0 = sample_sum(placed), again0 = sample_sum(again);
+    long long admitted0 = sample_sum(admitted), refused0 = sample_sum(refused);
+    target_t t[MAX_TARGETS];
+    long long rooms0[MAX_TARGETS], waiting0[MAX_TARGETS];
+    int n = read_targets(t);
+    for (int i = 0; i < n; i++) {
+        rooms0[i] = sample(&t[i], "\nseatd_queue_rooms ");
+        waiting0[i] = sample(&t[i], "\nseatd_queue_waiting ");
+    }
+
+    /* A room open since a minute ago over 2 seats, one per shopper. */
+    char opens[32], body[1024], show[32], path[96];
+    time_t t0 = time(NULL) - 60;
+    struct tm tm;
+    gmtime_r(&t0, &tm);
+    strftime(opens, sizeof(opens), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(body, sizeof(body),
+             "{\"title\":\"Counted\",\"startsAt\":\"2030-01-01T20:00:00Z\","
+             "\"priceTiers\":{\"standard\":1200},\"queue\":{\"opensAt\":\"%s\","
+             "\"maxShoppers\":10,\"admissionSeconds\":60,\"seatsPerShopper\":1},\"seats\":["
+             "{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"tier\":\"standard\",\"x\":1,\"y\":0},"
+             "{\"id\":\"A2\",\"row\":\"A\",\"number\":2,\"tier\":\"standard\",\"x\":2,\"y\":0}]}",
+             opens);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin", body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201);
+    snprintf(show, sizeof(show), "%s", e2e_str(&res, "id"));
+    e2e_res_free(&res);
+
+    /* Three join (two admitted at once, the third waits), one joins again. */
+    snprintf(path, sizeof(path), "/v1/shows/%s/queue", show);
+    const char *who[] = {"m-alice", "m-bob", "m-carol", "m-carol"};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(e2e_call("POST", path, who[i], NULL, NULL, &res), 0);
+        cr_assert_eq(res.http.status, i < 3 ? 201 : 200);
+        cr_assert_str_eq(e2e_str(&res, "state"), i < 2 ? "ADMITTED" : "WAITING");
+        e2e_res_free(&res);
+    }
+    /* A hold without an admission. */
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    cr_assert_eq(e2e_call("POST", path, "m-dave", "{\"seatIds\":[\"A1\"]}", NULL, &res), 0);
+    cr_assert_eq(res.http.status, 403);
+    e2e_res_free(&res);
+
+    cr_assert_eq(sample_sum(placed), placed0 + 3);
+    cr_assert_eq(sample_sum(again), again0 + 1);
+    cr_assert_eq(sample_sum(admitted), admitted0 + 2);
+    cr_assert_eq(sample_sum(refused), refused0 + 1);
+    /* Within a few sweeper ticks, every worker reports the room and its waiter. */
+    int seen = 0;
+    for (int tries = 0; tries < 50 && seen < n; tries++) {
+        seen = 0;
+        for (int i = 0; i < n; i++)
+            seen += sample(&t[i], "\nseatd_queue_rooms ") >= rooms0[i] + 1 &&
+                    sample(&t[i], "\nseatd_queue_waiting ") >= waiting0[i] + 1;
+        if (seen < n)
+            usleep(100 * 1000);
+    }
+    cr_assert_eq(seen, n, "%d of %d workers report the room", seen, n);
 }

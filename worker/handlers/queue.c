@@ -19,6 +19,7 @@
 #include "handlers.h"
 #include "http_request.h"
 #include "keys.h"
+#include "metrics.h"
 
 /* The answer for a place: the user's state, position and, once admitted, the admission. */
 static cJSON *queue_to_json(seatd_req_t *r, const char *show_id, const seatd_queue_result_t *q)
@@ -60,6 +61,8 @@ static void on_joined(const seatd_store_result_t *res, void *data)
     char loc[96];
     snprintf(loc, sizeof(loc), "/v1/queue/%s", res->queue.ticket);
     seatd_req_add_header(r, "Location", loc);
+    seatd_metrics_inc(res->queue.joined ? SEATD_METRIC_QUEUE_JOINED : SEATD_METRIC_QUEUE_REJOINED);
+    seatd_metrics_add(SEATD_METRIC_QUEUE_ADMITTED, res->queue.admitted);
     seatd_req_finish_json(r, res->queue.joined ? 201 : 200,
                           queue_to_json(r, seatd_req_param(r, "id"), &res->queue));
 }
@@ -85,6 +88,7 @@ static void on_status(const seatd_store_result_t *res, void *data)
     char show[SEATD_ID_MAX];
     if (seatd_keys_parse_id(res->queue.ticket, 'q', show) < 0)
         snprintf(show, sizeof(show), "0");
+    seatd_metrics_add(SEATD_METRIC_QUEUE_ADMITTED, res->queue.admitted);
     /* A place changes by the second: never cached. */
     seatd_req_add_header(r, "Cache-Control", "no-store");
     seatd_req_finish_json(r, 200, queue_to_json(r, show, &res->queue));
