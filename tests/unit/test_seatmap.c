@@ -1,8 +1,14 @@
 /* test_seatmap.c - the per-worker seat-status cache: freshness, minVersion, the floor a
- * worker's own change sets, and the availability rendering. */
+ * worker's own change sets, and the availability and status renderings. */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
+#include "layout.h"
 #include "seatmap.h"
 
 static void fini(void)
@@ -60,4 +66,61 @@ Test(seatmap, renders_the_bitmaps_as_redis_stores_them)
     cr_assert_eq(seatd_seatmap_seat_state(m, 1), 0);
     cr_assert_eq(seatd_seatmap_seat_state(m, 15), 1);
     cr_assert_eq(seatd_seatmap_seat_state(m, 200), 0, "past the stored bytes: available");
+}
+
+/* The gzip of 'm''s status document, inflated; asserts a whole gzip stream. */
+static char *inflate_status_gzip(seatd_seatmap_t *m, const seatd_layout_t *l, size_t *n)
+{
+    size_t gz_len;
+    const char *gz = seatd_seatmap_status_gzip(m, l, &gz_len);
+    cr_assert_not_null(gz);
+    cr_assert(gz_len > 18 && (unsigned char)gz[0] == 0x1f && (unsigned char)gz[1] == 0x8b,
+              "a gzip member");
+    size_t cap = 1 << 16;
+    char *out = malloc(cap);
+    z_stream z;
+    memset(&z, 0, sizeof(z));
+    cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK);
+    z.next_in = (Bytef *)(uintptr_t)gz;
+    z.avail_in = (uInt)gz_len;
+    z.next_out = (Bytef *)out;
+    z.avail_out = (uInt)cap;
+    cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
+    *n = cap - z.avail_out;
+    inflateEnd(&z);
+    return out;
+}
+
+Test(seatmap, the_status_gzip_is_the_status_document_of_its_own_version)
+{
+    char json[4096];
+    size_t off = (size_t)snprintf(json, sizeof(json), "[");
+    for (int k = 1; k <= 16; k++)
+        off += (size_t)snprintf(json + off, sizeof(json) - off,
+                                "%s{\"id\":\"A%d\",\"row\":\"A\",\"number\":%d,\"x\":%d,\"y\":0}",
+                                k > 1 ? "," : "", k, k, k);
+    snprintf(json + off, sizeof(json) - off, "]");
+    cJSON *arr = cJSON_Parse(json);
+    seatd_layout_t *l = NULL;
+    cr_assert_eq(seatd_layout_from_json(arr, NULL, &l, NULL, 0), 0);
+    cJSON_Delete(arr);
+
+    int64_t now = seatd_seatmap_now_ms();
+    seatd_seatmap_t *m = seatd_seatmap_put("7", 5, 16, HELD, sizeof(HELD), NULL, 0, now);
+    size_t plain_len, n;
+    const char *plain = seatd_seatmap_status(m, l, &plain_len);
+    char *inflated = inflate_status_gzip(m, l, &n);
+    cr_assert_eq(n, plain_len);
+    cr_assert(memcmp(inflated, plain, n) == 0);
+    cr_assert(strstr(inflated, "\"A1\":\"held\"") && strstr(inflated, "\"version\":5"));
+    free(inflated);
+
+    /* A newer read: its own renderings, never the last version's gzip. */
+    static const unsigned char BOOKED[] = {0x40, 0x00}; /* seat 1 */
+    m = seatd_seatmap_put("7", 6, 16, NULL, 0, BOOKED, sizeof(BOOKED), now);
+    inflated = inflate_status_gzip(m, l, &n);
+    cr_assert(strstr(inflated, "\"version\":6") && strstr(inflated, "\"A1\":\"available\"") &&
+              strstr(inflated, "\"A2\":\"booked\""));
+    free(inflated);
+    seatd_layout_free(l);
 }
