@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "buf.h"
 
@@ -313,4 +315,34 @@ int seatd_test_http_request(const char *host, int port, const char *method, cons
     (void)rc; /* a failed send may still have produced an early answer (413) */
     log_response(host, port, method, path, out);
     return 0;
+}
+
+char *seatd_test_gunzip(const char *gz, size_t len, size_t *out_len)
+{
+    seatd_buf_t out = SEATD_BUF_INIT;
+    z_stream z;
+    memset(&z, 0, sizeof(z));
+    if (inflateInit2(&z, 15 + 16) != Z_OK) /* windowBits 15 + 16: a gzip wrapper only */
+        return NULL;
+    z.next_in = (Bytef *)(uintptr_t)gz;
+    z.avail_in = (uInt)len;
+    int rc = Z_OK;
+    while (rc == Z_OK) {
+        seatd_buf_reserve(&out, 64 * 1024);
+        z.next_out = (Bytef *)out.data + out.len;
+        z.avail_out = 64 * 1024;
+        rc = inflate(&z, Z_NO_FLUSH);
+        out.len = (size_t)((char *)z.next_out - out.data);
+        if (rc == Z_OK && z.avail_in == 0 && z.avail_out > 0)
+            break; /* input ended before the member did */
+    }
+    inflateEnd(&z);
+    if (rc != Z_STREAM_END || z.avail_in != 0) {
+        seatd_buf_free(&out);
+        return NULL;
+    }
+    seatd_buf_reserve(&out, 1);
+    out.data[out.len] = '\0';
+    *out_len = out.len;
+    return out.data;
 }

@@ -50,6 +50,10 @@ const char *seatd_test_http_header(const seatd_test_http_response_t *res, const 
 /* Frees what 'res' owns and zeroes it. */
 void seatd_test_http_response_free(seatd_test_http_response_t *res);
 
+/* The 'len' bytes of 'gz' inflated when they are one whole gzip member (Content-Encoding:
+ * gzip), as an owned NUL-terminated string (free()), '*out_len' its length; NULL otherwise. */
+char *seatd_test_gunzip(const char *gz, size_t len, size_t *out_len);
+
 /*
  * Sends 'len' raw bytes of 'data' to 'host':'port' and reads until the server closes the
  * connection or 'timeout_ms' passes with nothing read. Returns the bytes received as an owned
