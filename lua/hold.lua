@@ -25,9 +25,11 @@ hold.lua - seatd_hold: holds a set of seats, all or nothing.
   Order: show, shape and layout checks; the idempotency record (same seats: the stored
   answer with replayed=1; other seats: IDEM_MISMATCH); sales close (now on Redis's TIME at or
   after the show's salesCloseAt, else its startsAt: SALES_CLOSED <close ms>, nothing written,
-  not even reaping); lazy reaping of the show's due holds
-  and of the owner's own; conflict and limit checks; then the effects: SET NX PXAT per seat,
-  held bits, hold record (with 'bits', aligned with 'seats'), expiry set, user hash, idempotency record (24 h), version, delta.
+  not even reaping); lazy reaping of the show's due holds; conflict (and orphan) checks;
+  reaping of the owner's own due holds, the limit check, the hold id's freshness; then the
+  effects: SET NX PXAT per seat, held bits, hold record (with 'bits', aligned with 'seats'),
+  expiry set, user hash, idempotency record (24 h), version, delta. A refusal thus costs as
+  few calls as it can: it is most of the answers when a show opens.
   The hold expires at now + ttl, or at the sales close if that comes first (a hold can never
   outlive the sales); its seat keys carry PXAT expiresAt - 1 (lib.lua: expired AT expiresAt).
 
@@ -107,8 +109,8 @@ local function is_taken(p, item, mine)
     if mine[item[1]] then
         return true
     end
-    return redis.call('GETBIT', p .. ':booked', item[2]) == 1
-        or redis.call('EXISTS', p .. ':seat:' .. item[1]) == 1
+    return redis.call('EXISTS', p .. ':seat:' .. item[1]) == 1
+        or redis.call('GETBIT', p .. ':booked', item[2]) == 1
 end
 
 local function block_free(p, b, mine)
@@ -155,10 +157,12 @@ end
 -- 'detail': the reaping done is published first, then the refusal with the seats asked and
 -- the show's two bitmaps as they are now (see the header).
 local function refuse(p, changes, word, detail, asked, orphan_rule)
-    flush(p, changes)
+    if #changes > 0 then
+        flush(p, changes)
+    end
+    local maps = redis.call('MGET', p .. ':booked', p .. ':held')
     return {'refused', word .. ' ' .. table.concat(detail, ' '), 'asked', table.concat(asked, ','),
-        'orphanRule', orphan_rule and '1' or '0',
-        'booked', redis.call('GET', p .. ':booked') or '', 'held', redis.call('GET', p .. ':held') or ''}
+        'orphanRule', orphan_rule and '1' or '0', 'booked', maps[1] or '', 'held', maps[2] or ''}
 end
 
 -- Best available: the seats (id, bit pairs) of the first fitting block, or of two pieces;
@@ -278,9 +282,6 @@ local function hold_generic(keys, args, req, pairs_in)
             return reply_fields(r, HOLD_FIELDS)
         end
     end
-    if redis.call('EXISTS', p .. ':hold:' .. hold_id) == 1 then
-        return fail('INVAL', 'hold id in use')
-    end
 
     -- Sales close on Redis's clock, before any write.
     local now = now_ms()
@@ -300,10 +301,12 @@ local function hold_generic(keys, args, req, pairs_in)
         end
     end
 
-    -- Reaping expired holds is the one write allowed before the last checks.
+    -- Reaping expired holds is the one write allowed before the last checks. The show's due
+    -- holds go first, so that a refusal's bitmaps are current; the owner's own only matter to
+    -- the limit check, after the refusals (a refused hold, the common answer in a rush, does
+    -- not pay for them).
     local changes = {}
     reap_due(p, now, REAP_BATCH, changes)
-    reap_owner(p, owner, now, changes)
 
     -- The candidates, parsed only when needed (a named hold that is free and has no orphan
     -- rule never reads them) and after reaping, so they are judged on the live state.
@@ -340,8 +343,8 @@ local function hold_generic(keys, args, req, pairs_in)
     else
         local taken = {}
         for i, seat in ipairs(seats) do
-            if redis.call('GETBIT', p .. ':booked', idx[i]) == 1
-                or redis.call('EXISTS', p .. ':seat:' .. seat) == 1 then
+            if redis.call('EXISTS', p .. ':seat:' .. seat) == 1
+                or redis.call('GETBIT', p .. ':booked', idx[i]) == 1 then
                 taken[#taken + 1] = seat
             end
         end
@@ -366,6 +369,7 @@ local function hold_generic(keys, args, req, pairs_in)
             end
         end
     end
+    reap_owner(p, owner, now, changes)
     if max_user > 0 then
         local have = 0
         local uh = redis.call('HVALS', p .. ':user:' .. owner)
@@ -375,6 +379,11 @@ local function hold_generic(keys, args, req, pairs_in)
         if have + #seats > max_user then
             return fail_flush(p, changes, 'LIMIT', have .. '+' .. #seats .. '>' .. max_user)
         end
+    end
+
+    -- A fresh id from the worker: checked last, as only a hold about to be made needs it.
+    if redis.call('EXISTS', p .. ':hold:' .. hold_id) == 1 then
+        return fail_flush(p, changes, 'INVAL', 'hold id in use')
     end
 
     ------------------------------------------------------------------ effects (cannot fail)

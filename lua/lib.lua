@@ -133,9 +133,20 @@ local function flush(p, changes)
     if #changes == 0 then
         return tonumber(redis.call('GET', p .. ':ver') or '0')
     end
-    for _, bm in ipairs({p .. ':held', p .. ':booked'}) do
-        if redis.call('BITCOUNT', bm) == 0 then
-            redis.call('DEL', bm)
+    -- Only a cleared bit can leave a bitmap empty: a batch of new holds (every change 'held',
+    -- the hot path) sets bits only, and skips the two BITCOUNTs.
+    local cleared = false
+    for _, c in ipairs(changes) do
+        if c[2] ~= 'held' then
+            cleared = true
+            break
+        end
+    end
+    if cleared then
+        for _, bm in ipairs({p .. ':held', p .. ':booked'}) do
+            if redis.call('BITCOUNT', bm) == 0 then
+                redis.call('DEL', bm)
+            end
         end
     end
     local v = redis.call('INCR', p .. ':ver')
@@ -143,9 +154,12 @@ local function flush(p, changes)
     return v
 end
 
--- Flushes pending changes, then returns an error reply.
+-- Flushes pending changes, if any (an error reply carries no version: nothing to read when
+-- there are none), then returns an error reply.
 local function fail_flush(p, changes, word, detail)
-    flush(p, changes)
+    if #changes > 0 then
+        flush(p, changes)
+    end
     return fail(word, detail)
 end
 
