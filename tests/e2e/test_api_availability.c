@@ -126,6 +126,34 @@ Test(api_availability, the_bitmaps_are_redis_bytes_and_an_unchanged_map_answers_
     e2e_res_free(&res);
 }
 
+/* A cached answer keeps the headers of the read that filled it: without care every viewer
+ * served from it would get that read's X-Request-Id. Each answer names its own request: the
+ * client's id when it sent one, else a fresh one. */
+Test(api_availability, every_answer_names_its_own_request_cache_hits_included)
+{
+    char show[32], first[80] = "";
+    cr_assert_eq(e2e_create_show(5, 10, 300, show), 0);
+    for (int i = 0; i < 4; i++) {
+        e2e_res_t res;
+        availability(show, -1, NULL, &res);
+        cr_assert_eq(res.http.status, 200);
+        const char *rid = seatd_test_http_header(&res.http, "x-request-id");
+        cr_assert(rid != NULL && rid[0] != '\0', "read %d has a request id", i);
+        if (i == 0) {
+            snprintf(first, sizeof(first), "%s", rid);
+        } else {
+            cr_assert_str_eq(seatd_test_http_header(&res.http, "x-cache-status"), "HIT");
+            cr_assert_str_neq(rid, first, "a cache hit does not repeat the filling read's id");
+        }
+        e2e_res_free(&res);
+    }
+    e2e_res_t res;
+    availability(show, -1, "X-Request-Id: e2e-avail-hit-7\r\n", &res);
+    cr_assert_str_eq(seatd_test_http_header(&res.http, "x-cache-status"), "HIT");
+    cr_assert_str_eq(seatd_test_http_header(&res.http, "x-request-id"), "e2e-avail-hit-7");
+    e2e_res_free(&res);
+}
+
 Test(api_availability, bad_min_versions_and_unknown_shows_are_refused)
 {
     char show[32];
