@@ -323,6 +323,51 @@ Test(lua_hold, refuses_bits_from_another_layout_or_out_of_range_and_changes_noth
     cr_assert_eq(th_close(&t), 0);
 }
 
+/* The hold id is the worker's fresh random id; the script checks it last, only on a hold it is
+ * about to make (a refusal does not pay for it). A reused id is still never written over:
+ * on free seats it is INVAL and nothing changes; on a taken seat the refusal comes first. */
+Test(lua_hold, a_reused_hold_id_is_refused_and_writes_nothing)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    redisContext *c = seatd_test_redis_connect();
+    char hash[80];
+    cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
+    const char *id = "1-h000000000000000000a1";
+    const char *first[] = {
+        "FCALL", th_fn("seatd_hold"), "1", "{s:1}:meta", id, "alice", "0", "0", "", hash, "C1",
+        "0"};
+    redisReply *rep = redisCommandArgv(c, 12, first, NULL);
+    cr_assert(rep != NULL && rep->type == REDIS_REPLY_ARRAY, "the first hold is made");
+    freeReplyObject(rep);
+    char *before = th_snapshot(c);
+
+    const char *again[] = {
+        "FCALL", th_fn("seatd_hold"), "1", "{s:1}:meta", id, "bob", "0", "0", "", hash, "C2", "1"};
+    rep = redisCommandArgv(c, 12, again, NULL);
+    cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR, "a reused id on a free seat");
+    cr_assert_str_eq(rep->str, "INVAL hold id in use");
+    freeReplyObject(rep);
+    const char *taken[] = {
+        "FCALL", th_fn("seatd_hold"), "1", "{s:1}:meta", id, "bob", "0", "0", "", hash, "C1", "0"};
+    rep = redisCommandArgv(c, 12, taken, NULL);
+    cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR, "a reused id on a taken seat");
+    cr_assert_str_eq(rep->str, "CONFLICT C1");
+    freeReplyObject(rep);
+
+    char *after = th_snapshot(c);
+    cr_assert_str_eq(after, before, "a refused hold changed the keyspace");
+    char v[128];
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:hold:%s owner", id), 1);
+    cr_assert_str_eq(v, "alice", "the first hold is untouched");
+    cr_assert_eq(th_int(c, "EXISTS {s:1}:seat:C2"), 0);
+    free(before);
+    free(after);
+    redisFree(c);
+    cr_assert_eq(th_close(&t), 0);
+}
+
 Test(lua_hold, a_worker_holding_a_stale_layout_writes_no_bits)
 {
     th_t t;
