@@ -265,6 +265,17 @@ Test(lua_hold, replays_the_first_answer_even_after_the_hold_changed)
     cr_assert_eq(th_close(&t), 0);
 }
 
+/* FCALL seatd_hold on show 1 for one seat 'seat' at bit 'bit', straight to Redis on 'c'
+ * (hold id 'id', 'owner', the show's TTL, no limit, no idempotency key, layout 'hash').
+ * Returns the reply (owned). */
+static redisReply *hold_raw(redisContext *c, const char *id, const char *owner, const char *hash,
+                            const char *seat, const char *bit)
+{
+    const char *argv[] = {
+        "FCALL", th_fn("seatd_hold"), "1", "{s:1}:meta", id, owner, "0", "0", "", hash, seat, bit};
+    return redisCommandArgv(c, 12, argv, NULL);
+}
+
 Test(lua_hold, refuses_bits_from_another_layout_or_out_of_range_and_changes_nothing)
 {
     th_t t;
@@ -288,10 +299,7 @@ Test(lua_hold, refuses_bits_from_another_layout_or_out_of_range_and_changes_noth
         const char *h = strcmp(cases[i].hash_kind, "same") == 0 ? hash : other;
         char hold_id[SEATD_ID_MAX];
         cr_assert_eq(seatd_keys_new_id(hold_id, "1", 'h'), 0);
-        const char *argv[] = {
-            "FCALL", th_fn("seatd_hold"), "1",         "{s:1}:meta", hold_id, "bob", "0", "0", "",
-            h,       cases[i].seat,       cases[i].bit};
-        redisReply *rep = redisCommandArgv(c, 12, argv, NULL);
+        redisReply *rep = hold_raw(c, hold_id, "bob", h, cases[i].seat, cases[i].bit);
         cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR, "%s was accepted", cases[i].why);
         cr_expect(strncmp(rep->str, "INVAL", 5) == 0, "%s: %s", cases[i].why, rep->str);
         freeReplyObject(rep);
@@ -335,23 +343,16 @@ Test(lua_hold, a_reused_hold_id_is_refused_and_writes_nothing)
     char hash[80];
     cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
     const char *id = "1-h000000000000000000a1";
-    const char *first[] = {
-        "FCALL", th_fn("seatd_hold"), "1", "{s:1}:meta", id, "alice", "0", "0", "", hash, "C1",
-        "0"};
-    redisReply *rep = redisCommandArgv(c, 12, first, NULL);
+    redisReply *rep = hold_raw(c, id, "alice", hash, "C1", "0");
     cr_assert(rep != NULL && rep->type == REDIS_REPLY_ARRAY, "the first hold is made");
     freeReplyObject(rep);
     char *before = th_snapshot(c);
 
-    const char *again[] = {
-        "FCALL", th_fn("seatd_hold"), "1", "{s:1}:meta", id, "bob", "0", "0", "", hash, "C2", "1"};
-    rep = redisCommandArgv(c, 12, again, NULL);
+    rep = hold_raw(c, id, "bob", hash, "C2", "1");
     cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR, "a reused id on a free seat");
     cr_assert_str_eq(rep->str, "INVAL hold id in use");
     freeReplyObject(rep);
-    const char *taken[] = {
-        "FCALL", th_fn("seatd_hold"), "1", "{s:1}:meta", id, "bob", "0", "0", "", hash, "C1", "0"};
-    rep = redisCommandArgv(c, 12, taken, NULL);
+    rep = hold_raw(c, id, "bob", hash, "C1", "0");
     cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR, "a reused id on a taken seat");
     cr_assert_str_eq(rep->str, "CONFLICT C1");
     freeReplyObject(rep);
