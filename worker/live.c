@@ -37,10 +37,11 @@
 
 #define SHOW_BUCKETS 1024
 #define READ_BUF 65536
-#define MAX_CLIENT_MSG 4096 /* client messages are tiny commands */
-#define MAX_BUFFERED 4096   /* messages kept while a seat-map read is in flight */
-#define CLOSE_GRACE_MS 2000 /* after our close frame, how long to wait for the write */
-#define RETRY_READ_MS 1000  /* a failed seat-map read is retried after this */
+#define MAX_CLIENT_MSG 4096  /* client messages are tiny commands */
+#define MAX_BUFFERED 4096    /* messages kept while a seat-map read is in flight */
+#define CLOSE_GRACE_MS 2000  /* after our close frame, how long to wait for the write */
+#define RETRY_READ_MS 1000   /* a failed seat-map read is retried after this */
+#define RING_BURST_MAX 65536 /* versions kept for the next tick's delta, at most (apply) */
 
 enum { ST_AVAILABLE, ST_HELD, ST_BOOKED };
 static const char *const status_name[] = {"available", "held", "booked"};
@@ -80,9 +81,12 @@ struct show_s {
                                     under another generation may miss deltas and is redone */
     uint64_t retry_ms;           /* when to retry a failed read (0: none) */
     int dirty;                   /* on the dirty list: watchers may be behind */
-    ring_entry_t *ring;          /* owned: 'ring' entries, versions (ring_lo, ver] */
+    ring_entry_t *ring;          /* owned: 'ring_cap' slots, the versions (ver - ring_n, ver] */
+    size_t ring_cap;             /* opts.ring, more while a burst is not yet sent (apply) */
     size_t ring_head;            /* slot of the oldest entry */
     size_t ring_n;               /* entries used */
+    long long flushed_ver;       /* every watcher up to date was brought to this version at
+                                    the last tick: the versions after it must stay */
     buffered_t *bhead, *btail;   /* messages received while not synced */
     size_t nbuffered;
     seatd_buf_t snap;    /* cached snapshot frame text at 'snap_ver' */
@@ -207,9 +211,11 @@ static show_t *show_new(seatd_live_t *lv, const char *id, const seatd_layout_t *
         s->slots[j] = (uint32_t)(i + 1);
     }
     s->status = seatd_calloc(s->nseats ? s->nseats : 1, 1);
-    s->ring = seatd_calloc(lv->opts.ring, sizeof(*s->ring));
+    s->ring_cap = lv->opts.ring;
+    s->ring = seatd_calloc(s->ring_cap, sizeof(*s->ring));
     s->snap_ver = -1;
     s->ver = -1;
+    s->flushed_ver = -1;
     size_t b = hash_str(id) % SHOW_BUCKETS;
     s->hnext = lv->buckets[b];
     lv->buckets[b] = s;
@@ -217,17 +223,51 @@ static show_t *show_new(seatd_live_t *lv, const char *id, const seatd_layout_t *
     return s;
 }
 
+/* The k-th oldest entry of the ring. */
+static ring_entry_t *ring_at(const show_t *s, size_t k)
+{
+    return &s->ring[(s->ring_head + k) % s->ring_cap];
+}
+
+static void ring_drop_oldest(show_t *s)
+{
+    ring_entry_t *old = ring_at(s, 0);
+    free(old->idx);
+    free(old->st);
+    old->idx = NULL;
+    old->st = NULL;
+    s->ring_head = (s->ring_head + 1) % s->ring_cap;
+    s->ring_n--;
+}
+
+/* Moves the entries into an array of 'cap' (>= ring_n) slots, oldest first. */
+static void ring_resize(show_t *s, size_t cap)
+{
+    ring_entry_t *r = seatd_calloc(cap, sizeof(*r));
+    for (size_t k = 0; k < s->ring_n; k++)
+        r[k] = *ring_at(s, k);
+    free(s->ring);
+    s->ring = r;
+    s->ring_cap = cap;
+    s->ring_head = 0;
+}
+
 static void ring_clear(show_t *s)
 {
-    for (size_t k = 0; k < s->ring_n; k++) {
-        ring_entry_t *e = &s->ring[(s->ring_head + k) % s->lv->opts.ring];
-        free(e->idx);
-        free(e->st);
-        e->idx = NULL;
-        e->st = NULL;
-    }
+    while (s->ring_n > 0)
+        ring_drop_oldest(s);
     s->ring_head = 0;
-    s->ring_n = 0;
+    s->flushed_ver = s->ver; /* nothing older can be sent as a delta any more */
+}
+
+/* After a tick: back to the 'ring' versions kept for reconnects, and to its array. */
+static void ring_trim(show_t *s)
+{
+    size_t keep = s->lv->opts.ring;
+    while (s->ring_n > keep)
+        ring_drop_oldest(s);
+    if (s->ring_cap > keep)
+        ring_resize(s, keep);
 }
 
 static void buffered_clear(show_t *s)
@@ -358,21 +398,25 @@ static int decode_delta(show_t *s, const char *msg, size_t len, ring_entry_t *e)
     return 0;
 }
 
-/* Applies the entry of version ver + 1 (taken). */
+/*
+ * Applies the entry of version ver + 1 (taken). A full ring drops its oldest version, unless
+ * the next tick still has to send it to the watchers that were up to date at the last one:
+ * then it grows (up to RING_BURST_MAX), so that a burst of more versions than 'ring' within
+ * one tick — a busy on-sale, ticks of up to a second with many watchers — still reaches them
+ * as one delta, not as a snapshot of the whole map each. ring_trim() shrinks it after the tick.
+ */
 static void apply(show_t *s, ring_entry_t *e)
 {
-    unsigned cap = s->lv->opts.ring;
     for (uint32_t i = 0; i < e->n; i++)
         s->status[e->idx[i]] = e->st[i];
     s->ver = e->v;
-    if (s->ring_n == cap) {
-        ring_entry_t *old = &s->ring[s->ring_head];
-        free(old->idx);
-        free(old->st);
-        s->ring_head = (s->ring_head + 1) % cap;
-        s->ring_n--;
+    if (s->ring_n == s->ring_cap) {
+        if (ring_at(s, 0)->v > s->flushed_ver && s->ring_cap < RING_BURST_MAX)
+            ring_resize(s, s->ring_cap * 2 < RING_BURST_MAX ? s->ring_cap * 2 : RING_BURST_MAX);
+        else
+            ring_drop_oldest(s);
     }
-    s->ring[(s->ring_head + s->ring_n) % cap] = *e;
+    *ring_at(s, s->ring_n) = *e;
     s->ring_n++;
     mark_dirty(s);
 }
@@ -777,7 +821,6 @@ static const seatd_buf_t *snapshot_frame(show_t *s)
  * status of each seat, in the order seats first changed. Requires the ring to cover it. */
 static void delta_frame(show_t *s, long long from, seatd_buf_t *out)
 {
-    unsigned cap = s->lv->opts.ring;
     size_t first = (size_t)(s->ring_n - (size_t)(s->ver - from));
     /* 'seen' maps a seat to its slot in the output list (index + 1), reset afterwards. */
     seatd_live_t *lv = s->lv;
@@ -791,7 +834,7 @@ static void delta_frame(show_t *s, long long from, seatd_buf_t *out)
     uint8_t *last = NULL;
     size_t norder = 0, ocap = 0;
     for (size_t k = first; k < s->ring_n; k++) {
-        const ring_entry_t *e = &s->ring[(s->ring_head + k) % cap];
+        const ring_entry_t *e = ring_at(s, k);
         for (uint32_t i = 0; i < e->n; i++) {
             uint32_t idx = e->idx[i];
             if (seen[idx]) {
@@ -881,6 +924,10 @@ static void flush_show(show_t *s)
         flush_watcher(w, &shared, &shared_v);
     }
     seatd_buf_free(&shared);
+    if (s->synced) {
+        s->flushed_ver = s->ver;
+        ring_trim(s);
+    }
 }
 
 static void on_tick(uv_timer_t *t)

@@ -189,6 +189,54 @@ Test(live, catches_up_by_version_with_since)
     cr_assert_eq(th_close(&t), 0);
 }
 
+/*
+ * A burst of more versions within one tick than the ring keeps for ?since= reconnects: the
+ * watchers that were up to date still get one chained delta, not a snapshot of the whole map
+ * each (a busy on-sale with many watchers per worker is exactly this, every tick).
+ */
+Test(live, a_burst_longer_than_the_ring_within_one_tick_is_still_a_delta)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", SEATS, 60000), 0);
+    seatd_live_opts_t lo = {.tick_ms = 1000, .ring = 4};
+    tls_t srv;
+    cr_assert_eq(tls_start(&srv, &lo), 0);
+    wsc_t c;
+    cr_assert_eq(wsc_connect(&c, srv.port, "/v1/shows/1/seats/ws"), 101);
+    cJSON *j = wsc_next(&c, 3000);
+    cr_assert_str_eq(wsc_type(j), "snapshot");
+    cJSON_Delete(j);
+
+    /* 24 versions in well under a second: whichever ticks they straddle (at most three), one
+     * tick's share is at least 8, twice the ring. */
+    char ids[8][SEATD_ID_MAX];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 4; i++) {
+            const char *one[] = {SEATS[i], NULL};
+            cr_assert_eq(th_hold(&t, &r, "1", "u1", one, 60000, 8, NULL), 0);
+            snprintf(ids[i], sizeof(ids[i]), "%s", th_get(&r, "holdId"));
+        }
+        for (int i = 0; i < 4; i++)
+            cr_assert_eq(th_release(&t, &r, ids[i], "u1"), 0);
+    }
+    redisContext *rc = seatd_test_redis_connect();
+    long long final = redis_version(rc, "1");
+    cr_assert_eq(final, 24);
+    char seats[8][16] = {{0}};
+    cr_assert_eq(follow(&c, 0, final, seats), final, "chained deltas up to %lld, no snapshot",
+                 final);
+    for (int i = 0; i < 4; i++)
+        cr_assert_str_eq(seats[i], "available");
+
+    wsc_close(&c);
+    redisFree(rc);
+    th_res_clear(&r);
+    cr_assert_eq(tls_stop(&srv), 0);
+    cr_assert_eq(th_close(&t), 0);
+}
+
 Test(live, sends_a_fresh_snapshot_after_a_version_gap)
 {
     th_t t;
