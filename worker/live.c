@@ -37,11 +37,10 @@
 
 #define SHOW_BUCKETS 1024
 #define READ_BUF 65536
-#define MAX_CLIENT_MSG 4096  /* client messages are tiny commands */
-#define MAX_BUFFERED 4096    /* messages kept while a seat-map read is in flight */
-#define CLOSE_GRACE_MS 2000  /* after our close frame, how long to wait for the write */
-#define RETRY_READ_MS 1000   /* a failed seat-map read is retried after this */
-#define RING_BURST_MAX 65536 /* versions kept for the next tick's delta, at most (apply) */
+#define MAX_CLIENT_MSG 4096 /* client messages are tiny commands */
+#define MAX_BUFFERED 4096   /* messages kept while a seat-map read is in flight */
+#define CLOSE_GRACE_MS 2000 /* after our close frame, how long to wait for the write */
+#define RETRY_READ_MS 1000  /* a failed seat-map read is retried after this */
 
 enum { ST_AVAILABLE, ST_HELD, ST_BOOKED };
 static const char *const status_name[] = {"available", "held", "booked"};
@@ -401,7 +400,7 @@ static int decode_delta(show_t *s, const char *msg, size_t len, ring_entry_t *e)
 /*
  * Applies the entry of version ver + 1 (taken). A full ring drops its oldest version, unless
  * the next tick still has to send it to the watchers that were up to date at the last one:
- * then it grows (up to RING_BURST_MAX), so that a burst of more versions than 'ring' within
+ * then it grows (up to opts.ring_burst), so that a burst of more versions than 'ring' within
  * one tick — a busy on-sale, ticks of up to a second with many watchers — still reaches them
  * as one delta, not as a snapshot of the whole map each. ring_trim() shrinks it after the tick.
  */
@@ -411,8 +410,9 @@ static void apply(show_t *s, ring_entry_t *e)
         s->status[e->idx[i]] = e->st[i];
     s->ver = e->v;
     if (s->ring_n == s->ring_cap) {
-        if (ring_at(s, 0)->v > s->flushed_ver && s->ring_cap < RING_BURST_MAX)
-            ring_resize(s, s->ring_cap * 2 < RING_BURST_MAX ? s->ring_cap * 2 : RING_BURST_MAX);
+        size_t most = s->lv->opts.ring_burst;
+        if (ring_at(s, 0)->v > s->flushed_ver && s->ring_cap < most)
+            ring_resize(s, s->ring_cap * 2 < most ? s->ring_cap * 2 : most);
         else
             ring_drop_oldest(s);
     }
@@ -1088,6 +1088,10 @@ seatd_live_t *seatd_live_new(uv_loop_t *loop, seatd_store_t *store, const seatd_
         lv->opts.idle_ms = 60000;
     if (!lv->opts.ring)
         lv->opts.ring = 256;
+    if (!lv->opts.ring_burst)
+        lv->opts.ring_burst = 65536;
+    if (lv->opts.ring_burst < lv->opts.ring)
+        lv->opts.ring_burst = lv->opts.ring;
     if (!lv->opts.max_queue_frames)
         lv->opts.max_queue_frames = 64;
     lv->ps =

@@ -13,14 +13,15 @@
  * versions in its ring of the last 'ring' versions, nothing if S is the current version, else
  * a snapshot. However many versions arrive within one tick, a watcher that was up to date at
  * the last tick gets them as one delta (the ring keeps what a tick has not sent yet, beyond
- * 'ring' if it must: live.c, apply). Client frames: pong and close are handled; the text
- * {"type":"resync"} asks for a fresh snapshot; anything else is ignored. Pings every
- * 'ping_ms'; no frame from the client for 'idle_ms' closes it (1001). Every frame, pongs and
- * pings included, counts against the connection's output budget (http_server.h): at half of
- * it the client's reading pauses (so pings it keeps sending queue no pongs and do not count
- * as activity) until the output drains below a quarter. A client whose unsent frames would
- * pass 'max_queue_frames' or the budget is too slow and is closed with 1008 (1013 "try again
- * later" would fit, but strict clients such as wslay reject that code as invalid).
+ * 'ring' up to 'ring_burst'; past that, a snapshot). Client frames: pong and close are
+ * handled; the text {"type":"resync"} asks for a fresh snapshot; anything else is ignored.
+ * Pings every 'ping_ms'; no frame from the client for 'idle_ms' closes it (1001). Every
+ * frame, pongs and pings included, counts against the connection's output budget
+ * (http_server.h): at half of it the client's reading pauses (so pings it keeps sending queue
+ * no pongs and do not count as activity) until the output drains below a quarter. A client
+ * whose unsent frames would pass 'max_queue_frames' or the budget is too slow and is closed
+ * with 1008 (1013 "try again later" would fit, but strict clients such as wslay reject that
+ * code as invalid).
  *
  * How versions stay exact: each show's scripts publish one message per version bump on the
  * show's channel ({"v":V,"c":[["C7","held"],…]}). A worker subscribes (pubsub.h) while it has
@@ -56,6 +57,8 @@ typedef struct seatd_live_opts_s {
     unsigned ping_ms;          /* ping period; 20000 when 0 */
     unsigned idle_ms;          /* close after this long without a client frame; 60000 when 0 */
     unsigned ring;             /* versions kept per show for ?since=; 256 when 0 */
+    unsigned ring_burst;       /* versions kept per show for the next tick's delta, at most
+                                  (past it, watchers get a snapshot); 65536 when 0 */
     unsigned max_queue_frames; /* unsent frames per client before 1008; 64 when 0 */
     size_t max_queue_bytes;    /* unsent bytes per client before 1008, when below the
                                   connection's output budget; 0: the budget */
