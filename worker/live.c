@@ -52,6 +52,30 @@ typedef struct {
     uint8_t *st;   /* owned: new statuses */
 } ring_entry_t;
 
+/* One frame as sent to many watchers: its text, and the same compressed once for those that
+ * negotiated permessage-deflate (ws_codec.h). */
+typedef struct {
+    seatd_buf_t text; /* the JSON */
+    seatd_buf_t z;    /* its compressed payload, made on first need */
+    int z_state;      /* 0: not made yet, 1: made, -1: zlib failed (the text goes) */
+} frame_t;
+
+#define DEFLATE_MIN 256 /* shorter frames go uncompressed: not worth a deflate */
+
+static void frame_reset(frame_t *f)
+{
+    seatd_buf_reset(&f->text);
+    seatd_buf_reset(&f->z);
+    f->z_state = 0;
+}
+
+static void frame_free(frame_t *f)
+{
+    seatd_buf_free(&f->text);
+    seatd_buf_free(&f->z);
+    f->z_state = 0;
+}
+
 typedef struct buffered_s {
     struct buffered_s *next; /* FIFO */
     char *msg;               /* owned payload */
@@ -88,7 +112,7 @@ struct show_s {
                                     the last tick: the versions after it must stay */
     buffered_t *bhead, *btail;   /* messages received while not synced */
     size_t nbuffered;
-    seatd_buf_t snap;    /* cached snapshot frame text at 'snap_ver' */
+    frame_t snap;        /* cached snapshot frame at 'snap_ver' */
     seatd_buf_t qframe;  /* the last waiting-room frame (queued shows), for new watchers */
     long long snap_ver;  /* -1: none */
     watcher_t *watchers; /* doubly linked */
@@ -102,6 +126,7 @@ struct watcher_s {
     uv_stream_t *stream;        /* borrowed from http_server until on_closed */
     seatd_ws_t *ws;             /* owned codec */
     long long sent_ver;         /* the version the client has; -1: needs a snapshot */
+    int deflate;                /* permessage-deflate negotiated: large frames go compressed */
     int greeted;                /* a first frame went out (snapshot, delta or version) */
     unsigned frames_pending;    /* uv_writes without their callback */
     size_t bytes_pending;       /* bytes in those writes (also in the connection's output) */
@@ -143,7 +168,7 @@ struct seatd_live_s {
 };
 
 static void flush_show(show_t *s);
-static void flush_watcher(watcher_t *w, seatd_buf_t *shared_from, long long *shared_from_v);
+static void flush_watcher(watcher_t *w, frame_t *shared, long long *shared_v);
 static void watcher_close(watcher_t *w, unsigned status, const char *reason);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
@@ -306,7 +331,7 @@ static void show_maybe_free(show_t *s)
     lv->nshows--;
     ring_clear(s);
     buffered_clear(s);
-    seatd_buf_free(&s->snap);
+    frame_free(&s->snap);
     seatd_buf_free(&s->qframe);
     free(s->ring);
     free(s->ids);
@@ -784,8 +809,9 @@ static void output_check(watcher_t *w)
     }
 }
 
-/* Sends one text frame, or closes a client that cannot keep up. */
-static void send_text(watcher_t *w, const char *text, size_t len)
+/* Sends one text message ('compressed': its permessage-deflate payload), or closes a client
+ * that cannot keep up. */
+static void send_msg(watcher_t *w, const char *data, size_t len, int compressed)
 {
     seatd_live_t *lv = w->lv;
     if (w->closing || w->hard_closed)
@@ -794,25 +820,48 @@ static void send_text(watcher_t *w, const char *text, size_t len)
         close_slow(w);
         return;
     }
-    if (seatd_ws_send(w->ws, SEATD_WS_TEXT, text, len) < 0)
+    int rc = compressed ? seatd_ws_send_deflated(w->ws, SEATD_WS_TEXT, data, len)
+                        : seatd_ws_send(w->ws, SEATD_WS_TEXT, data, len);
+    if (rc < 0)
         return;
     lv->stats.frames++;
     pump(w);
     output_check(w);
 }
 
-/* The snapshot frame of 's' at its current version (cached per version). */
-static const seatd_buf_t *snapshot_frame(show_t *s)
+static void send_text(watcher_t *w, const char *text, size_t len)
 {
-    if (s->snap_ver == s->ver && s->snap.len > 0)
+    send_msg(w, text, len, 0);
+}
+
+/* Sends 'f', compressed (once for every watcher) to a watcher that negotiated it. */
+static void send_frame(watcher_t *w, frame_t *f)
+{
+    if (w->deflate && f->text.len >= DEFLATE_MIN) {
+        if (f->z_state == 0) {
+            seatd_buf_reset(&f->z);
+            f->z_state = seatd_ws_deflate(f->text.data, f->text.len, &f->z) == 0 ? 1 : -1;
+        }
+        if (f->z_state == 1) {
+            send_msg(w, f->z.data, f->z.len, 1);
+            return;
+        }
+    }
+    send_msg(w, f->text.data, f->text.len, 0);
+}
+
+/* The snapshot frame of 's' at its current version (cached per version). */
+static frame_t *snapshot_frame(show_t *s)
+{
+    if (s->snap_ver == s->ver && s->snap.text.len > 0)
         return &s->snap;
-    seatd_buf_reset(&s->snap);
-    seatd_buf_reserve(&s->snap, 64 + s->nseats * 24);
-    seatd_buf_printf(&s->snap, "{\"type\":\"snapshot\",\"version\":%lld,\"seats\":{", s->ver);
+    frame_reset(&s->snap);
+    seatd_buf_t *b = &s->snap.text;
+    seatd_buf_reserve(b, 64 + s->nseats * 24);
+    seatd_buf_printf(b, "{\"type\":\"snapshot\",\"version\":%lld,\"seats\":{", s->ver);
     for (size_t i = 0; i < s->nseats; i++) /* ids match ^[A-Za-z0-9_-]+$: no escaping */
-        seatd_buf_printf(&s->snap, "%s\"%s\":\"%s\"", i ? "," : "", s->ids[i],
-                         status_name[s->status[i]]);
-    seatd_buf_puts(&s->snap, "}}");
+        seatd_buf_printf(b, "%s\"%s\":\"%s\"", i ? "," : "", s->ids[i], status_name[s->status[i]]);
+    seatd_buf_puts(b, "}}");
     s->snap_ver = s->ver;
     return &s->snap;
 }
@@ -873,7 +922,7 @@ static int ring_covers(const show_t *s, long long from)
  * Brings one watcher up to its show's version: nothing, a delta or a snapshot. 'shared' and
  * '*shared_v' cache the last delta built during this flush (many watchers share a range).
  */
-static void flush_watcher(watcher_t *w, seatd_buf_t *shared, long long *shared_v)
+static void flush_watcher(watcher_t *w, frame_t *shared, long long *shared_v)
 {
     show_t *s = w->show;
     if (s == NULL || !s->synced || w->closing)
@@ -892,15 +941,14 @@ static void flush_watcher(watcher_t *w, seatd_buf_t *shared, long long *shared_v
     w->greeted = 1;
     if (ring_covers(s, w->sent_ver) && w->sent_ver < s->ver) {
         if (*shared_v != w->sent_ver) {
-            seatd_buf_reset(shared);
-            delta_frame(s, w->sent_ver, shared);
+            frame_reset(shared);
+            delta_frame(s, w->sent_ver, &shared->text);
             *shared_v = w->sent_ver;
         }
-        send_text(w, shared->data, shared->len);
+        send_frame(w, shared);
     } else {
-        const seatd_buf_t *snap = snapshot_frame(s);
         w->lv->stats.snapshots++;
-        send_text(w, snap->data, snap->len);
+        send_frame(w, snapshot_frame(s));
     }
     w->sent_ver = s->ver;
 }
@@ -909,21 +957,21 @@ static void flush_watcher(watcher_t *w, seatd_buf_t *shared, long long *shared_v
  * it may need is built into a buffer of this call. */
 static void flush_one(watcher_t *w)
 {
-    seatd_buf_t delta = SEATD_BUF_INIT;
+    frame_t delta = {0}; /* empty buffers */
     long long delta_v = -2;
     flush_watcher(w, &delta, &delta_v);
-    seatd_buf_free(&delta);
+    frame_free(&delta);
 }
 
 static void flush_show(show_t *s)
 {
-    seatd_buf_t shared = SEATD_BUF_INIT;
+    frame_t shared = {0};
     long long shared_v = -2;
     for (watcher_t *w = s->watchers, *next; w; w = next) {
         next = w->next; /* a slow client may be closed (but stays listed until on_closed) */
         flush_watcher(w, &shared, &shared_v);
     }
-    seatd_buf_free(&shared);
+    frame_free(&shared);
     if (s->synced) {
         s->flushed_ver = s->ver;
         ring_trim(s);
@@ -1108,7 +1156,8 @@ seatd_live_t *seatd_live_new(uv_loop_t *loop, seatd_store_t *store, const seatd_
 }
 
 int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
-                      const seatd_layout_t *layout, const char *ws_key, long long since)
+                      const seatd_layout_t *layout, const char *ws_key, long long since,
+                      int deflate)
 {
     if (lv->closing)
         return SEATD_ESHUTDOWN;
@@ -1137,6 +1186,10 @@ int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
     if (lv->opts.max_queue_bytes && lv->opts.max_queue_bytes < w->budget)
         w->budget = lv->opts.max_queue_bytes;
     w->ws = seatd_ws_new(0, MAX_CLIENT_MSG, on_ws_msg, w);
+    if (deflate) {
+        seatd_ws_set_deflate(w->ws);
+        w->deflate = 1;
+    }
     w->last_rx_ms = w->last_ping_ms = now_ms(lv);
     lv->stats.watchers++;
 
@@ -1153,11 +1206,12 @@ int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
     s->watchers = w;
     s->nwatchers++;
 
-    char head[256];
+    char head[320];
     int n = snprintf(head, sizeof(head),
                      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
-                     accept);
+                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s\r\n",
+                     accept,
+                     deflate ? "Sec-WebSocket-Extensions: " SEATD_WS_DEFLATE_RESPONSE "\r\n" : "");
     write_req_t *wr = seatd_malloc(sizeof(*wr));
     wr->w = w;
     wr->data = seatd_strndup(head, (size_t)n);

@@ -72,13 +72,15 @@ seatd_live_t *seatd_live_new(struct uv_loop_s *loop, struct seatd_store_s *store
 /*
  * Upgrades 'r' (GET /v1/shows/{id}/seats/ws whose headers passed seatd_ws_check_upgrade)
  * into a watcher of 'show_id' (borrowed) with 'layout' (borrowed for the call; the seat ids
- * are copied). 'ws_key' is the Sec-WebSocket-Key (borrowed); 'since' is ?since= or -1.
+ * are copied). 'ws_key' is the Sec-WebSocket-Key (borrowed); 'since' is ?since= or -1;
+ * 'deflate': the client offered permessage-deflate as ws_codec.h takes it (the 101 accepts it,
+ * and frames of 256 bytes or more go compressed, each compressed once for all its watchers).
  * On success 'r' has been answered (101) and must not be touched. Returns 0, or an error
  * with 'r' untouched (the caller answers it): SEATD_ESHUTDOWN while closing, SEATD_EINVAL.
  */
 SEATD_MUSTCHECK int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
                                       const struct seatd_layout_s *layout, const char *ws_key,
-                                      long long since);
+                                      long long since, int deflate);
 
 typedef struct seatd_live_stats_s {
     size_t watchers;                /* open WebSocket connections */

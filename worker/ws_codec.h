@@ -40,6 +40,7 @@ enum seatd_ws_status_e {
     SEATD_WS_CLOSE_NORMAL = 1000,
     SEATD_WS_CLOSE_GOING_AWAY = 1001,
     SEATD_WS_CLOSE_PROTOCOL = 1002,
+    SEATD_WS_CLOSE_INVALID = 1007,
     SEATD_WS_CLOSE_POLICY = 1008,
     SEATD_WS_CLOSE_TOO_BIG = 1009,
     SEATD_WS_CLOSE_INTERNAL = 1011,
@@ -99,6 +100,36 @@ SEATD_MUSTCHECK int seatd_ws_close(seatd_ws_t *ws, unsigned status, const char *
 
 /* Appends every queued frame, encoded, to 'out'. Returns the number of bytes appended. */
 size_t seatd_ws_output(seatd_ws_t *ws, seatd_buf_t *out);
+
+/*
+ * permessage-deflate (RFC 7692). seatd compresses each message on its own and asks the same
+ * of the client, so that one compressed frame can go to every watcher as it is and an idle
+ * connection holds no compression state:
+ *
+ * seatd_ws_deflate_offered() says whether a request's Sec-WebSocket-Extensions value (at most
+ * SEATD_WS_MAX_EXTENSIONS bytes) offers the extension with parameters this codec honours; a
+ * server that takes it answers SEATD_WS_DEFLATE_RESPONSE and calls seatd_ws_set_deflate().
+ * From then on a received message with RSV1 is inflated before the callback sees it (at most
+ * the codec's 'max_msg' bytes inflated, else a close with 1009; a corrupt one closes with
+ * 1007), and seatd_ws_send_deflated() queues a message already compressed with
+ * seatd_ws_deflate() (RSV1 set). Messages may still be sent uncompressed.
+ */
+#define SEATD_WS_DEFLATE_RESPONSE                                                                  \
+    "permessage-deflate; server_no_context_takeover; client_no_context_takeover"
+#define SEATD_WS_MAX_EXTENSIONS 1024
+int seatd_ws_deflate_offered(const char *offers);
+void seatd_ws_set_deflate(seatd_ws_t *ws);
+int seatd_ws_deflate_enabled(const seatd_ws_t *ws);
+/* Appends to 'out' the payload of one compressed message of 'data' ('len' bytes). Returns 0,
+ * or SEATD_EINVAL if zlib failed. */
+SEATD_MUSTCHECK int seatd_ws_deflate(const char *data, size_t len, seatd_buf_t *out);
+/* Appends to 'out' the inflated payload of one compressed message. Returns 0, SEATD_EINVAL
+ * for a corrupt one, or SEATD_ETOOLARGE once it passes 'max' bytes ('out' then holds part). */
+SEATD_MUSTCHECK int seatd_ws_inflate(const char *data, size_t len, size_t max, seatd_buf_t *out);
+/* Queues one message whose payload is compressed already (seatd_ws_deflate). Returns as
+ * seatd_ws_send(), and SEATD_EINVAL when deflate was not negotiated. */
+SEATD_MUSTCHECK int seatd_ws_send_deflated(seatd_ws_t *ws, int opcode, const char *data,
+                                           size_t len);
 
 /* 1 when a close frame has been output (nothing more will be sent). */
 int seatd_ws_close_sent(const seatd_ws_t *ws);

@@ -282,6 +282,75 @@ Test(live, a_burst_past_the_bound_falls_back_to_one_snapshot)
     cr_assert_geq(n, 1, "a snapshot once a tick outran 4 versions (got %d)", n);
 }
 
+/*
+ * permessage-deflate: a client that offers it gets the extension in the 101, and every frame
+ * of 256 bytes or more compressed (the same JSON as an uncompressed watcher's, in a fraction
+ * of the bytes); its own compressed command is understood.
+ */
+Test(live, compresses_frames_for_a_client_that_offers_permessage_deflate)
+{
+    static char names[90][8];
+    const char *seats[91];
+    for (int i = 0; i < 90; i++) {
+        snprintf(names[i], sizeof(names[i]), "A%d", i + 1);
+        seats[i] = names[i];
+    }
+    seats[90] = NULL;
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats, 60000), 0);
+    tls_t srv;
+    cr_assert_eq(tls_start(&srv, NULL), 0);
+    wsc_t z, p;
+    cr_assert_eq(wsc_connect_ext(&z, srv.port, "/v1/shows/1/seats/ws",
+                                 "permessage-deflate; client_max_window_bits"),
+                 101);
+    cr_assert(z.deflate, "the 101 takes the offer");
+    cr_assert_eq(wsc_connect(&p, srv.port, "/v1/shows/1/seats/ws"), 101);
+    cr_assert_not(p.deflate);
+
+    cJSON *jz = wsc_next(&z, 3000), *jp = wsc_next(&p, 3000);
+    cr_assert_not_null(jz);
+    cr_assert_not_null(jp);
+    cr_assert_str_eq(wsc_type(jz), "snapshot");
+    cr_assert(cJSON_Compare(jz, jp, 1), "the same snapshot, compressed or not");
+    cr_assert_lt(z.rx_bytes * 3, p.rx_bytes, "compressed: %zu bytes, plain: %zu", z.rx_bytes,
+                 p.rx_bytes);
+    cJSON_Delete(jz);
+    cJSON_Delete(jp);
+
+    size_t z0 = z.rx_bytes, p0 = p.rx_bytes;
+    cr_assert_eq(th_hold(&t, &r, "1", "u1", seats + 80, 60000, 20, NULL), 0, "A81..A90");
+    jz = wsc_next(&z, 3000);
+    jp = wsc_next(&p, 3000);
+    cr_assert_str_eq(wsc_type(jz), "delta");
+    cr_assert(cJSON_Compare(jz, jp, 1), "the same delta, compressed or not");
+    cr_assert_lt(z.rx_bytes - z0, p.rx_bytes - p0);
+    cJSON_Delete(jz);
+    cJSON_Delete(jp);
+
+    /* The client's own command, compressed: a resync answers a snapshot. */
+    const char *cmd = "{\"type\":\"resync\"}";
+    seatd_buf_t c = SEATD_BUF_INIT;
+    cr_assert_eq(seatd_ws_deflate(cmd, strlen(cmd), &c), 0);
+    cr_assert_eq(seatd_ws_send_deflated(z.ws, SEATD_WS_TEXT, c.data, c.len), 0);
+    wsc_flush(&z);
+    seatd_buf_free(&c);
+    jz = wsc_next(&z, 3000);
+    cr_assert_not_null(jz);
+    cr_assert_str_eq(wsc_type(jz), "snapshot");
+    cr_assert_eq(wsc_int(jz, "version"), 1);
+    cr_assert_str_eq(wsc_snapshot_seat(jz, "A90"), "held");
+    cJSON_Delete(jz);
+
+    wsc_close(&z);
+    wsc_close(&p);
+    th_res_clear(&r);
+    cr_assert_eq(tls_stop(&srv), 0);
+    cr_assert_eq(th_close(&t), 0);
+}
+
 Test(live, sends_a_fresh_snapshot_after_a_version_gap)
 {
     th_t t;

@@ -37,6 +37,8 @@ typedef struct wsc_s {
     unsigned close_status; /* the server's close code */
     int port;              /* where it connected, for the response log */
     char path[256];
+    int deflate;     /* the server took our permessage-deflate offer */
+    size_t rx_bytes; /* bytes read from the socket after the upgrade answer */
 } wsc_t;
 
 /* Appends '{"host":"127.0.0.1","port":…,"path":…,' + 'rest' + '\n' to the response log. */
@@ -115,6 +117,7 @@ static inline int wsc_pump(wsc_t *c, int timeout_ms)
         c->closed = 1;
         return -1;
     }
+    c->rx_bytes += (size_t)n;
     if (seatd_ws_feed(c->ws, buf, (size_t)n) < 0)
         c->closed = 1;
     wsc_flush(c);
@@ -122,10 +125,12 @@ static inline int wsc_pump(wsc_t *c, int timeout_ms)
 }
 
 /*
- * Connects to 127.0.0.1:'port', sends the upgrade for 'path' and reads the answer. Returns
- * the HTTP status (101 on success, then 'c' is open), or -1 when nothing answered.
+ * Connects to 127.0.0.1:'port', sends the upgrade for 'path' (with 'extensions' as its
+ * Sec-WebSocket-Extensions offer, when not NULL) and reads the answer. Returns the HTTP status
+ * (101 on success, then 'c' is open; c->deflate when the server took permessage-deflate), or
+ * -1 when nothing answered.
  */
-static inline int wsc_connect(wsc_t *c, int port, const char *path)
+static inline int wsc_connect_ext(wsc_t *c, int port, const char *path, const char *extensions)
 {
     memset(c, 0, sizeof(*c));
     c->port = port;
@@ -146,8 +151,9 @@ static inline int wsc_connect(wsc_t *c, int port, const char *path)
     int n = snprintf(req, sizeof(req),
                      "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
                      "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                     "Sec-WebSocket-Version: 13\r\n\r\n",
-                     path);
+                     "Sec-WebSocket-Version: 13\r\n%s%s%s\r\n",
+                     path, extensions ? "Sec-WebSocket-Extensions: " : "",
+                     extensions ? extensions : "", extensions ? "\r\n" : "");
     if (write(c->fd, req, (size_t)n) != n)
         return -1;
     char head[8192];
@@ -202,10 +208,21 @@ static inline int wsc_connect(wsc_t *c, int port, const char *path)
         seatd_buf_free(&h);
     }
     c->ws = seatd_ws_new(1, 16 << 20, wsc_on_msg, c);
+    *end = '\0';                                                     /* the headers alone */
+    const char *ext = strstr(head, "\r\nSec-WebSocket-Extensions:"); /* as seatd writes it */
+    if (ext && strstr(ext, "permessage-deflate")) {
+        seatd_ws_set_deflate(c->ws);
+        c->deflate = 1;
+    }
     size_t rest = len - (size_t)(end + 4 - head);
     if (rest > 0 && seatd_ws_feed(c->ws, end + 4, rest) < 0)
         c->closed = 1;
     return 101;
+}
+
+static inline int wsc_connect(wsc_t *c, int port, const char *path)
+{
+    return wsc_connect_ext(c, port, path, NULL);
 }
 
 /* The next text message as JSON (owned: cJSON_Delete), or NULL after 'timeout_ms' or when

@@ -206,3 +206,132 @@ Test(ws_codec, rejects_unmasked_client_frames_and_oversized_messages)
     seatd_ws_free(srv);
     seatd_ws_free(cli);
 }
+
+/* ------------------------------------------------------------- permessage-deflate (RFC 7692) */
+
+typedef struct {
+    const char *offers;
+    int taken;
+} deflate_case_t;
+
+static const deflate_case_t deflate_cases[] = {
+    {"permessage-deflate; client_max_window_bits", 1}, /* Chromium */
+    {"permessage-deflate", 1},
+    {"PerMessage-Deflate ;  server_no_context_takeover ; client_no_context_takeover", 1},
+    {"permessage-deflate; client_max_window_bits=10; server_max_window_bits=15", 1},
+    {"permessage-deflate; client_max_window_bits=\"12\"", 1},
+    {"permessage-deflate; server_max_window_bits=10", 0},                     /* we always use 15 */
+    {"permessage-deflate; server_max_window_bits=10, permessage-deflate", 1}, /* the fallback */
+    {"permessage-deflate; client_max_window_bits=16", 0},
+    {"permessage-deflate; client_max_window_bits=7", 0},
+    {"permessage-deflate; server_no_context_takeover=1", 0},
+    {"permessage-deflate; client_no_context_takeover; client_no_context_takeover", 0},
+    {"permessage-deflate; x-unknown", 0},
+    {"x-webkit-deflate-frame", 0},
+    {"permessage-deflate-x", 0},
+    {"", 0},
+    {NULL, 0},
+};
+
+Test(ws_codec, takes_only_permessage_deflate_offers_it_can_honour)
+{
+    for (size_t i = 0; i < sizeof(deflate_cases) / sizeof(deflate_cases[0]); i++) {
+        const deflate_case_t *c = &deflate_cases[i];
+        cr_expect_eq(seatd_ws_deflate_offered(c->offers), c->taken, "offer '%s'",
+                     c->offers ? c->offers : "(none)");
+    }
+    static char huge[SEATD_WS_MAX_EXTENSIONS + 2];
+    memset(huge, ' ', sizeof(huge) - 1);
+    memcpy(huge, "permessage-deflate", 18);
+    cr_expect_eq(seatd_ws_deflate_offered(huge), 0, "an overlong header is not read");
+}
+
+Test(ws_codec, deflate_and_inflate_round_trip_without_the_sync_tail)
+{
+    seatd_buf_t in = SEATD_BUF_INIT, z = SEATD_BUF_INIT, back = SEATD_BUF_INIT;
+    seatd_buf_puts(&in, "{\"type\":\"snapshot\",\"version\":7,\"seats\":{");
+    for (int i = 0; i < 2000; i++)
+        seatd_buf_printf(&in, "%s\"A%d\":\"available\"", i ? "," : "", i);
+    seatd_buf_puts(&in, "}}");
+    cr_assert_eq(seatd_ws_deflate(in.data, in.len, &z), 0);
+    cr_assert_lt(z.len * 5, in.len, "%zu bytes compressed to %zu", in.len, z.len);
+    cr_assert(z.len < 4 || memcmp(z.data + z.len - 4, "\x00\x00\xff\xff", 4) != 0,
+              "the empty stored block is left out");
+    cr_assert_eq(seatd_ws_inflate(z.data, z.len, in.len, &back), 0);
+    cr_assert_eq(back.len, in.len);
+    cr_assert_eq(memcmp(back.data, in.data, in.len), 0);
+
+    seatd_buf_reset(&back);
+    cr_assert_eq(seatd_ws_inflate(z.data, z.len, in.len - 1, &back), SEATD_ETOOLARGE,
+                 "one byte past the bound");
+    seatd_buf_reset(&back);
+    cr_assert_eq(seatd_ws_inflate("\xff\xfe\xfd\xfc", 4, 4096, &back), SEATD_EINVAL, "corrupt");
+    seatd_buf_free(&in);
+    seatd_buf_free(&z);
+    seatd_buf_free(&back);
+}
+
+Test(ws_codec, compressed_messages_cross_both_ways_once_negotiated)
+{
+    seen_t at_cli = {0}, at_srv = {0};
+    seatd_ws_t *srv = seatd_ws_new(0, 4096, on_msg, &at_srv);
+    seatd_ws_t *cli = seatd_ws_new(1, 0, on_msg, &at_cli);
+    seatd_ws_set_deflate(srv);
+    seatd_ws_set_deflate(cli);
+    const char *text = "{\"type\":\"delta\",\"fromVersion\":3,\"version\":3,\"changes\":[]}";
+    seatd_buf_t z = SEATD_BUF_INIT, out = SEATD_BUF_INIT;
+    cr_assert_eq(seatd_ws_deflate(text, strlen(text), &z), 0);
+    cr_assert_eq(seatd_ws_send_deflated(srv, SEATD_WS_TEXT, z.data, z.len), 0);
+    cr_assert_eq(seatd_ws_send(srv, SEATD_WS_TEXT, "plain", 5), 0, "uncompressed still allowed");
+    seatd_ws_output(srv, &out);
+    cr_assert_eq((unsigned char)out.data[0], 0xc1, "FIN + RSV1 + text");
+    cr_assert_eq(seatd_ws_feed(cli, out.data, out.len), 0);
+    cr_assert_eq(at_cli.n, 2);
+    cr_assert_str_eq(at_cli.text[0], text);
+    cr_assert_str_eq(at_cli.text[1], "plain");
+
+    /* The client's compressed command, and then a bomb past the server's 4 KB bound. */
+    seatd_buf_reset(&out);
+    cr_assert_eq(seatd_ws_send_deflated(cli, SEATD_WS_TEXT, z.data, z.len), 0);
+    seatd_ws_output(cli, &out);
+    cr_assert_eq(seatd_ws_feed(srv, out.data, out.len), 0);
+    cr_assert_eq(at_srv.n, 1);
+    cr_assert_str_eq(at_srv.text[0], text);
+    static char zeros[65536];
+    seatd_buf_reset(&z);
+    cr_assert_eq(seatd_ws_deflate(zeros, sizeof(zeros), &z), 0);
+    cr_assert_lt(z.len, 1024);
+    seatd_buf_reset(&out);
+    cr_assert_eq(seatd_ws_send_deflated(cli, SEATD_WS_TEXT, z.data, z.len), 0);
+    seatd_ws_output(cli, &out);
+    cr_assert_eq(seatd_ws_feed(srv, out.data, out.len), SEATD_EINVAL);
+    cr_assert_eq(at_srv.n, 1, "the bomb reached nobody");
+    seatd_buf_reset(&out);
+    seatd_ws_output(srv, &out);
+    cr_assert_eq((unsigned char)out.data[0], 0x88, "a close frame");
+    cr_assert_eq(((unsigned char)out.data[2] << 8) | (unsigned char)out.data[3], 1009);
+    seatd_buf_free(&z);
+    seatd_buf_free(&out);
+    seatd_ws_free(srv);
+    seatd_ws_free(cli);
+}
+
+Test(ws_codec, a_compressed_frame_without_negotiation_is_a_protocol_error)
+{
+    seatd_ws_t *srv = seatd_ws_new(0, 4096, NULL, NULL);
+    seatd_ws_t *cli = seatd_ws_new(1, 0, NULL, NULL);
+    seatd_ws_set_deflate(cli); /* only the client thinks it was negotiated */
+    seatd_buf_t z = SEATD_BUF_INIT, out = SEATD_BUF_INIT;
+    cr_assert_eq(seatd_ws_deflate("resync", 6, &z), 0);
+    cr_assert_eq(seatd_ws_send_deflated(cli, SEATD_WS_TEXT, z.data, z.len), 0);
+    seatd_ws_output(cli, &out);
+    cr_assert_eq(seatd_ws_feed(srv, out.data, out.len), SEATD_EINVAL);
+    seatd_ws_t *plain = seatd_ws_new(0, 0, NULL, NULL);
+    cr_assert_eq(seatd_ws_send_deflated(plain, SEATD_WS_TEXT, z.data, z.len), SEATD_EINVAL,
+                 "not negotiated: nothing compressed is sent");
+    seatd_buf_free(&z);
+    seatd_buf_free(&out);
+    seatd_ws_free(srv);
+    seatd_ws_free(cli);
+    seatd_ws_free(plain);
+}

@@ -18,6 +18,7 @@
 
 typedef struct {
     long long since; /* ?since=, or -1 */
+    int deflate;     /* the client offered permessage-deflate (ws_codec.h) */
     char key[32];    /* Sec-WebSocket-Key (24 characters when valid) */
 } ws_op_t;
 
@@ -29,8 +30,8 @@ static void ws_op_free(void *ctx)
 static void ws_upgrade(seatd_req_t *r, const struct seatd_layout_s *l, void *ctx)
 {
     ws_op_t *op = ctx;
-    int rc =
-        seatd_live_accept(seatd__app(r)->live, r, seatd_req_param(r, "id"), l, op->key, op->since);
+    int rc = seatd_live_accept(seatd__app(r)->live, r, seatd_req_param(r, "id"), l, op->key,
+                               op->since, op->deflate);
     if (rc < 0)
         seatd_req_finish_problem(r, rc, NULL, NULL);
     free(op);
@@ -73,6 +74,7 @@ int seatd_handle_live_ws(seatd_req_t *r)
         return 0;
     }
     snprintf(op->key, sizeof(op->key), "%s", key);
+    op->deflate = seatd_ws_deflate_offered(seatd_req_header(r, "sec-websocket-extensions"));
     int rc = seatd__with_layout(r, id, ws_upgrade, ws_op_free, op);
     if (rc < 0)
         free(op);
