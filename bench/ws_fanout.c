@@ -11,8 +11,10 @@
  * Usage: seatd_ws_fanout --port P --worker-pid PID [--clients 5000] [--procs 4]
  *                        [--holds 400] [--rate 50] [--seats 2000]
  *        seatd_ws_fanout --port P --show ID --watch-ms MS [--clients 1000] [--procs 2]
+ *                        [--deflate 1]
  * The second form only watches an existing show (bench/run's on-sale mix, where the holds come
- * from the load generator): it counts the frames and checks every delta chains on the last.
+ * from the load generator): it counts the frames and the bytes read, and checks every delta
+ * chains on the last. --deflate 1 offers permessage-deflate as browsers do (and inflates).
  * Needs SEATD_JWT_SECRET (to mint the admin and user tokens). bench/ws_fanout.sh starts Redis
  * and one worker and runs this; see there.
  */
@@ -52,6 +54,9 @@ typedef struct {
     volatile long long dup;                /* a seat seen held twice by one client */
     volatile long long broken;             /* deltas that did not chain */
     volatile long long frames;             /* text frames received (watch mode) */
+    volatile long long bytes;              /* bytes read after the upgrades (watch mode) */
+    volatile int deflate;                  /* offer permessage-deflate */
+    volatile int deflated;                 /* clients whose offer was taken */
     volatile int watch;                    /* watch mode: no per-seat bookkeeping */
     float lat_us[MAX_SAMPLES];
 } shared_t;
@@ -191,12 +196,15 @@ static int client_proc(int nconns)
     conn_t *cs = calloc((size_t)nconns, sizeof(*cs));
     int ep = epoll_create1(0);
     const char *show = getenv("WSF_SHOW");
-    char req[512];
+    char req[640];
     int rl = snprintf(req, sizeof(req),
                       "GET /v1/shows/%s/seats/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
                       "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                      "Sec-WebSocket-Version: 13\r\n\r\n",
-                      show);
+                      "Sec-WebSocket-Version: 13\r\n%s\r\n",
+                      show,
+                      SH->deflate ? "Sec-WebSocket-Extensions: permessage-deflate; "
+                                    "client_max_window_bits\r\n"
+                                  : "");
     for (int i = 0; i < nconns; i++) {
         conn_t *c = &cs[i];
         c->seen_held = calloc((size_t)NSEATS, 1);
@@ -224,6 +232,11 @@ static int client_proc(int nconns)
             _exit(4);
         }
         c->ws = seatd_ws_new(1, 16 << 20, on_msg, c);
+        *end = '\0'; /* the headers alone */
+        if (strstr(head, "\r\nSec-WebSocket-Extensions: permessage-deflate")) {
+            seatd_ws_set_deflate(c->ws);
+            __sync_fetch_and_add(&SH->deflated, 1);
+        }
         size_t rest = len - (size_t)(end + 4 - head);
         if (rest && seatd_ws_feed(c->ws, end + 4, rest) < 0)
             _exit(5);
@@ -244,9 +257,11 @@ static int client_proc(int nconns)
             conn_t *c = evs[i].data.ptr;
             cur_conn = c;
             ssize_t r;
-            while ((r = read(c->fd, buf, sizeof(buf))) > 0)
+            while ((r = read(c->fd, buf, sizeof(buf))) > 0) {
+                __sync_fetch_and_add(&SH->bytes, r);
                 if (seatd_ws_feed(c->ws, buf, (size_t)r) < 0)
                     break;
+            }
             if (r == 0) {
                 fprintf(stderr, "ws_fanout: the server closed a client\n");
                 epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -308,28 +323,31 @@ static int *start_clients(int clients, int procs, double *connect_s)
 
 /* Watch mode: 'clients' watchers on show 'show' for 'ms' once all are connected, then the
  * figures. */
-static int watch_only(const char *show, int clients, int procs, int ms)
+static int watch_only(const char *show, int clients, int procs, int ms, int deflate)
 {
     SH = mmap(NULL, sizeof(*SH), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (SH == MAP_FAILED)
         return 1;
     SH->watch = 1;
+    SH->deflate = deflate;
     setenv("WSF_SHOW", show, 1);
     double connect_s = 0;
     int *pids = start_clients(clients, procs, &connect_s);
     printf("ws_fanout watch connected=%d\n", SH->ready); /* bench/run starts the load now */
     fflush(stdout);
-    long long f0 = SH->frames, t1 = now_ns();
+    long long f0 = SH->frames, b0 = SH->bytes, t1 = now_ns();
     while (now_ns() - t1 < (long long)ms * 1000000LL)
         usleep(20000);
     double secs = (double)(now_ns() - t1) / 1e9;
-    long long frames = SH->frames - f0;
+    long long frames = SH->frames - f0, bytes = SH->bytes - b0;
     SH->stop = 1;
     for (int p = 0; p < procs; p++)
         waitpid(pids[p], NULL, 0);
     printf("ws_fanout watch clients=%d connected=%d connect_s=%.2f frames=%lld frames_per_s=%.0f "
-           "broken_chain=%lld\n",
-           clients, SH->ready, connect_s, frames, secs > 0 ? frames / secs : 0.0, SH->broken);
+           "broken_chain=%lld bytes_per_s=%.0f bytes_per_frame=%.0f deflate=%d/%d\n",
+           clients, SH->ready, connect_s, frames, secs > 0 ? frames / secs : 0.0, SH->broken,
+           secs > 0 ? bytes / secs : 0.0, frames > 0 ? (double)bytes / frames : 0.0, SH->deflated,
+           clients);
     free(pids);
     return SH->ready == clients && SH->broken == 0 ? 0 : 1;
 }
@@ -338,6 +356,7 @@ int main(int argc, char **argv)
 {
     int clients = 5000, procs = 4, holds = 400, rate = 50, worker_pid = 0, watch_ms = 0;
     const char *existing = NULL;
+    int deflate = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--port"))
             PORT = atoi(argv[i + 1]);
@@ -357,9 +376,11 @@ int main(int argc, char **argv)
             existing = argv[i + 1];
         else if (!strcmp(argv[i], "--watch-ms"))
             watch_ms = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--deflate"))
+            deflate = atoi(argv[i + 1]) != 0;
     }
     if (existing && watch_ms > 0)
-        return watch_only(existing, clients, procs, watch_ms);
+        return watch_only(existing, clients, procs, watch_ms, deflate);
     const char *secret = getenv("SEATD_JWT_SECRET");
     seatd_auth_t *auth = NULL;
     char *admin = NULL, *user = NULL;
