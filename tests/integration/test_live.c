@@ -46,6 +46,17 @@ static long long follow(wsc_t *c, long long from, long long want, char seats[8][
     return v;
 }
 
+/* The next frame of 'c' is a snapshot at 'version' showing 'seat' as 'status'. */
+static void expect_snapshot(wsc_t *c, long long version, const char *seat, const char *status)
+{
+    cJSON *j = wsc_next(c, 3000);
+    cr_assert_not_null(j, "a snapshot");
+    cr_assert_str_eq(wsc_type(j), "snapshot");
+    cr_assert_eq(wsc_int(j, "version"), version);
+    cr_assert_str_eq(wsc_snapshot_seat(j, seat), status);
+    cJSON_Delete(j);
+}
+
 static long long redis_version(redisContext *rc, const char *show)
 {
     char v[32] = "";
@@ -337,12 +348,7 @@ Test(live, compresses_frames_for_a_client_that_offers_permessage_deflate)
     cr_assert_eq(seatd_ws_send_deflated(z.ws, SEATD_WS_TEXT, c.data, c.len), 0);
     wsc_flush(&z);
     seatd_buf_free(&c);
-    jz = wsc_next(&z, 3000);
-    cr_assert_not_null(jz);
-    cr_assert_str_eq(wsc_type(jz), "snapshot");
-    cr_assert_eq(wsc_int(jz, "version"), 1);
-    cr_assert_str_eq(wsc_snapshot_seat(jz, "A90"), "held");
-    cJSON_Delete(jz);
+    expect_snapshot(&z, 1, "A90", "held");
 
     wsc_close(&z);
     wsc_close(&p);
@@ -369,12 +375,7 @@ Test(live, sends_a_fresh_snapshot_after_a_version_gap)
     cr_assert_eq(th_int(rc, "SET {s:1}:ver 5"), -1000, "a status reply");
     cr_assert_eq(th_int(rc, "SETBIT {s:1}:held 6 1"), 0);
     cr_assert_geq(th_int(rc, "PUBLISH {s:1}:ch %s", "{\"v\":5,\"c\":[[\"A7\",\"held\"]]}"), 1);
-    j = wsc_next(&c, 3000);
-    cr_assert_not_null(j);
-    cr_assert_str_eq(wsc_type(j), "snapshot");
-    cr_assert_eq(wsc_int(j, "version"), 5);
-    cr_assert_str_eq(wsc_snapshot_seat(j, "A7"), "held");
-    cJSON_Delete(j);
+    expect_snapshot(&c, 5, "A7", "held");
 
     wsc_close(&c);
     redisFree(rc);
