@@ -280,11 +280,6 @@ void seatd_ws_set_deflate(seatd_ws_t *ws)
     wslay_event_config_set_allowed_rsv_bits(ws->ctx, WSLAY_RSV1_BIT);
 }
 
-int seatd_ws_deflate_enabled(const seatd_ws_t *ws)
-{
-    return ws->deflate;
-}
-
 /* [s, e) without the spaces and tabs around it. */
 static void trim(const char **s, const char **e)
 {

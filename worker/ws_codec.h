@@ -119,7 +119,6 @@ size_t seatd_ws_output(seatd_ws_t *ws, seatd_buf_t *out);
 #define SEATD_WS_MAX_EXTENSIONS 1024
 int seatd_ws_deflate_offered(const char *offers);
 void seatd_ws_set_deflate(seatd_ws_t *ws);
-int seatd_ws_deflate_enabled(const seatd_ws_t *ws);
 /* Appends to 'out' the payload of one compressed message of 'data' ('len' bytes). Returns 0,
  * or SEATD_EINVAL if zlib failed. */
 SEATD_MUSTCHECK int seatd_ws_deflate(const char *data, size_t len, seatd_buf_t *out);
