@@ -44,26 +44,37 @@ int seatd_ws_accept_key(const char *client_key, char *out)
     return n == SEATD_WS_ACCEPT_LEN ? 0 : SEATD_EINVAL;
 }
 
+/* [s, e) without the spaces and tabs around it. */
+static void trim(const char **s, const char **e)
+{
+    while (*s < *e && (**s == ' ' || **s == '\t'))
+        (*s)++;
+    while (*e > *s && ((*e)[-1] == ' ' || (*e)[-1] == '\t'))
+        (*e)--;
+}
+
+/* Whether [s, e) is 'name' (case-insensitive). */
+static int is_name(const char *s, const char *e, const char *name)
+{
+    size_t n = strlen(name);
+    return (size_t)(e - s) == n && strncasecmp(s, name, n) == 0;
+}
+
 /* 1 if the comma-separated header value 'list' contains 'token' (case-insensitive). */
 static int has_token(const char *list, const char *token)
 {
     if (list == NULL)
         return 0;
-    size_t tlen = strlen(token);
-    const char *p = list;
-    while (*p) {
-        while (*p == ' ' || *p == '\t' || *p == ',')
-            p++;
-        const char *start = p;
-        while (*p && *p != ',')
-            p++;
-        const char *end = p;
-        while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
-            end--;
-        if ((size_t)(end - start) == tlen && strncasecmp(start, token, tlen) == 0)
+    for (const char *p = list;;) {
+        const char *comma = strchr(p, ',');
+        const char *start = p, *end = comma ? comma : p + strlen(p);
+        trim(&start, &end);
+        if (is_name(start, end, token))
             return 1;
+        if (comma == NULL)
+            return 0;
+        p = comma + 1;
     }
-    return 0;
 }
 
 int seatd_ws_check_upgrade(const char *upgrade, const char *connection, const char *version,
@@ -278,22 +289,6 @@ void seatd_ws_set_deflate(seatd_ws_t *ws)
 {
     ws->deflate = 1;
     wslay_event_config_set_allowed_rsv_bits(ws->ctx, WSLAY_RSV1_BIT);
-}
-
-/* [s, e) without the spaces and tabs around it. */
-static void trim(const char **s, const char **e)
-{
-    while (*s < *e && (**s == ' ' || **s == '\t'))
-        (*s)++;
-    while (*e > *s && ((*e)[-1] == ' ' || (*e)[-1] == '\t'))
-        (*e)--;
-}
-
-/* Whether [s, e) is 'name' (case-insensitive). */
-static int is_name(const char *s, const char *e, const char *name)
-{
-    size_t n = strlen(name);
-    return (size_t)(e - s) == n && strncasecmp(s, name, n) == 0;
 }
 
 /* A window-bits value ("8".."15", optionally quoted) in [s, e): the number, or -1. */

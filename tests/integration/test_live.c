@@ -57,6 +57,34 @@ static void expect_snapshot(wsc_t *c, long long version, const char *seat, const
     cJSON_Delete(j);
 }
 
+/* Opens the harness, creates show 1 (SEATS, holds of 'ttl_ms'), starts a worker with 'lo'
+ * (NULL: defaults) and connects 'c' to the show's live map: its first frame, a snapshot at
+ * version 0, is taken. */
+static void watch_fresh_show(th_t *t, tls_t *srv, wsc_t *c, const seatd_live_opts_t *lo,
+                             long long ttl_ms)
+{
+    cr_assert_eq(th_open(t), 0);
+    cr_assert_eq(th_create_show(t, "1", SEATS, ttl_ms), 0);
+    cr_assert_eq(tls_start(srv, lo), 0);
+    cr_assert_eq(wsc_connect(c, srv->port, "/v1/shows/1/seats/ws"), 101);
+    cJSON *j = wsc_next(c, 3000);
+    cr_assert_not_null(j, "a first frame");
+    cr_assert_str_eq(wsc_type(j), "snapshot");
+    cr_assert_eq(wsc_int(j, "version"), 0);
+    cJSON_Delete(j);
+}
+
+#define MANY_SEATS 90
+/* Seat ids <prefix>1..<prefix>90 into 'names', and 'seats' pointing at them (NULL-ended). */
+static void many_seats(char names[MANY_SEATS][8], const char *seats[MANY_SEATS + 1], char prefix)
+{
+    for (int i = 0; i < MANY_SEATS; i++) {
+        snprintf(names[i], sizeof(names[i]), "%c%d", prefix, i + 1);
+        seats[i] = names[i];
+    }
+    seats[MANY_SEATS] = NULL;
+}
+
 static long long redis_version(redisContext *rc, const char *show)
 {
     char v[32] = "";
@@ -211,15 +239,9 @@ static int burst_snapshots(const seatd_live_opts_t *lo)
 {
     th_t t;
     th_res_t r = {0};
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(th_create_show(&t, "1", SEATS, 60000), 0);
     tls_t srv;
-    cr_assert_eq(tls_start(&srv, lo), 0);
     wsc_t c;
-    cr_assert_eq(wsc_connect(&c, srv.port, "/v1/shows/1/seats/ws"), 101);
-    cJSON *j = wsc_next(&c, 3000);
-    cr_assert_str_eq(wsc_type(j), "snapshot");
-    cJSON_Delete(j);
+    watch_fresh_show(&t, &srv, &c, lo, 60000);
 
     char ids[4][SEATD_ID_MAX];
     for (int round = 0; round < 3; round++) {
@@ -238,7 +260,7 @@ static int burst_snapshots(const seatd_live_opts_t *lo)
     long long v = 0;
     char seats[4][16] = {"available", "available", "available", "available"};
     while (v >= 0 && v < 24) {
-        j = wsc_next(&c, 3000);
+        cJSON *j = wsc_next(&c, 3000);
         if (j == NULL) {
             v = -1;
             break;
@@ -300,13 +322,9 @@ Test(live, a_burst_past_the_bound_falls_back_to_one_snapshot)
  */
 Test(live, compresses_frames_for_a_client_that_offers_permessage_deflate)
 {
-    static char names[90][8];
-    const char *seats[91];
-    for (int i = 0; i < 90; i++) {
-        snprintf(names[i], sizeof(names[i]), "A%d", i + 1);
-        seats[i] = names[i];
-    }
-    seats[90] = NULL;
+    static char names[MANY_SEATS][8];
+    const char *seats[MANY_SEATS + 1];
+    many_seats(names, seats, 'A');
     th_t t;
     th_res_t r = {0};
     cr_assert_eq(th_open(&t), 0);
@@ -360,15 +378,9 @@ Test(live, compresses_frames_for_a_client_that_offers_permessage_deflate)
 Test(live, sends_a_fresh_snapshot_after_a_version_gap)
 {
     th_t t;
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(th_create_show(&t, "1", SEATS, 60000), 0);
     tls_t srv;
-    cr_assert_eq(tls_start(&srv, NULL), 0);
     wsc_t c;
-    cr_assert_eq(wsc_connect(&c, srv.port, "/v1/shows/1/seats/ws"), 101);
-    cJSON *j = wsc_next(&c, 3000);
-    cr_assert_eq(wsc_int(j, "version"), 0);
-    cJSON_Delete(j);
+    watch_fresh_show(&t, &srv, &c, NULL, 60000);
 
     /* Versions 1..4 were "missed": only version 5 is published. */
     redisContext *rc = seatd_test_redis_connect();
@@ -386,14 +398,9 @@ Test(live, sends_a_fresh_snapshot_after_a_version_gap)
 Test(live, shows_an_abandoned_hold_available_after_its_deadline_without_any_request)
 {
     th_t t;
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(th_create_show(&t, "1", SEATS, 1000), 0); /* 1 s holds */
     tls_t srv;
-    cr_assert_eq(tls_start(&srv, NULL), 0);
     wsc_t c;
-    cr_assert_eq(wsc_connect(&c, srv.port, "/v1/shows/1/seats/ws"), 101);
-    cJSON *j = wsc_next(&c, 3000);
-    cJSON_Delete(j);
+    watch_fresh_show(&t, &srv, &c, NULL, 1000); /* 1 s holds */
 
     /* Through HTTP, so the worker's finish hook hints the sweeper. */
     char hdr[1024];
@@ -415,7 +422,7 @@ Test(live, shows_an_abandoned_hold_available_after_its_deadline_without_any_requ
     cJSON_Delete(hold);
     seatd_test_http_response_free(&res);
 
-    j = wsc_next(&c, 3000);
+    cJSON *j = wsc_next(&c, 3000);
     cr_assert_str_eq(wsc_delta_seat(j, "A2"), "held");
     cJSON_Delete(j);
     j = wsc_next(&c, 20000); /* a deadline only a lost expiry reaches */
@@ -458,13 +465,9 @@ Test(live, closes_a_client_that_cannot_keep_up)
 {
     th_t t;
     cr_assert_eq(th_open(&t), 0);
-    static char names[90][8];
-    const char *many[91];
-    for (int i = 0; i < 90; i++) {
-        snprintf(names[i], sizeof(names[i]), "B%d", i + 1);
-        many[i] = names[i];
-    }
-    many[90] = NULL;
+    static char names[MANY_SEATS][8];
+    const char *many[MANY_SEATS + 1];
+    many_seats(names, many, 'B');
     cr_assert_eq(th_create_show(&t, "1", many, 60000), 0);
     seatd_live_opts_t lo = {.max_queue_bytes = 1024}; /* smaller than one snapshot */
     tls_t srv;
