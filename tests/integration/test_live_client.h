@@ -215,6 +215,7 @@ static inline int wsc_connect_ext(wsc_t *c, int port, const char *path, const ch
         c->deflate = 1;
     }
     size_t rest = len - (size_t)(end + 4 - head);
+    c->rx_bytes = rest; /* frames that came in the same read as the 101 */
     if (rest > 0 && seatd_ws_feed(c->ws, end + 4, rest) < 0)
         c->closed = 1;
     return 101;
