@@ -290,7 +290,7 @@
     const s = state.session;
     if (!s || s.kind !== 'account') return;
     const wait = Math.max(0, s.accessExp - refreshLead(s) - Date.now());
-    state.refreshTimer = setTimeout(() => refreshSession(s.accessToken), Math.min(wait, 0x7fffffff));
+    state.refreshTimer = setTimeout(() => refreshSession(s.refreshToken), Math.min(wait, 0x7fffffff));
   }
 
   /* Runs 'fn' while holding the one cross-tab refresh lock. */
@@ -331,9 +331,12 @@
     return fn();
   }
 
-  /* Brings the access token up to date. 'stale' is the access token that is expiring or was
-   * refused. Resolves to 'ok' (state.session is usable), 'ended' (signed out) or 'error'
-   * (no answer: the session is kept and tried again later). */
+  /* Brings the access token up to date. 'stale' is the refresh token of the pair whose access
+   * token is expiring or was refused: a stored pair with another refresh token is a newer one.
+   * (Refresh tokens rotate and are random. Access tokens are not compared: a server that mints
+   * them without a "jti" gives the same bytes twice within one second.) Resolves to 'ok'
+   * (state.session is usable), 'ended' (signed out) or 'error' (no answer: the session is kept
+   * and tried again later). */
   let refreshFlight = null;
   function refreshSession(stale) {
     if (!refreshFlight) {
@@ -351,7 +354,7 @@
       if (state.session && state.session.kind === 'account') sessionEnded('Your session has ended. Please sign in again.');
       return 'ended';
     }
-    if (s.accessToken !== stale && s.accessExp - Date.now() > refreshLead(s)) {
+    if (s.refreshToken !== stale && s.accessExp - Date.now() > refreshLead(s)) {
       adoptSession(s);            // another tab refreshed while this one waited
       return 'ok';
     }
@@ -375,7 +378,7 @@
     // No answer, 429 or 5xx: the refresh token is probably still good. Try again soon.
     clearTimeout(state.refreshTimer);
     const wait = res.status === 429 ? retryAfterSeconds(res) * 1000 : 10000;
-    state.refreshTimer = setTimeout(() => refreshSession(s.accessToken), wait);
+    state.refreshTimer = setTimeout(() => refreshSession(s.refreshToken), wait);
     return 'error';
   }
 
@@ -388,15 +391,15 @@
     let s = state.session;
     if (!s) return SIGNED_OUT();
     if (s.kind === 'account' && s.accessExp - Date.now() < 5000) {
-      await refreshSession(s.accessToken);
+      await refreshSession(s.refreshToken);
       s = state.session;
       if (!s) return SIGNED_OUT();
     }
     const token = s.accessToken;
     let res = await api(method, path, body, extraHeaders, token);
     if (res.status === 401 && s.kind === 'account') {
-      await refreshSession(token);
-      if (state.session && state.session.accessToken !== token) {
+      await refreshSession(s.refreshToken);
+      if (state.session && state.session.refreshToken !== s.refreshToken) {
         res = await api(method, path, body, extraHeaders, state.session.accessToken);
       } else if (!state.session) {
         res.signedOut = true;
@@ -516,7 +519,7 @@
     document.addEventListener('visibilitychange', () => {
       const s = state.session;
       if (document.visibilityState === 'visible' && s && s.kind === 'account' &&
-          s.accessExp - Date.now() < refreshLead(s)) refreshSession(s.accessToken);
+          s.accessExp - Date.now() < refreshLead(s)) refreshSession(s.refreshToken);
     });
 
     initAccountForms();

@@ -11,6 +11,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -349,11 +350,19 @@ int seatd_auth_sign(const seatd_auth_t *auth, const char *sub, int admin, int64_
     if (sub == NULL || !valid_sub(sub) || ttl_s <= 0)
         return SEATD_EINVAL;
     int64_t now = now_s(auth);
+    /* A random "jti": without it two tokens for one user minted in the same second are the
+     * same bytes, and a client that tells a refreshed token from a stale one by comparing
+     * them (the seat page does) sees no refresh at all. */
+    unsigned char id[16];
+    if (RAND_bytes(id, sizeof(id)) != 1)
+        return SEATD_EINTERNAL;
 
     seatd_buf_t claims = SEATD_BUF_INIT, tok = SEATD_BUF_INIT;
-    /* 'sub' is in a charset that needs no JSON escaping (valid_sub). */
-    seatd_buf_printf(&claims, "{\"sub\":\"%s\",\"iat\":%lld,\"exp\":%lld%s}", sub, (long long)now,
-                     (long long)(now + ttl_s), admin ? ",\"role\":\"admin\"" : "");
+    /* 'sub' is in a charset that needs no JSON escaping (valid_sub); so is base64url. */
+    seatd_buf_printf(&claims, "{\"sub\":\"%s\",\"iat\":%lld,\"exp\":%lld%s,\"jti\":\"", sub,
+                     (long long)now, (long long)(now + ttl_s), admin ? ",\"role\":\"admin\"" : "");
+    b64url_encode(&claims, id, sizeof(id));
+    seatd_buf_puts(&claims, "\"}");
     static const char header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
     b64url_encode(&tok, (const unsigned char *)header, sizeof(header) - 1);
     seatd_buf_puts(&tok, ".");

@@ -81,8 +81,9 @@ SEATD_MUSTCHECK int seatd_auth_verify_bearer(const seatd_auth_t *auth, const cha
 
 /*
  * Mints an HS256 token for 'sub' (borrowed; must be a valid user id) with role "admin" when
- * 'admin' is non-zero, "iat" = now and "exp" = now + 'ttl_s' (> 0), now being the clock.
- * Returns 0 and an owned NUL-terminated '*out' (free() it), or SEATD_EINVAL.
+ * 'admin' is non-zero, "iat" = now and "exp" = now + 'ttl_s' (> 0), now being the clock, and
+ * a random "jti", so that no two tokens are alike. Returns 0 and an owned NUL-terminated
+ * '*out' (free() it), SEATD_EINVAL, or SEATD_EINTERNAL (no randomness).
  */
 SEATD_MUSTCHECK int seatd_auth_sign(const seatd_auth_t *auth, const char *sub, int admin,
                                     int64_t ttl_s, char **out);

@@ -326,6 +326,24 @@ Test(auth, signs_tokens_it_then_verifies)
     cr_assert_eq(seatd_auth_sign(auth, "bob", 0, 0, &t), SEATD_EINVAL);
 }
 
+/* The seat page tells a refreshed access token from a stale one by comparing them: two tokens
+ * minted for one user in the same second must differ (they did not before "jti"). */
+Test(auth, two_tokens_minted_in_the_same_second_differ)
+{
+    int64_t now = NOW;
+    seatd_auth_set_clock(auth, fixed_clock, &now);
+    char *a = NULL, *b = NULL;
+    cr_assert_eq(seatd_auth_sign(auth, "bob", 0, 60, &a), 0);
+    cr_assert_eq(seatd_auth_sign(auth, "bob", 0, 60, &b), 0);
+    cr_assert_str_neq(a, b);
+    seatd_principal_t who;
+    cr_assert_eq(seatd_auth_verify(auth, a, &who), 0);
+    cr_assert_eq(seatd_auth_verify(auth, b, &who), 0);
+    cr_assert_str_eq(who.sub, "bob");
+    free(a);
+    free(b);
+}
+
 Test(auth, verifies_bearer_headers)
 {
     char *t = NULL;
