@@ -234,6 +234,42 @@ static void restart_workers(int n)
     }
 }
 
+/* A worker restarted from a shell that has none of the stack's settings (no JWT secret, no
+ * SEATD_HOLD_RATE_PER_USER=0 that tests/e2e/run gave deploy/up): deploy/restart-worker starts
+ * it as deploy/up did, with the stack's secret and settings. Before, it did not start at all
+ * without the secret, and with it ran on the defaults (30 holds a minute per user). */
+Test(api_bookings, a_worker_restarted_from_a_bare_shell_runs_with_the_stacks_settings)
+{
+    char show[32];
+    cr_assert_eq(e2e_create_show(1, 4, 300, show), 0);
+    int n = kill_workers();
+    cr_assert(n >= 1);
+    const char *run = getenv("SEATD_E2E_RUN");
+    for (int i = 1; i <= n; i++) {
+        char cmd[1024];
+        snprintf(
+            cmd, sizeof(cmd),
+            "env -i PATH=\"$PATH\" SEATD_RUN_DIR='%s' %s/deploy/restart-worker %d >/dev/null 2>&1",
+            run, SEATD_SOURCE_DIR, i);
+        cr_assert_eq(system(cmd), 0, "restart worker %d from a bare shell", i);
+    }
+    cr_assert_eq(e2e_wait_workers_ready(15000), 0);
+    char path[64], body[] = "{\"seatIds\":[\"A1\"]}";
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    for (int i = 0; i < 40; i++) { /* past the default's 30: the stack's limit is none */
+        e2e_res_t res;
+        cr_assert_eq(e2e_call("POST", path, "rhea", body, NULL, &res), 0);
+        cr_assert_eq(res.http.status, 201, "hold %d: %d %.*s", i + 1, res.http.status,
+                     (int)res.http.body_len, res.http.body);
+        char release[96];
+        snprintf(release, sizeof(release), "/v1/holds/%s", e2e_str(&res, "holdId"));
+        e2e_res_free(&res);
+        cr_assert_eq(e2e_call("DELETE", release, "rhea", NULL, NULL, &res), 0);
+        cr_assert_eq(res.http.status, 200, "release %d", i + 1);
+        e2e_res_free(&res);
+    }
+}
+
 /* ------------------------------------------------------------------ the tokens */
 
 typedef struct {
