@@ -37,10 +37,14 @@ Per-user indexes, written by the worker (a show's script cannot write another sl
 it acknowledges a hold (after making it) or begins a booking: {u:<sub>}:holds and
 {u:<sub>}:bookings, zsets id -> ms added.
 seatd_me_add   KEYS[1] the index  ARGV id, retention ms (0: for ever)
-  ZADD with Redis's clock; entries older than the retention are trimmed -> {"score", ms}.
-seatd_me_list (no-writes)  KEYS[1] the index  ARGV before ("" = newest; else only entries
-  with a score below it), limit -> "id" and "score" once per entry, newest first, then
-  "more" "1"|"0".
+  ZADD NX with Redis's clock (an id filed again keeps its place, so that a page boundary
+  never moves under a reader); entries older than the retention are trimmed -> {"score", ms}
+  of the id's entry.
+seatd_me_list (no-writes)  KEYS[1] the index  ARGV after, limit -> "id" and "score" once per
+  entry, newest first (equal scores: ids in descending byte order, as Redis orders them),
+  then "more" "1"|"0". 'after' is "" (from the newest), "<score>.<id>" (the entries after
+  that one: the cursor of a page, exact even when entries share a millisecond) or "<score>"
+  (the entries with a lower score).
 ]]
 
 local USER_FIELDS = {'userId', 'email', 'name', 'hash', 'admin', 'createdAt'}
@@ -186,11 +190,23 @@ local function me_add(keys, args)
         return fail('INVAL', 'index')
     end
     local now = now_ms()
-    redis.call('ZADD', keys[1], now, args[1])
+    redis.call('ZADD', keys[1], 'NX', now, args[1])
     if retain > 0 then
         redis.call('ZREMRANGEBYSCORE', keys[1], '-inf', '(' .. (now - retain))
     end
-    return {'score', tostring(now)}
+    return {'score', redis.call('ZSCORE', keys[1], args[1]) or tostring(now)}
+end
+
+-- a < b in byte order (Redis's order of members with equal scores; Lua's own string
+-- comparison follows the server's locale).
+local function bytes_before(a, b)
+    for i = 1, math.min(#a, #b) do
+        local x, y = string.byte(a, i), string.byte(b, i)
+        if x ~= y then
+            return x < y
+        end
+    end
+    return #a < #b
 end
 
 local function me_list(keys, args)
@@ -198,15 +214,28 @@ local function me_list(keys, args)
     if not limit or limit < 1 or limit > 1000 then
         return fail('INVAL', 'limit')
     end
-    local top = '+inf'
-    if (args[1] or '') ~= '' then
-        if not tonumber(args[1]) then
+    local top, skip = '+inf', 0
+    local after = args[1] or ''
+    if after ~= '' then
+        local score, id = string.match(after, '^(%d+)%.([%w_%-]+)$')
+        if score and #score <= 20 and #id <= 64 then
+            -- The entries of that score listed up to and including 'id' were on the page
+            -- before: skip them (a handful at most: one buyer's bookings of one millisecond).
+            top = score
+            local ties = redis.call('ZRANGE', keys[1], score, score, 'BYSCORE', 'REV')
+            for _, m in ipairs(ties) do
+                if not bytes_before(m, id) then
+                    skip = skip + 1
+                end
+            end
+        elseif string.match(after, '^%d+$') and #after <= 20 then
+            top = '(' .. after
+        else
             return fail('INVAL', 'cursor')
         end
-        top = '(' .. args[1]
     end
-    local r = redis.call('ZRANGE', keys[1], top, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, limit + 1,
-                         'WITHSCORES')
+    local r = redis.call('ZRANGE', keys[1], top, '-inf', 'BYSCORE', 'REV', 'LIMIT', skip,
+                         limit + 1, 'WITHSCORES')
     local out = {}
     local n = math.min(#r / 2, limit)
     for i = 1, n do

@@ -245,6 +245,65 @@ Test(api_accounts, register_login_hold_book_and_find_the_tickets)
     e2e_res_free(&res);
 }
 
+/* POST /v1/bookings as 'sub' for 'hold' with tok_ok; returns the status. */
+static int book_as(const char *sub, const char *hold)
+{
+    char body[160];
+    snprintf(body, sizeof body, "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_ok\"}", hold);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", sub, body, NULL, &res), 0);
+    int status = res.http.status;
+    e2e_res_free(&res);
+    return status;
+}
+
+static void hold_as(const char *sub, const char *show, const char *seat, char *hold)
+{
+    char path[64], body[64];
+    snprintf(path, sizeof path, "/v1/shows/%s/holds", show);
+    snprintf(body, sizeof body, "{\"seatIds\":[\"%s\"]}", seat);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", path, sub, body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%s", res.http.body);
+    snprintf(hold, 64, "%s", e2e_str(&res, "holdId"));
+    e2e_res_free(&res);
+}
+
+/* Retrying a booking (the README's advice) and booking a released hold file nothing in the
+ * buyer's list: before, each such request filed its own fresh booking id, whose booking never
+ * began, and a page of those came back empty while the real ticket sat on a later page. */
+Test(api_accounts, replayed_and_refused_bookings_file_nothing_in_the_buyers_list)
+{
+    char show[32], hold[64], released[64], sub[48];
+    snprintf(sub, sizeof sub, "retrier%ld", (long)time(NULL) % 100000);
+    cr_assert_eq(e2e_create_show(1, 6, 300, show), 0);
+    hold_as(sub, show, "A1", hold);
+    for (int i = 0; i < 4; i++) /* the first books, the others are answered the same booking */
+        cr_assert_eq(book_as(sub, hold), 201, "attempt %d", i + 1);
+    hold_as(sub, show, "A2", released);
+    char path[96];
+    snprintf(path, sizeof path, "/v1/holds/%s", released);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("DELETE", path, sub, NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    e2e_res_free(&res);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(book_as(sub, released), 409, "a released hold cannot be booked");
+
+    seatd_redis_t *c = e2e_redis();
+    redisReply *r = seatd_redis_command(c, "ZCARD {u:%s}:bookings", sub);
+    cr_assert(r && r->type == REDIS_REPLY_INTEGER);
+    cr_assert_eq(r->integer, 1, "one booking began, one entry (%lld)", r->integer);
+    freeReplyObject(r);
+    seatd_redis_free(c);
+    cr_assert_eq(e2e_call("GET", "/v1/me/bookings?limit=1", sub, NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(res.json, "bookings");
+    cr_assert_eq(cJSON_GetArraySize(list), 1, "%s", res.http.body);
+    cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(res.json, "nextCursor")));
+    e2e_res_free(&res);
+}
+
 /* ------------------------------------------------------------------ refresh, logout */
 
 Test(api_accounts, refresh_rotates_and_a_replay_revokes_the_whole_family)

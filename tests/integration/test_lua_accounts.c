@@ -246,6 +246,47 @@ Test(lua_accounts, the_index_lists_newest_first_in_pages_and_trims_old_holds)
     cr_assert_eq(th_close(&t), 0);
 }
 
+/* Entries filed in the same millisecond (two bookings of one buyer at once): the cursor names
+ * the page's last entry, so no page skips or repeats one. A bare score read "below it", which
+ * lost the other entries of that millisecond. Filing an id again keeps its place. */
+Test(lua_accounts, pages_neither_skip_nor_repeat_entries_of_one_millisecond)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_int(c, "ZADD {u:alice}:bookings 5000 1-b0000000000000000000a 5000 "
+                           "1-b0000000000000000000b 5000 1-b0000000000000000000c 4000 "
+                           "1-b0000000000000000000d 6000 1-b0000000000000000000e"),
+                 5);
+    redisFree(c);
+    const char *order[] = {"1-b0000000000000000000e", "1-b0000000000000000000c",
+                           "1-b0000000000000000000b", "1-b0000000000000000000a",
+                           "1-b0000000000000000000d"};
+    char cursor[96] = "";
+    size_t seen = 0;
+    for (int page = 0; page < 3; page++) {
+        cr_assert_eq(me_list(&t, &r, "bookings", page ? cursor : NULL), 0);
+        size_t n = (r.nfields - 1) / 2;
+        for (size_t i = 0; i < n; i++) {
+            cr_assert(seen < 5, "page %d repeats or invents an entry", page);
+            cr_assert_str_eq(r.values[2 * i], order[seen], "entry %zu", seen);
+            seen++;
+        }
+        cr_assert_str_eq(th_get(&r, "more"), page < 2 ? "1" : "0");
+        snprintf(cursor, sizeof(cursor), "%s.%s", r.values[2 * n - 1], r.values[2 * n - 2]);
+        th_res_clear(&r);
+    }
+    cr_assert_eq(seen, 5, "every entry listed once");
+    /* an id filed again keeps its score, so a reader's page boundary does not move */
+    cr_assert_eq(me_add(&t, &r, "bookings", "1-b0000000000000000000d", 0), 0);
+    cr_assert_str_eq(th_get(&r, "score"), "4000");
+    th_res_clear(&r);
+    cr_assert_eq(me_list(&t, &r, "bookings", "5000.x y"), SEATD_EINVAL);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
 /* ------------------------------------------------------------ 100 concurrent refreshes */
 
 /* Exit codes: 0 refreshed, 1 TOKEN (401), 2+ anything else. */

@@ -546,8 +546,8 @@ int seatd_handle_auth_logout(seatd_req_t *r)
 }
 
 /* ---------------------------------------------------------------------------------------
- * The per-user indexes, queued (not waited for) when a booking begins (bookings.c; seatd-notify
- * files confirmed and cancelled ones from the outbox) and when a hold is made (holds.c).
+ * The per-user indexes, written when a booking has begun (bookings.c; seatd-notify files
+ * confirmed and cancelled ones from the outbox) and when a hold is made (holds.c).
  * --------------------------------------------------------------------------------------- */
 
 int seatd__index_hold(seatd_req_t *r, const char *hold_id, seatd_store_cb cb, void *data)
@@ -556,10 +556,10 @@ int seatd__index_hold(seatd_req_t *r, const char *hold_id, seatd_store_cb cb, vo
                               HOLD_INDEX_RETAIN_MS, cb, data);
 }
 
-int seatd__index_booking(seatd_req_t *r, const char *booking_id, seatd_store_cb cb, void *data)
+int seatd__index_booking(seatd_app_t *app, const char *owner, const char *booking_id,
+                         seatd_store_cb cb, void *data)
 {
-    return seatd_store_me_add(seatd__app(r)->store, seatd__sub(r), "bookings", booking_id, 0, cb,
-                              data);
+    return seatd_store_me_add(app->store, owner, "bookings", booking_id, 0, cb, data);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -581,7 +581,7 @@ struct me_op_s {
     size_t n, left; /* items, items still being read */
     int gone;       /* the client left, or something was answered */
     int more;
-    char cursor[32]; /* the score of the last index entry of this page */
+    char cursor[96]; /* "<score>.<id>" of the last index entry of this page */
     me_item_t *items;
 };
 
@@ -684,8 +684,9 @@ static void on_me_index(const seatd_store_result_t *res, void *data)
     op->r = r;
     op->bookings = bookings;
     op->more = a->more;
-    if (a->nentries)
-        snprintf(op->cursor, sizeof(op->cursor), "%s", a->scores[a->nentries - 1]);
+    if (a->nentries) /* the entry itself, not only its score: entries share milliseconds */
+        snprintf(op->cursor, sizeof(op->cursor), "%s.%s", a->scores[a->nentries - 1],
+                 a->ids[a->nentries - 1]);
     op->items = seatd_calloc(a->nentries ? a->nentries : 1, sizeof(*op->items));
     /* Hold the request once for the whole fan-out, so no read can free it before the last
      * one is queued. */
@@ -719,6 +720,20 @@ int seatd_handle_me_holds(seatd_req_t *r)
     return seatd__step_begin(&r, rc);
 }
 
+/* A page's "nextCursor": "<score>.<id>" (a score of 1 to 20 digits, an id of 1 to 64
+ * letters, digits, '-' or '_'), or a bare score as older pages gave out. */
+static int valid_cursor(const char *c)
+{
+    size_t digits = strspn(c, "0123456789");
+    if (digits == 0 || digits > 20)
+        return 0;
+    if (c[digits] == '\0')
+        return 1;
+    const char *id = c + digits + 1;
+    size_t n = strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_");
+    return c[digits] == '.' && n >= 1 && n <= 64 && id[n] == '\0';
+}
+
 int seatd_handle_me_bookings(seatd_req_t *r)
 {
     long long limit = ME_BOOKINGS_DEFAULT;
@@ -730,11 +745,8 @@ int seatd_handle_me_bookings(seatd_req_t *r)
             return SEATD_EINVAL;
     }
     const char *cursor = seatd_req_query(r, "cursor");
-    if (cursor) {
-        size_t n = strlen(cursor);
-        if (n == 0 || n > 20 || strspn(cursor, "0123456789") != n)
-            return SEATD_EINVAL;
-    }
+    if (cursor && !valid_cursor(cursor))
+        return SEATD_EINVAL;
     int rc = seatd_store_me_list(seatd__app(r)->store, seatd__sub(r), "bookings", cursor,
                                  (int)limit, on_me_index, r);
     return seatd__step_begin(&r, rc);

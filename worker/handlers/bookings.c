@@ -59,6 +59,7 @@ typedef struct {
     char show_id[SEATD_ID_MAX];
     char booking_id[SEATD_ID_MAX];
     char method[65];  /* payment token, e.g. "tok_ok" */
+    char owner[65];   /* the JWT sub: the booking's buyer, kept for after the client left */
     char *seat_csv;   /* owned: the hold's seats */
     cJSON *tiers;     /* owned: the show's price tiers */
     long long amount; /* minor units */
@@ -412,6 +413,39 @@ static void on_charge(const seatd_payment_result_t *res, void *data)
     step_started(op, rc);
 }
 
+static void charge_booking(book_op_t *op);
+
+/* Files the booking that just began in the buyer's index ({u:<sub>}:bookings, GET
+ * /v1/me/bookings) before anything is answered, so that the buyer reads their own writes. Only
+ * a booking that began is filed: a refused request or a replay of an earlier booking files
+ * nothing (filing every request's fresh id before the begin left an entry for each refused or
+ * replayed request, which hid real bookings from the list's pages). The write never waits for
+ * an unreachable shard (seatd_store_me_add fails at once when the shard of the buyer's keys,
+ * on a cluster usually another primary than the show's, is failing over), and a failure does
+ * not stop the booking, which has begun: what makes the index complete is the outbox, since
+ * seatd-notify files every confirmed or cancelled booking of {s}:bookings in its owner's index
+ * (at least once, retried until that shard answers). */
+static void on_booking_indexed(const seatd_store_result_t *res, void *data)
+{
+    book_op_t *op = data;
+    seatd__step_end(&op->r); /* a client that left changes nothing: the booking goes on */
+    if (res->err) {
+        seatd_metrics_inc(SEATD_METRIC_BOOKING_INDEX_ERROR);
+        seatd_log(SEATD_LOG_WARN, NULL, "booking not filed in the buyer's index (the outbox will)",
+                  "\"error\":\"%s\"", seatd_err_name(res->err));
+    }
+    charge_booking(op);
+}
+
+static void index_booking(book_op_t *op)
+{
+    int rc = seatd__index_booking(op->app, op->owner, op->booking_id, on_booking_indexed, op);
+    if (seatd__step_begin(&op->r, rc) < 0) {
+        seatd_metrics_inc(SEATD_METRIC_BOOKING_INDEX_ERROR);
+        charge_booking(op);
+    }
+}
+
 static void on_begin(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
@@ -440,6 +474,12 @@ static void on_begin(const seatd_store_result_t *res, void *data)
         answer_with_booking(op);
         return;
     }
+    index_booking(op);
+}
+
+/* The booking began (PENDING_PAYMENT, on record): charge it, or confirm a free one. */
+static void charge_booking(book_op_t *op)
+{
     if (op->amount == 0) {
         /* Free seats (a 0-priced tier): nothing to charge, confirm at once. */
         counters_give(op);
@@ -459,7 +499,7 @@ static void on_begin(const seatd_store_result_t *res, void *data)
     }
 }
 
-static void begin_booking_now(book_op_t *op)
+static void begin_booking(book_op_t *op)
 {
     seatd_book_args_t a = {
         .hold_id = op->hold_id,
@@ -474,40 +514,6 @@ static void begin_booking_now(book_op_t *op)
     if (rc < 0)
         counters_give(op);
     step_started(op, rc);
-}
-
-/* Files the booking in the buyer's index ({u:<sub>}:bookings, GET /v1/me/bookings) before it
- * begins, so that the buyer reads their own writes. The write never waits for an unreachable
- * shard (seatd_store_me_add fails at once when the shard of the buyer's keys, on a cluster
- * usually another primary than the show's, is failing over), and a failure does not stop the
- * booking: a healthy shard's booking must not wait for, or fail with, a dead one. What makes
- * the index complete is the outbox: seatd-notify files every confirmed or cancelled booking of
- * {s}:bookings in its owner's index (at least once, retried until that shard answers). An
- * entry whose booking never came to be is dropped by GET /v1/me/bookings. */
-static void on_booking_indexed(const seatd_store_result_t *res, void *data)
-{
-    book_op_t *op = data;
-    seatd__step_end(&op->r);
-    if (op->r == NULL) { /* nothing began: every attempt taken is given back */
-        counters_give(op);
-        book_op_free(op);
-        return;
-    }
-    if (res->err) {
-        seatd_metrics_inc(SEATD_METRIC_BOOKING_INDEX_ERROR);
-        seatd_log(SEATD_LOG_WARN, NULL, "booking not filed in the buyer's index (the outbox will)",
-                  "\"error\":\"%s\"", seatd_err_name(res->err));
-    }
-    begin_booking_now(op);
-}
-
-static void begin_booking(book_op_t *op)
-{
-    int rc = seatd__index_booking(op->r, op->booking_id, on_booking_indexed, op);
-    if (seatd__step_begin(&op->r, rc) < 0) {
-        seatd_metrics_inc(SEATD_METRIC_BOOKING_INDEX_ERROR);
-        begin_booking_now(op);
-    }
 }
 
 /* 429 with Retry-After: the decline cap of the hold or of the user is reached; nothing was
@@ -664,6 +670,7 @@ int seatd_handle_bookings_create(seatd_req_t *r)
     book_op_t *op = seatd_calloc(1, sizeof(*op));
     op->r = r;
     op->app = seatd__app(r);
+    snprintf(op->owner, sizeof(op->owner), "%s", seatd__sub(r));
     const char *hold_id = NULL, *method = NULL, *body_idem = NULL, *idem = NULL;
     if (seatd_json_parse_body_or_reply(r, &op->body) < 0) {
         book_op_free(op);

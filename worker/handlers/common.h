@@ -51,13 +51,16 @@ int seatd__step_end(seatd_req_t **rp);
  * and that was answered), 0 when the handler should answer the success. */
 int seatd__done(seatd_req_t *r, const seatd_store_result_t *res);
 
-/* Files 'id' in the per-user index of the request's user (accounts.c), a store call with
- * store.h's contract that never waits for an unreachable shard (seatd_store_me_add). A booking
- * is filed before it begins, a hold right after it is made, each waited for before going on,
- * so that the buyer reads their own writes; a failure is logged and counted, and the hold or
- * booking goes on without its entry (seatd-notify files confirmed bookings from the outbox). */
+/* Files 'id' in the per-user index of its buyer (accounts.c), a store call with store.h's
+ * contract that never waits for an unreachable shard (seatd_store_me_add). A hold is filed
+ * right after it is made, a booking right after it began (never for a refused or replayed
+ * request), each waited for before going on, so that the buyer reads their own writes; a
+ * failure is logged and counted, and the hold or booking goes on without its entry
+ * (seatd-notify files confirmed bookings from the outbox). An id already filed keeps its
+ * place. */
 int seatd__index_hold(seatd_req_t *r, const char *hold_id, seatd_store_cb cb, void *data);
-int seatd__index_booking(seatd_req_t *r, const char *booking_id, seatd_store_cb cb, void *data);
+int seatd__index_booking(struct seatd_app_s *app, const char *owner, const char *booking_id,
+                         seatd_store_cb cb, void *data);
 
 /* Continuation after a layout lookup: 'l' is borrowed for the call (cache-owned). */
 typedef void (*seatd__layout_cont)(seatd_req_t *r, const struct seatd_layout_s *l, void *ctx);
