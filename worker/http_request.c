@@ -826,7 +826,23 @@ static int on_header_value(http_parser *hp, const char *at, size_t len)
     return 0;
 }
 
-/* Splits the target into path and query and decodes the path. */
+/* 1 when every escape of the query string is '%' and two hex digits, none of them "%00": a
+ * parameter that cannot be decoded is a 400 for the whole request, not a parameter that
+ * seatd_req_query() silently reports absent (?minVersion=%zz read as no minVersion). */
+static int query_well_formed(const char *q)
+{
+    for (; *q; q++) {
+        if (*q != '%')
+            continue;
+        int hi = hexval((unsigned char)q[1]), lo = hi < 0 ? -1 : hexval((unsigned char)q[2]);
+        if (hi < 0 || lo < 0 || hi * 16 + lo == 0)
+            return 0;
+        q += 2;
+    }
+    return 1;
+}
+
+/* Splits the target into path and query, decodes the path and checks the query's escapes. */
 static int parse_target(seatd_req_t *r)
 {
     struct http_parser_url u;
@@ -843,6 +859,8 @@ static int parse_target(seatd_req_t *r)
     if (u.field_set & (1 << UF_QUERY))
         r->query =
             seatd_strndup(r->url.data + u.field_data[UF_QUERY].off, u.field_data[UF_QUERY].len);
+    if (r->query && !query_well_formed(r->query))
+        return SEATD_EINVAL;
     r->path = pct_decode(r->raw_path, strlen(r->raw_path), 0);
     return r->path ? 0 : SEATD_EINVAL;
 }

@@ -162,7 +162,8 @@ Test(api_availability, bad_min_versions_and_unknown_shows_are_refused)
     availability(show, -1, NULL, &res); /* nginx caches it: a bad minVersion must not hit that */
     cr_assert_eq(res.http.status, 200);
     e2e_res_free(&res);
-    const char *bad[] = {"-1", "x", "1.5", "", "99999999999999999999"};
+    /* ... and escapes that do not decode (once read as no minVersion at all, or "5%00abc" as 5) */
+    const char *bad[] = {"-1", "x", "1.5", "", "99999999999999999999", "%", "%zz", "5%00abc"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char path[96];
         snprintf(path, sizeof(path), "/v1/shows/%s/availability?minVersion=%s", show, bad[i]);

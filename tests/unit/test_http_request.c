@@ -83,6 +83,26 @@ Test(http_request, parses_method_path_query_and_headers)
     seatd_req_free(r);
 }
 
+/* A query whose escapes do not decode is a 400 for the request: seatd_req_query() used to
+ * report such a parameter absent, so ?minVersion=%zz read as a plain map read and
+ * ?minVersion=5%00abc as 5. */
+Test(http_request, refuses_a_query_string_that_does_not_decode)
+{
+    static const char *bad[] = {
+        "%",          "minVersion=%", "minVersion=%zz", "minVersion=%4", "minVersion=5%00abc",
+        "cursor=%00", "a%g1=1"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char raw[160];
+        snprintf(raw, sizeof(raw), "GET /v1/shows/1/availability?%s HTTP/1.1\r\nHost: x\r\n\r\n",
+                 bad[i]);
+        cr_assert_eq(parse_err(raw, strlen(raw), NULL), SEATD_EINVAL, "?%s", bad[i]);
+    }
+    seatd_req_t *r = parse_ok("GET /x?minVersion=%35&q=%7e+%41 HTTP/1.1\r\nHost: x\r\n\r\n");
+    cr_assert_str_eq(seatd_req_query(r, "minVersion"), "5");
+    cr_assert_str_eq(seatd_req_query(r, "q"), "~ A");
+    seatd_req_free(r);
+}
+
 Test(http_request, parses_the_same_request_fed_one_byte_at_a_time)
 {
     const char *raw = "POST /v1/bookings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
