@@ -100,7 +100,11 @@ static const row_t rows[] = {
      F(login_addr_window_ms), "window of the per-address login and registration limits"},
     {"login-fails-per-account", "SEATD_LOGIN_FAILS_PER_ACCOUNT", T_INT, 1, 1000000, "5",
      F(login_fails_per_account),
-     "failed logins of one email per --login-account-window-ms, then 429"},
+     "failed logins of one email from one client address per --login-account-window-ms, then "
+     "429 for that address"},
+    {"login-fails-per-account-total", "SEATD_LOGIN_FAILS_PER_ACCOUNT_TOTAL", T_INT, 1, 1000000,
+     "100", F(login_fails_per_account_total),
+     "failed logins of one email from all addresses per --login-account-window-ms, then 429"},
     {"login-account-window-ms", "SEATD_LOGIN_ACCOUNT_WINDOW_MS", T_INT, 1000, 86400000, "900000",
      F(login_account_window_ms), "window of the per-account failed-login limit"},
     {"register-per-addr", "SEATD_REGISTER_PER_ADDR", T_INT, 1, 1000000, "30", F(register_per_addr),

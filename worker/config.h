@@ -50,23 +50,24 @@ typedef struct seatd_config_s {
     char redis_password_file[SEATD_CONFIG_STR_MAX];        /* --redis-password-file, or "" */
     char redis_loader_user[SEATD_CONFIG_STR_MAX];          /* --redis-loader-user, or "" */
     char redis_loader_password_file[SEATD_CONFIG_STR_MAX]; /* --redis-loader-password-file */
-    long long hold_rate_per_user;      /* --hold-rate-per-user: holds per window, 0 = off */
-    long long hold_rate_window_ms;     /* --hold-rate-window-ms */
-    long long access_token_ttl_s;      /* --access-token-ttl-s: JWTs of /v1/auth */
-    long long refresh_ttl_ms;          /* --refresh-ttl-ms: a refresh family's lifetime */
-    long long login_per_addr;          /* --login-per-addr: per --login-addr-window-ms */
-    long long login_addr_window_ms;    /* --login-addr-window-ms */
-    long long login_fails_per_account; /* --login-fails-per-account */
-    long long login_account_window_ms; /* --login-account-window-ms */
-    long long register_per_addr;       /* --register-per-addr */
-    long long charge_horizon_ms;       /* --charge-horizon-ms: 0 = payment timeout + 30 s */
-    long long decline_cap_per_hold;    /* --decline-cap-per-hold */
-    long long decline_cap_per_user;    /* --decline-cap-per-user: per decline window */
-    long long decline_window_ms;       /* --decline-window-ms */
-    long long show_retention_ms;       /* --show-retention-ms: kept in scan sets after start */
-    long long conn_output_budget;      /* --conn-output-budget: queued output bytes per
-                                          connection (http_server.h) */
-    long long redis_cluster;           /* --redis-cluster: 1 = Redis Cluster mode (rds.h) */
+    long long hold_rate_per_user;            /* --hold-rate-per-user: holds per window, 0 = off */
+    long long hold_rate_window_ms;           /* --hold-rate-window-ms */
+    long long access_token_ttl_s;            /* --access-token-ttl-s: JWTs of /v1/auth */
+    long long refresh_ttl_ms;                /* --refresh-ttl-ms: a refresh family's lifetime */
+    long long login_per_addr;                /* --login-per-addr: per --login-addr-window-ms */
+    long long login_addr_window_ms;          /* --login-addr-window-ms */
+    long long login_fails_per_account;       /* --login-fails-per-account: per email and address */
+    long long login_fails_per_account_total; /* --login-fails-per-account-total: per email */
+    long long login_account_window_ms;       /* --login-account-window-ms */
+    long long register_per_addr;             /* --register-per-addr */
+    long long charge_horizon_ms;             /* --charge-horizon-ms: 0 = payment timeout + 30 s */
+    long long decline_cap_per_hold;          /* --decline-cap-per-hold */
+    long long decline_cap_per_user;          /* --decline-cap-per-user: per decline window */
+    long long decline_window_ms;             /* --decline-window-ms */
+    long long show_retention_ms;  /* --show-retention-ms: kept in scan sets after start */
+    long long conn_output_budget; /* --conn-output-budget: queued output bytes per
+                                     connection (http_server.h) */
+    long long redis_cluster;      /* --redis-cluster: 1 = Redis Cluster mode (rds.h) */
     char redis_cluster_nodes[SEATD_CONFIG_STR_MAX]; /* --redis-cluster-nodes: seed host:port,...
                                                        (implies --redis-cluster 1) */
     long long redis_wait_replicas;                  /* --redis-wait-replicas: 0 = off */

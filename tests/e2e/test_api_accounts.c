@@ -376,10 +376,46 @@ Test(api_accounts, failed_logins_of_one_account_are_throttled_with_retry_after)
     cr_assert_not_null(ra);
     cr_assert(atoi(ra) >= 1 && atoi(ra) <= 900, "Retry-After %s", ra);
     e2e_res_free(&res);
-    /* Even the right password waits now (the limit is on the account, not the guess). */
+    /* Even the right password waits now (the limit is on the account, not the guess)... */
     creds(body, sizeof body, email, PASSWORD);
     post(host, addr, "/v1/auth/login", body, &res);
     cr_assert_eq(res.http.status, 429);
+    e2e_res_free(&res);
+    /* ... from this address: the owner elsewhere signs in (five wrong passwords from anyone
+     * used to lock the owner out for 15 minutes). */
+    char other[32];
+    fresh_addr(other, sizeof other);
+    post(host, other, "/v1/auth/login", body, &res);
+    cr_assert_eq(res.http.status, 200, "%d %s", res.http.status, res.http.body);
+    e2e_res_free(&res);
+}
+
+/* Wrong passwords spread over many addresses stop at the email's total
+ * (--login-fails-per-account-total; tests/e2e/run sets it low): then every address waits. */
+Test(api_accounts, failed_logins_spread_over_addresses_stop_at_the_accounts_total)
+{
+    const char *cap_env = getenv("SEATD_LOGIN_FAILS_PER_ACCOUNT_TOTAL");
+    int cap = cap_env ? atoi(cap_env) : 100;
+    cr_assert(cap >= 1 && cap <= 200);
+    char host[512], addr[32], email[128], body[512];
+    worker_host(host, sizeof host);
+    fresh_addr(addr, sizeof addr);
+    fresh_email("spread", email, sizeof email);
+    register_at(host, addr, email);
+    creds(body, sizeof body, email, "wrong password!");
+    e2e_res_t res;
+    for (int i = 0; i < cap; i++) {
+        if (i % 4 == 0) /* four from each address: under the per-address five */
+            fresh_addr(addr, sizeof addr);
+        post(host, addr, "/v1/auth/login", body, &res);
+        cr_assert_eq(res.http.status, 401, "attempt %d: %d", i + 1, res.http.status);
+        e2e_res_free(&res);
+    }
+    fresh_addr(addr, sizeof addr);
+    creds(body, sizeof body, email, PASSWORD);
+    post(host, addr, "/v1/auth/login", body, &res);
+    cr_assert_eq(res.http.status, 429, "the total reached: a fresh address waits too");
+    cr_assert_not_null(seatd_test_http_header(&res.http, "Retry-After"));
     e2e_res_free(&res);
 }
 

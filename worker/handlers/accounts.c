@@ -57,8 +57,9 @@ typedef struct acct_op_s {
     char name[SEATD_ACCOUNT_NAME_MAX + 1];
     char user_id[65];
     char addr_key[SEATD_KEY_MAX];
-    char acct_key[SEATD_KEY_MAX];
-    char *hash; /* owned: the encoded hash (register) or the stored one (login) */
+    char acct_key[SEATD_KEY_MAX]; /* failed logins of the email, from every address */
+    char pair_key[SEATD_KEY_MAX]; /* failed logins of the email from this address */
+    char *hash;                   /* owned: the encoded hash (register) or the stored one (login) */
     int admin;
     char token[SEATD_ACCOUNT_TOKEN_MAX];       /* the refresh token answered */
     char token_hash[SEATD_ACCOUNT_SHA256_HEX]; /* its SHA-256 */
@@ -383,7 +384,9 @@ static void on_verified(int ok, void *data)
         answer_problem(op, SEATD_ECREDENTIALS, "the email or password is wrong");
         return;
     }
-    /* A success is not a failure: its attempt on the email's counter is given back. */
+    /* A success is not a failure: its attempts on the email's counters are given back. */
+    if (seatd_store_attempt(op->app->store, op->pair_key, 0, 0, 0, on_given_back, NULL) < 0)
+        on_given_back(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
     if (seatd_store_attempt(op->app->store, op->acct_key, 0, 0, 0, on_given_back, NULL) < 0)
         on_given_back(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
     int rc = seatd_account_new_family_id(op->family);
@@ -441,10 +444,31 @@ static void on_account_counted(const seatd_store_result_t *res, void *data)
     if (step_gone_or_failed(op, res))
         return;
     if (!res->attempt.ok) {
+        /* The pair's attempt stays taken: it was one, refused. */
         answer_throttled(op, res, "failed logins for this account");
         return;
     }
     step_started(op, seatd_store_email_get(op->app->store, op->email, on_email_for_login, op));
+}
+
+/* The email's failures are counted twice: from this address (a few: the guesser's own
+ * address is stopped) and from all addresses (many more: a guesser spread over addresses is
+ * stopped too). A single count per email let anyone lock its owner out with five wrong
+ * passwords; now that takes --login-fails-per-account-total of them, from at least that over
+ * --login-fails-per-account addresses, while the owner's own address is not counted. */
+static void on_pair_counted(const seatd_store_result_t *res, void *data)
+{
+    acct_op_t *op = data;
+    if (step_gone_or_failed(op, res))
+        return;
+    if (!res->attempt.ok) {
+        answer_throttled(op, res, "failed logins for this account from this address");
+        return;
+    }
+    const seatd_config_t *cfg = op->app->cfg;
+    step_started(op, seatd_store_attempt(op->app->store, op->acct_key, 1,
+                                         cfg->login_fails_per_account_total,
+                                         cfg->login_account_window_ms, on_account_counted, op));
 }
 
 static void on_addr_counted(const seatd_store_result_t *res, void *data)
@@ -458,8 +482,8 @@ static void on_addr_counted(const seatd_store_result_t *res, void *data)
     }
     const seatd_config_t *cfg = op->app->cfg;
     step_started(op,
-                 seatd_store_attempt(op->app->store, op->acct_key, 1, cfg->login_fails_per_account,
-                                     cfg->login_account_window_ms, on_account_counted, op));
+                 seatd_store_attempt(op->app->store, op->pair_key, 1, cfg->login_fails_per_account,
+                                     cfg->login_account_window_ms, on_pair_counted, op));
 }
 
 int seatd_handle_auth_login(seatd_req_t *r)
@@ -474,6 +498,7 @@ int seatd_handle_auth_login(seatd_req_t *r)
     snprintf(op->addr_key, sizeof(op->addr_key), "seatd:login:addr:%s", addr);
     seatd_account_sha256_hex(op->email, strlen(op->email), h);
     snprintf(op->acct_key, sizeof(op->acct_key), "seatd:login:acct:%.32s", h);
+    snprintf(op->pair_key, sizeof(op->pair_key), "seatd:login:acct:%.32s:%s", h, addr);
     const seatd_config_t *cfg = op->app->cfg;
     step_started(op, seatd_store_attempt(op->app->store, op->addr_key, 1, cfg->login_per_addr,
                                          cfg->login_addr_window_ms, on_addr_counted, op));
