@@ -45,6 +45,50 @@ static int prescan(const char *text, size_t len)
     return 0;
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * 1 when an object of the tree names a member twice ({"seatIds":["A3"],"seatIds":["A4"]}).
+ * cJSON keeps both and every getter reads the first, while a proxy, a log or another parser
+ * may read the last: the request one of them saw is not the one that ran. Small objects are
+ * compared pairwise, larger ones sorted (a 4 MiB object of distinct names stays n log n).
+ * The depth is bounded by prescan().
+ */
+static int has_duplicate_names(const cJSON *node)
+{
+    for (; node; node = node->next) {
+        if (cJSON_IsObject(node)) {
+            size_t n = 0;
+            for (const cJSON *c = node->child; c; c = c->next)
+                n++;
+            if (n > 1 && n <= 8) {
+                for (const cJSON *a = node->child; a; a = a->next)
+                    for (const cJSON *b = a->next; b; b = b->next)
+                        if (strcmp(a->string, b->string) == 0)
+                            return 1;
+            } else if (n > 8) {
+                const char **names = seatd_malloc(n * sizeof(*names));
+                size_t i = 0;
+                for (const cJSON *c = node->child; c; c = c->next)
+                    names[i++] = c->string;
+                qsort(names, n, sizeof(*names), by_name);
+                int dup = 0;
+                for (i = 1; i < n && !dup; i++)
+                    dup = strcmp(names[i - 1], names[i]) == 0;
+                free(names);
+                if (dup)
+                    return 1;
+            }
+        }
+        if ((cJSON_IsObject(node) || cJSON_IsArray(node)) && has_duplicate_names(node->child))
+            return 1;
+    }
+    return 0;
+}
+
 int seatd_json_parse(const char *text, size_t len, cJSON **out)
 {
     *out = NULL;
@@ -60,6 +104,10 @@ int seatd_json_parse(const char *text, size_t len, cJSON **out)
             cJSON_Delete(root);
             return SEATD_EBADJSON;
         }
+    }
+    if (has_duplicate_names(root)) {
+        cJSON_Delete(root);
+        return SEATD_EBADJSON;
     }
     *out = root;
     return 0;
@@ -97,9 +145,10 @@ int seatd_json_parse_body_or_reply(seatd_req_t *r, cJSON **out)
     }
     cJSON *root = NULL;
     if (seatd_json_parse(body, len, &root) < 0) {
-        char detail[96];
+        char detail[128];
         snprintf(detail, sizeof(detail),
-                 "the body is not valid JSON (or is nested deeper than %d levels)",
+                 "the body is not valid JSON (or names a member twice, or is nested deeper "
+                 "than %d levels)",
                  SEATD_JSON_MAX_DEPTH);
         seatd_req_finish_problem(r, SEATD_EBADJSON, detail, NULL);
         return SEATD_EBADJSON;

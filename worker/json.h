@@ -34,7 +34,8 @@ struct cJSON;
  * Parses 'text' ('len' bytes, borrowed) with the depth limit. Returns 0 and an owned '*out'
  * (cJSON_Delete it), or SEATD_EBADJSON (syntax, depth, trailing bytes, NUL bytes, and any
  * "\u0000" escape: cJSON's strings are NUL-terminated, so "alice\u0000evil" would read as
- * "alice"; refusing it here means no string of a parsed tree is ever shorter than sent).
+ * "alice"; refusing it here means no string of a parsed tree is ever shorter than sent), and
+ * an object that names a member twice (cJSON's getters read the first, others the last).
  * Every JSON seatd reads from outside (bodies, JWT header and claims) goes through here.
  */
 SEATD_MUSTCHECK int seatd_json_parse(const char *text, size_t len, struct cJSON **out);

@@ -21,6 +21,8 @@ typedef struct {
 static const bad_case_t cases[] = {
     {"malformed json", "{\"seatIds\":[\"A1\"", 400, "malformed-json"},
     {"not an object", "[\"A1\"]", 400, "malformed-json"},
+    {"a member named twice (the first won)", "{\"seatIds\":[\"A3\"],\"seatIds\":[\"A4\"]}", 400,
+     "malformed-json"},
     {"seatIds of the wrong type", "{\"seatIds\":\"A1\"}", 400, "bad-request"},
     {"a number among the seat ids", "{\"seatIds\":[\"A1\",7]}", 400, "bad-request"},
     {"empty seat set", "{\"seatIds\":[]}", 400, "empty-seat-set"},

@@ -75,6 +75,29 @@ Test(json, rejects_trailing_bytes_nul_and_escaped_nul)
     cr_assert_eq(seatd_json_parse(bs_nul, sizeof(bs_nul) - 1, &doc), SEATD_EBADJSON);
 }
 
+/* An object naming a member twice is refused at every depth and size: cJSON's getters read
+ * the first, while a proxy, a log or another parser may read the last. */
+Test(json, rejects_an_object_that_names_a_member_twice)
+{
+    cJSON *doc = NULL;
+    static const char *dups[] = {
+        "{\"seatIds\":[\"A3\"],\"seatIds\":[\"A4\"]}",
+        "{\"a\":1,\"b\":{\"x\":1,\"y\":2,\"x\":3}}",
+        "[{\"k\":1},{\"k\":1,\"k\":2}]",
+        "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9,\"e\":0}",
+    };
+    for (size_t i = 0; i < sizeof(dups) / sizeof(dups[0]); i++) {
+        cr_assert_eq(seatd_json_parse(dups[i], strlen(dups[i]), &doc), SEATD_EBADJSON, "%s",
+                     dups[i]);
+        cr_assert_null(doc);
+    }
+    /* The same name in different objects, or differing only in case, is fine. */
+    const char *ok = "{\"a\":{\"a\":1},\"A\":[{\"a\":2},{\"a\":3}],\"b\":1,\"c\":1,\"d\":1,"
+                     "\"e\":1,\"f\":1,\"g\":1,\"h\":1,\"i\":1}";
+    cr_assert_eq(seatd_json_parse(ok, strlen(ok), &doc), 0);
+    cJSON_Delete(doc);
+}
+
 Test(json, parse_body_returns_the_object)
 {
     seatd_req_t *r = req_with_body("application/json; charset=utf-8", "{\"holdId\":\"42-h1\"}");
