@@ -40,6 +40,9 @@ seatd_me_add   KEYS[1] the index  ARGV id, retention ms (0: for ever)
   ZADD NX with Redis's clock (an id filed again keeps its place, so that a page boundary
   never moves under a reader); entries older than the retention are trimmed -> {"score", ms}
   of the id's entry.
+seatd_me_remove   KEYS[1] the index  ARGV ids (1 to 64)
+  ZREM: entries of holds no longer live (released, expired, booked), so that the newest
+  entries /v1/me/holds looks at are live ones -> {"removed", "1"|"0"}.
 seatd_me_list (no-writes)  KEYS[1] the index  ARGV after, limit -> "id" and "score" once per
   entry, newest first (equal scores: ids in descending byte order, as Redis orders them),
   then "more" "1"|"0". 'after' is "" (from the newest), "<score>.<id>" (the entries after
@@ -197,6 +200,14 @@ local function me_add(keys, args)
     return {'score', redis.call('ZSCORE', keys[1], args[1]) or tostring(now)}
 end
 
+local function me_remove(keys, args)
+    if not string.match(keys[1] or '', '^{u:[^{}]+}:[a-z]+$') or #args < 1 or #args > 64 then
+        return fail('INVAL', 'index')
+    end
+    local n = redis.call('ZREM', keys[1], unpack(args))
+    return {'removed', n > 0 and '1' or '0'}
+end
+
 -- a < b in byte order (Redis's order of members with equal scores; Lua's own string
 -- comparison follows the server's locale).
 local function bytes_before(a, b)
@@ -249,6 +260,7 @@ local function me_list(keys, args)
     return out
 end
 
+redis.register_function{function_name='seatd_me_remove', callback=me_remove}
 redis.register_function{function_name='seatd_email_claim', callback=email_claim}
 redis.register_function{function_name='seatd_email_release', callback=email_release}
 redis.register_function{function_name='seatd_email_get', callback=email_get, flags={'no-writes'}}

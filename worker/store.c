@@ -1628,6 +1628,26 @@ int seatd_store_me_add(seatd_store_t *st, const char *sub, const char *index, co
     return rc;
 }
 
+int seatd_store_me_remove(seatd_store_t *st, const char *sub, const char *index,
+                          const char *const *ids, size_t n, seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX];
+    if (!valid_index(index) || seatd_keys_user(key, sub, index) < 0 || ids == NULL)
+        return SEATD_EBADID;
+    if (n < 1 || n > 64)
+        return SEATD_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == NULL || !ids[i][0])
+            return SEATD_EBADID;
+    const char *keys[1] = {key};
+    store_op_t *op = op_new(st, KIND_ACCOUNT, cb, data);
+    int rc = seatd_scripts_fcall_ex(st->scripts, "seatd_me_remove", SEATD_RDS_NO_WAIT, 1, keys,
+                                    (int)n, (const char **)ids, NULL, on_reply, op);
+    if (rc < 0)
+        op_free(op);
+    return rc;
+}
+
 int seatd_store_me_list(seatd_store_t *st, const char *sub, const char *index, const char *before,
                         int limit, seatd_store_cb cb, void *data)
 {

@@ -485,8 +485,14 @@ SEATD_MUSTCHECK int seatd_store_session_revoke(seatd_store_t *st, const char *us
 SEATD_MUSTCHECK int seatd_store_me_add(seatd_store_t *st, const char *sub, const char *index,
                                        const char *id, int64_t retain_ms, seatd_store_cb cb,
                                        void *data);
-/* Up to 'limit' (1..1000) entries of that index, newest first, with a score below 'before'
- * (text; NULL or "": from the newest). Result: nentries, ids, scores, more. */
+/* Removes the entries 'ids' (1..64 of them) from that index: holds that are no longer live.
+ * Never waits for an unreachable shard, like seatd_store_me_add. Result: removed. */
+SEATD_MUSTCHECK int seatd_store_me_remove(seatd_store_t *st, const char *sub, const char *index,
+                                          const char *const *ids, size_t n, seatd_store_cb cb,
+                                          void *data);
+/* Up to 'limit' (1..1000) entries of that index, newest first, after 'before' (text; NULL or
+ * "": from the newest; "<score>.<id>": after that entry; "<score>": with a lower score).
+ * Result: nentries, ids, scores, more. */
 SEATD_MUSTCHECK int seatd_store_me_list(seatd_store_t *st, const char *sub, const char *index,
                                         const char *before, int limit, seatd_store_cb cb,
                                         void *data);

@@ -304,6 +304,59 @@ Test(api_accounts, replayed_and_refused_bookings_file_nothing_in_the_buyers_list
     e2e_res_free(&res);
 }
 
+/* The holds index keeps an entry per hold made, and /v1/me/holds reads the newest 50 a round:
+ * a live hold behind 120 newer entries of holds no longer there was missing from the list.
+ * Now a round that finds dead entries removes them and reads on; a release removes its own. */
+Test(api_accounts, a_live_hold_behind_many_dead_entries_is_still_listed)
+{
+    char show[32], live[64], gone[64], sub[48];
+    snprintf(sub, sizeof sub, "churner%ld", (long)time(NULL) % 100000);
+    cr_assert_eq(e2e_create_show(1, 6, 300, show), 0);
+    hold_as(sub, show, "A1", live);
+    hold_as(sub, show, "A2", gone);
+    char path[96];
+    snprintf(path, sizeof path, "/v1/holds/%s", gone);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("DELETE", path, sub, NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    e2e_res_free(&res);
+
+    seatd_redis_t *c = e2e_redis();
+    redisReply *r = seatd_redis_command(c, "ZSCORE {u:%s}:holds %s", sub, gone);
+    cr_assert(r && r->type == REDIS_REPLY_NIL, "a release takes its hold out of the index");
+    freeReplyObject(r);
+    r = seatd_redis_command(c, "ZSCORE {u:%s}:holds %s", sub, live);
+    cr_assert(r && r->type == REDIS_REPLY_STRING);
+    long long score = atoll(r->str);
+    freeReplyObject(r);
+    for (int i = 1; i <= 120; i++) { /* holds that expired and were reaped: newer entries */
+        r = seatd_redis_command(c, "ZADD {u:%s}:holds %lld %s-h%020x", sub, score + i, show, i);
+        cr_assert(r && r->type == REDIS_REPLY_INTEGER);
+        freeReplyObject(r);
+    }
+
+    cr_assert_eq(e2e_call("GET", "/v1/me/holds", sub, NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    const cJSON *holds = cJSON_GetObjectItemCaseSensitive(res.json, "holds");
+    cr_assert_eq(cJSON_GetArraySize(holds), 1, "%s", res.http.body);
+    cr_assert_str_eq(cJSON_GetStringValue(
+                         cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(holds, 0), "holdId")),
+                     live);
+    e2e_res_free(&res);
+    for (int waited = 0; waited < 2000; waited += 20) { /* the removal is not waited for */
+        r = seatd_redis_command(c, "ZCARD {u:%s}:holds", sub);
+        long long n = r ? r->integer : -1;
+        freeReplyObject(r);
+        if (n == 1)
+            break;
+        usleep(20000);
+    }
+    r = seatd_redis_command(c, "ZCARD {u:%s}:holds", sub);
+    cr_assert_eq(r->integer, 1, "the dead entries were removed, the live one kept");
+    freeReplyObject(r);
+    seatd_redis_free(c);
+}
+
 /* ------------------------------------------------------------------ refresh, logout */
 
 Test(api_accounts, refresh_rotates_and_a_replay_revokes_the_whole_family)

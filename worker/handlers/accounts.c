@@ -42,7 +42,8 @@
 
 #define EMAIL_RAW_MAX 320 /* bytes of the email field before normalising */
 #define ADDR_MAX 64
-#define ME_HOLDS_MAX 50 /* newest index entries /v1/me/holds looks at */
+#define ME_HOLDS_MAX 50   /* index entries /v1/me/holds looks at per round */
+#define ME_HOLDS_ROUNDS 4 /* rounds at most: a round that found dead entries reads on */
 #define ME_BOOKINGS_DEFAULT 20
 #define ME_BOOKINGS_MAX 100
 #define HOLD_INDEX_RETAIN_MS (24LL * 3600 * 1000) /* holds live minutes; kept a day at most */
@@ -598,15 +599,21 @@ typedef struct me_op_s me_op_t;
 typedef struct me_item_s {
     me_op_t *op;
     cJSON *json; /* owned until taken into the answer; NULL: left out */
+    char id[SEATD_ID_MAX];
+    int dead; /* a hold no longer live (or gone): its index entry is removed */
 } me_item_t;
 
 struct me_op_s {
     seatd_req_t *r; /* the request: each item read holds it */
+    seatd_store_t *store;
+    char sub[65];   /* the buyer, for the index clean-up after the answer */
     int bookings;   /* 1: bookings, 0: holds */
     size_t n, left; /* items, items still being read */
     int gone;       /* the client left, or something was answered */
     int more;
-    char cursor[96]; /* "<score>.<id>" of the last index entry of this page */
+    size_t round_start; /* holds: the first item of this round */
+    int rounds;         /* holds: rounds read after the first */
+    char cursor[96];    /* "<score>.<id>" of the last index entry of this page */
     me_item_t *items;
 };
 
@@ -655,6 +662,30 @@ static void me_answer(me_op_t *op)
     seatd_req_finish_json(op->r, 200, o);
 }
 
+static void on_index_pruned(const seatd_store_result_t *res, void *data)
+{
+    (void)data;
+    if (res->err)
+        seatd_log(SEATD_LOG_INFO, NULL, "dead hold entries not removed from the buyer's index",
+                  "\"error\":\"%s\"", seatd_err_name(res->err));
+}
+
+/* The holds index keeps an entry per hold made, live or not, and /v1/me/holds reads only the
+ * ME_HOLDS_MAX newest: entries of holds found no longer live are removed (releases remove
+ * their own), or enough of them would hide a live hold behind them. */
+static void me_prune(me_op_t *op)
+{
+    const char *dead[64];
+    size_t n = 0;
+    for (size_t i = op->round_start; i < op->n && n < 64; i++)
+        if (op->items[i].dead)
+            dead[n++] = op->items[i].id;
+    if (n && seatd_store_me_remove(op->store, op->sub, "holds", dead, n, on_index_pruned, NULL) < 0)
+        on_index_pruned(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
+}
+
+static int me_next_round(me_op_t *op);
+
 /* One item read is back: releases the request; the last one answers. */
 static void me_item_done(me_op_t *op, int err)
 {
@@ -665,6 +696,10 @@ static void me_item_done(me_op_t *op, int err)
         seatd_req_finish_problem(op->r, err, NULL, NULL);
     }
     if (--op->left > 0)
+        return;
+    if (!op->bookings)
+        me_prune(op);
+    if (me_next_round(op))
         return;
     if (!op->gone)
         me_answer(op);
@@ -680,7 +715,11 @@ static void on_me_hold(const seatd_store_result_t *res, void *data)
         const char *st = res->hold.status;
         if (strcmp(st, "HELD") == 0 || strcmp(st, "PENDING_PAYMENT") == 0)
             it->json = seatd__json_hold(&res->hold, NULL);
-    } else if (res->err != SEATD_ENOTFOUND && res->err != SEATD_ENOSHOW) {
+        else
+            it->dead = 1; /* released, expired or booked: it never comes back */
+    } else if (res->err == SEATD_ENOTFOUND || res->err == SEATD_ENOSHOW) {
+        it->dead = 1;
+    } else {
         err = res->err;
     }
     me_item_done(op, err);
@@ -698,31 +737,29 @@ static void on_me_booking(const seatd_store_result_t *res, void *data)
     me_item_done(op, err);
 }
 
-static void on_me_index(const seatd_store_result_t *res, void *data)
+/* Reads every entry of one page of the index 'a' in its show (the request is held by each
+ * read), after the entries of earlier rounds. */
+static void me_fan_out(me_op_t *op, const seatd_account_result_t *a)
 {
-    seatd_req_t *r = data;
-    if (seatd__done(r, res))
-        return;
-    const seatd_account_result_t *a = &res->account;
-    int bookings = strcmp(seatd_req_route(r)->name, "me_bookings") == 0;
-    me_op_t *op = seatd_calloc(1, sizeof(*op));
-    op->r = r;
-    op->bookings = bookings;
+    seatd_req_t *r = op->r;
     op->more = a->more;
     if (a->nentries) /* the entry itself, not only its score: entries share milliseconds */
         snprintf(op->cursor, sizeof(op->cursor), "%s.%s", a->scores[a->nentries - 1],
                  a->ids[a->nentries - 1]);
-    op->items = seatd_calloc(a->nentries ? a->nentries : 1, sizeof(*op->items));
+    /* No read of an earlier round is pending: the items may move. */
+    op->items = seatd_realloc(op->items, (op->n + a->nentries + 1) * sizeof(*op->items));
+    memset(op->items + op->n, 0, (a->nentries + 1) * sizeof(*op->items));
     /* Hold the request once for the whole fan-out, so no read can free it before the last
      * one is queued. */
     seatd_req_hold(r);
     op->left = 1;
-    seatd_store_t *st = seatd__app(r)->store;
     for (size_t i = 0; i < a->nentries; i++) {
         me_item_t *it = &op->items[op->n++];
         it->op = op;
-        int rc = bookings ? seatd_store_booking_get(st, a->ids[i], seatd__sub(r), on_me_booking, it)
-                          : seatd_store_hold_get(st, a->ids[i], seatd__sub(r), on_me_hold, it);
+        snprintf(it->id, sizeof(it->id), "%s", a->ids[i]);
+        int rc = op->bookings
+                     ? seatd_store_booking_get(op->store, a->ids[i], op->sub, on_me_booking, it)
+                     : seatd_store_hold_get(op->store, a->ids[i], op->sub, on_me_hold, it);
         if (rc == SEATD_EBADID)
             continue; /* not an id of ours: left out */
         if (rc < 0) {
@@ -736,6 +773,55 @@ static void on_me_index(const seatd_store_result_t *res, void *data)
         op->left++;
     }
     me_item_done(op, 0);
+}
+
+static void on_me_index(const seatd_store_result_t *res, void *data)
+{
+    seatd_req_t *r = data;
+    if (seatd__done(r, res))
+        return;
+    me_op_t *op = seatd_calloc(1, sizeof(*op));
+    op->r = r;
+    op->store = seatd__app(r)->store;
+    snprintf(op->sub, sizeof(op->sub), "%s", seatd__sub(r));
+    op->bookings = strcmp(seatd_req_route(r)->name, "me_bookings") == 0;
+    me_fan_out(op, &res->account);
+}
+
+/* The next page of the holds index is back (me_next_round). */
+static void on_me_holds_next(const seatd_store_result_t *res, void *data)
+{
+    me_op_t *op = data;
+    if (seatd_req_release(op->r)) { /* the client left: nothing to answer */
+        me_op_free(op);
+        return;
+    }
+    if (res->err) { /* what the earlier rounds found is still the answer */
+        me_answer(op);
+        me_op_free(op);
+        return;
+    }
+    me_fan_out(op, &res->account);
+}
+
+/* After a round of /v1/me/holds that found holds no longer live (now removed from the index),
+ * looks at the next ME_HOLDS_MAX entries, up to ME_HOLDS_ROUNDS rounds: a live hold behind
+ * a run of dead entries is still listed. Returns 1 when a round was started. */
+static int me_next_round(me_op_t *op)
+{
+    size_t dead = 0;
+    for (size_t i = op->round_start; i < op->n; i++)
+        dead += op->items[i].dead;
+    if (op->bookings || op->gone || !op->more || dead == 0 || ++op->rounds >= ME_HOLDS_ROUNDS)
+        return 0;
+    op->round_start = op->n;
+    seatd_req_hold(op->r);
+    if (seatd_store_me_list(op->store, op->sub, "holds", op->cursor, ME_HOLDS_MAX, on_me_holds_next,
+                            op) < 0) {
+        seatd_req_release(op->r); /* the answer still holds it: not its last reference */
+        return 0;
+    }
+    return 1;
 }
 
 int seatd_handle_me_holds(seatd_req_t *r)
