@@ -122,12 +122,16 @@ local function block_free(p, b, mine)
     return true
 end
 
--- Appends to 'out' the seats block 'b' would strand, 'mine' holding every seat of the hold.
+-- Appends to 'out' the seats block 'b' would strand, 'mine' holding every seat of the hold,
+-- each once: a seat between two blocks of the hold (A2 of A1 + A3) is the neighbour of both.
+-- 'out' also marks the seats appended as its keys.
 local function block_orphans(p, b, mine, out)
     for _, side in ipairs({b.left, b.right}) do
         local n1, n2 = side[1], side[2]
-        if n1 and not is_taken(p, n1, mine) and (not n2 or is_taken(p, n2, mine)) then
+        if n1 and not out[n1[1]] and not is_taken(p, n1, mine)
+            and (not n2 or is_taken(p, n2, mine)) then
             out[#out + 1] = n1[1]
+            out[n1[1]] = true
         end
     end
 end

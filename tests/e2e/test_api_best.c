@@ -44,6 +44,8 @@ static void create(int rows, int per_row, int aisle, int premium_from, int acces
     seatd_buf_free(&b);
     cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
     snprintf(id, 32, "%s", e2e_str(&res, "id"));
+    /* the 201 shows the rule as every later read does (it once left it out) */
+    cr_assert_str_eq(e2e_str(&res, "orphanRule"), orphan[0] ? orphan : "off");
     e2e_res_free(&res);
 }
 
@@ -203,6 +205,12 @@ Test(api_best, the_orphan_rule_refuses_a_stranding_hold_with_alternatives)
     e2e_res_free(&res);
     post_hold(show, "o1", body, &res);
     cr_assert_eq(res.http.status, 201, "%s: %.*s", body, (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+    /* a seat between the two blocks of one hold is named once (it was named twice) */
+    post_hold(show, "o2", "{\"seatIds\":[\"B1\",\"B3\"]}", &res);
+    cr_assert_eq(res.http.status, 409, "%.*s", (int)res.http.body_len, res.http.body);
+    ids_of(res.json, "orphanSeats", seats, sizeof(seats));
+    cr_assert_str_eq(seats, "B2");
     e2e_res_free(&res);
     /* a show without the rule says so */
     char plain[32];

@@ -34,6 +34,26 @@
 
 static void queue_render(cJSON *o);
 
+/* The show's optional fields, kept as JSON ('extra': the queue, "orphanRule": "block", ...),
+ * into 'o' where it has no member of that name; "orphanRule" is "off" when not kept. The 201
+ * of a creation and every later read show the same fields. */
+static void add_extra(cJSON *o, const char *extra)
+{
+    cJSON *x = extra ? cJSON_Parse(extra) : NULL;
+    if (x) {
+        cJSON *item = NULL;
+        cJSON_ArrayForEach(item, x)
+        {
+            if (item->string && !cJSON_HasObjectItem(o, item->string))
+                cJSON_AddItemToObject(o, item->string, cJSON_Duplicate(item, 1));
+        }
+        cJSON_Delete(x);
+    }
+    if (!cJSON_HasObjectItem(o, "orphanRule")) /* issue 13: "block" is kept in extra */
+        cJSON_AddStringToObject(o, "orphanRule", "off");
+    queue_render(o);
+}
+
 static cJSON *show_to_json(const seatd_store_result_t *res)
 {
     cJSON *o = cJSON_CreateObject();
@@ -48,19 +68,7 @@ static cJSON *show_to_json(const seatd_store_result_t *res)
     cJSON *t = cJSON_Parse(s->price_tiers);
     cJSON_AddItemToObject(o, "priceTiers", t ? t : cJSON_CreateObject());
     cJSON_AddNumberToObject(o, "seatCount", (double)s->seat_count);
-    cJSON *x = s->extra[0] ? cJSON_Parse(s->extra) : NULL;
-    if (x) {
-        cJSON *item = NULL;
-        cJSON_ArrayForEach(item, x)
-        {
-            if (item->string && !cJSON_HasObjectItem(o, item->string))
-                cJSON_AddItemToObject(o, item->string, cJSON_Duplicate(item, 1));
-        }
-        cJSON_Delete(x);
-    }
-    if (!cJSON_HasObjectItem(o, "orphanRule")) /* issue 13: "block" is kept in extra */
-        cJSON_AddStringToObject(o, "orphanRule", "off");
-    queue_render(o);
+    add_extra(o, s->extra[0] ? s->extra : NULL);
     char path[64];
     snprintf(path, sizeof(path), "/v1/shows/%s/layout", s->show_id);
     cJSON *links = cJSON_AddObjectToObject(o, "links");
@@ -291,13 +299,7 @@ static void on_created(const seatd_store_result_t *res, void *data)
     cJSON_AddItemToObject(o, "priceTiers", tiers ? tiers : cJSON_CreateObject());
     cJSON_AddNumberToObject(o, "seatCount", (double)seatd_layout_count(op->layout));
     cJSON_AddNumberToObject(o, "version", 0);
-    cJSON *x = op->extra_json ? cJSON_Parse(op->extra_json) : NULL;
-    cJSON *q = x ? cJSON_DetachItemFromObjectCaseSensitive(x, "queue") : NULL;
-    if (q) {
-        cJSON_AddItemToObject(o, "queue", q);
-        queue_render(o);
-    }
-    cJSON_Delete(x);
+    add_extra(o, op->extra_json);
     char loc[64];
     snprintf(loc, sizeof(loc), "/v1/shows/%s", op->show_id);
     seatd_req_add_header(r, "Location", loc);
