@@ -43,6 +43,11 @@ seatd_me_add   KEYS[1] the index  ARGV id, retention ms (0: for ever)
 seatd_me_remove   KEYS[1] the index  ARGV ids (1 to 64)
   ZREM: entries of holds no longer live (released, expired, booked), so that the newest
   entries /v1/me/holds looks at are live ones -> {"removed", "1"|"0"}.
+seatd_idem_claim   KEYS[1] {u:<sub>}:idem:<route>:<key>  ARGV fingerprint, ttl ms
+  The idempotency record of a request without one of its own in a show's slot (a booking:
+  one booking per hold is its idempotency, but the IETF draft's key also refuses the same key
+  for another request): SET NX PX. The same fingerprint again -> {"removed", "0"} (a replay:
+  the caller goes on and finds the first request's outcome); another -> IDEM_MISMATCH.
 seatd_me_list (no-writes)  KEYS[1] the index  ARGV after, limit -> "id" and "score" once per
   entry, newest first (equal scores: ids in descending byte order, as Redis orders them),
   then "more" "1"|"0". 'after' is "" (from the newest), "<score>.<id>" (the entries after
@@ -208,6 +213,21 @@ local function me_remove(keys, args)
     return {'removed', n > 0 and '1' or '0'}
 end
 
+local function idem_claim(keys, args)
+    local ttl = tonumber(args[2])
+    if not string.match(keys[1] or '', '^{u:[^{}]+}:idem:[a-z]+:[%w_%.%-]+$')
+        or (args[1] or '') == '' or not ttl or ttl < 1 then
+        return fail('INVAL', 'idem')
+    end
+    if redis.call('SET', keys[1], args[1], 'NX', 'PX', ttl) then
+        return {'removed', '0'}
+    end
+    if redis.call('GET', keys[1]) ~= args[1] then
+        return fail('IDEM_MISMATCH', 'idem')
+    end
+    return {'removed', '0'}
+end
+
 -- a < b in byte order (Redis's order of members with equal scores; Lua's own string
 -- comparison follows the server's locale).
 local function bytes_before(a, b)
@@ -261,6 +281,7 @@ local function me_list(keys, args)
 end
 
 redis.register_function{function_name='seatd_me_remove', callback=me_remove}
+redis.register_function{function_name='seatd_idem_claim', callback=idem_claim}
 redis.register_function{function_name='seatd_email_claim', callback=email_claim}
 redis.register_function{function_name='seatd_email_release', callback=email_release}
 redis.register_function{function_name='seatd_email_get', callback=email_get, flags={'no-writes'}}

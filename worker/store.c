@@ -1628,6 +1628,27 @@ int seatd_store_me_add(seatd_store_t *st, const char *sub, const char *index, co
     return rc;
 }
 
+int seatd_store_idem_claim(seatd_store_t *st, const char *sub, const char *route, const char *key,
+                           const char *fingerprint, int64_t ttl_ms, seatd_store_cb cb, void *data)
+{
+    char rkey[SEATD_KEY_MAX], suffix[SEATD_KEY_MAX], ttl[24];
+    if (route == NULL || strcmp(route, "book") != 0 || !seatd_keys_valid_idem_key(key) ||
+        fingerprint == NULL || !fingerprint[0] || ttl_ms < 1)
+        return SEATD_EINVAL;
+    snprintf(suffix, sizeof(suffix), "idem:%s:%s", route, key);
+    if (seatd_keys_user(rkey, sub, suffix) < 0)
+        return SEATD_EBADID;
+    snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
+    const char *keys[1] = {rkey};
+    const char *args[2] = {fingerprint, ttl};
+    store_op_t *op = op_new(st, KIND_ACCOUNT, cb, data);
+    int rc = seatd_scripts_fcall_ex(st->scripts, "seatd_idem_claim", SEATD_RDS_NO_WAIT, 1, keys, 2,
+                                    args, NULL, on_reply, op);
+    if (rc < 0)
+        op_free(op);
+    return rc;
+}
+
 int seatd_store_me_remove(seatd_store_t *st, const char *sub, const char *index,
                           const char *const *ids, size_t n, seatd_store_cb cb, void *data)
 {

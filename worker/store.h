@@ -485,6 +485,13 @@ SEATD_MUSTCHECK int seatd_store_session_revoke(seatd_store_t *st, const char *us
 SEATD_MUSTCHECK int seatd_store_me_add(seatd_store_t *st, const char *sub, const char *index,
                                        const char *id, int64_t retain_ms, seatd_store_cb cb,
                                        void *data);
+/* Claims idempotency key 'key' of user 'sub' for a request of 'route' ("book") with body
+ * 'fingerprint', for 'ttl_ms': ok when the key is new or was claimed with that fingerprint,
+ * IDEMMISMATCH when with another. Never waits for an unreachable shard (the user's shard may
+ * be another than the show's). */
+SEATD_MUSTCHECK int seatd_store_idem_claim(seatd_store_t *st, const char *sub, const char *route,
+                                           const char *key, const char *fingerprint, int64_t ttl_ms,
+                                           seatd_store_cb cb, void *data);
 /* Removes the entries 'ids' (1..64 of them) from that index: holds that are no longer live.
  * Never waits for an unreachable shard, like seatd_store_me_add. Result: removed. */
 SEATD_MUSTCHECK int seatd_store_me_remove(seatd_store_t *st, const char *sub, const char *index,

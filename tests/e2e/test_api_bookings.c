@@ -270,6 +270,46 @@ Test(api_bookings, a_worker_restarted_from_a_bare_shell_runs_with_the_stacks_set
     }
 }
 
+/* The IETF draft's Idempotency-Key on bookings: the same key and body answer the same
+ * booking; the same key with another hold is 422 and buys nothing (it was ignored: a second
+ * purchase, charged). */
+Test(api_bookings, one_idempotency_key_buys_once_and_refuses_another_hold)
+{
+    char show[32], h1[64], h2[64], b1[64], path[96];
+    cr_assert_eq(e2e_create_show(1, 6, 300, show), 0);
+    hold_seats(show, "ida", "[\"A1\"]", h1);
+    hold_seats(show, "ida", "[\"A2\"]", h2);
+    char key[64], hdr[96];
+    snprintf(key, sizeof(key), "buy-%s-once", show);
+    snprintf(hdr, sizeof(hdr), "Idempotency-Key: %s\r\n", key);
+    e2e_res_t res;
+    cr_assert_eq(book(h1, "ida", "tok_ok", hdr, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    snprintf(b1, sizeof(b1), "%s", e2e_str(&res, "bookingId"));
+    e2e_res_free(&res);
+    cr_assert_eq(book(h1, "ida", "tok_ok", hdr, &res), 0); /* a retry: the same booking */
+    cr_assert_eq(res.http.status, 201);
+    cr_assert_str_eq(e2e_str(&res, "bookingId"), b1);
+    e2e_res_free(&res);
+    cr_assert_eq(book(h2, "ida", "tok_ok", hdr, &res), 0); /* the key, another purchase */
+    cr_assert_eq(res.http.status, 422, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert_str_eq(e2e_str(&res, "type"), "https://seatd.dev/problems/idempotency-key-reuse");
+    e2e_res_free(&res);
+    cr_assert_eq(book(h1, "ida", "tok_declined", hdr, &res), 0); /* ... or another card */
+    cr_assert_eq(res.http.status, 422);
+    e2e_res_free(&res);
+    snprintf(path, sizeof(path), "/v1/holds/%s", h2);
+    cr_assert_eq(e2e_call("GET", path, "ida", NULL, NULL, &res), 0);
+    cr_assert_str_eq(e2e_str(&res, "status"), "HELD", "nothing was done to the second hold");
+    e2e_res_free(&res);
+    /* the key is the buyer's own: another buyer may use the same one */
+    char h3[64];
+    hold_seats(show, "ivo", "[\"A3\"]", h3);
+    cr_assert_eq(book(h3, "ivo", "tok_ok", hdr, &res), 0);
+    cr_assert_eq(res.http.status, 201);
+    e2e_res_free(&res);
+}
+
 /* ------------------------------------------------------------------ the tokens */
 
 typedef struct {

@@ -50,6 +50,7 @@
 #include "ticket.h"
 
 #define CURRENCY "EUR"
+#define BOOK_IDEM_TTL_MS (24LL * 3600 * 1000) /* a booking's Idempotency-Key is kept a day */
 
 typedef struct {
     seatd_req_t *r;   /* NULL once nobody waits for the answer: the work goes on */
@@ -665,6 +666,29 @@ static void on_hold_for_booking(const seatd_store_result_t *res, void *data)
     step_started(op, rc);
 }
 
+/* The request's idempotency key is claimed: a replay or a new key goes on to the hold. A
+ * shard of the user's that cannot be reached does not stop the booking (one booking per hold
+ * still holds); the same key with another body is 422, and nothing was done. */
+static void on_book_key_claimed(const seatd_store_result_t *res, void *data)
+{
+    book_op_t *op = data;
+    seatd__step_end(&op->r);
+    if (op->r == NULL) {
+        book_op_free(op);
+        return;
+    }
+    if (res->err == SEATD_EIDEMMISMATCH) {
+        seatd__reply_store_error(op->r, res);
+        book_op_free(op);
+        return;
+    }
+    if (res->err)
+        seatd_log(SEATD_LOG_WARN, NULL, "booking's idempotency key not checked", "\"error\":\"%s\"",
+                  seatd_err_name(res->err));
+    step_started(
+        op, seatd_store_hold_get(op->app->store, op->hold_id, op->owner, on_hold_for_booking, op));
+}
+
 int seatd_handle_bookings_create(seatd_req_t *r)
 {
     book_op_t *op = seatd_calloc(1, sizeof(*op));
@@ -697,17 +721,26 @@ int seatd_handle_bookings_create(seatd_req_t *r)
         book_op_free(op);
         return 0;
     }
-    /* One booking per hold is the idempotency of this route: a retry with the same hold
-     * finds the booking book_begin already made. The key is validated, and nothing else. */
     if (seatd_keys_parse_id(hold_id, 'h', op->show_id) < 0) {
         book_op_free(op);
         return SEATD_ENOTFOUND;
     }
     snprintf(op->hold_id, sizeof(op->hold_id), "%s", hold_id);
     snprintf(op->method, sizeof(op->method), "%s", method);
-    int rc =
-        seatd__step_begin(&op->r, seatd_store_hold_get(seatd__app(r)->store, op->hold_id,
-                                                       seatd__sub(r), on_hold_for_booking, op));
+    /* One booking per hold is the idempotency of this route: a retry with the same hold finds
+     * the booking book_begin already made. A key, when sent, is claimed for this body first,
+     * so that the same key with another hold or card is 422 (IETF draft), not a second
+     * purchase. */
+    int rc;
+    if (idem) {
+        char fingerprint[SEATD_ID_MAX + 80];
+        snprintf(fingerprint, sizeof(fingerprint), "%s %s", op->hold_id, op->method);
+        rc = seatd_store_idem_claim(op->app->store, op->owner, "book", idem, fingerprint,
+                                    BOOK_IDEM_TTL_MS, on_book_key_claimed, op);
+    } else {
+        rc = seatd_store_hold_get(op->app->store, op->hold_id, op->owner, on_hold_for_booking, op);
+    }
+    rc = seatd__step_begin(&op->r, rc);
     if (rc < 0)
         book_op_free(op);
     return rc;
