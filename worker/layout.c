@@ -49,6 +49,39 @@ static int index_insert(seatd_layout_t *l, size_t i)
     }
 }
 
+static const seatd_layout_seat_t *place_seats; /* qsort has no context argument */
+
+static int by_place(const void *a, const void *b)
+{
+    const seatd_layout_seat_t *x = &place_seats[*(const size_t *)a];
+    const seatd_layout_seat_t *y = &place_seats[*(const size_t *)b];
+    int c = strcmp(x->row, y->row);
+    return c ? c : (x->number > y->number) - (x->number < y->number);
+}
+
+/* Two seats with one row and number (ids "A1" and "A-1", both row A number 1): the seat
+ * picker, best available and the orphan rule find neighbours by row and number, so such a
+ * layout would put two seats in one place. Writes why and returns SEATD_EDUPSEAT, or 0. */
+static int check_places(const seatd_layout_t *l, char *why, size_t why_len)
+{
+    size_t *order = seatd_malloc(l->n * sizeof(*order));
+    for (size_t i = 0; i < l->n; i++)
+        order[i] = i;
+    place_seats = l->seats;
+    qsort(order, l->n, sizeof(*order), by_place);
+    int rc = 0;
+    for (size_t k = 1; k < l->n && rc == 0; k++) {
+        if (by_place(&order[k - 1], &order[k]) == 0) {
+            const seatd_layout_seat_t *a = &l->seats[order[k - 1]], *b = &l->seats[order[k]];
+            snprintf(why, why_len, "seats \"%s\" and \"%s\" are both row \"%s\" number %d", a->id,
+                     b->id, a->row, a->number);
+            rc = SEATD_EDUPSEAT;
+        }
+    }
+    free(order);
+    return rc;
+}
+
 long seatd_layout_find(const seatd_layout_t *l, const char *id)
 {
     if (l == NULL || id == NULL || l->cap == 0)
@@ -232,6 +265,9 @@ int seatd_layout_from_json(const void *seats_json, const void *tiers, seatd_layo
         }
         i++;
     }
+    rc = check_places(l, why, why_len);
+    if (rc < 0)
+        goto fail;
     i = 0;
     cJSON_ArrayForEach(o, arr)
     {

@@ -1604,6 +1604,21 @@ int seatd_store_session_revoke(seatd_store_t *st, const char *user_id, const cha
     return account_call(st, "seatd_session_revoke", key, 1, args, cb, data);
 }
 
+/* A side step in the buyer's own keys (index, idempotency record) of a request whose work is
+ * in a show's slot: on a cluster the user's shard may be another, and it never waits for it
+ * when it cannot be reached (SEATD_RDS_NO_WAIT: fails at once, the caller goes on). */
+static int user_side_call(seatd_store_t *st, const char *fn, const char *key, int nargs,
+                          const char **args, seatd_store_cb cb, void *data)
+{
+    const char *keys[1] = {key};
+    store_op_t *op = op_new(st, KIND_ACCOUNT, cb, data);
+    int rc = seatd_scripts_fcall_ex(st->scripts, fn, SEATD_RDS_NO_WAIT, 1, keys, nargs, args, NULL,
+                                    on_reply, op);
+    if (rc < 0)
+        op_free(op);
+    return rc;
+}
+
 static int valid_index(const char *index)
 {
     return index && (strcmp(index, "holds") == 0 || strcmp(index, "bookings") == 0);
@@ -1619,13 +1634,7 @@ int seatd_store_me_add(seatd_store_t *st, const char *sub, const char *index, co
         return SEATD_EINVAL;
     snprintf(retain, sizeof(retain), "%" PRId64, retain_ms);
     const char *args[2] = {id, retain};
-    const char *keys[1] = {key};
-    store_op_t *op = op_new(st, KIND_ACCOUNT, cb, data);
-    int rc = seatd_scripts_fcall_ex(st->scripts, "seatd_me_add", SEATD_RDS_NO_WAIT, 1, keys, 2,
-                                    args, NULL, on_reply, op);
-    if (rc < 0)
-        op_free(op);
-    return rc;
+    return user_side_call(st, "seatd_me_add", key, 2, args, cb, data);
 }
 
 int seatd_store_idem_claim(seatd_store_t *st, const char *sub, const char *route, const char *key,
@@ -1639,14 +1648,8 @@ int seatd_store_idem_claim(seatd_store_t *st, const char *sub, const char *route
     if (seatd_keys_user(rkey, sub, suffix) < 0)
         return SEATD_EBADID;
     snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
-    const char *keys[1] = {rkey};
     const char *args[2] = {fingerprint, ttl};
-    store_op_t *op = op_new(st, KIND_ACCOUNT, cb, data);
-    int rc = seatd_scripts_fcall_ex(st->scripts, "seatd_idem_claim", SEATD_RDS_NO_WAIT, 1, keys, 2,
-                                    args, NULL, on_reply, op);
-    if (rc < 0)
-        op_free(op);
-    return rc;
+    return user_side_call(st, "seatd_idem_claim", rkey, 2, args, cb, data);
 }
 
 int seatd_store_me_remove(seatd_store_t *st, const char *sub, const char *index,
@@ -1660,13 +1663,7 @@ int seatd_store_me_remove(seatd_store_t *st, const char *sub, const char *index,
     for (size_t i = 0; i < n; i++)
         if (ids[i] == NULL || !ids[i][0])
             return SEATD_EBADID;
-    const char *keys[1] = {key};
-    store_op_t *op = op_new(st, KIND_ACCOUNT, cb, data);
-    int rc = seatd_scripts_fcall_ex(st->scripts, "seatd_me_remove", SEATD_RDS_NO_WAIT, 1, keys,
-                                    (int)n, (const char **)ids, NULL, on_reply, op);
-    if (rc < 0)
-        op_free(op);
-    return rc;
+    return user_side_call(st, "seatd_me_remove", key, (int)n, (const char **)ids, cb, data);
 }
 
 int seatd_store_me_list(seatd_store_t *st, const char *sub, const char *index, const char *before,

@@ -81,6 +81,29 @@ const char *e2e_str(const e2e_res_t *res, const char *name)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+void e2e_hold(const char *show, const char *sub, const char *seats_json, char *hold_id, size_t n)
+{
+    char path[96], body[512];
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    snprintf(body, sizeof(body), "{\"seatIds\":%s}", seats_json);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", path, sub, body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "hold %s: %d %.*s", seats_json, res.http.status,
+                 (int)res.http.body_len, res.http.body ? res.http.body : "");
+    snprintf(hold_id, n, "%s", e2e_str(&res, "holdId"));
+    e2e_res_free(&res);
+}
+
+void e2e_release(const char *sub, const char *hold_id)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/holds/%s", hold_id);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("DELETE", path, sub, NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200, "release %s: %d", hold_id, res.http.status);
+    e2e_res_free(&res);
+}
+
 int e2e_create_show(int rows, int per_row, int ttl_s, char *id)
 {
     return e2e_create_show_at("127.0.0.1", rows, per_row, ttl_s, id);

@@ -41,6 +41,12 @@ int e2e_create_show(int rows, int per_row, int ttl_s, char *id);
 /* As e2e_create_show, through 'host' (see e2e_call_at). */
 int e2e_create_show_at(const char *host, int rows, int per_row, int ttl_s, char *id);
 
+/* Holds 'seats_json' (a JSON array text, e.g. ["A1"]) of 'show' as 'sub', asserting the 201;
+ * the hold id into 'hold_id' ('n' bytes). */
+void e2e_hold(const char *show, const char *sub, const char *seats_json, char *hold_id, size_t n);
+/* Releases hold 'hold_id' as 'sub', asserting the 200. */
+void e2e_release(const char *sub, const char *hold_id);
+
 /* Waits until every worker of the stack answers 200 on its own /healthz (its metrics listener,
  * listed in run/<port>/prometheus-targets.json), i.e. each has its Redis connection back:
  * tests that stop or restart Redis end with it, so the next test does not meet a worker that

@@ -257,18 +257,6 @@ static int book_as(const char *sub, const char *hold)
     return status;
 }
 
-static void hold_as(const char *sub, const char *show, const char *seat, char *hold)
-{
-    char path[64], body[64];
-    snprintf(path, sizeof path, "/v1/shows/%s/holds", show);
-    snprintf(body, sizeof body, "{\"seatIds\":[\"%s\"]}", seat);
-    e2e_res_t res;
-    cr_assert_eq(e2e_call("POST", path, sub, body, NULL, &res), 0);
-    cr_assert_eq(res.http.status, 201, "%s", res.http.body);
-    snprintf(hold, 64, "%s", e2e_str(&res, "holdId"));
-    e2e_res_free(&res);
-}
-
 /* Retrying a booking (the README's advice) and booking a released hold file nothing in the
  * buyer's list: before, each such request filed its own fresh booking id, whose booking never
  * began, and a page of those came back empty while the real ticket sat on a later page. */
@@ -277,19 +265,15 @@ Test(api_accounts, replayed_and_refused_bookings_file_nothing_in_the_buyers_list
     char show[32], hold[64], released[64], sub[48];
     snprintf(sub, sizeof sub, "retrier%ld", (long)time(NULL) % 100000);
     cr_assert_eq(e2e_create_show(1, 6, 300, show), 0);
-    hold_as(sub, show, "A1", hold);
+    e2e_hold(show, sub, "[\"A1\"]", hold, sizeof hold);
     for (int i = 0; i < 4; i++) /* the first books, the others are answered the same booking */
         cr_assert_eq(book_as(sub, hold), 201, "attempt %d", i + 1);
-    hold_as(sub, show, "A2", released);
-    char path[96];
-    snprintf(path, sizeof path, "/v1/holds/%s", released);
-    e2e_res_t res;
-    cr_assert_eq(e2e_call("DELETE", path, sub, NULL, NULL, &res), 0);
-    cr_assert_eq(res.http.status, 200);
-    e2e_res_free(&res);
+    e2e_hold(show, sub, "[\"A2\"]", released, sizeof released);
+    e2e_release(sub, released);
     for (int i = 0; i < 2; i++)
         cr_assert_eq(book_as(sub, released), 409, "a released hold cannot be booked");
 
+    e2e_res_t res;
     seatd_redis_t *c = e2e_redis();
     redisReply *r = seatd_redis_command(c, "ZCARD {u:%s}:bookings", sub);
     cr_assert(r && r->type == REDIS_REPLY_INTEGER);
@@ -312,14 +296,9 @@ Test(api_accounts, a_live_hold_behind_many_dead_entries_is_still_listed)
     char show[32], live[64], gone[64], sub[48];
     snprintf(sub, sizeof sub, "churner%ld", (long)time(NULL) % 100000);
     cr_assert_eq(e2e_create_show(1, 6, 300, show), 0);
-    hold_as(sub, show, "A1", live);
-    hold_as(sub, show, "A2", gone);
-    char path[96];
-    snprintf(path, sizeof path, "/v1/holds/%s", gone);
-    e2e_res_t res;
-    cr_assert_eq(e2e_call("DELETE", path, sub, NULL, NULL, &res), 0);
-    cr_assert_eq(res.http.status, 200);
-    e2e_res_free(&res);
+    e2e_hold(show, sub, "[\"A1\"]", live, sizeof live);
+    e2e_hold(show, sub, "[\"A2\"]", gone, sizeof gone);
+    e2e_release(sub, gone);
 
     seatd_redis_t *c = e2e_redis();
     redisReply *r = seatd_redis_command(c, "ZSCORE {u:%s}:holds %s", sub, gone);
@@ -335,6 +314,7 @@ Test(api_accounts, a_live_hold_behind_many_dead_entries_is_still_listed)
         freeReplyObject(r);
     }
 
+    e2e_res_t res;
     cr_assert_eq(e2e_call("GET", "/v1/me/holds", sub, NULL, NULL, &res), 0);
     cr_assert_eq(res.http.status, 200);
     const cJSON *holds = cJSON_GetObjectItemCaseSensitive(res.json, "holds");

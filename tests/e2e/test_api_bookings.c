@@ -31,14 +31,7 @@ static void sleep_ms(long ms)
 
 static void hold_seats(const char *show, const char *sub, const char *seats_json, char *hold_id)
 {
-    char path[64], body[256];
-    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
-    snprintf(body, sizeof(body), "{\"seatIds\":%s}", seats_json);
-    e2e_res_t res;
-    cr_assert_eq(e2e_call("POST", path, sub, body, NULL, &res), 0);
-    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
-    snprintf(hold_id, 64, "%s", e2e_str(&res, "holdId"));
-    e2e_res_free(&res);
+    e2e_hold(show, sub, seats_json, hold_id, 64);
 }
 
 /* POST /v1/bookings; returns -1 when no answer came. */

@@ -96,14 +96,7 @@ static double jnum(const cJSON *o, const char *name)
 /* Holds 'seats' (a JSON array text) of 'show' as 'sub'; the hold id into 'hold' (48 bytes). */
 static void hold(const char *show, const char *sub, const char *seats, char *hold_id)
 {
-    char path[64], body[256];
-    snprintf(path, sizeof path, "/v1/shows/%s/holds", show);
-    snprintf(body, sizeof body, "{\"seatIds\":%s}", seats);
-    e2e_res_t res;
-    cr_assert_eq(e2e_call("POST", path, sub, body, NULL, &res), 0);
-    cr_assert_eq(res.http.status, 201, "hold: %d", res.http.status);
-    snprintf(hold_id, 48, "%s", e2e_str(&res, "holdId"));
-    e2e_res_free(&res);
+    e2e_hold(show, sub, seats, hold_id, 48);
 }
 
 /* Books hold 'hold_id' as 'sub' with tok_ok; the booking id into 'booking' (48 bytes). */

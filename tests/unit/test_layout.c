@@ -28,6 +28,12 @@ static const layout_case_t cases[] = {
      "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7},"
      "{\"id\":\"C7\",\"row\":\"C\",\"number\":8}]",
      SEATD_EDUPSEAT},
+    {"rejects_two_seats_in_one_place",
+     "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1},{\"id\":\"A2\",\"row\":\"A\",\"number\":2},"
+     "{\"id\":\"A-1\",\"row\":\"A\",\"number\":1}]",
+     SEATD_EDUPSEAT},
+    {"accepts_one_number_in_two_rows",
+     "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1},{\"id\":\"B1\",\"row\":\"B\",\"number\":1}]", 0},
     {"rejects_empty_row", "[{\"id\":\"C7\",\"row\":\"\",\"number\":7}]", SEATD_EINVAL},
     {"rejects_long_row", "[{\"id\":\"C7\",\"row\":\"ABCDEFGHIJKLMNOPQ\",\"number\":7}]",
      SEATD_EINVAL},
