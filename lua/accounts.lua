@@ -46,7 +46,7 @@ seatd_me_remove   KEYS[1] the index  ARGV ids (1 to 64)
 seatd_idem_claim   KEYS[1] {u:<sub>}:idem:<route>:<key>  ARGV fingerprint, ttl ms
   The idempotency record of a request without one of its own in a show's slot (a booking:
   one booking per hold is its idempotency, but the IETF draft's key also refuses the same key
-  for another request): SET NX PX. The same fingerprint again -> {"removed", "0"} (a replay:
+  for another request): SET NX PX. A new key, or the same fingerprint again -> {} (a replay:
   the caller goes on and finds the first request's outcome); another -> IDEM_MISMATCH.
 seatd_me_list (no-writes)  KEYS[1] the index  ARGV after, limit -> "id" and "score" once per
   entry, newest first (equal scores: ids in descending byte order, as Redis orders them),
@@ -198,11 +198,14 @@ local function me_add(keys, args)
         return fail('INVAL', 'index')
     end
     local now = now_ms()
-    redis.call('ZADD', keys[1], 'NX', now, args[1])
+    local score = tostring(now)
+    if redis.call('ZADD', keys[1], 'NX', now, args[1]) == 0 then
+        score = redis.call('ZSCORE', keys[1], args[1])
+    end
     if retain > 0 then
         redis.call('ZREMRANGEBYSCORE', keys[1], '-inf', '(' .. (now - retain))
     end
-    return {'score', redis.call('ZSCORE', keys[1], args[1]) or tostring(now)}
+    return {'score', score}
 end
 
 local function me_remove(keys, args)
@@ -219,13 +222,11 @@ local function idem_claim(keys, args)
         or (args[1] or '') == '' or not ttl or ttl < 1 then
         return fail('INVAL', 'idem')
     end
-    if redis.call('SET', keys[1], args[1], 'NX', 'PX', ttl) then
-        return {'removed', '0'}
-    end
-    if redis.call('GET', keys[1]) ~= args[1] then
+    if not redis.call('SET', keys[1], args[1], 'NX', 'PX', ttl)
+        and redis.call('GET', keys[1]) ~= args[1] then
         return fail('IDEM_MISMATCH', 'idem')
     end
-    return {'removed', '0'}
+    return {}
 end
 
 -- a < b in byte order (Redis's order of members with equal scores; Lua's own string

@@ -62,6 +62,7 @@ typedef struct acct_op_s {
     char pair_key[SEATD_KEY_MAX]; /* failed logins of the email from this address */
     char *hash;                   /* owned: the encoded hash (register) or the stored one (login) */
     int admin;
+    int gate;                                  /* login: the counter being taken (GATE_*) */
     char token[SEATD_ACCOUNT_TOKEN_MAX];       /* the refresh token answered */
     char token_hash[SEATD_ACCOUNT_SHA256_HEX]; /* its SHA-256 */
     char old_hash[SEATD_ACCOUNT_SHA256_HEX];   /* refresh: the presented token's */
@@ -439,52 +440,50 @@ static void on_email_for_login(const seatd_store_result_t *res, void *data)
     step_started(op, seatd_store_user_get(op->app->store, op->user_id, on_user_for_login, op));
 }
 
-static void on_account_counted(const seatd_store_result_t *res, void *data)
-{
-    acct_op_t *op = data;
-    if (step_gone_or_failed(op, res))
-        return;
-    if (!res->attempt.ok) {
-        /* The pair's attempt stays taken: it was one, refused. */
-        answer_throttled(op, res, "failed logins for this account");
-        return;
-    }
-    step_started(op, seatd_store_email_get(op->app->store, op->email, on_email_for_login, op));
-}
-
-/* The email's failures are counted twice: from this address (a few: the guesser's own
- * address is stopped) and from all addresses (many more: a guesser spread over addresses is
- * stopped too). A single count per email let anyone lock its owner out with five wrong
+/* A login's counters, taken in this order before the password is checked: attempts from the
+ * client address, then the email's failures twice: from this address (a few: the guesser's
+ * own address is stopped) and from all addresses (many more: a guesser spread over addresses
+ * is stopped too). A single count per email let anyone lock its owner out with five wrong
  * passwords; now that takes --login-fails-per-account-total of them, from at least that over
  * --login-fails-per-account addresses, while the owner's own address is not counted. */
-static void on_pair_counted(const seatd_store_result_t *res, void *data)
+enum { GATE_ADDR, GATE_PAIR, GATE_ACCOUNT, GATES };
+
+static void on_login_counted(const seatd_store_result_t *res, void *data);
+
+static int count_login(acct_op_t *op)
 {
-    acct_op_t *op = data;
-    if (step_gone_or_failed(op, res))
-        return;
-    if (!res->attempt.ok) {
-        answer_throttled(op, res, "failed logins for this account from this address");
-        return;
-    }
     const seatd_config_t *cfg = op->app->cfg;
-    step_started(op, seatd_store_attempt(op->app->store, op->acct_key, 1,
-                                         cfg->login_fails_per_account_total,
-                                         cfg->login_account_window_ms, on_account_counted, op));
+    const struct {
+        const char *key;
+        int64_t cap, window_ms;
+    } g[GATES] = {
+        [GATE_ADDR] = {op->addr_key, cfg->login_per_addr, cfg->login_addr_window_ms},
+        [GATE_PAIR] = {op->pair_key, cfg->login_fails_per_account, cfg->login_account_window_ms},
+        [GATE_ACCOUNT] = {op->acct_key, cfg->login_fails_per_account_total,
+                          cfg->login_account_window_ms},
+    };
+    return seatd_store_attempt(op->app->store, g[op->gate].key, 1, g[op->gate].cap,
+                               g[op->gate].window_ms, on_login_counted, op);
 }
 
-static void on_addr_counted(const seatd_store_result_t *res, void *data)
+static void on_login_counted(const seatd_store_result_t *res, void *data)
 {
+    static const char *const refused[GATES] = {
+        [GATE_ADDR] = "login attempts from this address",
+        [GATE_PAIR] = "failed logins for this account from this address",
+        [GATE_ACCOUNT] = "failed logins for this account",
+    };
     acct_op_t *op = data;
     if (step_gone_or_failed(op, res))
         return;
-    if (!res->attempt.ok) {
-        answer_throttled(op, res, "login attempts from this address");
+    if (!res->attempt.ok) { /* the counters taken before stay taken: it was an attempt */
+        answer_throttled(op, res, refused[op->gate]);
         return;
     }
-    const seatd_config_t *cfg = op->app->cfg;
-    step_started(op,
-                 seatd_store_attempt(op->app->store, op->pair_key, 1, cfg->login_fails_per_account,
-                                     cfg->login_account_window_ms, on_pair_counted, op));
+    if (++op->gate < GATES)
+        step_started(op, count_login(op));
+    else
+        step_started(op, seatd_store_email_get(op->app->store, op->email, on_email_for_login, op));
 }
 
 int seatd_handle_auth_login(seatd_req_t *r)
@@ -500,9 +499,8 @@ int seatd_handle_auth_login(seatd_req_t *r)
     seatd_account_sha256_hex(op->email, strlen(op->email), h);
     snprintf(op->acct_key, sizeof(op->acct_key), "seatd:login:acct:%.32s", h);
     snprintf(op->pair_key, sizeof(op->pair_key), "seatd:login:acct:%.32s:%s", h, addr);
-    const seatd_config_t *cfg = op->app->cfg;
-    step_started(op, seatd_store_attempt(op->app->store, op->addr_key, 1, cfg->login_per_addr,
-                                         cfg->login_addr_window_ms, on_addr_counted, op));
+    op->gate = GATE_ADDR;
+    step_started(op, count_login(op));
     return 0;
 }
 
