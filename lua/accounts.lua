@@ -47,7 +47,13 @@ seatd_idem_claim   KEYS[1] {u:<sub>}:idem:<route>:<key>  ARGV fingerprint, ttl m
   The idempotency record of a request without one of its own in a show's slot (a booking:
   one booking per hold is its idempotency, but the IETF draft's key also refuses the same key
   for another request): SET NX PX. A new key, or the same fingerprint again -> {} (a replay:
-  the caller goes on and finds the first request's outcome); another -> IDEM_MISMATCH.
+  the caller goes on and finds the first request's outcome), or {"outcome", <text>} when
+  seatd_idem_settle recorded one; another fingerprint -> IDEM_MISMATCH.
+seatd_idem_settle  KEYS[1] as seatd_idem_claim  ARGV fingerprint, outcome
+  Records the outcome of the request that claimed the key with that fingerprint (a booking
+  whose card was declined: its id, so that a replay answers that 402 rather than trying the
+  card again), keeping the record's expiry; a record of another fingerprint, or none, is left
+  as it is -> {}.
 seatd_me_list (no-writes)  KEYS[1] the index  ARGV after, limit -> "id" and "score" once per
   entry, newest first (equal scores: ids in descending byte order, as Redis orders them),
   then "more" "1"|"0". 'after' is "" (from the newest), "<score>.<id>" (the entries after
@@ -216,15 +222,36 @@ local function me_remove(keys, args)
     return {'removed', n > 0 and '1' or '0'}
 end
 
+-- An idempotency record is "<fingerprint>" or, once settled, "<fingerprint>\n<outcome>"
+-- (a fingerprint is a hold id and a payment token: never a newline).
+local IDEM_KEY = '^{u:[^{}]+}:idem:[a-z]+:[%w_%.%-]+$'
+
 local function idem_claim(keys, args)
     local ttl = tonumber(args[2])
-    if not string.match(keys[1] or '', '^{u:[^{}]+}:idem:[a-z]+:[%w_%.%-]+$')
-        or (args[1] or '') == '' or not ttl or ttl < 1 then
+    local fp = args[1] or ''
+    if not string.match(keys[1] or '', IDEM_KEY) or fp == '' or string.find(fp, '\n', 1, true)
+        or not ttl or ttl < 1 then
         return fail('INVAL', 'idem')
     end
-    if not redis.call('SET', keys[1], args[1], 'NX', 'PX', ttl)
-        and redis.call('GET', keys[1]) ~= args[1] then
+    if redis.call('SET', keys[1], fp, 'NX', 'PX', ttl) then
+        return {}
+    end
+    local v = redis.call('GET', keys[1]) or ''
+    local nl = string.find(v, '\n', 1, true)
+    if (nl and string.sub(v, 1, nl - 1) or v) ~= fp then
         return fail('IDEM_MISMATCH', 'idem')
+    end
+    return nl and {'outcome', string.sub(v, nl + 1)} or {}
+end
+
+local function idem_settle(keys, args)
+    local fp, outcome = args[1] or '', args[2] or ''
+    if not string.match(keys[1] or '', IDEM_KEY) or fp == '' or outcome == ''
+        or string.find(fp .. outcome, '\n', 1, true) then
+        return fail('INVAL', 'idem')
+    end
+    if redis.call('GET', keys[1]) == fp then
+        redis.call('SET', keys[1], fp .. '\n' .. outcome, 'KEEPTTL')
     end
     return {}
 end
@@ -283,6 +310,7 @@ end
 
 redis.register_function{function_name='seatd_me_remove', callback=me_remove}
 redis.register_function{function_name='seatd_idem_claim', callback=idem_claim}
+redis.register_function{function_name='seatd_idem_settle', callback=idem_settle}
 redis.register_function{function_name='seatd_email_claim', callback=email_claim}
 redis.register_function{function_name='seatd_email_release', callback=email_release}
 redis.register_function{function_name='seatd_email_get', callback=email_get, flags={'no-writes'}}

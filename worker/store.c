@@ -238,6 +238,7 @@ static const field_t account_fields[] = {
     LIST("id", account.ids, account.nentries),
     LIST("score", account.scores, account.nentries),
     FLAG("more", account.more),
+    STR("outcome", account.outcome),
     {NULL, F_STR, 0, NOAUX, 0},
 };
 
@@ -1637,19 +1638,43 @@ int seatd_store_me_add(seatd_store_t *st, const char *sub, const char *index, co
     return user_side_call(st, "seatd_me_add", key, 2, args, cb, data);
 }
 
+/* The key of user 'sub''s idempotency record for 'key' on 'route' ("book") into 'out'
+ * (SEATD_KEY_MAX): 0, SEATD_EINVAL or SEATD_EBADID. */
+static int idem_record_key(char *out, const char *sub, const char *route, const char *key)
+{
+    char suffix[SEATD_KEY_MAX];
+    if (route == NULL || strcmp(route, "book") != 0 || !seatd_keys_valid_idem_key(key))
+        return SEATD_EINVAL;
+    snprintf(suffix, sizeof(suffix), "idem:%s:%s", route, key);
+    return seatd_keys_user(out, sub, suffix) < 0 ? SEATD_EBADID : 0;
+}
+
 int seatd_store_idem_claim(seatd_store_t *st, const char *sub, const char *route, const char *key,
                            const char *fingerprint, int64_t ttl_ms, seatd_store_cb cb, void *data)
 {
-    char rkey[SEATD_KEY_MAX], suffix[SEATD_KEY_MAX], ttl[24];
-    if (route == NULL || strcmp(route, "book") != 0 || !seatd_keys_valid_idem_key(key) ||
-        fingerprint == NULL || !fingerprint[0] || ttl_ms < 1)
+    char rkey[SEATD_KEY_MAX], ttl[24];
+    if (fingerprint == NULL || !fingerprint[0] || ttl_ms < 1)
         return SEATD_EINVAL;
-    snprintf(suffix, sizeof(suffix), "idem:%s:%s", route, key);
-    if (seatd_keys_user(rkey, sub, suffix) < 0)
-        return SEATD_EBADID;
+    int rc = idem_record_key(rkey, sub, route, key);
+    if (rc < 0)
+        return rc;
     snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
     const char *args[2] = {fingerprint, ttl};
     return user_side_call(st, "seatd_idem_claim", rkey, 2, args, cb, data);
+}
+
+int seatd_store_idem_settle(seatd_store_t *st, const char *sub, const char *route, const char *key,
+                            const char *fingerprint, const char *outcome, seatd_store_cb cb,
+                            void *data)
+{
+    char rkey[SEATD_KEY_MAX];
+    if (fingerprint == NULL || !fingerprint[0] || outcome == NULL || !outcome[0])
+        return SEATD_EINVAL;
+    int rc = idem_record_key(rkey, sub, route, key);
+    if (rc < 0)
+        return rc;
+    const char *args[2] = {fingerprint, outcome};
+    return user_side_call(st, "seatd_idem_settle", rkey, 2, args, cb, data);
 }
 
 int seatd_store_me_remove(seatd_store_t *st, const char *sub, const char *index,

@@ -144,6 +144,7 @@ typedef struct seatd_account_result_s { /* email_*, user_*, session_*, me_* */
     const char *const *ids;    /* me_list: their ids */
     const char *const *scores; /* me_list: their scores (ms, text): the paging cursor */
     int more;                  /* me_list: older entries exist */
+    const char *outcome;       /* idem_claim: what the first request settled ("" if nothing) */
 } seatd_account_result_t;
 
 typedef struct seatd_queue_result_s { /* queue_join, queue_status, queue_advance */
@@ -486,12 +487,19 @@ SEATD_MUSTCHECK int seatd_store_me_add(seatd_store_t *st, const char *sub, const
                                        const char *id, int64_t retain_ms, seatd_store_cb cb,
                                        void *data);
 /* Claims idempotency key 'key' of user 'sub' for a request of 'route' ("book") with body
- * 'fingerprint', for 'ttl_ms': ok when the key is new or was claimed with that fingerprint,
+ * 'fingerprint' (no newline), for 'ttl_ms': ok when the key is new or was claimed with that
+ * fingerprint (result: account.outcome, what seatd_store_idem_settle recorded, or ""),
  * IDEMMISMATCH when with another. Never waits for an unreachable shard (the user's shard may
  * be another than the show's). */
 SEATD_MUSTCHECK int seatd_store_idem_claim(seatd_store_t *st, const char *sub, const char *route,
                                            const char *key, const char *fingerprint, int64_t ttl_ms,
                                            seatd_store_cb cb, void *data);
+/* Records 'outcome' (no newline) in the record of 'key' claimed with 'fingerprint', keeping
+ * its expiry, so that a replay is answered with it; a record of another fingerprint, or
+ * none, is left alone. Never waits for an unreachable shard. */
+SEATD_MUSTCHECK int seatd_store_idem_settle(seatd_store_t *st, const char *sub, const char *route,
+                                            const char *key, const char *fingerprint,
+                                            const char *outcome, seatd_store_cb cb, void *data);
 /* Removes the entries 'ids' (1..64 of them) from that index: holds that are no longer live.
  * Never waits for an unreachable shard, like seatd_store_me_add. Result: removed. */
 SEATD_MUSTCHECK int seatd_store_me_remove(seatd_store_t *st, const char *sub, const char *index,

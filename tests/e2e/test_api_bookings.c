@@ -303,6 +303,38 @@ Test(api_bookings, one_idempotency_key_buys_once_and_refuses_another_hold)
     e2e_res_free(&res);
 }
 
+/* A replay of a booking whose card was declined answers that decline (the same booking,
+ * 402) instead of trying the card again as a new booking; another key may try again. */
+Test(api_bookings, a_declined_booking_replayed_with_its_key_answers_the_same_decline)
+{
+    char show[32], h[64], first[64], hdr[96];
+    cr_assert_eq(e2e_create_show(1, 4, 300, show), 0);
+    hold_seats(show, "dora", "[\"A1\"]", h);
+    snprintf(hdr, sizeof(hdr), "Idempotency-Key: decline-%s\r\n", show);
+    e2e_res_t res;
+    cr_assert_eq(book(h, "dora", "tok_declined", hdr, &res), 0);
+    cr_assert_eq(res.http.status, 402, "%.*s", (int)res.http.body_len, res.http.body);
+    snprintf(first, sizeof(first), "%s", e2e_str(&res, "bookingId"));
+    cr_assert(first[0]);
+    e2e_res_free(&res);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(book(h, "dora", "tok_declined", hdr, &res), 0);
+        cr_assert_eq(res.http.status, 402, "%.*s", (int)res.http.body_len, res.http.body);
+        cr_assert_str_eq(e2e_str(&res, "bookingId"), first, "the first decline, not a new try");
+        cr_assert_str_eq(e2e_str(&res, "declineCode"), "card_declined");
+        cr_assert_str_eq(e2e_str(&res, "holdId"), h);
+        e2e_res_free(&res);
+    }
+    /* without the key (or with another) the buyer tries again: a new booking */
+    cr_assert_eq(book(h, "dora", "tok_declined", NULL, &res), 0);
+    cr_assert_eq(res.http.status, 402);
+    cr_assert_str_neq(e2e_str(&res, "bookingId"), first);
+    e2e_res_free(&res);
+    cr_assert_eq(book(h, "dora", "tok_ok", NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+}
+
 /* ------------------------------------------------------------------ the tokens */
 
 typedef struct {

@@ -348,3 +348,42 @@ Test(lua_accounts, one_hundred_concurrent_refreshes_of_one_token_exactly_one_win
     for (int i = 0; i < N; i++)
         free(reports[i]);
 }
+
+/* An idempotency record: claimed for one fingerprint, refused for another, and once settled
+ * a replay of the same fingerprint reads the outcome; a settle with another fingerprint (or
+ * of no record) changes nothing; the record keeps its expiry. */
+static int idem(th_t *t, th_res_t *r, const char *key, const char *fp, const char *outcome)
+{
+    th_res_clear(r);
+    if (outcome == NULL)
+        return th_finish(
+            t, r, seatd_store_idem_claim(t->store, USER, "book", key, fp, 60000, th_on_result, r));
+    return th_finish(
+        t, r, seatd_store_idem_settle(t->store, USER, "book", key, fp, outcome, th_on_result, r));
+}
+
+Test(lua_accounts, an_idempotency_record_is_claimed_once_and_replays_its_settled_outcome)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    th_res_t r = {0};
+    cr_assert_eq(idem(&t, &r, "k-1", "1-h1 tok_x", NULL), 0);
+    cr_assert_null(th_get(&r, "outcome"));
+    cr_assert_eq(idem(&t, &r, "k-1", "1-h2 tok_x", NULL), SEATD_EIDEMMISMATCH);
+    cr_assert_eq(idem(&t, &r, "k-1", "1-h2 tok_x", "1-bz"), 0);    /* not its fingerprint */
+    cr_assert_eq(idem(&t, &r, "k-none", "1-h1 tok_x", "1-bz"), 0); /* no record */
+    cr_assert_eq(idem(&t, &r, "k-1", "1-h1 tok_x", NULL), 0);
+    cr_assert_null(th_get(&r, "outcome"), "a settle for another body left it unsettled");
+    cr_assert_eq(idem(&t, &r, "k-1", "1-h1 tok_x", "1-b7"), 0);
+    cr_assert_eq(idem(&t, &r, "k-1", "1-h1 tok_x", NULL), 0);
+    cr_assert_str_eq(th_get(&r, "outcome"), "1-b7");
+    cr_assert_eq(idem(&t, &r, "k-1", "1-h2 tok_x", NULL), SEATD_EIDEMMISMATCH, "still its body");
+    cr_assert_eq(idem(&t, &r, "k-1", "1-h1\ntok_x", "1-b8"), SEATD_EINVAL);
+    th_res_clear(&r);
+    redisContext *c = seatd_test_redis_connect();
+    long long ttl = th_int(c, "PTTL {u:%s}:idem:book:k-1", USER);
+    cr_assert(ttl > 50000 && ttl <= 60000, "the claim's expiry kept: %lld", ttl);
+    cr_assert_eq(th_int(c, "EXISTS {u:%s}:idem:book:k-none", USER), 0, "no record made");
+    redisFree(c);
+    cr_assert_eq(th_close(&t), 0);
+}

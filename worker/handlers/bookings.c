@@ -61,6 +61,7 @@ typedef struct {
     char booking_id[SEATD_ID_MAX];
     char method[65];  /* payment token, e.g. "tok_ok" */
     char owner[65];   /* the JWT sub: the booking's buyer, kept for after the client left */
+    char idem[201];   /* the request's Idempotency-Key, "" when none */
     char *seat_csv;   /* owned: the hold's seats */
     cJSON *tiers;     /* owned: the show's price tiers */
     long long amount; /* minor units */
@@ -269,15 +270,15 @@ static void wait_for_outcome(book_op_t *op)
                                               op->wait_until, still_waiting, on_booking_final, op));
 }
 
-/* After book_fail following a decline: 402 with the decline code; the hold is HELD again. */
-static void on_failed_after_decline(const seatd_store_result_t *res, void *data)
+/* The fingerprint an Idempotency-Key is claimed with: the hold and the card. */
+static void idem_fingerprint(const book_op_t *op, char *out, size_t size)
 {
-    book_op_t *op = data;
-    seatd__step_end(&op->r);
-    seatd_metrics_inc(SEATD_METRIC_BOOKING_DECLINED);
-    if (res->err)
-        seatd_log(SEATD_LOG_WARN, NULL, "book_fail after a decline failed; reconciliation settles",
-                  "\"booking\":\"%s\",\"err\":%d", op->booking_id, res->err);
+    snprintf(out, size, "%s %s", op->hold_id, op->method);
+}
+
+/* 402 with the decline code; the hold is HELD again. */
+static void answer_decline(book_op_t *op)
+{
     cJSON *extra = cJSON_CreateObject();
     cJSON_AddStringToObject(extra, "bookingId", op->booking_id);
     cJSON_AddStringToObject(extra, "holdId", op->hold_id);
@@ -286,6 +287,38 @@ static void on_failed_after_decline(const seatd_store_result_t *res, void *data)
     snprintf(msg, sizeof(msg), "the card was declined (%s); the seats stay held, try another card",
              op->decline);
     answer_problem(op, SEATD_EDECLINED, msg, extra);
+}
+
+static void on_decline_settled(const seatd_store_result_t *res, void *data)
+{
+    book_op_t *op = data;
+    seatd__step_end(&op->r);
+    if (res->err)
+        seatd_log(SEATD_LOG_WARN, NULL, "declined booking not recorded under its key",
+                  "\"booking\":\"%s\",\"error\":\"%s\"", op->booking_id, seatd_err_name(res->err));
+    answer_decline(op);
+}
+
+/* After book_fail following a decline. A request with an Idempotency-Key records the
+ * declined booking under it first (whether or not its client still waits), so that a replay
+ * answers this 402 instead of trying the card again. */
+static void on_failed_after_decline(const seatd_store_result_t *res, void *data)
+{
+    book_op_t *op = data;
+    seatd__step_end(&op->r);
+    seatd_metrics_inc(SEATD_METRIC_BOOKING_DECLINED);
+    if (res->err)
+        seatd_log(SEATD_LOG_WARN, NULL, "book_fail after a decline failed; reconciliation settles",
+                  "\"booking\":\"%s\",\"err\":%d", op->booking_id, res->err);
+    if (op->idem[0]) {
+        char fingerprint[SEATD_ID_MAX + 80];
+        idem_fingerprint(op, fingerprint, sizeof(fingerprint));
+        int rc = seatd_store_idem_settle(op->app->store, op->owner, "book", op->idem, fingerprint,
+                                         op->booking_id, on_decline_settled, op);
+        if (seatd__step_begin(&op->r, rc) == 0)
+            return;
+    }
+    answer_decline(op);
 }
 
 /* After book_fail following lost seats (confirm said EXPIRED or FAILED) and a refund. */
@@ -685,6 +718,14 @@ static void on_book_key_claimed(const seatd_store_result_t *res, void *data)
     if (res->err)
         seatd_log(SEATD_LOG_WARN, NULL, "booking's idempotency key not checked", "\"error\":\"%s\"",
                   seatd_err_name(res->err));
+    char show[SEATD_ID_MAX];
+    const char *first = res->err ? "" : res->account.outcome;
+    if (first[0] && seatd_keys_parse_id(first, 'b', show) == 0 && strcmp(show, op->show_id) == 0) {
+        /* A replay of a request whose card was declined: that booking's answer, again. */
+        snprintf(op->booking_id, sizeof(op->booking_id), "%s", first);
+        answer_with_booking(op);
+        return;
+    }
     step_started(
         op, seatd_store_hold_get(op->app->store, op->hold_id, op->owner, on_hold_for_booking, op));
 }
@@ -734,7 +775,8 @@ int seatd_handle_bookings_create(seatd_req_t *r)
     int rc;
     if (idem) {
         char fingerprint[SEATD_ID_MAX + 80];
-        snprintf(fingerprint, sizeof(fingerprint), "%s %s", op->hold_id, op->method);
+        snprintf(op->idem, sizeof(op->idem), "%s", idem);
+        idem_fingerprint(op, fingerprint, sizeof(fingerprint));
         rc = seatd_store_idem_claim(op->app->store, op->owner, "book", idem, fingerprint,
                                     BOOK_IDEM_TTL_MS, on_book_key_claimed, op);
     } else {
