@@ -178,6 +178,40 @@ Test(api_flow, an_unchanged_seat_map_answers_304_and_a_hold_changes_the_etag)
     e2e_res_free(&res);
 }
 
+/* The gzip and the identity body of one seat-map version are two byte sequences: the gzip
+ * one carries the weak tag (a strong tag names one sequence, RFC 9110 8.8.1), and either tag
+ * revalidates either representation (If-None-Match compares weakly). */
+Test(api_flow, the_gzip_seat_map_has_a_weak_etag_and_either_tag_revalidates)
+{
+    char show[32], path[96], strong[64], weak[64], inm[128];
+    cr_assert_eq(e2e_create_show(2, 5, 300, show), 0);
+    snprintf(path, sizeof(path), "/v1/shows/%s/seats", show);
+    static const char gzip[] = "Accept-Encoding: gzip\r\n";
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    cr_assert_null(seatd_test_http_header(&res.http, "content-encoding"));
+    snprintf(strong, sizeof(strong), "%s", seatd_test_http_header(&res.http, "etag"));
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_call("GET", path, NULL, NULL, gzip, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    cr_assert_str_eq(seatd_test_http_header(&res.http, "content-encoding"), "gzip");
+    snprintf(weak, sizeof(weak), "%s", seatd_test_http_header(&res.http, "etag"));
+    e2e_res_free(&res);
+    cr_assert_eq(strong[0], '"', "identity: a strong tag, %s", strong);
+    cr_assert_eq(strncmp(weak, "W/", 2), 0, "gzip: the weak tag, %s", weak);
+    cr_assert_str_eq(weak + 2, strong, "one version");
+    const char *tags[] = {strong, weak};
+    for (int i = 0; i < 2; i++) {
+        for (int z = 0; z < 2; z++) {
+            snprintf(inm, sizeof(inm), "%sIf-None-Match: %s\r\n", z ? gzip : "", tags[i]);
+            cr_assert_eq(e2e_call("GET", path, NULL, NULL, inm, &res), 0);
+            cr_assert_eq(res.http.status, 304, "tag %s, gzip %d", tags[i], z);
+            e2e_res_free(&res);
+        }
+    }
+}
+
 Test(api_flow, releasing_a_hold_frees_its_seats)
 {
     char show[32], path[96];

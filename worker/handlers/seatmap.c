@@ -36,7 +36,8 @@ typedef struct {
     long long min_version;
 } map_op_t;
 
-/* True when the If-None-Match header lists 'etag' (or is "*"). */
+/* True when the If-None-Match header lists 'etag' ("<version>" in quotes), strong or weak
+ * (W/ before it: the weak comparison RFC 9110 13.1.2 asks for), or is "*". */
 static int etag_matches(const char *inm, const char *etag)
 {
     if (inm == NULL)
@@ -83,29 +84,31 @@ static int takes_gzip(const char *ae)
 static void answer(map_op_t *op, seatd_seatmap_t *m, const seatd_layout_t *l)
 {
     seatd_req_t *r = op->r;
+    /* The status document is ~18 bytes a seat: compressed here once per version for a client
+     * (nginx: always) that takes gzip, rather than by nginx on every hit. */
+    size_t len = 0;
+    const char *body = NULL;
+    if (op->kind == MAP_STATUS && takes_gzip(seatd_req_header(r, "accept-encoding")))
+        body = seatd_seatmap_status_gzip(m, l, &len);
+    /* ETag = the version. The gzip body is another representation of the same document, so
+     * its tag is the weak one (RFC 9110 8.8.1: a strong tag names one byte sequence); the
+     * weak comparison of If-None-Match matches either form. */
     char etag[32];
-    snprintf(etag, sizeof(etag), "\"%lld\"", m->version);
+    snprintf(etag, sizeof(etag), "%s\"%lld\"", body ? "W/" : "", m->version);
     seatd_req_add_header(r, "ETag", etag);
     seatd_req_add_header(r, "Cache-Control", SEATD_SEATMAP_SHARED_CACHE);
     if (op->kind == MAP_STATUS)
-        seatd_req_add_header(r, "Vary", "Accept-Encoding"); /* gzip or not, below */
-    if (etag_matches(seatd_req_header(r, "if-none-match"), etag)) {
+        seatd_req_add_header(r, "Vary", "Accept-Encoding"); /* gzip or not, above */
+    if (etag_matches(seatd_req_header(r, "if-none-match"), etag + (body ? 2 : 0))) {
         seatd_metrics_inc(SEATD_METRIC_SEATMAP_304);
         seatd_req_finish(r, 304, NULL, NULL, 0);
     } else {
-        size_t len;
-        const char *body = NULL;
-        if (op->kind == MAP_STATUS) {
-            /* The status document is ~18 bytes a seat: compressed here once per version for
-             * a client (nginx: always) that takes gzip, rather than by nginx on every hit. */
-            if (takes_gzip(seatd_req_header(r, "accept-encoding")) &&
-                (body = seatd_seatmap_status_gzip(m, l, &len)) != NULL)
-                seatd_req_add_header(r, "Content-Encoding", "gzip");
-            else
-                body = seatd_seatmap_status(m, l, &len);
-        } else {
+        if (body)
+            seatd_req_add_header(r, "Content-Encoding", "gzip");
+        else if (op->kind == MAP_STATUS)
+            body = seatd_seatmap_status(m, l, &len);
+        else
             body = seatd_seatmap_availability(m, &len);
-        }
         seatd_metrics_inc(SEATD_METRIC_SEATMAP_200);
         seatd_req_finish(r, 200, "application/json", body, len);
     }
