@@ -141,6 +141,8 @@ int seatd_router_match(seatd_route_t *table, size_t n, const char *method, const
             continue;
         any = 1;
         allow_add(out->allow, sizeof(out->allow), table[i].method);
+        if (strcmp(table[i].method, "GET") == 0) /* the server answers HEAD for every GET */
+            allow_add(out->allow, sizeof(out->allow), "HEAD");
         if (strcmp(table[i].method, method) == 0 && score > best_score) {
             best = &table[i];
             best_score = score;

@@ -278,7 +278,7 @@ Test(http_server, runs_the_pipeline_route_auth_handler)
     cr_assert(strstr(calls[2].res.body, "\"type\":\"https://seatd.dev/problems/no-route\""));
     cr_assert_str_eq(seatd_test_http_header(&calls[2].res, "content-type"),
                      "application/problem+json");
-    cr_assert_str_eq(seatd_test_http_header(&calls[3].res, "allow"), "GET");
+    cr_assert_str_eq(seatd_test_http_header(&calls[3].res, "allow"), "GET, HEAD");
     cr_assert_str_eq(seatd_test_http_header(&calls[4].res, "www-authenticate"), "Bearer");
     cr_assert_str_eq(calls[6].res.body, "user1");
     cr_assert_str_eq(calls[8].res.body, "root");

@@ -82,10 +82,10 @@ Test(router, answers_method_not_allowed_with_the_allowed_methods)
 {
     seatd_route_match_t m;
     cr_assert_eq(seatd_router_match(table, N, "PUT", "/v1/holds/9", &m), SEATD_EMETHOD);
-    cr_assert_str_eq(m.allow, "GET, DELETE");
+    cr_assert_str_eq(m.allow, "GET, HEAD, DELETE");
     cr_assert_null(m.route);
     cr_assert_eq(seatd_router_match(table, N, "DELETE", "/v1/shows", &m), SEATD_EMETHOD);
-    cr_assert_str_eq(m.allow, "GET, POST");
+    cr_assert_str_eq(m.allow, "GET, HEAD, POST");
 }
 
 Test(router, answers_no_route_for_unknown_paths)
