@@ -96,6 +96,28 @@ static void book(const char *hold_id, const char *sub)
     e2e_res_free(&res);
 }
 
+/* The Seatd-Admission header matters only on a queued show: a show without a queue holds as
+ * it would without it, whatever the header says (another show's admission made it 403). */
+Test(api_queue, a_show_without_a_queue_ignores_an_admission_for_another_show)
+{
+    char queued[32], plain[32], adm[300];
+    cr_assert_eq(create_queued(2, 5, 10, queued), 201);
+    cr_assert_eq(e2e_create_show(1, 3, 300, plain), 0);
+    e2e_res_t res;
+    join(queued, "q-olga", &res);
+    cr_assert_eq(res.http.status, 201);
+    cr_assert_str_eq(e2e_str(&res, "state"), "ADMITTED");
+    snprintf(adm, sizeof(adm), "%s", e2e_str(&res, "admission"));
+    e2e_res_free(&res);
+    cr_assert_eq(hold_with(plain, "q-olga", "A1", adm, NULL, NULL), 201, "another show's");
+    cr_assert_eq(hold_with(plain, "q-olga", "A2", "not-an-admission", NULL, NULL), 201);
+    /* ... and on the queued show it is still the admission that counts */
+    char type[96];
+    cr_assert_eq(hold_with(queued, "q-olga", "A1", "not-an-admission", NULL, type), 403);
+    cr_assert_str_eq(type, "https://seatd.dev/problems/queue-required");
+    cr_assert_eq(hold_with(queued, "q-olga", "A1", adm, NULL, NULL), 201);
+}
+
 Test(api_queue, validates_the_waiting_room_of_a_show)
 {
     char id[32], body[1024];

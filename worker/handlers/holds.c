@@ -551,14 +551,14 @@ static void best_check(seatd_json_check_t *v, seatd_req_t *r, hold_op_t *op, con
     op->best_accessible = cJSON_IsTrue(acc);
 }
 
-/* The waiting room (issue 15): an admission in the Seatd-Admission header must be ours, for
- * this show and user, and not expired (admission.h): else 403 queue-required at once. Without
- * one the hold function decides (a queued show refuses it the same way). Returns 0 with
- * '*admitted' set, or SEATD_EQUEUEREQUIRED. */
-static int admission_check(seatd_req_t *r, const char *show_id, int *admitted)
+/* The waiting room (issue 15): an admission in the Seatd-Admission header counts when it is
+ * ours, for this show and user, and not expired (admission.h). One that does not (another
+ * show's, a lapsed one) counts as none: the hold function decides, and only a queued show
+ * refuses a hold without an admission (403 queue-required); a show without a queue ignores
+ * the header. Returns 1 when the request was admitted, else 0. */
+static int admission_check(seatd_req_t *r, const char *show_id)
 {
     const char *token = seatd_req_header(r, "seatd-admission");
-    *admitted = 0;
     if (token == NULL)
         return 0;
     const seatd_config_t *cfg = seatd__app(r)->cfg;
@@ -568,13 +568,7 @@ static int admission_check(seatd_req_t *r, const char *show_id, int *admitted)
     int64_t now_ms = 0;
     if (uv_gettimeofday(&tv) == 0)
         now_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-    int rc = seatd_admission_verify(key, token, show_id, seatd__sub(r), now_ms);
-    if (rc < 0) {
-        seatd_metrics_inc(SEATD_METRIC_HOLD_REJECTED);
-        return rc;
-    }
-    *admitted = 1;
-    return 0;
+    return seatd_admission_verify(key, token, show_id, seatd__sub(r), now_ms) == 0;
 }
 
 int seatd_handle_holds_create(seatd_req_t *r)
@@ -582,10 +576,7 @@ int seatd_handle_holds_create(seatd_req_t *r)
     const char *show_id = seatd_req_param(r, "id");
     if (!seatd_keys_valid_show_id(show_id))
         return SEATD_ENOSHOW;
-    int admitted = 0;
-    int arc = admission_check(r, show_id, &admitted);
-    if (arc < 0)
-        return arc;
+    int admitted = admission_check(r, show_id);
     hold_op_t *op = seatd_calloc(1, sizeof(*op));
     op->r = r;
     op->app = seatd__app(r);
