@@ -288,8 +288,11 @@ typedef struct want_s {
     int accessible;
     int near; /* score by distance to (nx, ny) instead of quality */
     double nx, ny;
-    size_t skip; /* a place whose block is left out (the seats asked themselves), or SIZE_MAX */
+    size_t skip;   /* a place whose block is left out (the seats asked themselves), or SIZE_MAX */
+    int no_strand; /* leave out blocks that strand a seat in the hint (see strands()) */
 } want_t;
+
+static int strands(const index_t *x, const seatd_best_hint_t *maps, size_t k, size_t count);
 
 /* Whether the block at places [k, k + count) fits 'w' and 'hint'; its score in '*score'. When
  * it does not, '*next' is the first place after k where a fitting block may start: a block
@@ -334,6 +337,8 @@ static int block_ok(const seatd_layout_t *l, const index_t *x, const want_t *w,
                 return 0;
         }
     }
+    if (w->no_strand && strands(x, hint, k, w->count))
+        return 0; /* '*next': the block at k + 1 may strand none */
     /* near: the squared distance (it orders blocks as the distance does, without a sqrt per
      * block on every named hold's scan) */
     double dx = cx / (double)w->count - w->nx, dy = cy / (double)w->count - w->ny;
@@ -396,7 +401,7 @@ static size_t choose_window(const index_t *x, const want_t *w, const seatd_best_
             k = bad; /* every start up to it covers it */
             continue;
         }
-        if (k == w->skip)
+        if (k == w->skip || (w->no_strand && strands(x, hint, k, w->count)))
             continue;
         double score = 0, cx = 0, cy = 0; /* added as block_ok() adds them */
         if (w->near) {
@@ -529,6 +534,32 @@ static void emit_picks(seatd_best_list_t *out, const seatd_layout_t *l, const in
             return;
 }
 
+/* choose() over the whole layout, the blocks that strand no seat in 'hint' first, then (when
+ * fewer than 'max' do) the others. With the show's orphan rule on, the script skips every
+ * block that strands a seat: were the best-ranked 'max' blocks all such blocks (single seats
+ * left between holds in the middle of the house), the buyer would hear "no block" while
+ * blocks that fit are free further out. With the rule off it is the better sale too. */
+static size_t choose_unstranding_first(const seatd_layout_t *l, const index_t *x, const want_t *w,
+                                       const seatd_best_hint_t *hint, pick_t *picks, size_t max)
+{
+    want_t first = *w;
+    first.no_strand = 1;
+    size_t np = choose(l, x, &first, hint, picks, max, 0, x->n);
+    if (np == max)
+        return np;
+    pick_t more[SEATD_BEST_MAX_BLOCKS];
+    size_t nm = choose(l, x, w, hint, more,
+                       max < SEATD_BEST_MAX_BLOCKS ? max : SEATD_BEST_MAX_BLOCKS, 0, x->n);
+    for (size_t j = 0, n0 = np; j < nm && np < max; j++) {
+        int again = 0;
+        for (size_t q = 0; q < n0 && !again; q++)
+            again = picks[q].k == more[j].k;
+        if (!again)
+            picks[np++] = more[j];
+    }
+    return np;
+}
+
 int seatd_best_candidates(const seatd_layout_t *l, size_t count, const char *tier, int accessible,
                           const seatd_best_hint_t *hint, seatd_best_list_t *out)
 {
@@ -538,7 +569,7 @@ int seatd_best_candidates(const seatd_layout_t *l, size_t count, const char *tie
         return SEATD_EINVAL;
     pick_t picks[SEATD_BEST_MAX_BLOCKS];
     want_t w = {.count = count, .tier = t, .accessible = accessible, .skip = SIZE_MAX};
-    size_t np = choose(l, x, &w, hint, picks, SEATD_BEST_MAX_BLOCKS, 0, x->n);
+    size_t np = choose_unstranding_first(l, x, &w, hint, picks, SEATD_BEST_MAX_BLOCKS);
     emit_picks(out, l, x, 'b', picks, np, count);
     if (count < 2 || accessible)
         return 0; /* a wheelchair space is sold with its companions, never split */
@@ -546,11 +577,11 @@ int seatd_best_candidates(const seatd_layout_t *l, size_t count, const char *tie
         return 0; /* enough whole blocks look free: a split is not worth proposing */
     size_t a = (count + 1) / 2, b = count - a;
     w.count = a;
-    np = choose(l, x, &w, hint, picks, SEATD_BEST_MAX_PIECES, 0, x->n);
+    np = choose_unstranding_first(l, x, &w, hint, picks, SEATD_BEST_MAX_PIECES);
     emit_picks(out, l, x, 'p', picks, np, a);
     if (b != a) {
         w.count = b;
-        np = choose(l, x, &w, hint, picks, SEATD_BEST_MAX_PIECES, 0, x->n);
+        np = choose_unstranding_first(l, x, &w, hint, picks, SEATD_BEST_MAX_PIECES);
         emit_picks(out, l, x, 'p', picks, np, b);
     }
     return 0;

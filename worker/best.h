@@ -70,7 +70,8 @@ void seatd_best_list_free(seatd_best_list_t *b);
 /*
  * Best available: appends to 'out' up to SEATD_BEST_MAX_BLOCKS "b" blocks of 'count' adjacent
  * seats (all of tier 'tier', or all of one tier when 'tier' is NULL; with 'accessible', a
- * wheelchair space and only its companions), best first, then (count > 1, and without a
+ * wheelchair space and only its companions), best first among those that strand no seat in
+ * 'hint' (the orphan rule's test), then best first among the others, then (count > 1, and without a
  * 'hint' or when it leaves fewer than SEATD_BEST_SPLIT_BELOW whole blocks) the "p" pieces of
  * a split into two. 'l', 'tier' and 'hint' (may be NULL) borrowed.
  * Returns 0, or SEATD_EINVAL when 'tier' is not a tier of the layout.

@@ -2,6 +2,7 @@
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "best.h"
@@ -68,6 +69,47 @@ Test(best, leaves_out_seats_the_hint_says_are_taken)
         const char *p = strchr(strchr(c.items[i], '|') + 1, '|') + 1;
         snprintf(seats, sizeof(seats), "%.*s", (int)strcspn(p, "|"), p);
         cr_assert(!strstr(seats, "A3:") && !strstr(seats, "A4:"), "%s", c.items[i]);
+    }
+    seatd_best_list_free(&c);
+    seatd_layout_free(l);
+}
+
+/* One row A1..A300 (no aisle), every third seat from A30 to A270 held: in between, each
+ * free seat would strand its neighbour, and the 64 best-ranked (central) seats are all such.
+ * The blocks that strand no seat come first (the script skips the others under the orphan
+ * rule, and answered "no block" while A1 fitted); the others follow. */
+Test(best, blocks_that_strand_no_seat_come_first)
+{
+    seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_puts(&b, "[");
+    for (int k = 1; k <= 300; k++)
+        seatd_buf_printf(&b, "%s{\"id\":\"A%d\",\"row\":\"A\",\"number\":%d,\"x\":%d,\"y\":3}",
+                         k > 1 ? "," : "", k, k, k);
+    seatd_buf_puts(&b, "]");
+    cJSON *arr = cJSON_Parse(b.data);
+    seatd_buf_free(&b);
+    seatd_layout_t *l = NULL;
+    cr_assert_eq(seatd_layout_from_json(arr, NULL, &l, NULL, 0), 0);
+    cJSON_Delete(arr);
+    unsigned char held[38] = {0};
+    for (int k = 30; k <= 270; k += 3)
+        held[(k - 1) / 8] |= (unsigned char)(0x80u >> ((k - 1) % 8));
+    seatd_best_hint_t h = {held, NULL, sizeof(held), 0};
+    /* the seats whose block strands none: A1..A27, A29, A271, A273..A300, but for A2 and
+     * A299 (each would leave a row end alone) */
+    int fits[301] = {0}, nfit = 0;
+    for (int k = 1; k <= 300; k++)
+        nfit += fits[k] = (k <= 27 || k == 29 || k == 271 || k >= 273) && k != 2 && k != 299;
+    seatd_best_list_t c = {0};
+    cr_assert_eq(seatd_best_candidates(l, 1, NULL, 0, &h, &c), 0);
+    cr_assert_eq(c.n, SEATD_BEST_MAX_BLOCKS);
+    for (size_t i = 0; i < c.n; i++) {
+        int k = atoi(strchr(c.items[i], 'A') + 1);
+        cr_assert(!(held[(k - 1) / 8] & (0x80u >> ((k - 1) % 8))), "%s is held", c.items[i]);
+        if (i < (size_t)nfit)
+            cr_assert(fits[k], "candidate %zu, %s, strands a seat", i, c.items[i]);
+        else
+            cr_assert(!fits[k], "candidate %zu, %s, proposed twice", i, c.items[i]);
     }
     seatd_best_list_free(&c);
     seatd_layout_free(l);
