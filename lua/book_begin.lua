@@ -9,6 +9,12 @@ book_begin.lua - seatd_book_begin: HELD -> PENDING_PAYMENT, and the booking is c
   ARGV[5]  currency
   ARGV[6]  payment method
   ARGV[7]  payment window (ms, > 0)
+  ARGV[8]  optional: the hold's decline cap (attempts; "" or absent: none), and
+  ARGV[9]  its window (ms): a booking that begins counts one attempt in
+           {s}:declines:<holdId> (seatd_attempt's counter, which the worker gives back when
+           the charge is approved or never made); a replay counts nothing, so that retries
+           of one booking sent at once are not taken for card testing. Over the cap:
+           RATELIMIT <ms until the window ends>, nothing begun.
   One live booking per hold: while the hold has a PENDING_PAYMENT or CONFIRMED booking, a
   repeat answers that booking with replayed=1. Seat keys and the hold's deadline move to
   max(deadline, now + window); the original deadline is kept as heldUntil for book_fail.
@@ -23,7 +29,7 @@ book_begin.lua - seatd_book_begin: HELD -> PENDING_PAYMENT, and the booking is c
   a booking already begun keeps its payment window. A hold is expired AT its expiresAt.
   Errors   NOTFOUND (missing, or another owner's), EXPIRED (deadline reached or a seat key
            lost), STATE <status> (released, booked and cancelled), SALES_CLOSED <ms>,
-           INVAL <why>
+           RATELIMIT <ms>, INVAL <why>
 ]]
 
 local BOOK_FIELDS = {'bookingId', 'holdId', 'showId', 'status', 'amount', 'seatIds',
@@ -38,6 +44,10 @@ local function book_begin(keys, args)
     local amount, window = tonumber(args[4]), tonumber(args[7])
     if booking_id == '' or not amount or amount < 0 or not window or window <= 0 then
         return fail('INVAL', 'booking id, amount and window')
+    end
+    local cap, cap_window = tonumber(args[8] or ''), tonumber(args[9] or '')
+    if (args[8] or '') ~= '' and (not cap or cap < 1 or not cap_window or cap_window < 1) then
+        return fail('INVAL', 'decline cap and window')
     end
     local hk = p .. ':hold:' .. hold_id
     local h = hgetall(hk)
@@ -73,6 +83,12 @@ local function book_begin(keys, args)
     end
     if not seats_still_named(p, hold_id, h) then
         return fail_flush(p, changes, 'EXPIRED', 'seat lost')
+    end
+    if cap then -- the last check: a count taken is always followed by the begin
+        local ok, _, retry = counter_take(p .. ':declines:' .. hold_id, cap, cap_window)
+        if not ok then
+            return fail_flush(p, changes, 'RATELIMIT', tostring(retry))
+        end
     end
 
     ------------------------------------------------------------------ effects (cannot fail)

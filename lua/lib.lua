@@ -272,6 +272,27 @@ local function seats_still_named(p, hold_id, h)
     return true
 end
 
+-- A counter with a window at key 'k' (seatd_attempt's "take", and book_begin's per-hold
+-- decline cap): counts one more unless that would pass 'cap'; the window ('window' ms) starts
+-- with the counter and is never extended. Returns true and the count, or false, the count
+-- and the ms until the window ends (nothing counted).
+local function counter_take(k, cap, window)
+    local n = redis.call('INCR', k)
+    if n == 1 then
+        redis.call('PEXPIRE', k, window)
+    end
+    if n <= cap then
+        return true, n, 0
+    end
+    redis.call('DECR', k)
+    local ttl = redis.call('PTTL', k)
+    if ttl < 0 then -- no window (a counter left from a crash): start one now
+        redis.call('PEXPIRE', k, window)
+        ttl = window
+    end
+    return false, n - 1, ttl
+end
+
 local function ping(keys, args)
     return {'pong', '1', 'library', 'seatd'}
 end

@@ -82,20 +82,8 @@ local function attempt(keys, args)
     if args[1] ~= 'take' or not cap or cap < 1 or not window or window < 1 then
         return fail('INVAL', 'attempt')
     end
-    local n = redis.call('INCR', k)
-    if n == 1 then
-        redis.call('PEXPIRE', k, window)
-    end
-    if n > cap then
-        redis.call('DECR', k)
-        local ttl = redis.call('PTTL', k)
-        if ttl < 0 then -- no window (a counter left from a crash): start one now
-            redis.call('PEXPIRE', k, window)
-            ttl = window
-        end
-        return {'ok', '0', 'count', tostring(n - 1), 'retryAfterMs', tostring(ttl)}
-    end
-    return {'ok', '1', 'count', tostring(n), 'retryAfterMs', '0'}
+    local ok, n, ttl = counter_take(k, cap, window)
+    return {'ok', ok and '1' or '0', 'count', tostring(n), 'retryAfterMs', tostring(ttl)}
 end
 
 redis.register_function{function_name='seatd_late_charge', callback=late_charge}

@@ -1299,27 +1299,35 @@ int seatd_store_book_begin(seatd_store_t *st, const seatd_book_args_t *a, seatd_
                            void *data)
 {
     char key[SEATD_KEY_MAX], show_h[SEATD_ID_MAX], show_b[SEATD_ID_MAX], amount[24], win[24];
+    char cap[24] = "", cap_win[24] = "";
     if (seatd_keys_parse_id(a->hold_id, 'h', show_h) < 0 ||
         seatd_keys_parse_id(a->booking_id, 'b', show_b) < 0 || strcmp(show_h, show_b) != 0 ||
         !seatd_keys_valid_sub(a->owner))
         return SEATD_EBADID;
-    if (a->amount < 0 || a->payment_window_ms <= 0)
+    if (a->amount < 0 || a->payment_window_ms <= 0 ||
+        (a->decline_cap > 0 && a->decline_window_ms <= 0))
         return SEATD_EINVAL;
     int rc = seatd_keys_show(key, show_h, "meta");
     if (rc < 0)
         return rc;
     snprintf(amount, sizeof(amount), "%" PRId64, a->amount);
     snprintf(win, sizeof(win), "%" PRId64, a->payment_window_ms);
-    const char *args[7] = {a->hold_id,
+    if (a->decline_cap > 0) {
+        snprintf(cap, sizeof(cap), "%" PRId64, a->decline_cap);
+        snprintf(cap_win, sizeof(cap_win), "%" PRId64, a->decline_window_ms);
+    }
+    const char *args[9] = {a->hold_id,
                            a->owner,
                            a->booking_id,
                            amount,
                            a->currency ? a->currency : "",
                            a->payment_method ? a->payment_method : "",
-                           win};
+                           win,
+                           cap,
+                           cap_win};
     store_op_t *op =
         op_hint(op_new(st, KIND_BOOKING, cb, data), HINT_DUE | HINT_PENDING, a->booking_id, 'b');
-    return fcall(op, "seatd_book_begin", key, 7, args, NULL, on_reply);
+    return fcall(op, "seatd_book_begin", key, a->decline_cap > 0 ? 9 : 7, args, NULL, on_reply);
 }
 
 /* book_confirm, book_fail: (booking id, text). */

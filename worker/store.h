@@ -330,6 +330,8 @@ typedef struct seatd_book_args_s {
     const char *currency;       /* e.g. "EUR" */
     const char *payment_method; /* e.g. "tok_ok" */
     int64_t payment_window_ms;
+    int64_t decline_cap;       /* > 0: a booking begun counts one attempt in the hold's decline */
+    int64_t decline_window_ms; /* counter ({s}:declines:<holdId>), RATELIMIT <ms> over the cap */
 } seatd_book_args_t;
 SEATD_MUSTCHECK int seatd_store_book_begin(seatd_store_t *st, const seatd_book_args_t *a,
                                            seatd_store_cb cb, void *data);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "e2e.h"
+#include "racer.h"
 
 TestSuite(api_bookings_hardening, .timeout = 90);
 
@@ -288,4 +289,60 @@ Test(api_bookings_hardening, forty_declines_then_a_good_card_reach_the_gateway_a
     snprintf(other, sizeof(other), "honest%d", (int)getpid());
     hold_seat(show, other, "A10", hold_o);
     cr_assert_eq(book_status(hold_o, other, "tok_ok", &ra), 201);
+}
+
+/* Retries of one booking sent at the same moment (a client retrying on a timeout, a double
+ * click) are one attempt, not card testing. The hold has four declines on record (the cap is
+ * five); then twelve identical requests with a slow card are released together from a
+ * barrier: every one answers the one booking (201), none 429, and the gateway charged once.
+ * Each was counted against the hold's cap before book_begin could tell a replay, so all but
+ * the first were refused with "too many declined payments" (Retry-After: 3600). */
+typedef struct {
+    const char *hold, *sub;
+} retry_arg_t;
+
+static int retry_racer(int i, void *arg)
+{
+    (void)i;
+    const retry_arg_t *a = arg;
+    char body[256], line[128];
+    snprintf(body, sizeof(body), "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_slow\"}", a->hold);
+    seatd_test_racer_ready_and_wait();
+    e2e_res_t res;
+    if (e2e_call("POST", "/v1/bookings", a->sub, body, NULL, &res) < 0)
+        return 1;
+    snprintf(line, sizeof(line), "%d %s", res.http.status, e2e_str(&res, "bookingId"));
+    seatd_test_racer_report(line);
+    e2e_res_free(&res);
+    return 0;
+}
+
+Test(api_bookings_hardening, retries_of_one_booking_sent_at_once_all_answer_it_and_charge_once)
+{
+    enum { N = 12 };
+    char show[32], sub[32], hold[64];
+    snprintf(sub, sizeof(sub), "retrier%d", (int)getpid());
+    cr_assert_eq(e2e_create_show(1, 4, 300, show), 0);
+    hold_seat(show, sub, "A1", hold);
+    long ra, charges0, refunds0, charges1, refunds1;
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(book_status(hold, sub, "tok_declined", &ra), 402);
+    gateway_counts(NULL, &charges0, &refunds0);
+    retry_arg_t a = {hold, sub};
+    int status[N];
+    char *reports[N];
+    cr_assert_eq(seatd_test_race(N, retry_racer, &a, status, reports, 60000), 0);
+    char first[64] = "";
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(status[i], 0, "racer %d", i);
+        cr_assert_not_null(reports[i]);
+        cr_assert_eq(atoi(reports[i]), 201, "racer %d: %s", i, reports[i]);
+        const char *id = strchr(reports[i], ' ') + 1;
+        if (!first[0])
+            snprintf(first, sizeof(first), "%s", id);
+        cr_assert_str_eq(id, first, "one booking");
+        free(reports[i]);
+    }
+    gateway_counts(NULL, &charges1, &refunds1);
+    cr_assert_eq(charges1 - charges0, 1, "one charge");
 }

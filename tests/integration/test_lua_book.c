@@ -231,3 +231,67 @@ Test(lua_book, cancelling_twice_makes_one_cancellation)
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
 }
+
+/* book_begin with the hold's decline cap: a booking begun counts one attempt in
+ * {s}:declines:<holdId>, a replay counts none, and over the cap nothing begins (RATELIMIT with
+ * the ms until the window ends). */
+static int begin_capped(th_t *t, th_res_t *r, const char *hold_id, long long cap)
+{
+    char booking_id[SEATD_ID_MAX];
+    th_res_clear(r);
+    cr_assert_eq(seatd_keys_new_id(booking_id, "1", 'b'), 0);
+    seatd_book_args_t a = {.hold_id = hold_id,
+                           .owner = "alice",
+                           .booking_id = booking_id,
+                           .amount = 2400,
+                           .currency = "EUR",
+                           .payment_method = "tok_ok",
+                           .payment_window_ms = 60000,
+                           .decline_cap = cap,
+                           .decline_window_ms = 3600000};
+    return th_finish(t, r, seatd_store_book_begin(t->store, &a, th_on_result, r));
+}
+
+/* The counter at 'key' (0 when missing). */
+static long long count_of(redisContext *c, const char *key)
+{
+    char v[32] = "0";
+    th_str(c, v, sizeof(v), "GET %s", key);
+    return atoll(v);
+}
+
+Test(lua_book, begin_counts_a_new_booking_against_the_holds_cap_and_a_replay_not)
+{
+    th_t t;
+    th_res_t r = {0};
+    char hold_id[SEATD_ID_MAX], key[SEATD_KEY_MAX + 16];
+    hold_two(&t, &r, hold_id);
+    snprintf(key, sizeof(key), "{s:1}:declines:%s", hold_id);
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(begin_capped(&t, &r, hold_id, 2), 0);
+    cr_assert_str_eq(th_get(&r, "replayed"), "0");
+    char booking[SEATD_ID_MAX];
+    snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
+    cr_assert_eq(count_of(c, key), 1);
+    long long ttl = th_int(c, "PTTL %s", key);
+    cr_assert(ttl > 3500000 && ttl <= 3600000, "the window: %lld", ttl);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(begin_capped(&t, &r, hold_id, 2), 0);
+        cr_assert_str_eq(th_get(&r, "replayed"), "1");
+    }
+    cr_assert_eq(count_of(c, key), 1, "replays count nothing");
+    cr_assert_eq(th_book_fail(&t, &r, booking), 0); /* declined: the count stays */
+    cr_assert_eq(begin_capped(&t, &r, hold_id, 2), 0, "the second attempt");
+    snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
+    cr_assert_eq(count_of(c, key), 2);
+    cr_assert_eq(th_book_fail(&t, &r, booking), 0);
+    cr_assert_eq(begin_capped(&t, &r, hold_id, 2), SEATD_ERATELIMIT, "over the cap");
+    long long retry = atoll(r.detail);
+    cr_assert(retry > 3500000 && retry <= 3600000, "%s", r.detail);
+    cr_assert_eq(count_of(c, key), 2, "a refused attempt counts nothing");
+    cr_assert_eq(th_hold_get(&t, &r, hold_id, "alice"), 0);
+    cr_assert_str_eq(th_get(&r, "status"), "HELD", "nothing began");
+    cr_assert_eq(begin_capped(&t, &r, hold_id, 0), 0, "without a cap");
+    redisFree(c);
+    cr_assert_eq(th_close(&t), 0);
+}

@@ -15,9 +15,11 @@
  * CONFIRMED, 402 declined, 410 seats lost and refunded, or 202 still PENDING_PAYMENT with
  * Location). One hold has one live booking, so the retry can never start a second charge.
  *
- * Before book_begin, one attempt is counted against the decline caps of the hold and of the
- * user (seatd_attempt; 429 with Retry-After over a cap, before anything is recorded or the
- * gateway is called); it is given back when the charge is approved or never made.
+ * One attempt is counted against the decline caps of the user (seatd_attempt, before
+ * book_begin) and of the hold (by book_begin itself, only when it begins a booking: retries of
+ * one booking sent at once are one attempt, not card testing); 429 with Retry-After over a
+ * cap, before anything is recorded or the gateway is called. An attempt is given back when
+ * the charge is approved or never made.
  *
  * A request outlives its client: once the booking began, charge, confirm, refund and fail run
  * to completion whether or not anybody reads the answer. A charge that lands on a booking
@@ -51,6 +53,8 @@
 
 #define CURRENCY "EUR"
 #define BOOK_IDEM_TTL_MS (24LL * 3600 * 1000) /* a booking's Idempotency-Key is kept a day */
+#define CTR_HOLD 1u /* book_begin counted an attempt in the hold's decline counter */
+#define CTR_USER 2u /* an attempt is counted in the user's decline counter */
 
 typedef struct {
     seatd_req_t *r;   /* NULL once nobody waits for the answer: the work goes on */
@@ -69,9 +73,9 @@ typedef struct {
     char decline[64];
     char refund_key[SEATD_ID_MAX + 8];
     uint64_t wait_until;          /* loop ms: a retry waits for the first payment until then */
-    char hold_ctr[SEATD_KEY_MAX]; /* the per-hold decline counter */
+    char hold_ctr[SEATD_KEY_MAX]; /* the per-hold decline counter (book_begin takes it) */
     char user_ctr[SEATD_KEY_MAX]; /* the per-user decline counter */
-    int ctrs_taken;               /* counters holding one attempt of this request (0..2) */
+    unsigned ctrs;                /* CTR_*: the counters holding one attempt of this request */
     int64_t retry_after_ms;       /* when a capped attempt may be made again */
 } book_op_t;
 
@@ -143,13 +147,13 @@ static void on_counter_given(const seatd_store_result_t *res, void *data)
 /* Gives back the attempts this request counted (it was approved, or never charged). */
 static void counters_give(book_op_t *op)
 {
-    if (op->ctrs_taken >= 1 &&
+    if ((op->ctrs & CTR_HOLD) &&
         seatd_store_attempt(op->app->store, op->hold_ctr, 0, 0, 0, on_counter_given, NULL) < 0)
         on_counter_given(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
-    if (op->ctrs_taken >= 2 && seatd_store_attempt_nowait(op->app->store, op->user_ctr, 0, 0, 0,
-                                                          on_counter_given, NULL) < 0)
+    if ((op->ctrs & CTR_USER) && seatd_store_attempt_nowait(op->app->store, op->user_ctr, 0, 0, 0,
+                                                            on_counter_given, NULL) < 0)
         on_counter_given(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
-    op->ctrs_taken = 0;
+    op->ctrs = 0;
 }
 
 static cJSON *booking_to_json(const seatd_config_t *cfg, const seatd_store_result_t *res)
@@ -432,14 +436,14 @@ static void on_charge(const seatd_payment_result_t *res, void *data)
         break;
     case SEATD_PAY_DECLINED:
         /* The decline stays counted (the attempt this request took). */
-        op->ctrs_taken = 0;
+        op->ctrs = 0;
         snprintf(op->decline, sizeof(op->decline), "%s", res->code[0] ? res->code : "declined");
         fail_booking(op, op->decline, on_failed_after_decline);
         return;
     default:
         /* Unknown: the charge may or may not have happened. Leave it PENDING, answer 202;
          * the attempt stays counted until its window ends. */
-        op->ctrs_taken = 0;
+        op->ctrs = 0;
         seatd_metrics_inc(SEATD_METRIC_BOOKING_PENDING);
         answer_with_booking(op);
         return;
@@ -480,10 +484,30 @@ static void index_booking(book_op_t *op)
     }
 }
 
+/* 429 with Retry-After: the decline cap of the hold or of the user is reached; nothing was
+ * recorded and the gateway was not called. */
+static void answer_capped(book_op_t *op, const char *which)
+{
+    counters_give(op);
+    long long secs = (op->retry_after_ms + 999) / 1000;
+    char ra[24], msg[160];
+    snprintf(ra, sizeof(ra), "%lld", secs > 0 ? secs : 1);
+    snprintf(msg, sizeof(msg), "too many declined payments for this %s; try again in %s s", which,
+             ra);
+    if (op->r)
+        seatd_req_add_header(op->r, "Retry-After", ra);
+    answer_problem(op, SEATD_ERATELIMIT, msg, NULL);
+}
+
 static void on_begin(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     seatd__step_end(&op->r);
+    if (res->err == SEATD_ERATELIMIT) { /* the hold's decline cap: nothing began */
+        op->retry_after_ms = strtoll(res->detail, NULL, 10);
+        answer_capped(op, "hold");
+        return;
+    }
     if (res->err) {
         counters_give(op);
         seatd_metrics_inc(seatd_metrics_booking_outcome(res->err));
@@ -508,6 +532,7 @@ static void on_begin(const seatd_store_result_t *res, void *data)
         answer_with_booking(op);
         return;
     }
+    op->ctrs |= CTR_HOLD;
     index_booking(op);
 }
 
@@ -535,6 +560,7 @@ static void charge_booking(book_op_t *op)
 
 static void begin_booking(book_op_t *op)
 {
+    const seatd_config_t *cfg = op->app->cfg;
     seatd_book_args_t a = {
         .hold_id = op->hold_id,
         .owner = seatd__sub(op->r),
@@ -542,27 +568,14 @@ static void begin_booking(book_op_t *op)
         .amount = op->amount,
         .currency = CURRENCY,
         .payment_method = op->method,
-        .payment_window_ms = op->app->cfg->payment_window_ms,
+        .payment_window_ms = cfg->payment_window_ms,
+        .decline_cap = cfg->decline_cap_per_hold,
+        .decline_window_ms = cfg->decline_window_ms,
     };
     int rc = seatd_store_book_begin(op->app->store, &a, on_begin, op);
     if (rc < 0)
         counters_give(op);
     step_started(op, rc);
-}
-
-/* 429 with Retry-After: the decline cap of the hold or of the user is reached; nothing was
- * recorded and the gateway was not called. */
-static void answer_capped(book_op_t *op, const char *which)
-{
-    counters_give(op);
-    long long secs = (op->retry_after_ms + 999) / 1000;
-    char ra[24], msg[160];
-    snprintf(ra, sizeof(ra), "%lld", secs > 0 ? secs : 1);
-    snprintf(msg, sizeof(msg), "too many declined payments for this %s; try again in %s s", which,
-             ra);
-    if (op->r)
-        seatd_req_add_header(op->r, "Retry-After", ra);
-    answer_problem(op, SEATD_ERATELIMIT, msg, NULL);
 }
 
 static void on_user_counter(const seatd_store_result_t *res, void *data)
@@ -582,7 +595,7 @@ static void on_user_counter(const seatd_store_result_t *res, void *data)
     }
     if (op->r == NULL || res->err) { /* every attempt taken is given back, nothing began */
         if (!res->err && res->attempt.ok)
-            op->ctrs_taken = 2; /* the user's counter took one too */
+            op->ctrs |= CTR_USER;
         counters_give(op);
         if (op->r)
             seatd__reply_store_error(op->r, res);
@@ -594,31 +607,14 @@ static void on_user_counter(const seatd_store_result_t *res, void *data)
         answer_capped(op, "user");
         return;
     }
-    op->ctrs_taken = 2;
+    op->ctrs |= CTR_USER;
     begin_booking(op);
 }
 
-static void on_hold_counter(const seatd_store_result_t *res, void *data)
-{
-    book_op_t *op = data;
-    if (step_gone_or_failed(op, res))
-        return;
-    if (!res->attempt.ok) {
-        op->retry_after_ms = res->attempt.retry_after_ms;
-        answer_capped(op, "hold");
-        return;
-    }
-    op->ctrs_taken = 1;
-    const seatd_config_t *cfg = op->app->cfg;
-    step_started(op, seatd_store_attempt_nowait(op->app->store, op->user_ctr, 1,
-                                                cfg->decline_cap_per_user, cfg->decline_window_ms,
-                                                on_user_counter, op));
-}
-
-/* Counts one attempt against the decline caps (the hold's, then the user's) before
- * book_begin: an attempt is given back when the charge is approved or never made, so the
- * counters hold declines (and answers unknown) plus attempts in flight, and a request over a
- * cap never reaches the gateway. */
+/* Counts one attempt against the user's decline cap, then begins the booking, which counts
+ * one against the hold's when it begins one (not on a replay). An attempt is given back when
+ * the charge is approved or never made, so the counters hold declines (and answers unknown)
+ * plus attempts in flight, and a request over a cap never reaches the gateway. */
 static void guard_then_begin(book_op_t *op)
 {
     const seatd_config_t *cfg = op->app->cfg;
@@ -629,8 +625,8 @@ static void guard_then_begin(book_op_t *op)
                             seatd__sub(op->r)) >= (int)sizeof(op->user_ctr))
         rc = SEATD_EBADID;
     if (rc == 0)
-        rc = seatd_store_attempt(op->app->store, op->hold_ctr, 1, cfg->decline_cap_per_hold,
-                                 cfg->decline_window_ms, on_hold_counter, op);
+        rc = seatd_store_attempt_nowait(op->app->store, op->user_ctr, 1, cfg->decline_cap_per_user,
+                                        cfg->decline_window_ms, on_user_counter, op);
     step_started(op, rc);
 }
 
