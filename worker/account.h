@@ -26,7 +26,7 @@
 #include "errors.h"
 
 #define SEATD_ACCOUNT_EMAIL_MAX 240  /* bytes of a normalised email (its key fits SEATD_KEY_MAX) */
-#define SEATD_ACCOUNT_NAME_MAX 100   /* bytes of a display name */
+#define SEATD_ACCOUNT_NAME_MAX 100   /* characters of a display name (4 x in bytes) */
 #define SEATD_ACCOUNT_PASSWORD_MIN 8 /* code points */
 #define SEATD_ACCOUNT_PASSWORD_MAX 128   /* code points */
 #define SEATD_ACCOUNT_PASSWORD_BYTES 512 /* bytes accepted before counting (4 x MAX) */

@@ -251,6 +251,57 @@ int seatd_json_check_string(seatd_json_check_t *v, const cJSON *obj, const char 
     return 0;
 }
 
+long seatd_json_text_chars(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    long n = 0;
+    while (*p) {
+        unsigned c = *p, len, cp;
+        if (c < 0x80)
+            len = 1, cp = c;
+        else if (c >= 0xc2 && c <= 0xdf)
+            len = 2, cp = c & 0x1f;
+        else if (c >= 0xe0 && c <= 0xef)
+            len = 3, cp = c & 0x0f;
+        else if (c >= 0xf0 && c <= 0xf4)
+            len = 4, cp = c & 0x07;
+        else
+            return -1; /* a continuation byte first, or 0xc0/0xc1/0xf5..: never valid */
+        for (unsigned i = 1; i < len; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return -1;
+            cp = cp << 6 | (p[i] & 0x3f);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+            (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+            return -1; /* overlong, a surrogate, or beyond Unicode */
+        if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+            return -1;
+        p += len;
+        n++;
+    }
+    return n;
+}
+
+int seatd_json_check_text(seatd_json_check_t *v, const cJSON *obj, const char *name,
+                          size_t max_chars, size_t max_bytes, int required, const char **out)
+{
+    const char *s = NULL;
+    *out = NULL;
+    int rc = seatd_json_check_string(v, obj, name, 0, required, &s);
+    if (rc < 0 || s == NULL)
+        return rc;
+    long n = seatd_json_text_chars(s);
+    if (n < 1 || (size_t)n > max_chars || strlen(s) > max_bytes) {
+        char what[128];
+        snprintf(what, sizeof(what),
+                 "must be text of 1 to %zu characters (UTF-8, no control characters)", max_chars);
+        return seatd_json_check_fail(v, SEATD_EINVAL, name, what, NULL);
+    }
+    *out = s;
+    return 0;
+}
+
 int seatd_json_check_int(seatd_json_check_t *v, const cJSON *obj, const char *name, long long min,
                          long long max, int required, long long *out)
 {

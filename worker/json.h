@@ -89,6 +89,15 @@ int seatd_json_check_fail(seatd_json_check_t *v, int err, const char *name, cons
 /* As seatd_json_get_string_or_reply(), recording instead of answering. */
 int seatd_json_check_string(seatd_json_check_t *v, const struct cJSON *obj, const char *name,
                             size_t maxlen, int required, const char **out);
+/* A human text (a title, a name): as seatd_json_check_string(), and valid UTF-8 of 1 to
+ * 'max_chars' characters (code points: JSON Schema's maxLength) and at most 'max_bytes'
+ * bytes, without control characters (U+0000-U+001F, U+007F-U+009F: a terminal or a log that
+ * shows the text must not be steered by it). */
+int seatd_json_check_text(seatd_json_check_t *v, const struct cJSON *obj, const char *name,
+                          size_t max_chars, size_t max_bytes, int required, const char **out);
+/* The number of characters of 's' (0 < its length), or -1 when it is not valid UTF-8 (overlong
+ * forms, surrogates and code points above U+10FFFF are not) or holds a control character. */
+long seatd_json_text_chars(const char *s);
 /* As seatd_json_get_int_or_reply(), recording instead of answering. */
 int seatd_json_check_int(seatd_json_check_t *v, const struct cJSON *obj, const char *name,
                          long long min, long long max, int required, long long *out);

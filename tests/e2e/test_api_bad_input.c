@@ -400,6 +400,48 @@ Test(api_bad_input, no_answer_names_a_redis_key_or_shows_a_redis_error)
     }
 }
 
+/* A show's texts are counted in characters and carry no control characters; a refund policy
+ * names each beforeSeconds once. 201 for 200 accented characters (400 bytes: refused as
+ * over 200 before), 400 for a title that would clear an operator's terminal or forge a line
+ * (accepted before), for invalid UTF-8, and for two refund tiers at one beforeSeconds (which
+ * one applied was left to an unstable sort). */
+Test(api_bad_input, show_texts_are_characters_without_controls_and_refund_tiers_are_distinct)
+{
+    static const char seats[] =
+        "\"priceTiers\":{\"standard\":1000},\"seats\":[{\"id\":\"A1\","
+        "\"row\":\"A\",\"number\":1,\"tier\":\"standard\",\"x\":1,\"y\":1}]";
+    char title[512] = "", body[2048];
+    for (int i = 0; i < 200; i++)
+        strcat(title, "\xc3\xa9");
+    e2e_res_t res;
+    snprintf(body, sizeof(body), "{\"title\":\"%s\",\"startsAt\":\"2030-01-01T20:00:00Z\",%s}",
+             title, seats);
+    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin", body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert_str_eq(e2e_str(&res, "title"), title);
+    e2e_res_free(&res);
+    char long_title[600]; /* 201 characters */
+    snprintf(long_title, sizeof(long_title), "\"title\":\"%sx\"", title);
+    const struct {
+        const char *field, *member;
+    } bad[] = {
+        {"title", "\"title\":\"evil\\u001b[2J\\nFAKE 1\""},
+        {"title", "\"title\":\"\xc3\""},
+        {"title", long_title},
+        {"screen", "\"title\":\"t\",\"screen\":\"1\\u0085\""},
+        {"refundPolicy", "\"title\":\"t\",\"refundPolicy\":[{\"beforeSeconds\":5,\"percent\":100},"
+                         "{\"beforeSeconds\":5,\"percent\":0}]"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(body, sizeof(body), "{%s,\"startsAt\":\"2030-01-01T20:00:00Z\",%s}", bad[i].member,
+                 seats);
+        cr_assert_eq(e2e_call("POST", "/v1/shows", "admin", body, NULL, &res), 0);
+        assert_problem(&res, 400, "bad-request", bad[i].field);
+        assert_invalid_params(&res, (const char *const[]){bad[i].field, NULL});
+        e2e_res_free(&res);
+    }
+}
+
 /* Creates a show starting at 'starts' (RFC 3339) with an optional 'close' cutoff. */
 static void create_show_at(const char *starts, const char *close, char *id)
 {

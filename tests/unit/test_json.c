@@ -328,3 +328,61 @@ Test(json, the_single_field_getters_list_their_field_too)
     seatd_req_free(r);
     cJSON_Delete(o);
 }
+
+/* Human text: counted in characters (JSON Schema's maxLength), valid UTF-8 only, and no
+ * control characters (a title printed on an operator's terminal cannot clear it or forge a
+ * row of a table). */
+Test(json, text_counts_characters_and_refuses_control_characters_and_bad_utf8)
+{
+    static const struct {
+        const char *s;
+        long chars;
+    } cases[] = {
+        {"Hamlet", 6},
+        {"\xc3\xa9t\xc3\xa9", 3}, /* été */
+        {"\xf0\x9f\x8e\xac", 1},  /* U+1F3AC */
+        {"\xe2\x80\xae", 1},      /* U+202E (a format character, not a control) */
+        {"a\nb", -1},             /* a line feed */
+        {"\x1b[2J", -1},          /* ESC */
+        {"a\x7f", -1},            /* DEL */
+        {"\xc2\x9b", -1},         /* U+009B, C1 CSI */
+        {"\xc3", -1},             /* cut short */
+        {"\xc0\xaf", -1},         /* overlong */
+        {"\xed\xa0\x80", -1},     /* a surrogate */
+        {"\xf4\x90\x80\x80", -1}, /* beyond U+10FFFF */
+        {"\x80", -1},             /* a continuation byte first */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        cr_assert_eq(seatd_json_text_chars(cases[i].s), cases[i].chars, "case %zu", i);
+
+    char json[2048];
+    char e101[2 * 101 + 1] = "", e100[2 * 100 + 1] = "";
+    for (int i = 0; i < 101; i++)
+        strcat(e101, "\xc3\xa9");
+    memcpy(e100, e101, 200);
+    snprintf(json, sizeof(json), "{\"a\":\"%s\",\"b\":\"%s\",\"c\":\"x\\u0007y\",\"d\":7}", e100,
+             e101);
+    cJSON *o = obj(json);
+    seatd_json_check_t v;
+    seatd_json_check_init(&v);
+    const char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *none = NULL;
+    seatd_json_check_text(&v, o, "a", 100, 400, 1, &a);
+    seatd_json_check_text(&v, o, "b", 100, 400, 1, &b);
+    seatd_json_check_text(&v, o, "c", 100, 400, 1, &c);
+    seatd_json_check_text(&v, o, "d", 100, 400, 1, &d);
+    seatd_json_check_text(&v, o, "none", 100, 400, 0, &none);
+    cr_assert_str_eq(a, e100, "100 characters of 2 bytes each fit");
+    cr_assert_null(b);
+    cr_assert_null(c);
+    cr_assert_null(d);
+    cr_assert_null(none);
+    cr_assert(!seatd_json_check_failed(&v, "a"));
+    cr_assert(seatd_json_check_failed(&v, "b"));
+    cr_assert(seatd_json_check_failed(&v, "c"));
+    cr_assert(seatd_json_check_failed(&v, "d"));
+    cr_assert(!seatd_json_check_failed(&v, "none"));
+    seatd_req_t *r = req_with_body("application/json", "{}");
+    cr_assert_eq(seatd_json_check_done_or_reply(&v, r), SEATD_EINVAL);
+    seatd_req_free(r);
+    cJSON_Delete(o);
+}

@@ -55,7 +55,7 @@ typedef struct acct_op_s {
     const char *password;
     size_t password_len;
     char email[SEATD_ACCOUNT_EMAIL_MAX + 1];
-    char name[SEATD_ACCOUNT_NAME_MAX + 1];
+    char name[4 * SEATD_ACCOUNT_NAME_MAX + 1];
     char user_id[65];
     char addr_key[SEATD_KEY_MAX];
     char acct_key[SEATD_KEY_MAX]; /* failed logins of the email, from every address */
@@ -175,7 +175,8 @@ static int read_credentials_or_reply(acct_op_t *op, int policy, int want_name)
     seatd_json_check_string(&v, op->body, "password", SEATD_ACCOUNT_PASSWORD_BYTES, 1,
                             &op->password);
     if (want_name)
-        seatd_json_check_string(&v, op->body, "name", SEATD_ACCOUNT_NAME_MAX, 0, &name);
+        seatd_json_check_text(&v, op->body, "name", SEATD_ACCOUNT_NAME_MAX,
+                              4 * SEATD_ACCOUNT_NAME_MAX, 0, &name);
     if (email && seatd_account_email_normalise(email, op->email) < 0)
         seatd_json_check_fail(&v, SEATD_EINVAL, "email", "must be an email address", NULL);
     if (op->password) {

@@ -483,7 +483,7 @@ int seatd_handle_shows_create(seatd_req_t *r)
     const char *starts = NULL, *close = NULL, *screen = NULL;
     long long ttl_s = 0;
     int64_t close_ms = 0;
-    seatd_json_check_string(&v, op->body, "title", TITLE_MAX, 1, &op->title);
+    seatd_json_check_text(&v, op->body, "title", TITLE_MAX, 4 * TITLE_MAX, 1, &op->title);
     seatd_json_check_string(&v, op->body, "startsAt", 40, 1, &starts);
     if (starts && seatd_time_parse(starts, &op->starts_at_ms) < 0)
         seatd_json_check_fail(&v, SEATD_EINVAL, "startsAt",
@@ -505,12 +505,12 @@ int seatd_handle_shows_create(seatd_req_t *r)
     int rc = seatd_layout_from_json(seats, tiers_ok ? tiers : NULL, &op->layout, why, sizeof(why));
     if (rc < 0)
         seatd_json_check_fail(&v, rc, "seats", seats ? why : "required", why);
-    seatd_json_check_string(&v, op->body, "screen", 100, 0, &screen);
+    seatd_json_check_text(&v, op->body, "screen", 100, 400, 0, &screen);
     const cJSON *policy = cJSON_GetObjectItemCaseSensitive(op->body, "refundPolicy");
     if (policy && !seatd_refund_policy_valid(policy)) /* issue 5: cancellation refunds */
         seatd_json_check_fail(&v, SEATD_EINVAL, "refundPolicy",
                               "must be [{\"beforeSeconds\":s,\"percent\":p},…] (1-10 tiers, "
-                              "percent 0-100)",
+                              "percent 0-100, each beforeSeconds once)",
                               SEATD_REFUND_POLICY_HELP);
     /* Issue 13: "block" refuses holds that strand a single seat (lua/hold.lua). */
     const char *orphan = NULL;
