@@ -145,6 +145,11 @@ Test(api_best, nothing_that_fits_is_409_no_block_available)
     cr_assert_eq(res.http.status, 409, "%.*s", (int)res.http.body_len, res.http.body);
     cr_assert_str_eq(e2e_str(&res, "type"), "https://seatd.dev/problems/no-block-available");
     e2e_res_free(&res);
+    /* A tier the show prices but no seat has yet: nothing fits (it was 400, "not a tier") */
+    post_hold(show, "nb2", "{\"best\":{\"count\":1,\"tier\":\"premium\"}}", &res);
+    cr_assert_eq(res.http.status, 409, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert_str_eq(e2e_str(&res, "type"), "https://seatd.dev/problems/no-block-available");
+    e2e_res_free(&res);
     char *after = e2e_show_snapshot(show);
     cr_assert_str_eq(after, before);
     free(before);

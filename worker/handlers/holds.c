@@ -423,6 +423,35 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
  * the layout (best.h), one seatd_hold_sell that takes the first that fits.
  * --------------------------------------------------------------------------------------- */
 
+/* A tier no seat of the layout has: 409 no-block-available when it is one of the show's
+ * price tiers (a tier may be priced before any seat is given it), else 400. */
+static void on_show_for_tier(const seatd_store_result_t *res, void *data)
+{
+    hold_op_t *op = data;
+    seatd_req_t *r = op->r;
+    if (seatd__done(r, res)) {
+        hold_op_free(op);
+        return;
+    }
+    cJSON *tiers = cJSON_Parse(res->show.price_tiers);
+    int priced = cJSON_GetObjectItemCaseSensitive(tiers, op->best_tier) != NULL;
+    cJSON_Delete(tiers);
+    seatd_metrics_inc(SEATD_METRIC_HOLD_REJECTED);
+    if (priced) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "no seat of this show is in tier %s", op->best_tier);
+        seatd_req_finish_problem(r, SEATD_ENOBLOCK, msg, NULL);
+    } else {
+        seatd_json_check_t v;
+        seatd_json_check_init(&v);
+        seatd_json_check_fail(&v, SEATD_EINVAL, "best.tier", "is not a tier of this show",
+                              "'best.tier' is not a tier of this show");
+        int rc = seatd_json_check_done_or_reply(&v, r); /* answers 400 naming best.tier */
+        (void)rc;
+    }
+    hold_op_free(op);
+}
+
 static void best_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
 {
     hold_op_t *op = ctx;
@@ -434,14 +463,14 @@ static void best_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
     seatd_best_list_t cands = {0};
     int rc = seatd_best_candidates(l, (size_t)op->best_count, op->best_tier, op->best_accessible,
                                    m ? &hint : NULL, &cands);
-    if (rc < 0) {
-        seatd_metrics_inc(SEATD_METRIC_HOLD_REJECTED);
-        seatd_json_check_t v;
-        seatd_json_check_init(&v);
-        seatd_json_check_fail(&v, SEATD_EINVAL, "best.tier", "is not a tier of this show",
-                              "'best.tier' is not a tier of this show");
-        rc = seatd_json_check_done_or_reply(&v, r);
-        hold_op_free(op);
+    if (rc < 0) { /* no seat has the tier asked */
+        op->r = r;
+        rc = seatd__step_begin(&op->r,
+                               seatd_store_show_get(app->store, op->show_id, on_show_for_tier, op));
+        if (rc < 0) {
+            seatd_req_finish_problem(r, rc, NULL, NULL);
+            hold_op_free(op);
+        }
         return;
     }
     char request[64];
