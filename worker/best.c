@@ -12,15 +12,16 @@
 
 /* The seat index of a layout, built once and kept with it (seatd_layout_set_aux). */
 typedef struct index_s {
-    size_t n;        /* seats */
-    size_t *ord;     /* seat indexes by (row, number) */
-    size_t *pos;     /* seat index -> its place in 'ord' */
-    size_t *seg;     /* place in 'ord' -> first place of its segment */
-    size_t *segend;  /* place in 'ord' -> one past the last place of its segment */
-    double *qual;    /* seat index -> quality, lower is better */
-    double *px, *py; /* place in 'ord' -> its seat's position (a scan reads these in order) */
-    int *tier;       /* seat index -> tier number (order of first appearance) */
-    int ntiers;      /* tiers of the layout */
+    size_t n;             /* seats */
+    size_t *ord;          /* seat indexes by (row, number) */
+    size_t *pos;          /* seat index -> its place in 'ord' */
+    size_t *seg;          /* place in 'ord' -> first place of its segment */
+    size_t *segend;       /* place in 'ord' -> one past the last place of its segment */
+    double *qual;         /* seat index -> quality, lower is better */
+    double *px, *py;      /* place in 'ord' -> its seat's position (a scan reads these in order) */
+    int *tier;            /* seat index -> tier number (order of first appearance) */
+    unsigned char *space; /* seat index -> 1: a wheelchair space */
+    int ntiers;           /* tiers of the layout */
     uint32_t *ranked[SEATD_BEST_RANKED_MAX + 1]; /* count -> the blocks of that many seats
                                                   * (first place), best first; built on first
                                                   * use */
@@ -40,6 +41,7 @@ static void index_free(void *p)
     free(x->px);
     free(x->py);
     free(x->tier);
+    free(x->space);
     for (size_t c = 0; c <= SEATD_BEST_RANKED_MAX; c++)
         free(x->ranked[c]);
     free(x);
@@ -163,9 +165,11 @@ static const index_t *index_of(const seatd_layout_t *l)
     x->segend = seatd_calloc(n + 1, sizeof(*x->segend));
     x->qual = seatd_calloc(n + 1, sizeof(*x->qual));
     x->tier = seatd_calloc(n + 1, sizeof(*x->tier));
+    x->space = seatd_calloc(n + 1, sizeof(*x->space));
     for (size_t i = 0; i < n; i++) {
         x->ord[i] = i;
         x->tier[i] = tier_number(x, l, seatd_layout_seat(l, i)->tier, i);
+        x->space[i] = seatd_layout_seat(l, i)->accessible != 0;
     }
     sort_layout = l;
     qsort(x->ord, n, sizeof(*x->ord), by_row_number);
@@ -286,7 +290,8 @@ typedef struct want_s {
     size_t count;
     int tier; /* tier number, -1: any one tier */
     int accessible;
-    int near; /* score by distance to (nx, ny) instead of quality */
+    int spaces; /* wheelchair spaces may be proposed without 'accessible' (see want_spaces) */
+    int near;   /* score by distance to (nx, ny) instead of quality */
     double nx, ny;
     size_t skip;   /* a place whose block is left out (the seats asked themselves), or SIZE_MAX */
     int no_strand; /* leave out blocks that strand a seat in the hint (see strands()) */
@@ -314,6 +319,10 @@ static int block_ok(const seatd_layout_t *l, const index_t *x, const want_t *w,
         }
         if (x->tier[i] != tier) {
             *next = w->tier >= 0 ? k + j + 1 : k + j;
+            return 0;
+        }
+        if (!w->accessible && !w->spaces && x->space[i]) {
+            *next = k + j + 1;
             return 0;
         }
         const seatd_layout_seat_t *s = seatd_layout_seat(l, i);
@@ -387,7 +396,7 @@ static size_t choose_window(const index_t *x, const want_t *w, const seatd_best_
     nb[end - k0] = (uint16_t)(end - k0);
     for (size_t p = end; p-- > k0;) {
         size_t i = x->ord[p];
-        int unfit = x->tier[i] != w->tier || taken_hint(hint, i);
+        int unfit = x->tier[i] != w->tier || taken_hint(hint, i) || (!w->spaces && x->space[i]);
         nb[p - k0] = unfit ? (uint16_t)(p - k0) : nb[p + 1 - k0];
     }
     size_t np = 0;
@@ -661,8 +670,13 @@ void seatd_best_alternatives(const seatd_layout_t *l, const char *const *ids, si
         return;
     /* The seats asked, when they are one block, are no alternative to themselves. */
     int one_run = places[n - 1] - places[0] == n - 1 && x->seg[places[n - 1]] == x->seg[places[0]];
+    /* Wheelchair spaces are proposed to a buyer who asked for one, and to nobody else. */
+    int spaces = 0;
+    for (size_t j = 0; j < n; j++)
+        spaces |= x->space[x->ord[places[j]]];
     want_t w = {.count = n,
                 .tier = x->tier[x->ord[places[0]]],
+                .spaces = spaces,
                 .near = 1,
                 .nx = cx,
                 .ny = cy,

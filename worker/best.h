@@ -70,11 +70,12 @@ void seatd_best_list_free(seatd_best_list_t *b);
 /*
  * Best available: appends to 'out' up to SEATD_BEST_MAX_BLOCKS "b" blocks of 'count' adjacent
  * seats (all of tier 'tier', or all of one tier when 'tier' is NULL; with 'accessible', a
- * wheelchair space and only its companions), best first among those that strand no seat in
- * 'hint' (the orphan rule's test), then best first among the others, then (count > 1, and without a
- * 'hint' or when it leaves fewer than SEATD_BEST_SPLIT_BELOW whole blocks) the "p" pieces of
- * a split into two. 'l', 'tier' and 'hint' (may be NULL) borrowed.
- * Returns 0, or SEATD_EINVAL when 'tier' is not a tier of the layout.
+ * wheelchair space and only its companions; without, no wheelchair space: those are held
+ * back for the buyers who ask for one, as box offices do), best first among those that strand no
+ * seat in 'hint' (the orphan rule's test), then best first among the others, then (count > 1, and
+ * without a 'hint' or when it leaves fewer than SEATD_BEST_SPLIT_BELOW whole blocks) the "p" pieces
+ * of a split into two. 'l', 'tier' and 'hint' (may be NULL) borrowed. Returns 0, or SEATD_EINVAL
+ * when 'tier' is not a tier of the layout.
  */
 SEATD_MUSTCHECK int seatd_best_candidates(const struct seatd_layout_s *l, size_t count,
                                           const char *tier, int accessible,
@@ -93,7 +94,8 @@ void seatd_best_named(const struct seatd_layout_s *l, const char *const *ids, si
  * (never those seats themselves as one block), looked for among SEATD_BEST_ALT_SCAN places on
  * each side, every seat free in 'maps' (the show's bitmaps as the script that refused the hold
  * read them: the blocks were free when it ran) and, with 'orphan_rule', stranding no seat in
- * 'maps'. Appends each block to 'out' as its seat ids, comma-joined. All borrowed.
+ * 'maps'; wheelchair spaces only when one of the seats asked is one. Appends each block to 'out' as
+ * its seat ids, comma-joined. All borrowed.
  */
 void seatd_best_alternatives(const struct seatd_layout_s *l, const char *const *ids, size_t n,
                              const seatd_best_hint_t *maps, int orphan_rule,

@@ -300,6 +300,29 @@ Test(api_best, accessible_seating_is_marked_and_held_with_companions)
     cr_assert_eq(res.http.status, 409);
     cr_assert_str_eq(e2e_str(&res, "type"), "https://seatd.dev/problems/no-block-available");
     e2e_res_free(&res);
+    /* A space is held back for a buyer who asks for one: a row whose only free seats are a
+     * space and its companions gives best available without "accessible" the companions
+     * alone (it gave the space as readily as any seat) */
+    char row[32];
+    create(1, 3, 0, -1, 1, "", row);
+    post_hold(row, "a3", "{\"best\":{\"count\":3}}", &res);
+    cr_assert_eq(res.http.status, 409, "%.*s", (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+    for (int i = 0; i < 2; i++) {
+        post_hold(row, "a3", "{\"best\":{\"count\":1}}", &res);
+        cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+        ids_of(res.json, "seatIds", seats, sizeof(seats));
+        cr_assert_str_neq(seats, "A1", "the wheelchair space");
+        e2e_res_free(&res);
+    }
+    post_hold(row, "a3", "{\"best\":{\"count\":1}}", &res);
+    cr_assert_eq(res.http.status, 409);
+    e2e_res_free(&res);
+    post_hold(row, "a4", "{\"best\":{\"count\":1,\"accessible\":true}}", &res);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    ids_of(res.json, "seatIds", seats, sizeof(seats));
+    cr_assert_str_eq(seats, "A1");
+    e2e_res_free(&res);
     /* companions must be seats of the same row near the space */
     const char *bad = "{\"title\":\"x\",\"startsAt\":\"2030-01-01T20:00:00Z\","
                       "\"priceTiers\":{\"standard\":1},\"seats\":["

@@ -115,6 +115,41 @@ Test(best, blocks_that_strand_no_seat_come_first)
     seatd_layout_free(l);
 }
 
+/* Wheelchair spaces are held back for the buyers who ask for one: best available without
+ * 'accessible' never proposes one (it did: a quarter of random best-available holds took
+ * one), nor do the alternatives of seats that are not spaces. */
+Test(best, a_wheelchair_space_goes_only_to_a_buyer_who_asks_for_one)
+{
+    seatd_layout_t *l = row_with_aisle(",\"accessible\":true,\"companions\":[\"A7\"]");
+    seatd_best_list_t c = {0};
+    for (size_t count = 1; count <= 4; count++) {
+        cr_assert_eq(seatd_best_candidates(l, count, NULL, 0, NULL, &c), 0);
+        cr_assert(c.n > 0);
+        for (size_t i = 0; i < c.n; i++) {
+            char seats[256];
+            const char *p = strchr(strchr(c.items[i], '|') + 1, '|') + 1;
+            snprintf(seats, sizeof(seats), "%.*s", (int)strcspn(p, "|"), p);
+            cr_assert(strncmp(seats, "A8:", 3) != 0 && !strstr(seats, ",A8:"), "%zu: %s", count,
+                      c.items[i]);
+        }
+        seatd_best_list_free(&c);
+    }
+    cr_assert_eq(seatd_best_candidates(l, 2, NULL, 1, NULL, &c), 0);
+    cr_assert_eq(c.n, 1);
+    cr_assert_str_eq(c.items[0], "b|standard|A7:6,A8:7|A6:5,A5:4|");
+    seatd_best_list_free(&c);
+    /* A6 refused: A5 and A7 are proposed, A8 (the space) is not */
+    const char *ids[] = {"A6"};
+    const unsigned char held[] = {0x04}; /* A6 */
+    seatd_best_hint_t maps = {held, NULL, 1, 0};
+    seatd_best_alternatives(l, ids, 1, &maps, 0, &c);
+    for (size_t i = 0; i < c.n; i++)
+        cr_assert_str_neq(c.items[i], "A8");
+    cr_assert_eq(c.n, 3);
+    seatd_best_list_free(&c);
+    seatd_layout_free(l);
+}
+
 Test(best, an_unknown_tier_is_refused)
 {
     seatd_layout_t *l = row_with_aisle("");
