@@ -252,14 +252,24 @@ __attribute__((format(printf, 2, 3))) static int fail(const opts_t *o, const cha
     return EXIT_FAIL;
 }
 
+static int json_usage; /* --json given: a usage error is a JSON document on stdout too */
+
+/* A usage error: text on stderr, and {"error":text,"usage":true} on stdout with --json.
+ * Returns EXIT_USAGE. */
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
+    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    fputs("seatctl: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs(" (seatctl --help)\n", stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "seatctl: %s (seatctl --help)\n", msg);
+    if (json_usage) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "error", msg);
+        cJSON_AddBoolToObject(j, "usage", 1);
+        print_json(j);
+    }
     return EXIT_USAGE;
 }
 
@@ -284,6 +294,28 @@ static const char *jstr(const cJSON *o, const char *name)
 {
     const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
     return s ? s : "";
+}
+
+/* jstr() made safe for a terminal: control characters (C0, DEL, C1) become '?', so a text
+ * from the API cannot move the cursor, clear the screen or start a line of its own. The
+ * result lives until the fourth call after this one. */
+static const char *tstr(const cJSON *o, const char *name)
+{
+    static char ring[4][1024];
+    static int next;
+    char *out = ring[next++ % 4];
+    const unsigned char *s = (const unsigned char *)jstr(o, name);
+    size_t n = 0;
+    for (; *s && n + 1 < sizeof ring[0]; s++) {
+        if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f) {
+            out[n++] = '?';
+            s++;
+        } else {
+            out[n++] = *s < 0x20 || *s == 0x7f ? '?' : (char)*s;
+        }
+    }
+    out[n] = '\0';
+    return out;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -411,7 +443,7 @@ static int http_admin(const opts_t *o, const char *method, const char *path, con
     }
     if (res->status >= 200 && res->status < 300)
         return -1;
-    const char *title = jstr(res->json, "title"), *detail = jstr(res->json, "detail");
+    const char *title = tstr(res->json, "title"), *detail = tstr(res->json, "detail");
     fprintf(stderr, "seatctl: %s %s: %ld %s%s%s\n", method, path, res->status,
             title[0] ? title : "failed", detail[0] ? ": " : "", detail);
     if (res->status == 401 || res->status == 403)
@@ -495,6 +527,10 @@ static int check_show_id(const char *id)
  * Commands over the API
  * --------------------------------------------------------------------------------------- */
 
+/* A show body or layout file, at most: the API takes a body of 16 MiB at most anyway, and
+ * /dev/zero or a wrong file must not eat the machine's memory. */
+#define SEATCTL_FILE_MAX (32 << 20)
+
 static cJSON *read_json_file(const char *path, char *why, size_t whylen)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -514,12 +550,14 @@ static cJSON *read_json_file(const char *path, char *why, size_t whylen)
         }
         n = fread(buf + len, 1, cap - len, f);
         len += n;
-    } while (n > 0);
+    } while (n > 0 && len <= SEATCTL_FILE_MAX);
     if (f != stdin)
         fclose(f);
-    cJSON *j = cJSON_ParseWithLength(buf ? buf : "", len);
+    cJSON *j = len > SEATCTL_FILE_MAX ? NULL : cJSON_ParseWithLength(buf ? buf : "", len);
     free(buf);
-    if (!j)
+    if (!j && len > SEATCTL_FILE_MAX)
+        snprintf(why, whylen, "%s is larger than %d MiB", path, SEATCTL_FILE_MAX >> 20);
+    else if (!j)
         snprintf(why, whylen, "%s is not JSON", path);
     return j;
 }
@@ -609,7 +647,7 @@ static int cmd_show_create(opts_t *o)
     if (o->json)
         return print_answer(o, &res);
     printf("created show %s: \"%s\", %.0f seats, starts %s\n", jstr(res.json, "id"),
-           jstr(res.json, "title"),
+           tstr(res.json, "title"),
            cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(res.json, "seatCount")),
            jstr(res.json, "startsAt"));
     http_res_free(&res);
@@ -665,9 +703,9 @@ static int cmd_show_list(opts_t *o)
     const cJSON *s = NULL;
     cJSON_ArrayForEach(s, items)
     {
-        printf("%-8s %-26s %7.0f  %s\n", jstr(s, "id"), jstr(s, "startsAt"),
+        printf("%-8s %-26s %7.0f  %s\n", tstr(s, "id"), tstr(s, "startsAt"),
                cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(s, "seatCount")),
-               jstr(s, "title"));
+               tstr(s, "title"));
     }
     printf("%d of %.0f upcoming shows\n", cJSON_GetArraySize(items), total);
     cJSON_Delete(items);
@@ -1164,6 +1202,8 @@ int main(int argc, char **argv)
     opts_t o = {0};
     const char *words[MAX_ARGS + 2];
     int nwords = 0;
+    for (int i = 1; i < argc; i++)
+        json_usage |= strcmp(argv[i], "--json") == 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0)
@@ -1206,7 +1246,7 @@ int main(int argc, char **argv)
             return EXIT_OK;
         }
         usage(stderr);
-        return EXIT_USAGE;
+        return usage_error("no command given");
     }
     const struct command_s *cmd = NULL;
     int group_known = 0;
@@ -1249,10 +1289,8 @@ int main(int argc, char **argv)
     }
     int skip = cmd->verb ? 2 : 1;
     o.nargs = nwords - skip;
-    if (o.nargs != cmd->nargs) {
-        fprintf(stderr, "seatctl: usage: seatctl %s\n", cmd->synopsis);
-        return EXIT_USAGE;
-    }
+    if (o.nargs != cmd->nargs)
+        return usage_error("usage: seatctl %s", cmd->synopsis);
     for (int i = 0; i < o.nargs; i++)
         o.args[i] = words[skip + i];
     curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -432,6 +432,29 @@ Test(seatctl, usage_errors_exit_2_and_help_exits_0)
                      r.status);
         run_free(&r);
     }
+    /* --json promises one JSON document on stdout, on a usage error too (it printed none) */
+    const char *json_bad[][6] = {
+        {"--json", NULL},
+        {"--json", "bogus", NULL},
+        {"--json", "seat", "who", "abc", "A1", NULL},
+        {"--json", "show", "list", "--page", "0", NULL},
+        {"--json", "seat", "who", "1", NULL},
+    };
+    for (size_t i = 0; i < sizeof json_bad / sizeof json_bad[0]; i++) {
+        const char *const *a = json_bad[i];
+        seatctl(&r, a[0], a[1], a[1] ? a[2] : NULL, a[1] && a[2] ? a[3] : NULL,
+                a[1] && a[2] && a[3] ? a[4] : NULL, NULL);
+        cr_assert_eq(r.status, 2, "json case %zu: exit %d", i, r.status);
+        cr_assert_not_null(r.json, "json case %zu: not JSON: '%s'", i, r.out);
+        cr_assert(jstr(r.json, "error")[0], "json case %zu: %s", i, r.out);
+        cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r.json, "usage")), "%s", r.out);
+        run_free(&r);
+    }
+    /* a file that never ends (or is far too large) is refused, not read into memory */
+    seatctl(&r, "show", "create", "--body", "/dev/zero", "--json", NULL);
+    cr_assert_eq(r.status, 2, "exit %d", r.status);
+    cr_assert(strstr(jstr(r.json, "error"), "larger than"), "%s", r.out);
+    run_free(&r);
     seatctl(&r, "--help", NULL);
     cr_assert_eq(r.status, 0);
     cr_assert(strstr(r.out, "seat who SHOW SEAT") != NULL);
