@@ -879,6 +879,22 @@ void seatd_req_set_large_body_route(const char *method, const char *path, size_t
     large_body.max = max;
 }
 
+/* 1 when a header the server reads as one value came twice: which one counts would depend
+ * on who reads it (this server takes the first, a proxy or a log may take the last), so a
+ * request with two Idempotency-Keys or two credentials is refused rather than guessed at. */
+static int singleton_repeated(const seatd_req_t *r)
+{
+    static const char *const singletons[] = {"authorization", "content-type", "idempotency-key",
+                                             "seatd-admission"};
+    for (size_t k = 0; k < sizeof(singletons) / sizeof(singletons[0]); k++) {
+        int seen = 0;
+        for (size_t i = 0; i < r->nhdrs; i++)
+            if (strcasecmp(r->hdrbuf.data + r->hdrs[i].name_off, singletons[k]) == 0 && seen++)
+                return 1;
+    }
+    return 0;
+}
+
 static int on_headers_complete(http_parser *hp)
 {
     seatd_req_parser_t *p = P(hp);
@@ -897,6 +913,8 @@ static int on_headers_complete(http_parser *hp)
     int rc = parse_target(r);
     if (rc < 0)
         return fail(p, rc);
+    if (singleton_repeated(r))
+        return fail(p, SEATD_EINVAL);
     const char *xid = seatd_req_header(r, "x-request-id");
     if (xid && valid_req_id(xid))
         snprintf(r->id, sizeof(r->id), "%s", xid);

@@ -442,6 +442,25 @@ Test(api_bad_input, show_texts_are_characters_without_controls_and_refund_tiers_
     }
 }
 
+/* Two Idempotency-Keys on one hold: 400 and nothing held (the first was taken, silently). */
+Test(api_bad_input, a_hold_with_two_idempotency_keys_is_400_and_holds_nothing)
+{
+    char show[32], path[96];
+    cr_assert_eq(e2e_create_show(1, 3, 300, show), 0);
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    char *before = e2e_show_snapshot(show);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", path, "twokeys", "{\"seatIds\":[\"A1\"]}",
+                          "Idempotency-Key: k-one\r\nIdempotency-Key: k-two\r\n", &res),
+                 0);
+    cr_assert_eq(res.http.status, 400, "%.*s", (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+    char *after = e2e_show_snapshot(show);
+    cr_assert_str_eq(after, before);
+    free(before);
+    free(after);
+}
+
 /* Creates a show starting at 'starts' (RFC 3339) with an optional 'close' cutoff. */
 static void create_show_at(const char *starts, const char *close, char *id)
 {

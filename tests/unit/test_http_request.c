@@ -103,6 +103,27 @@ Test(http_request, refuses_a_query_string_that_does_not_decode)
     seatd_req_free(r);
 }
 
+/* A header the server reads as one value, sent twice, is a 400: which one counted depended
+ * on the reader (two Idempotency-Keys were taken as the first, silently). Headers that are
+ * lists (Accept, If-None-Match, ...) may repeat. */
+Test(http_request, refuses_a_single_valued_header_sent_twice)
+{
+    static const char *twice[] = {"Idempotency-Key: a\r\nIdempotency-Key: b",
+                                  "Authorization: Bearer x\r\nauthorization: Bearer y",
+                                  "Seatd-Admission: a\r\nSeatd-Admission: a",
+                                  "Content-Type: application/json\r\nContent-Type: text/plain"};
+    for (size_t i = 0; i < sizeof(twice) / sizeof(twice[0]); i++) {
+        char raw[256];
+        snprintf(raw, sizeof(raw), "POST /v1/shows/1/holds HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n",
+                 twice[i]);
+        cr_assert_eq(parse_err(raw, strlen(raw), NULL), SEATD_EINVAL, "%s", twice[i]);
+    }
+    seatd_req_t *r = parse_ok("GET /x HTTP/1.1\r\nHost: x\r\nAccept: a\r\nAccept: b\r\n"
+                              "If-None-Match: \"1\"\r\nIf-None-Match: \"2\"\r\n\r\n");
+    cr_assert_str_eq(seatd_req_header(r, "accept"), "a");
+    seatd_req_free(r);
+}
+
 Test(http_request, parses_the_same_request_fed_one_byte_at_a_time)
 {
     const char *raw = "POST /v1/bookings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
