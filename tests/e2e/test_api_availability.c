@@ -355,3 +355,51 @@ Test(api_availability, the_json_map_is_gzipped_once_and_each_kind_of_client_gets
     }
     e2e_res_free(&plain);
 }
+
+/* nginx and a worker read a request alike. (1) Only a read without a query string is a cache
+ * read: ?%6DinVersion=N, which a worker decodes as minVersion=N, got a cached map older than N,
+ * and ?x=%zz a cached 200 where a worker answers 400. (2) The worker is told nginx's own gzip
+ * decision: "gzip;q=-1" (plain to the worker, gzip to nginx's pattern) put the plain body under
+ * the gzip key, and every gzip client's hit was then compressed again by nginx. */
+Test(api_availability, nginx_and_the_worker_read_queries_and_encodings_alike)
+{
+    char show[32], path[128];
+    cr_assert_eq(e2e_create_show(10, 20, 300, show), 0);
+    e2e_res_t res;
+    availability(show, -1, NULL, &res); /* cached: version 0 */
+    cr_assert_eq(res.http.status, 200);
+    e2e_res_free(&res);
+    long long v = hold_at("127.0.0.1", show, "spelt", "[\"A1\"]");
+    snprintf(path, sizeof(path), "/v1/shows/%s/availability?%%6DinVersion=%lld", show, v);
+    cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    cr_assert_geq(e2e_num(&res, "version"), v, "never older than minVersion, however spelt");
+    e2e_res_free(&res);
+    const char *refused[] = {"x=%zz", "minVersion", "%6DinVersion=abc"};
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        availability(show, -1, NULL, &res); /* the entry is fresh */
+        e2e_res_free(&res);
+        snprintf(path, sizeof(path), "/v1/shows/%s/availability?%s", show, refused[i]);
+        cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
+        cr_assert_eq(res.http.status, 400, "?%s: a worker's answer, not the cache's", refused[i]);
+        e2e_res_free(&res);
+    }
+
+    /* The gzip variant is filled by a request whose header the two readers once disagreed on,
+     * then read by an ordinary gzip client: it gets the worker's gzip body, the same bytes as
+     * a worker's own gzip answer of that version (nginx's gzip filter would differ). */
+    v = hold_at("127.0.0.1", show, "spelt", "[\"B1\"]");
+    e2e_res_t odd, gz, direct;
+    seats_at("127.0.0.1", show, v, "gzip;q=-1", &odd);
+    seats_at("127.0.0.1", show, -1, "gzip", &gz);
+    cr_assert_str_eq(seatd_test_http_header(&gz.http, "x-cache-status"), "HIT");
+    cr_assert_str_eq(seatd_test_http_header(&gz.http, "content-encoding"), "gzip");
+    char worker[600];
+    snprintf(worker, sizeof(worker), "unix:%s/worker-1.sock", getenv("SEATD_E2E_RUN"));
+    seats_at(worker, show, v, "gzip", &direct);
+    cr_assert_eq(gz.http.body_len, direct.http.body_len, "the worker's gzip body, as cached");
+    cr_assert(memcmp(gz.http.body, direct.http.body, gz.http.body_len) == 0);
+    e2e_res_free(&odd);
+    e2e_res_free(&gz);
+    e2e_res_free(&direct);
+}
