@@ -42,3 +42,41 @@ local function reap(keys, args)
 end
 
 redis.register_function{function_name='seatd_reap', callback=reap}
+
+--[[
+seatd_version_floor: the show's version moves past a version a worker saw, after Redis
+answered an older one (it lost acknowledged writes: a restart that replayed an AOF missing
+its last second, a failover to a replica that had not received them). Versions must never
+be reused: a client holding the lost version's map (an ETag, a feed's ?since=) would take
+the new history's same number for the map it has.
+  KEYS[1]  {s:<id>}:meta
+  ARGV[1]  the version seen (integer >= 0)
+  When the version is at most ARGV[1], it becomes ARGV[1] + 2 and an empty delta is published
+  at it: every feed sees a gap (ARGV[1] + 1 never comes) and reads a fresh snapshot. A later
+  version is left as it is.
+  Returns  {"version", v, "bumped", "1"|"0"}
+  Errors   NOSHOW, INVAL
+]]
+local function version_floor(keys, args)
+    local p = show_prefix(keys[1])
+    if not p then
+        return fail('INVAL', 'bad show key')
+    end
+    if redis.call('EXISTS', keys[1]) == 0 then
+        return fail('NOSHOW', keys[1])
+    end
+    local seen = tonumber(args[1] or '')
+    if not seen or seen < 0 or seen ~= math.floor(seen) then
+        return fail('INVAL', 'version')
+    end
+    local v = tonumber(redis.call('GET', p .. ':ver') or '0')
+    if v > seen then
+        return {'version', tostring(v), 'bumped', '0'}
+    end
+    v = seen + 2
+    redis.call('SET', p .. ':ver', v)
+    redis.call('PUBLISH', p .. ':ch', '{"v":' .. v .. ',"c":[]}')
+    return {'version', tostring(v), 'bumped', '1'}
+end
+
+redis.register_function{function_name='seatd_version_floor', callback=version_floor}

@@ -110,6 +110,10 @@ struct show_s {
     size_t ring_n;               /* entries used */
     long long flushed_ver;       /* every watcher up to date was brought to this version at
                                     the last tick: the versions after it must stay */
+    long long high_ver;          /* the highest version this show reached here: a read that
+                                    answers less means Redis lost writes (on_seatmap) */
+    int lost;                    /* the subscription was lost (Redis restarted, failed over,
+                                    or the link broke) and no read has answered since */
     buffered_t *bhead, *btail;   /* messages received while not synced */
     size_t nbuffered;
     frame_t snap;        /* cached snapshot frame at 'snap_ver' */
@@ -434,6 +438,8 @@ static void apply(show_t *s, ring_entry_t *e)
     for (uint32_t i = 0; i < e->n; i++)
         s->status[e->idx[i]] = e->st[i];
     s->ver = e->v;
+    if (s->ver > s->high_ver)
+        s->high_ver = s->ver;
     if (s->ring_n == s->ring_cap) {
         size_t most = s->lv->opts.ring_burst;
         if (ring_at(s, 0)->v > s->flushed_ver && s->ring_cap < most)
@@ -513,6 +519,16 @@ static int bit(const unsigned char *map, size_t len, size_t i)
     return i / 8 < len && (map[i / 8] >> (7 - i % 8)) & 1;
 }
 
+static void on_version_floor(const seatd_store_result_t *res, void *data)
+{
+    char *id = data;
+    seatd_log(res->err ? SEATD_LOG_WARN : SEATD_LOG_INFO, NULL,
+              res->err ? "live: lost versions not skipped" : "live: skipped past lost versions",
+              "\"show\":\"%s\",\"version\":%lld", id,
+              res->err ? -1LL : (long long)res->reap.version);
+    free(id);
+}
+
 static void on_seatmap(const seatd_store_result_t *res, void *data)
 {
     read_op_t *op = data;
@@ -552,6 +568,25 @@ static void on_seatmap(const seatd_store_result_t *res, void *data)
         return;
     }
     const seatd_seatmap_result_t *sm = &res->seatmap;
+    if (sm->version < s->high_ver || (s->lost && s->high_ver > 0 && sm->version == s->high_ver)) {
+        /* Redis lost writes (a restart short of its last second, a failover): the watchers
+         * get this map as a snapshot (their version is not behind it), and the version moves
+         * past the lost ones, so that a client that reconnects with ?since= of a lost version
+         * is not told it missed nothing once the show is back at that number. After a lost
+         * link, the same version may be another history's already (new writes reached it
+         * before this read): it is moved past too; when nothing was lost, the watchers get
+         * one snapshot more. */
+        long long seen = s->high_ver;
+        s->high_ver = sm->version;
+        for (watcher_t *w = s->watchers; w; w = w->next)
+            w->sent_ver = -1;
+        char *id = seatd_strdup(s->id);
+        if (seatd_store_version_floor(lv->store, s->id, seen, on_version_floor, id) < 0)
+            free(id);
+    }
+    if (sm->version > s->high_ver)
+        s->high_ver = sm->version;
+    s->lost = 0;
     for (size_t i = 0; i < s->nseats; i++)
         s->status[i] = bit(sm->booked, sm->booked_len, i) ? ST_BOOKED
                        : bit(sm->held, sm->held_len, i)   ? ST_HELD
@@ -663,6 +698,7 @@ static void on_pubsub(int event, const char *channel, const char *payload, size_
         start_read(s);
         break;
     case SEATD_PUBSUB_LOST:
+        s->lost = 1;
         s->subscribed = 0;
         s->sub_gen++;
         desync(s, 0);

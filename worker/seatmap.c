@@ -75,15 +75,21 @@ static seatd_seatmap_t *slot_for(const char *show_id)
 
 seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_t seat_count,
                                    const void *held, size_t held_len, const void *booked,
-                                   size_t booked_len, int64_t read_at_ms)
+                                   size_t booked_len, int64_t issued_at_ms, int64_t read_at_ms)
 {
     seatd_seatmap_t *e = slot_for(show_id);
-    if (e->version > version)
-        return e; /* a newer read already landed: keep it */
-    long long floor = e->floor;
+    /* Older than what is known although sent after it was known: Redis lost those versions
+     * (the floor of a change this worker made may be among them). */
+    int lost = (version < e->version && issued_at_ms > e->answered_at_ms) ||
+               (version < e->floor && issued_at_ms > e->floor_at_ms);
+    if (e->version > version && !lost)
+        return e; /* a newer read landed while this one was on its way: keep it */
+    long long floor = lost ? version : e->floor;
+    int64_t floor_at = e->floor_at_ms;
     entry_clear(e);
     snprintf(e->show_id, sizeof(e->show_id), "%s", show_id);
     e->floor = floor;
+    e->floor_at_ms = floor_at;
     e->version = version;
     e->seat_count = seat_count;
     e->held = copy_bytes(held, held ? held_len : 0);
@@ -93,14 +99,25 @@ seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_
     /* A read that started before a change this worker made and answered since (the floor)
      * still answers its own request, but is never served from here. */
     e->read_at_ms = version >= floor ? read_at_ms : INT64_MIN / 2;
+    e->answered_at_ms = read_at_ms;
     return e;
+}
+
+long long seatd_seatmap_known_version(const char *show_id)
+{
+    const seatd_seatmap_t *e = find(show_id);
+    if (e == NULL)
+        return -1;
+    return e->version > e->floor ? e->version : e->floor;
 }
 
 void seatd_seatmap_invalidate(const char *show_id, long long version)
 {
     seatd_seatmap_t *e = slot_for(show_id);
-    if (version > e->floor)
+    if (version > e->floor) {
         e->floor = version;
+        e->floor_at_ms = seatd_seatmap_now_ms();
+    }
     e->read_at_ms = INT64_MIN / 2; /* stale; its slot is reused first */
 }
 

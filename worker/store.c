@@ -984,6 +984,21 @@ int seatd_store_seatmap(seatd_store_t *st, const char *show_id, seatd_store_cb c
     return show_read(st, "seatd_seatmap", KIND_SEATMAP, show_id, cb, data);
 }
 
+int seatd_store_version_floor(seatd_store_t *st, const char *show_id, long long seen,
+                              seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX], v[24];
+    if (seen < 0)
+        return SEATD_EINVAL;
+    int rc = seatd_keys_show(key, show_id, "meta");
+    if (rc < 0)
+        return rc;
+    snprintf(v, sizeof(v), "%lld", seen);
+    const char *args[1] = {v};
+    return fcall(op_new(st, KIND_REAP, cb, data), "seatd_version_floor", key, 1, args, NULL,
+                 on_reply);
+}
+
 int seatd_store_list_shows(seatd_store_t *st, long offset, long count, seatd_store_cb cb,
                            void *data)
 {

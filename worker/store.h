@@ -258,6 +258,13 @@ SEATD_MUSTCHECK int seatd_store_list_shows(seatd_store_t *st, long offset, long 
 SEATD_MUSTCHECK int seatd_store_seatmap(seatd_store_t *st, const char *show_id, seatd_store_cb cb,
                                         void *data);
 
+/* After a seat-map read answered a version older than 'seen', one this worker saw (Redis lost
+ * acknowledged writes): moves the show's version past 'seen' (to seen + 2, with an empty delta
+ * published there, so every feed sees a gap and reads a snapshot) unless it already is.
+ * Result: reap.version, the version now. Errors: NOSHOW. */
+SEATD_MUSTCHECK int seatd_store_version_floor(seatd_store_t *st, const char *show_id,
+                                              long long seen, seatd_store_cb cb, void *data);
+
 /*
  * hold: all-or-nothing over 'seat_ids' (already normalised by seats.c: valid, unique,
  * sorted). Each seat goes to the script with its bit index, taken from the show's layout in

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../integration/test_live_client.h"
 #include "e2e.h"
 
 TestSuite(api_redis_down, .timeout = 90);
@@ -181,4 +182,131 @@ Test(api_redis_down, a_hung_redis_answers_503_and_leaves_no_refused_hold_held)
     seatd_redis_free(c);
     cr_assert_eq(held, 0, "%ld seats of holds answered 503 are still held", held);
     cr_assert_eq(e2e_wait_workers_ready(15000), 0, "a worker did not get redis back");
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Redis lost acknowledged writes (README "Durability": with appendfsync everysec a crash may
+ * lose the last second; a failover may lose the writes a replica had not received). The
+ * seat map then follows Redis, not the lost state, and no version number is used twice.
+ * Before: every worker answered the lost state (A2, A3 held) for as long as the show stayed
+ * below the lost version, and a feed reconnecting with ?since= of a lost version was told it
+ * had missed nothing once new writes brought the show back to that number.
+ * --------------------------------------------------------------------------------------- */
+
+static void hold_one(const char *show, const char *sub, const char *seat)
+{
+    char path[96], body[64];
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    snprintf(body, sizeof(body), "{\"seatIds\":[\"%s\"]}", seat);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", path, sub, body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%s: %.*s", seat, (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+}
+
+/* GET /seats from worker 'w' (1-based, its own socket: no nginx cache); the status of 'seat'
+ * into 'status' (16 bytes); returns the version. */
+static long long worker_seat(int w, const char *show, long long min_version, const char *seat,
+                             char *status)
+{
+    char host[600], path[128];
+    snprintf(host, sizeof(host), "unix:%s/worker-%d.sock", getenv("SEATD_E2E_RUN"), w);
+    if (min_version >= 0)
+        snprintf(path, sizeof(path), "/v1/shows/%s/seats?minVersion=%lld", show, min_version);
+    else
+        snprintf(path, sizeof(path), "/v1/shows/%s/seats", show);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call_at(host, "GET", path, NULL, NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200, "worker %d: %d", w, res.http.status);
+    const cJSON *seats = cJSON_GetObjectItemCaseSensitive(res.json, "seats");
+    snprintf(status, 16, "%s", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(seats, seat)));
+    long long v = (long long)e2e_num(&res, "version");
+    e2e_res_free(&res);
+    return v;
+}
+
+Test(api_redis_down, after_redis_lost_acknowledged_writes_the_seat_map_follows_it)
+{
+    if (e2e_cluster())
+        cr_skip_test("restores the one Redis process's AOF: a cluster's lost writes are a "
+                     "failover, tests/cluster's scenarios");
+    const char *run = getenv("SEATD_E2E_RUN");
+    char show[32], path[128], cmd[2048], st[16];
+    cr_assert_eq(e2e_create_show(1, 10, 300, show), 0);
+    hold_one(show, "loss-a", "A1");
+    snprintf(path, sizeof(path), "/v1/shows/%s/seats/ws", show);
+    wsc_t c;
+    cr_assert_eq(wsc_connect(&c, e2e_port(), path), 101);
+    cJSON *j = wsc_next(&c, 3000);
+    cr_assert_not_null(j);
+    long long ver = wsc_int(j, "version");
+    cJSON_Delete(j);
+
+    /* The AOF as it is now (everysec: on disk within a second), then two more holds. */
+    usleep(1500 * 1000);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s/aof-kept && cp -a %s/redis/appendonlydir %s/aof-kept",
+             run, run, run);
+    cr_assert_eq(system(cmd), 0);
+    hold_one(show, "loss-b", "A2");
+    hold_one(show, "loss-c", "A3");
+    long long lost = 0;
+    for (int w = 1; w <= 2; w++) {
+        long long v = worker_seat(w, show, ver + 2, "A2", st);
+        cr_assert_str_eq(st, "held");
+        lost = v > lost ? v : lost;
+    }
+    while (ver < lost) { /* the feed saw the two holds */
+        j = wsc_next(&c, 3000);
+        cr_assert_not_null(j, "the feed stopped at %lld of %lld", ver, lost);
+        ver = wsc_int(j, "version");
+        cJSON_Delete(j);
+    }
+
+    /* kill -9, and Redis comes back from the AOF of before the two holds. */
+    snprintf(cmd, sizeof(cmd),
+             "kill -9 $(cat %s/redis.pid) && sleep 0.3 && rm -rf %s/redis/appendonlydir && "
+             "cp -a %s/aof-kept %s/redis/appendonlydir && rm -rf %s/aof-kept && "
+             "rm -f %s/redis.pid && redis-server %s/redis.conf",
+             run, run, run, run, run, run, run);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(e2e_wait_workers_ready(15000), 0, "a worker did not reconnect to redis");
+
+    /* Each worker answers what Redis has (A2 free), at a version past the lost ones. */
+    for (int w = 1; w <= 2; w++) {
+        long long v = 0;
+        long long deadline = wsc_now_ms() + 5000;
+        do {
+            v = worker_seat(w, show, -1, "A2", st);
+            if (strcmp(st, "available") == 0 && v > lost)
+                break;
+            usleep(50 * 1000);
+        } while (wsc_now_ms() < deadline);
+        cr_assert_str_eq(st, "available", "worker %d still answers the lost hold", w);
+        cr_assert_gt(v, lost, "worker %d: version %lld reuses a lost one (%lld)", w, v, lost);
+    }
+    /* The feed that was open gets the map as Redis has it. */
+    int fixed = 0;
+    for (long long deadline = wsc_now_ms() + 5000; !fixed && wsc_now_ms() < deadline;) {
+        j = wsc_next(&c, (int)(deadline - wsc_now_ms()));
+        if (j == NULL)
+            break;
+        fixed = strcmp(wsc_type(j), "snapshot") == 0 &&
+                strcmp(wsc_snapshot_seat(j, "A2"), "available") == 0;
+        cJSON_Delete(j);
+    }
+    wsc_close(&c);
+    cr_assert(fixed, "the open feed never heard that A2 is free");
+    /* New writes go on past the lost versions, and a feed that reconnects with a lost version
+     * gets a snapshot, not "nothing missed" nor a delta from another history. */
+    hold_one(show, "loss-d", "A5");
+    hold_one(show, "loss-e", "A6");
+    snprintf(path, sizeof(path), "/v1/shows/%s/seats/ws?since=%lld", show, lost);
+    cr_assert_eq(wsc_connect(&c, e2e_port(), path), 101);
+    j = wsc_next(&c, 3000);
+    cr_assert_not_null(j);
+    cr_assert_str_eq(wsc_type(j), "snapshot", "since=%lld", lost);
+    cr_assert_str_eq(wsc_snapshot_seat(j, "A2"), "available");
+    cr_assert_str_eq(wsc_snapshot_seat(j, "A5"), "held");
+    cJSON_Delete(j);
+    wsc_close(&c);
 }

@@ -193,3 +193,41 @@ Test(lua_show, a_show_with_no_live_hold_and_no_booking_keeps_no_bitmap)
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
 }
+
+/* seatd_version_floor: a version a worker saw and Redis lost is never used again. The show
+ * moves to seen + 2 with an empty delta there (every feed sees a gap and reads a snapshot); a
+ * show already past it is left alone. */
+Test(lua_show, the_version_floor_moves_a_show_past_a_lost_version_once)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    static const char *const seats2[] = {"A1", "A2", NULL};
+    cr_assert_eq(th_create_show(&t, "1", seats2, 90000), 0);
+    redisContext *sub = seatd_test_redis_connect();
+    redisReply *x = seatd_test_redis_command(sub, "SUBSCRIBE {s:1}:ch");
+    freeReplyObject(x);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_version_floor(t.store, "1", 5, th_on_result, &r)),
+                 0);
+    cr_assert_str_eq(th_get(&r, "version"), "7");
+    cr_assert_str_eq(th_get(&r, "bumped"), "1");
+    cr_assert_eq(redisGetReply(sub, (void **)&x), REDIS_OK);
+    cr_assert_str_eq(x->element[2]->str, "{\"v\":7,\"c\":[]}");
+    freeReplyObject(x);
+    redisFree(sub);
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_version_floor(t.store, "1", 7, th_on_result, &r)),
+                 0);
+    cr_assert_str_eq(th_get(&r, "version"), "9", "the same number may be another history's");
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_version_floor(t.store, "1", 3, th_on_result, &r)),
+                 0);
+    cr_assert_str_eq(th_get(&r, "version"), "9");
+    cr_assert_str_eq(th_get(&r, "bumped"), "0");
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_version_floor(t.store, "2", 3, th_on_result, &r)),
+                 SEATD_ENOSHOW);
+    th_res_clear(&r);
+    cr_assert_eq(seatd_store_version_floor(t.store, "1", -1, th_on_result, &r), SEATD_EINVAL);
+    cr_assert_eq(th_close(&t), 0);
+}

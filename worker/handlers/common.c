@@ -16,6 +16,7 @@
 #include "log.h"
 #include "mem.h"
 #include "metrics.h"
+#include "seatmap.h"
 #include "seats.h"
 #include "timefmt.h"
 
@@ -168,6 +169,33 @@ void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
         }
     }
     seatd_req_finish_problem(r, res->err, detail, extra);
+}
+
+static void on_version_floor(const seatd_store_result_t *res, void *data)
+{
+    char *show_id = data;
+    if (res->err)
+        seatd_log(SEATD_LOG_WARN, NULL, "lost seat-map versions not skipped",
+                  "\"show\":\"%s\",\"error\":\"%s\"", show_id, seatd_err_name(res->err));
+    else
+        seatd_log(SEATD_LOG_WARN, NULL, "redis lost seat-map versions: skipped past them",
+                  "\"show\":\"%s\",\"version\":%lld", show_id, (long long)res->reap.version);
+    free(show_id);
+}
+
+struct seatd_seatmap_s *seatd__seatmap_keep(struct seatd_app_s *app, const char *show_id,
+                                            const seatd_seatmap_result_t *s, int64_t issued_at_ms)
+{
+    long long known = seatd_seatmap_known_version(show_id);
+    seatd_seatmap_t *m =
+        seatd_seatmap_put(show_id, s->version, (size_t)s->seat_count, s->held, s->held_len,
+                          s->booked, s->booked_len, issued_at_ms, seatd_seatmap_now_ms());
+    if (m->version == s->version && s->version < known) {
+        char *id = seatd_strdup(show_id);
+        if (seatd_store_version_floor(app->store, show_id, known, on_version_floor, id) < 0)
+            free(id);
+    }
+    return m;
 }
 
 int seatd__step_begin(seatd_req_t **rp, int rc)

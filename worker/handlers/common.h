@@ -63,6 +63,15 @@ int seatd__index_booking(struct seatd_app_s *app, const char *owner, const char 
                          seatd_store_cb cb, void *data);
 
 /* Continuation after a layout lookup: 'l' is borrowed for the call (cache-owned). */
+/* Keeps seat-map read 's' of 'show_id', sent at 'issued_at_ms' (seatd_seatmap_now_ms()), in
+ * this worker's cache (seatd_seatmap_put) and returns the entry to answer from. When Redis
+ * answered a version older than one this worker knew, and the read was sent after it knew it,
+ * Redis lost writes: the version is moved past the lost ones (seatd_store_version_floor, not
+ * waited for), so that no client holding a lost version's map takes a new one of the same
+ * number for it. */
+struct seatd_seatmap_s *seatd__seatmap_keep(struct seatd_app_s *app, const char *show_id,
+                                            const seatd_seatmap_result_t *s, int64_t issued_at_ms);
+
 typedef void (*seatd__layout_cont)(seatd_req_t *r, const struct seatd_layout_s *l, void *ctx);
 /*
  * Calls 'cont(r, layout, ctx)' with the layout of 'show_id' — at once when cached, else after

@@ -48,6 +48,7 @@ typedef struct {
     const char *best_tier;      /* borrowed from 'body'; NULL: any tier */
     int best_accessible;        /* a wheelchair space with its companions */
     int best_retried;           /* NO_BLOCK on a seat map read before the hold: read again once */
+    int64_t map_issued_at_ms;   /* when the seat map read was sent */
     cJSON *answer;              /* owned: the 201's body while the index entry is written */
     int admitted;               /* a verified Seatd-Admission came with the request */
 } hold_op_t;
@@ -505,9 +506,7 @@ static void on_best_map(const seatd_store_result_t *res, void *data)
     }
     /* A failed read only means no hint: the hold itself answers for the store. */
     if (!res->err) {
-        const seatd_seatmap_result_t *s = &res->seatmap;
-        seatd_seatmap_put(op->show_id, s->version, (size_t)s->seat_count, s->held, s->held_len,
-                          s->booked, s->booked_len, seatd_seatmap_now_ms());
+        (void)seatd__seatmap_keep(op->app, op->show_id, &res->seatmap, op->map_issued_at_ms);
     }
     seatd_req_t *r = op->r;
     int rc = seatd__with_layout(r, op->show_id, best_with_layout, hold_op_free, op);
@@ -529,6 +528,7 @@ static void best_start(seatd_req_t *r, hold_op_t *op)
         return;
     }
     op->r = r;
+    op->map_issued_at_ms = seatd_seatmap_now_ms();
     int rc = seatd__step_begin(&op->r,
                                seatd_store_seatmap(op->app->store, op->show_id, on_best_map, op));
     if (rc < 0) {

@@ -34,6 +34,7 @@ typedef struct {
     seatd_req_t *r;
     map_kind_t kind;
     long long min_version;
+    int64_t issued_at_ms; /* when the Redis read was sent (seatd_seatmap_put) */
 } map_op_t;
 
 /* True when the If-None-Match header lists 'etag' ("<version>" in quotes), strong or weak
@@ -125,9 +126,7 @@ static void on_read(const seatd_store_result_t *res, void *data)
     }
     const char *id = seatd_req_param(r, "id");
     const seatd_seatmap_result_t *s = &res->seatmap;
-    seatd_seatmap_t *m =
-        seatd_seatmap_put(id, s->version, (size_t)s->seat_count, s->held, s->held_len, s->booked,
-                          s->booked_len, seatd_seatmap_now_ms());
+    seatd_seatmap_t *m = seatd__seatmap_keep(seatd__app(r), id, s, op->issued_at_ms);
     const seatd_layout_t *l = NULL;
     if (op->kind == MAP_STATUS && (l = seatd_layout_cache_get(id)) == NULL) {
         /* Evicted by other shows' layouts while Redis answered: rare, and honest to say. */
@@ -149,6 +148,7 @@ static void serve(map_op_t *op, const seatd_layout_t *l)
         return;
     }
     seatd_metrics_inc(SEATD_METRIC_SEATMAP_REDIS_READ);
+    op->issued_at_ms = seatd_seatmap_now_ms();
     int rc = seatd__step_begin(&r, seatd_store_seatmap(seatd__app(r)->store, id, on_read, op));
     if (rc < 0) {
         seatd_req_finish_problem(r, rc, NULL, NULL);
