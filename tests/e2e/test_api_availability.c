@@ -403,3 +403,23 @@ Test(api_availability, nginx_and_the_worker_read_queries_and_encodings_alike)
     e2e_res_free(&gz);
     e2e_res_free(&direct);
 }
+
+/* A show that does not exist is remembered at nginx for a second: a crowd reading it costs
+ * Redis one read, not one each (every such read went to a worker and to Redis). */
+Test(api_availability, reads_of_a_show_that_does_not_exist_are_cached_for_a_second)
+{
+    e2e_res_t res;
+    int hits = 0;
+    for (int i = 0; i < 5; i++) {
+        availability("987654320", -1, NULL, &res);
+        cr_assert_eq(res.http.status, 404);
+        const char *xc = seatd_test_http_header(&res.http, "x-cache-status");
+        hits += xc && strcmp(xc, "HIT") == 0;
+        e2e_res_free(&res);
+    }
+    cr_assert_geq(hits, 3, "%d of 5 reads were cache hits", hits);
+    availability("987654320", 1, NULL, &res); /* a minVersion read still asks a worker */
+    cr_assert_eq(res.http.status, 404);
+    cr_assert_str_neq(seatd_test_http_header(&res.http, "x-cache-status"), "HIT");
+    e2e_res_free(&res);
+}
