@@ -85,6 +85,7 @@ seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_
     if (e->version > version && !lost)
         return e; /* a newer read landed while this one was on its way: keep it */
     long long floor = lost ? version : e->floor;
+    long long lost_from = !lost ? -1 : e->version > e->floor ? e->version : e->floor;
     int64_t floor_at = e->floor_at_ms;
     entry_clear(e);
     snprintf(e->show_id, sizeof(e->show_id), "%s", show_id);
@@ -100,15 +101,8 @@ seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_
      * still answers its own request, but is never served from here. */
     e->read_at_ms = version >= floor ? read_at_ms : INT64_MIN / 2;
     e->answered_at_ms = read_at_ms;
+    e->lost_from = lost_from;
     return e;
-}
-
-long long seatd_seatmap_known_version(const char *show_id)
-{
-    const seatd_seatmap_t *e = find(show_id);
-    if (e == NULL)
-        return -1;
-    return e->version > e->floor ? e->version : e->floor;
 }
 
 void seatd_seatmap_invalidate(const char *show_id, long long version)

@@ -43,6 +43,9 @@ typedef struct seatd_seatmap_s {
     size_t held_len, booked_len;
     int64_t read_at_ms;     /* monotonic ms of the Redis read; stale once invalidated */
     int64_t answered_at_ms; /* monotonic ms the read was answered (never touched after) */
+    long long lost_from;    /* the put that stored this read found Redis had lost writes: the
+                               highest version known before it (seatd_store_version_floor);
+                               -1 otherwise */
     char *availability;     /* owned rendering, made on first use */
     size_t availability_len;
     char *status; /* owned rendering, made on first use */
@@ -65,17 +68,14 @@ seatd_seatmap_t *seatd_seatmap_get(const char *show_id, long long min_version);
  * and answered at 'read_at_ms' (monotonic), and returns the entry (borrowed until the next
  * put). A read of an older version than the entry cached for the show, sent before that
  * entry's read was answered (the two crossed), does not replace it: the newer entry is
- * returned instead. One sent after it is Redis's word on the show now, however old its
- * version: Redis lost writes (a restart that lost its last second, a failover), and the lost
- * versions are forgotten, this worker's own floor with them.
+ * returned instead. One sent after it (or after a change of this worker's was acknowledged)
+ * is Redis's word on the show now, however old its version: Redis lost writes (a restart
+ * that lost its last second, a failover), and the lost versions are forgotten, this worker's
+ * own floor with them; the entry's 'lost_from' says which version was known.
  */
 seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_t seat_count,
                                    const void *held, size_t held_len, const void *booked,
                                    size_t booked_len, int64_t issued_at_ms, int64_t read_at_ms);
-
-/* The highest version of 'show_id' this worker knows of (a read's, or a change of its own),
- * or -1. A read answering less than this means Redis lost writes (seatd_store_version_floor). */
-long long seatd_seatmap_known_version(const char *show_id);
 
 /* Forgets the cached status of 'show_id' after a change this worker made itself, which
  * Redis answered with 'version': nothing older is served from here again, not even a read

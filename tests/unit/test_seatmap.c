@@ -63,24 +63,26 @@ Test(seatmap, a_read_started_before_this_workers_change_is_never_served_after_it
 Test(seatmap, a_read_sent_after_a_newer_one_was_known_is_redis_word_even_if_older)
 {
     int64_t t = seatd_seatmap_now_ms();
-    cr_assert_eq(seatd_seatmap_known_version("7"), -1);
-    seatd_seatmap_put("7", 9, 16, HELD, sizeof(HELD), NULL, 0, t - 5, t - 4);
+    cr_assert_eq(
+        seatd_seatmap_put("7", 9, 16, HELD, sizeof(HELD), NULL, 0, t - 5, t - 4)->lost_from, -1);
     cr_assert_eq(seatd_seatmap_put("7", 8, 16, NULL, 0, NULL, 0, t - 6, t - 3)->version, 9,
                  "crossed: sent before version 9 was answered");
     seatd_seatmap_t *m = seatd_seatmap_put("7", 7, 16, NULL, 0, NULL, 0, t - 2, t - 1);
     cr_assert_eq(m->version, 7, "sent after version 9 was known: redis lost 8 and 9");
+    cr_assert_eq(m->lost_from, 9);
     cr_assert_eq(seatd_seatmap_seat_state(m, 0), 0, "its own bitmaps");
     cr_assert_not_null(seatd_seatmap_get("7", 0), "and served");
-    cr_assert_eq(seatd_seatmap_known_version("7"), 7);
 
     /* this worker's own change, lost: its floor goes with it */
     seatd_seatmap_invalidate("7", 8);
-    cr_assert_eq(seatd_seatmap_known_version("7"), 8);
-    cr_assert_eq(seatd_seatmap_put("7", 7, 16, NULL, 0, NULL, 0, t - 10, t)->version, 7);
+    m = seatd_seatmap_put("7", 7, 16, NULL, 0, NULL, 0, t - 10, t);
+    cr_assert_eq(m->version, 7);
+    cr_assert_eq(m->lost_from, -1, "sent before the change: no loss (the read crossed it)");
     cr_assert_null(seatd_seatmap_get("7", 0), "sent before the change: not served");
     int64_t later = seatd_seatmap_now_ms() + 1;
     m = seatd_seatmap_put("7", 7, 16, NULL, 0, NULL, 0, later, later);
     cr_assert_eq(m->floor, 7, "sent after the change was acknowledged: the change was lost");
+    cr_assert_eq(m->lost_from, 8);
     cr_assert_not_null(seatd_seatmap_get("7", 0));
 }
 

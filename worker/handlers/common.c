@@ -186,14 +186,14 @@ static void on_version_floor(const seatd_store_result_t *res, void *data)
 struct seatd_seatmap_s *seatd__seatmap_keep(struct seatd_app_s *app, const char *show_id,
                                             const seatd_seatmap_result_t *s, int64_t issued_at_ms)
 {
-    long long known = seatd_seatmap_known_version(show_id);
     seatd_seatmap_t *m =
         seatd_seatmap_put(show_id, s->version, (size_t)s->seat_count, s->held, s->held_len,
                           s->booked, s->booked_len, issued_at_ms, seatd_seatmap_now_ms());
-    if (m->version == s->version && s->version < known) {
+    if (m->lost_from >= 0) {
         char *id = seatd_strdup(show_id);
-        if (seatd_store_version_floor(app->store, show_id, known, on_version_floor, id) < 0)
+        if (seatd_store_version_floor(app->store, show_id, m->lost_from, on_version_floor, id) < 0)
             free(id);
+        m->lost_from = -1; /* reported once */
     }
     return m;
 }

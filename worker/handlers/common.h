@@ -64,11 +64,11 @@ int seatd__index_booking(struct seatd_app_s *app, const char *owner, const char 
 
 /* Continuation after a layout lookup: 'l' is borrowed for the call (cache-owned). */
 /* Keeps seat-map read 's' of 'show_id', sent at 'issued_at_ms' (seatd_seatmap_now_ms()), in
- * this worker's cache (seatd_seatmap_put) and returns the entry to answer from. When Redis
- * answered a version older than one this worker knew, and the read was sent after it knew it,
- * Redis lost writes: the version is moved past the lost ones (seatd_store_version_floor, not
- * waited for), so that no client holding a lost version's map takes a new one of the same
- * number for it. */
+ * this worker's cache (seatd_seatmap_put) and returns the entry to answer from. When the put
+ * found that Redis lost writes (it answered a version older than one this worker knew, to a
+ * read sent after it knew it), the version is moved past the lost ones
+ * (seatd_store_version_floor, not waited for), so that no client holding a lost version's map
+ * takes a new one of the same number for it. */
 struct seatd_seatmap_s *seatd__seatmap_keep(struct seatd_app_s *app, const char *show_id,
                                             const seatd_seatmap_result_t *s, int64_t issued_at_ms);
 
