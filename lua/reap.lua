@@ -13,13 +13,23 @@ reap.lua - seatd_reap: ends up to 'max' holds of one show whose deadline has com
   Errors   NOSHOW, INVAL
 ]]
 
-local function reap(keys, args)
+-- The prefix of the show whose meta key is KEYS[1], or nil and the error reply (INVAL for a
+-- key that is not a show's, NOSHOW for a show that does not exist).
+local function existing_show(keys)
     local p = show_prefix(keys[1])
     if not p then
-        return fail('INVAL', 'bad show key')
+        return nil, fail('INVAL', 'bad show key')
     end
     if redis.call('EXISTS', keys[1]) == 0 then
-        return fail('NOSHOW', keys[1])
+        return nil, fail('NOSHOW', keys[1])
+    end
+    return p
+end
+
+local function reap(keys, args)
+    local p, err = existing_show(keys)
+    if not p then
+        return err
     end
     local max = tonumber(args[1])
     if not max or max < 1 or max > 10000 then
@@ -58,12 +68,9 @@ the new history's same number for the map it has.
   Errors   NOSHOW, INVAL
 ]]
 local function version_floor(keys, args)
-    local p = show_prefix(keys[1])
+    local p, err = existing_show(keys)
     if not p then
-        return fail('INVAL', 'bad show key')
-    end
-    if redis.call('EXISTS', keys[1]) == 0 then
-        return fail('NOSHOW', keys[1])
+        return err
     end
     local seen = tonumber(args[1] or '')
     if not seen or seen < 0 or seen ~= math.floor(seen) then
