@@ -544,13 +544,16 @@ static void emit_picks(seatd_best_list_t *out, const seatd_layout_t *l, const in
 }
 
 /* choose() over the whole layout, the blocks that strand no seat in 'hint' first, then (when
- * fewer than 'max' do) the others. With the show's orphan rule on, the script skips every
- * block that strands a seat: were the best-ranked 'max' blocks all such blocks (single seats
- * left between holds in the middle of the house), the buyer would hear "no block" while
- * blocks that fit are free further out. With the rule off it is the better sale too. */
+ * fewer than 'max' do) the others (without a hint, all of them in order). With the show's orphan
+ * rule on, the script skips every block that strands a seat: were the best-ranked 'max' blocks all
+ * such blocks (single seats left between holds in the middle of the house), the buyer would hear
+ * "no block" while blocks that fit are free further out. With the rule off it is the better sale
+ * too. */
 static size_t choose_unstranding_first(const seatd_layout_t *l, const index_t *x, const want_t *w,
                                        const seatd_best_hint_t *hint, pick_t *picks, size_t max)
 {
+    if (hint == NULL) /* nothing read: which block strands a seat is not known */
+        return choose(l, x, w, hint, picks, max, 0, x->n);
     want_t first = *w;
     first.no_strand = 1;
     size_t np = choose(l, x, &first, hint, picks, max, 0, x->n);

@@ -70,12 +70,13 @@ void seatd_best_list_free(seatd_best_list_t *b);
 /*
  * Best available: appends to 'out' up to SEATD_BEST_MAX_BLOCKS "b" blocks of 'count' adjacent
  * seats (all of tier 'tier', or all of one tier when 'tier' is NULL; with 'accessible', a
- * wheelchair space and only its companions; without, no wheelchair space: those are held
- * back for the buyers who ask for one, as box offices do), best first among those that strand no
- * seat in 'hint' (the orphan rule's test), then best first among the others, then (count > 1, and
- * without a 'hint' or when it leaves fewer than SEATD_BEST_SPLIT_BELOW whole blocks) the "p" pieces
- * of a split into two. 'l', 'tier' and 'hint' (may be NULL) borrowed. Returns 0, or SEATD_EINVAL
- * when 'tier' is not a tier of the layout.
+ * wheelchair space and only its companions; without, no wheelchair space: those are held back
+ * for the buyers who ask for one, as box offices do), best first among those that strand no
+ * seat in 'hint' (the orphan rule's test), then best first among the others (without a hint:
+ * all in one order), then (count > 1, and without a 'hint' or when it leaves fewer than
+ * SEATD_BEST_SPLIT_BELOW whole blocks) the "p" pieces of a split into two. 'l', 'tier' and
+ * 'hint' (may be NULL) borrowed. Returns 0, or SEATD_EINVAL when 'tier' is not a tier of the
+ * layout.
  */
 SEATD_MUSTCHECK int seatd_best_candidates(const struct seatd_layout_s *l, size_t count,
                                           const char *tier, int accessible,
