@@ -141,8 +141,11 @@ static int metrics_listen(seatd_app_t *app, const seatd_config_t *cfg)
         return 0;
     seatd_http_opts_t mopts = {
         .listen = cfg->metrics_listen,
-        .max_connections = 64, /* scrapers and probes, not clients */
-        .idle_timeout_ms = (unsigned)cfg->idle_timeout_ms,
+        /* Scrapers and probes, not clients; a connection that says nothing is closed soon,
+         * so that idle connections (70 held /metrics at 503 for 10 s) cannot crowd them out. */
+        .max_connections = 256,
+        .idle_timeout_ms = 5000,
+        .header_timeout_ms = 2000,
         .max_header = (size_t)cfg->max_header,
         .max_body = 1024,
         .output_budget = (size_t)cfg->conn_output_budget,
