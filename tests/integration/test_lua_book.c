@@ -292,6 +292,7 @@ Test(lua_book, begin_counts_a_new_booking_against_the_holds_cap_and_a_replay_not
     cr_assert_eq(th_hold_get(&t, &r, hold_id, "alice"), 0);
     cr_assert_str_eq(th_get(&r, "status"), "HELD", "nothing began");
     cr_assert_eq(begin_capped(&t, &r, hold_id, 0), 0, "without a cap");
+    th_res_clear(&r);
     redisFree(c);
     cr_assert_eq(th_close(&t), 0);
 }
