@@ -42,8 +42,10 @@ typedef int64_t (*seatd_auth_clock_fn)(void *data);
 
 /*
  * Creates a verifier/signer for 'secret' ('len' bytes, borrowed: copied).
- * Returns 0 and an owned '*out' (freed with seatd_auth_free()), or SEATD_EINVAL when the
- * secret is shorter than SEATD_AUTH_MIN_SECRET bytes (then '*out' is NULL).
+ * Returns 0 and an owned '*out' (freed with seatd_auth_free()), SEATD_EINVAL when the
+ * secret is shorter than SEATD_AUTH_MIN_SECRET bytes, or SEATD_EINTERNAL when OpenSSL has no
+ * HMAC-SHA256 (then '*out' is NULL). One thread at a time uses it (the worker's loop): signing
+ * and verifying share one keyed MAC context.
  */
 SEATD_MUSTCHECK int seatd_auth_new(const void *secret, size_t len, seatd_auth_t **out);
 

@@ -31,6 +31,8 @@ void seatd_buf_puts(seatd_buf_t *b, const char *s);
 /* Appends printf-formatted text. */
 void seatd_buf_printf(seatd_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void seatd_buf_vprintf(seatd_buf_t *b, const char *fmt, va_list ap);
+/* Appends the decimal digits of 'v' (no printf: for numbers written per request). */
+void seatd_buf_put_uint(seatd_buf_t *b, unsigned long long v);
 /* Appends 's' (len bytes) as a JSON string body, escaped, without the surrounding quotes. */
 void seatd_buf_json_escape(seatd_buf_t *b, const char *s, size_t len);
 /* Drops the first 'n' bytes. */

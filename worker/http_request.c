@@ -575,17 +575,29 @@ static void render(seatd_req_t *r, int status, const char *content_type, const c
     seatd_buf_t *b = &r->response;
     seatd_buf_reset(b);
     int head = strcmp(r->method, "HEAD") == 0;
-    seatd_buf_printf(b, "HTTP/1.1 %d %s\r\n", status, reason(status));
+    /* Written piece by piece, not printf'd: every answer goes through here. */
+    seatd_buf_puts(b, "HTTP/1.1 ");
+    seatd_buf_put_uint(b, (unsigned)status);
+    seatd_buf_puts(b, " ");
+    seatd_buf_puts(b, reason(status));
+    seatd_buf_puts(b, "\r\n");
     if (!bodyless(status)) {
-        if (content_type)
-            seatd_buf_printf(b, "Content-Type: %s\r\n", content_type);
-        seatd_buf_printf(b, "Content-Length: %zu\r\n", len);
+        if (content_type) {
+            seatd_buf_puts(b, "Content-Type: ");
+            seatd_buf_puts(b, content_type);
+            seatd_buf_puts(b, "\r\n");
+        }
+        seatd_buf_puts(b, "Content-Length: ");
+        seatd_buf_put_uint(b, len);
+        seatd_buf_puts(b, "\r\n");
     }
     if (seatd__req_wants_close(r))
         seatd_buf_puts(b, "Connection: close\r\n");
     else if (r->http_major == 1 && r->http_minor == 0)
         seatd_buf_puts(b, "Connection: keep-alive\r\n");
-    seatd_buf_printf(b, "X-Request-Id: %s\r\n", r->id);
+    seatd_buf_puts(b, "X-Request-Id: ");
+    seatd_buf_puts(b, r->id);
+    seatd_buf_puts(b, "\r\n");
     if (r->resp_headers.len)
         seatd_buf_append(b, r->resp_headers.data, r->resp_headers.len);
     seatd_buf_puts(b, "\r\n");
@@ -654,9 +666,12 @@ static int problem_member_taken(const cJSON *extra, const cJSON *it)
 static void problem_text(seatd_buf_t *b, int err, const char *detail, const char *instance,
                          const cJSON *extra, const char *members)
 {
-    seatd_buf_printf(b, "{\"type\":\"" PROBLEM_BASE "%s\"", seatd_err_type(err));
+    seatd_buf_puts(b, "{\"type\":\"" PROBLEM_BASE);
+    seatd_buf_puts(b, seatd_err_type(err));
+    seatd_buf_puts(b, "\"");
     put_json_member(b, "title", seatd_err_message(err));
-    seatd_buf_printf(b, ",\"status\":%d", seatd_err_http_status(err));
+    seatd_buf_puts(b, ",\"status\":");
+    seatd_buf_put_uint(b, (unsigned)seatd_err_http_status(err));
     if (detail)
         put_json_member(b, "detail", detail);
     if (instance)

@@ -346,25 +346,42 @@ static void conn_write(seatd_conn_t *c, seatd_buf_t *b)
  * The pipeline: route -> auth -> handler; finish -> log -> stats
  * ---------------------------------------------------------------------------------------- */
 
+/* 1 when 's' can stand in a JSON string as it is (no quote, backslash or control byte). */
+static int json_plain(const char *s)
+{
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20 || *s == 0x7f)
+            return 0;
+    return 1;
+}
+
 /* One line per request; 'answer' is the status a client that went away would have got (0
  * when the client is still there). */
 static void log_request(seatd_req_t *r, int status, double seconds, int answer)
 {
+    int level = status >= 500 ? SEATD_LOG_WARN : SEATD_LOG_INFO;
+    if (!seatd_log_enabled(level))
+        return;
     char gone[64] = "";
     if (answer)
         snprintf(gone, sizeof(gone), ",\"outcome\":\"client_gone\",\"answer\":%d", answer);
+    /* One line per request: the path is escaped only when it has to be, and the duration is
+     * written from whole microseconds (no floating-point formatting per request). */
     seatd_buf_t path = SEATD_BUF_INIT;
     const char *p = seatd_req_path(r);
-    seatd_buf_json_escape(&path, p, strlen(p));
+    if (!json_plain(p)) {
+        seatd_buf_json_escape(&path, p, strlen(p));
+        p = path.data ? path.data : "";
+    }
+    long long us = seconds > 0 ? (long long)(seconds * 1e6 + 0.5) : 0;
     const seatd_route_t *rt = seatd_req_route(r);
     const seatd_principal_t *who = seatd_req_principal(r);
-    int level = status >= 500 ? SEATD_LOG_WARN : SEATD_LOG_INFO;
     /* The method, route name and sub are from fixed charsets: no escaping needed. */
     seatd_log(level, seatd_req_id(r), "request",
-              "\"method\":\"%s\",\"path\":\"%s\",\"route\":\"%s\",\"status\":%d,\"ms\":%.3f,"
-              "\"user\":\"%s\"%s",
-              seatd_req_method(r), path.data ? path.data : "", rt ? rt->name : "", status,
-              seconds * 1000.0, who ? who->sub : "", gone);
+              "\"method\":\"%s\",\"path\":\"%s\",\"route\":\"%s\",\"status\":%d,"
+              "\"ms\":%lld.%03lld,\"user\":\"%s\"%s",
+              seatd_req_method(r), p, rt ? rt->name : "", status, us / 1000, us % 1000,
+              who ? who->sub : "", gone);
     seatd_buf_free(&path);
 }
 

@@ -74,36 +74,49 @@ void seatd_log(int level, const char *req, const char *msg, const char *fmt, ...
         ts_sec = tv.tv_sec;
     }
 
-    seatd_buf_t b = SEATD_BUF_INIT;
-    seatd_buf_printf(&b, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\"", ts_text,
-                     (long)(tv.tv_usec / 1000), level_names[level]);
-    if (worker_name[0])
-        seatd_buf_printf(&b, ",\"worker\":\"%s\"", worker_name);
-    if (req && req[0]) {
-        seatd_buf_puts(&b, ",\"req\":\"");
-        seatd_buf_json_escape(&b, req, strlen(req));
-        seatd_buf_puts(&b, "\"");
+    /* A batched line is written straight into the batch; any other goes out alone, after the
+     * batch (the order of lines is kept). */
+    int batched = batching && level < SEATD_LOG_WARN;
+    seatd_buf_t line = SEATD_BUF_INIT;
+    seatd_buf_t *b = batched ? &batch : &line;
+    long ms = (long)(tv.tv_usec / 1000);
+    char frac[6] = {
+        '.', (char)('0' + ms / 100), (char)('0' + ms / 10 % 10), (char)('0' + ms % 10), 'Z', '\0'};
+    seatd_buf_puts(b, "{\"ts\":\"");
+    seatd_buf_puts(b, ts_text);
+    seatd_buf_puts(b, frac);
+    seatd_buf_puts(b, "\",\"level\":\"");
+    seatd_buf_puts(b, level_names[level]);
+    seatd_buf_puts(b, "\"");
+    if (worker_name[0]) {
+        seatd_buf_puts(b, ",\"worker\":\"");
+        seatd_buf_puts(b, worker_name);
+        seatd_buf_puts(b, "\"");
     }
-    seatd_buf_puts(&b, ",\"msg\":\"");
-    seatd_buf_json_escape(&b, msg, strlen(msg));
-    seatd_buf_puts(&b, "\"");
+    if (req && req[0]) {
+        seatd_buf_puts(b, ",\"req\":\"");
+        seatd_buf_json_escape(b, req, strlen(req));
+        seatd_buf_puts(b, "\"");
+    }
+    seatd_buf_puts(b, ",\"msg\":\"");
+    seatd_buf_json_escape(b, msg, strlen(msg));
+    seatd_buf_puts(b, "\"");
     if (fmt && fmt[0]) {
         va_list ap;
         va_start(ap, fmt);
-        seatd_buf_puts(&b, ",");
-        seatd_buf_vprintf(&b, fmt, ap);
+        seatd_buf_puts(b, ",");
+        seatd_buf_vprintf(b, fmt, ap);
         va_end(ap);
     }
-    seatd_buf_puts(&b, "}\n");
-    if (batching && level < SEATD_LOG_WARN) {
-        seatd_buf_append(&batch, b.data, b.len);
+    seatd_buf_puts(b, "}\n");
+    if (batched) {
         if (batch.len >= LOG_BATCH_MAX)
             seatd_log_flush();
-    } else {
-        seatd_log_flush(); /* keep the order of lines */
-        write_all(b.data, b.len);
+        return;
     }
-    seatd_buf_free(&b);
+    seatd_log_flush(); /* keep the order of lines */
+    write_all(line.data, line.len);
+    seatd_buf_free(&line);
 }
 
 void seatd_log_set_batching(int on)

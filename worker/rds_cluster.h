@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "rds.h"
 
 struct uv_loop_s;
@@ -33,6 +34,10 @@ void seatd__rds_set_owner(seatd_rds_t *pool, seatd_rds_t *owner);
 void seatd__rds_free_shell(seatd_rds_t *rds);
 /* rds.c: the owner's ready hook, run for a node pool's connection. */
 void seatd__rds_run_ready(seatd_rds_t *owner, seatd_rds_t *pool, void *conn);
+/* rds.c: appends the RESP form of the command (an array of 'argc' bulk strings) to 'out';
+ * the bytes hiredis's redisFormatCommandArgv writes. */
+void seatd__rds_format_command(int argc, const char *const *argv, const size_t *argvlen,
+                               seatd_buf_t *out);
 /* rds.c: a deep copy of 'r' (owned, free with seatd__rds_reply_free), NULL for NULL. */
 struct redisReply *seatd__rds_reply_dup(const struct redisReply *r);
 void seatd__rds_reply_free(struct redisReply *r);

@@ -1,5 +1,6 @@
 /* Unit tests for buf.c: growth, NUL termination, formatting, escaping, consume, steal. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,54 @@ Test(buf, formats_with_printf)
     cr_assert_eq(b.len, 4 + 300);
     cr_assert_eq(strncmp(b.data, "42-x000", 7), 0);
     cr_assert_eq(b.data[b.len - 1], '7');
+    seatd_buf_free(&b);
+}
+
+/* One pass when the text fits the room left, a second after growing: every length around
+ * the room (fits, fills it but its NUL, one past) comes out whole. */
+Test(buf, formats_into_the_room_left_and_past_it)
+{
+    for (size_t pre = 0; pre < 70; pre++) {
+        for (int width = 1; width < 140; width++) {
+            seatd_buf_t b = SEATD_BUF_INIT;
+            for (size_t i = 0; i < pre; i++)
+                seatd_buf_append(&b, "p", 1);
+            seatd_buf_printf(&b, "%0*d|", width, 5);
+            cr_assert_eq(b.len, pre + (size_t)width + 1);
+            cr_assert_eq(b.data[b.len], '\0');
+            cr_assert_eq(b.data[b.len - 1], '|');
+            cr_assert_eq(b.data[b.len - 2], '5');
+            cr_assert_eq(strspn(b.data, "p"), pre);
+            seatd_buf_free(&b);
+        }
+    }
+}
+
+Test(buf, puts_unsigned_numbers_in_decimal)
+{
+    const unsigned long long v[] = {0, 7, 10, 409, 65535, 18446744073709551615ULL};
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        seatd_buf_t b = SEATD_BUF_INIT;
+        char want[32];
+        snprintf(want, sizeof(want), "x%llu", v[i]);
+        seatd_buf_puts(&b, "x");
+        seatd_buf_put_uint(&b, v[i]);
+        cr_assert_str_eq(b.data, want);
+        seatd_buf_free(&b);
+    }
+}
+
+Test(buf, escapes_runs_of_plain_bytes_between_specials)
+{
+    seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_json_escape(&b, "\"", 1);
+    seatd_buf_json_escape(&b, "abc", 3);
+    seatd_buf_json_escape(&b, "x\"", 2);
+    seatd_buf_json_escape(&b, "\ny", 2);
+    seatd_buf_json_escape(&b, "", 0);
+    seatd_buf_json_escape(&b, "q\0r", 3); /* 'len' bytes, a NUL among them */
+    cr_assert_eq(b.len, strlen("\\\"abcx\\\"\\nyq\\u0000r"));
+    cr_assert_str_eq(b.data, "\\\"abcx\\\"\\nyq\\u0000r");
     seatd_buf_free(&b);
 }
 

@@ -46,6 +46,15 @@ Test(log, an_unbatched_line_is_written_at_once_as_one_json_object)
     seatd_log(SEATD_LOG_INFO, "r1", "hello \"you\"", "\"n\":%d", 7);
     const char *out = written();
     cr_assert(strncmp(out, "{\"ts\":\"", 7) == 0, "%s", out);
+    /* "2026-12-03T01:02:03.045Z": the time to the millisecond, zero-padded, then the level */
+    const char *shape = "dddd-dd-ddTdd:dd:dd.dddZ\",\"level\":\"INFO\"";
+    for (size_t i = 0; shape[i]; i++) {
+        char c = out[7 + i];
+        if (shape[i] == 'd')
+            cr_assert(c >= '0' && c <= '9', "%s", out);
+        else
+            cr_assert_eq(c, shape[i], "%s", out);
+    }
     cr_assert(strstr(out, "\"req\":\"r1\",\"msg\":\"hello \\\"you\\\"\",\"n\":7}\n") != NULL, "%s",
               out);
 }

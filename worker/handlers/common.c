@@ -90,22 +90,24 @@ static int put_alternative(seatd_buf_t *b, const char *csv, int first)
 static void reply_refusal(seatd_req_t *r, const seatd_store_result_t *res)
 {
     int orphan = res->err == SEATD_EORPHANSEAT;
-    seatd_buf_t seats = SEATD_BUF_INIT, alts = SEATD_BUF_INIT;
+    seatd_buf_t members = SEATD_BUF_INIT; /* one buffer: the seats, then the alternatives */
     size_t n = 0, nalts = 0;
     const char *first = NULL;
+    seatd_buf_puts(&members, orphan ? "\"orphanSeats\":[" : "\"conflictingSeats\":[");
     for (size_t i = 0; i < res->nwords; i++) {
-        if (strncmp(res->words[i], "alt=", 4) == 0) {
-            nalts += put_alternative(&alts, res->words[i] + 4, nalts == 0);
+        if (strncmp(res->words[i], "alt=", 4) == 0 || !seatd_keys_valid_seat_id(res->words[i]))
             continue;
-        }
-        if (!seatd_keys_valid_seat_id(res->words[i]))
-            continue;
-        seatd_buf_puts(&seats, n ? ",\"" : "\"");
-        seatd_buf_puts(&seats, res->words[i]);
-        seatd_buf_puts(&seats, "\"");
+        seatd_buf_puts(&members, n ? ",\"" : "\""); /* valid ids need no escaping */
+        seatd_buf_puts(&members, res->words[i]);
+        seatd_buf_puts(&members, "\"");
         first = first ? first : res->words[i];
         n++;
     }
+    seatd_buf_puts(&members, "],\"alternatives\":[");
+    for (size_t i = 0; i < res->nwords; i++)
+        if (strncmp(res->words[i], "alt=", 4) == 0)
+            nalts += put_alternative(&members, res->words[i] + 4, nalts == 0);
+    seatd_buf_puts(&members, "]");
     char msg[160];
     if (orphan && n == 1)
         snprintf(msg, sizeof(msg), "seat %s would be left alone between taken seats", first);
@@ -115,14 +117,8 @@ static void reply_refusal(seatd_req_t *r, const seatd_store_result_t *res)
         snprintf(msg, sizeof(msg), "seat %s was just taken", first);
     else
         snprintf(msg, sizeof(msg), "%zu of the seats asked for were just taken", n);
-    seatd_buf_t members = SEATD_BUF_INIT;
-    seatd_buf_printf(&members, "\"%s\":[%s],\"alternatives\":[%s]",
-                     orphan ? "orphanSeats" : "conflictingSeats", seats.data ? seats.data : "",
-                     alts.data ? alts.data : "");
     seatd_req_finish_problem_members(r, res->err, msg, members.data);
     seatd_buf_free(&members);
-    seatd_buf_free(&seats);
-    seatd_buf_free(&alts);
 }
 
 void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
