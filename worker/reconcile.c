@@ -146,16 +146,16 @@ static void on_lost_refund(const seatd_payment_result_t *res, void *data)
     job_end(j);
 }
 
-static void refund_late(job_t *j);
+static int refund_late(job_t *j);
 
 static void on_late_recorded(const seatd_store_result_t *res, void *data)
 {
     job_t *j = data;
     seatd_reconcile_t *rc = j->rc;
     if (res->err == 0 && strcmp(res->booking.refund_status, "pending") == 0) {
-        refund_late(j);
-        op_done(rc);
-        return;
+        if (refund_late(j))
+            op_done(rc); /* this step ends; the refund carries the job on */
+        return;          /* not started: refund_late ended the job, and this step with it */
     }
     job_end(j); /* already refunded, or not FAILED after all */
 }
@@ -316,16 +316,20 @@ static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
 }
 
 /* Refunds the whole charge 'j->charge' of a FAILED booking under "refund-<bookingId>" (the
- * key the worker uses for the same charge, so the gateway refunds once). */
-static void refund_late(job_t *j)
+ * key the worker uses for the same charge, so the gateway refunds once). Returns 1 when the
+ * refund was started (its callback carries the job on), or 0 when it could not be (nothing
+ * to refund, closing, or refused at once): then the job has ended here (job_end: the step
+ * that called this one is done, and 'j' and perhaps the reconciler are gone). */
+static int refund_late(job_t *j)
 {
     seatd_reconcile_t *rc = j->rc;
     snprintf(j->key, sizeof(j->key), "refund-%s", j->bid);
     if (!rc->closing && j->amount > 0 &&
         started(rc, seatd_payment_refund(rc->payment, j->key, j->charge, j->amount, "charged_late",
                                          on_lost_refund, j)))
-        return;
+        return 1;
     job_end(j);
+    return 0;
 }
 
 static void on_cancelled_booking(const seatd_store_result_t *res, void *data)
@@ -340,9 +344,9 @@ static void on_cancelled_booking(const seatd_store_result_t *res, void *data)
         /* A late charge recorded by seatd_late_charge: refund it whole. */
         j->amount = b->amount;
         snprintf(j->charge, sizeof(j->charge), "%s", late);
-        refund_late(j);
-        op_done(rc); /* the lookup step ends; the refund (or job_end) carries the job on */
-        return;
+        if (refund_late(j))
+            op_done(rc); /* the lookup step ends; the refund carries the job on */
+        return;          /* not started: refund_late ended the job, and this step with it */
     }
     if (!rc->closing && res->err == 0 && strcmp(st, "CANCELLED") == 0 &&
         strcmp(rs, "pending") == 0 && ref[0]) {

@@ -66,7 +66,8 @@ typedef struct {
 
 struct bad_gw_s {
     uv_tcp_t listener;
-    int silent;                   /* 1: never answer; 0: answer 500 and close */
+    int silent;                   /* 1: never answer; 0: answer 500 and close; 2: answer
+                                     every request with a succeeded charge of amount 0 */
     int port;                     /* where it listens */
     int requests;                 /* request heads received */
     bad_conn_t *conns[BAD_CONNS]; /* open connections, closed at stop */
@@ -76,6 +77,11 @@ static const char answer_500[] = "HTTP/1.1 500 Internal Server Error\r\n"
                                  "Content-Type: application/json\r\nContent-Length: 56\r\n"
                                  "Connection: close\r\n\r\n"
                                  "{\"error\":{\"type\":\"api_error\",\"code\":\"internal_error\"}}";
+
+static const char answer_zero[] = "HTTP/1.1 200 OK\r\n"
+                                  "Content-Type: application/json\r\nContent-Length: 51\r\n"
+                                  "Connection: close\r\n\r\n"
+                                  "{\"id\":\"ch_zero000\",\"status\":\"succeeded\",\"amount\":0}";
 
 static void on_bad_closed(uv_handle_t *h)
 {
@@ -120,9 +126,11 @@ static void on_bad_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
             continue;
         c->seen = 0;
         c->gw->requests++;
-        if (!c->gw->silent && !c->answered) {
+        if (c->gw->silent != 1 && !c->answered) {
             c->answered = 1;
-            uv_buf_t b = uv_buf_init((char *)answer_500, sizeof(answer_500) - 1);
+            uv_buf_t b = c->gw->silent == 2
+                             ? uv_buf_init((char *)answer_zero, sizeof(answer_zero) - 1)
+                             : uv_buf_init((char *)answer_500, sizeof(answer_500) - 1);
             c->w.data = c;
             if (uv_write(&c->w, s, &b, 1, after_bad_write) != 0)
                 bad_close(c);
@@ -634,5 +642,58 @@ Test(reconcile, a_charge_landing_after_its_booking_failed_is_refunded_once_the_h
     cr_assert_str_eq(v, "HELD", "the seats stay the buyer's until the hold ends");
     redisFree(c);
     th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+/* A charge found late whose refund cannot even be asked for (the gateway says it charged 0;
+ * or the payment client refuses the call at once: too many in flight, a charge id it does not
+ * take) ends that booking's turn, and only that: the reconciler's count of calls in flight was
+ * decremented twice there, wrapped around, and no round ever ran again. */
+Test(reconcile, a_late_charge_whose_refund_cannot_start_does_not_stop_the_rounds)
+{
+    seatd_test_redis_flushall();
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    seatd_log_set_level(SEATD_LOG_ERROR);
+    redisContext *c = seatd_test_redis_connect();
+    const char *seats[] = {"A1", "A2", NULL};
+    cr_assert_eq(th_create_show(&t, "1", seats, 60000), 0);
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", seats, 60000, 10, NULL), 0);
+    char hold[SEATD_ID_MAX], bid[SEATD_ID_MAX];
+    snprintf(hold, sizeof(hold), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold, "alice", 600000), 0);
+    snprintf(bid, sizeof(bid), "%s", th_get(&r, "bookingId"));
+    cr_assert_eq(th_book_fail(&t, &r, bid), 0); /* FAILED: watched for a late charge */
+    th_res_clear(&r);
+    char hint[SEATD_KEY_MAX];
+    cr_assert_eq(seatd_keys_show_hint(hint, SEATD_KEY_PENDING_SHOWS, "1"), 0);
+    freeReplyObject(seatd_test_redis_command(c, "ZINCRBY %s 1 1", hint));
+
+    bad_gw_t gw;
+    bad_gw_start(&gw, t.loop, 2);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", gw.port);
+    seatd_payment_t *pay = seatd_payment_new(t.loop, url, 10000);
+    cr_assert_not_null(pay);
+    seatd_reconcile_opts_t o = {
+        .interval_ms = 10, .min_age_ms = 0, .rescan_every = 1000000, .horizon_ms = 0};
+    long long base = zrange_calls(c);
+    seatd_reconcile_t *rec = seatd_reconcile_new(t.loop, t.rds, t.store, pay, &o);
+    cr_assert_not_null(rec);
+    wait_rounds(&t, c, base + 4 * SEATD_HINT_BUCKETS + 1); /* rounds go on after it */
+    seatd_reconcile_close(rec);
+    seatd_payment_close(pay);
+    drain_redis(&t);
+    uv_run(t.loop, UV_RUN_NOWAIT);
+    cr_assert_geq(gw.requests, 2, "the gateway was asked again in later rounds");
+    bad_gw_stop(&gw);
+
+    char v[64];
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s status", bid), 1);
+    cr_assert_str_eq(v, "FAILED");
+    th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s lateCharge", bid);
+    cr_assert_str_eq(v, "ch_zero000", "the late charge is on record");
+    redisFree(c);
     cr_assert_eq(th_close(&t), 0);
 }
