@@ -398,9 +398,12 @@ static int redirect_target(seatd__rds_cluster_t *cl, const char *p, size_t len, 
         p++;
     long s = 0;
     const char *q = p;
-    while (q < end && *q >= '0' && *q <= '9')
+    while (q < end && *q >= '0' && *q <= '9') {
         s = s * 10 + (*q++ - '0');
-    if (q == p || q >= end || *q != ' ' || s >= SEATD_RDS_SLOTS)
+        if (s >= SEATD_RDS_SLOTS)
+            return -1; /* checked per digit: a long number must not wrap into the bound */
+    }
+    if (q == p || q >= end || *q != ' ')
         return -1;
     *slot = (int)s;
     q++;
@@ -664,9 +667,13 @@ static int apply_slots(seatd__rds_cluster_t *cl, const redisReply *reply, int as
         if (primary < 0)
             continue;
         is_primary[primary] = 1;
-        for (long long s = e->element[0]->integer; s <= e->element[1]->integer; s++)
-            if (s >= 0 && s < SEATD_RDS_SLOTS)
-                fresh[s] = (int16_t)primary;
+        /* The range cut to the slots that exist first: a broken node's 0..2^63-1 is not
+         * walked number by number (nor past LLONG_MAX). */
+        long long lo = e->element[0]->integer, hi = e->element[1]->integer;
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > SEATD_RDS_SLOTS - 1 ? SEATD_RDS_SLOTS - 1 : hi;
+        for (long long s = lo; s <= hi; s++)
+            fresh[s] = (int16_t)primary;
     }
     memcpy(cl->slots, fresh, sizeof(fresh));
     for (int i = 0; i < cl->nnodes; i++)
