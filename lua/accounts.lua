@@ -49,6 +49,11 @@ seatd_idem_claim   KEYS[1] {u:<sub>}:idem:<route>:<key>  ARGV fingerprint, ttl m
   for another request): SET NX PX. A new key, or the same fingerprint again -> {} (a replay:
   the caller goes on and finds the first request's outcome), or {"outcome", <text>} when
   seatd_idem_settle recorded one; another fingerprint -> IDEM_MISMATCH.
+seatd_idem_release KEYS[1] as seatd_idem_claim  ARGV fingerprint
+  Deletes the record if it is still the unsettled claim of that fingerprint: the request was
+  refused before it did anything (no booking began), and a refused request records nothing,
+  so the key may be used again, with this body or another. A settled record, or another
+  fingerprint's, is left alone. -> {}
 seatd_idem_settle  KEYS[1] as seatd_idem_claim  ARGV fingerprint, outcome
   Records the outcome of the request that claimed the key with that fingerprint (a booking
   whose card was declined: its id, so that a replay answers that 402 rather than trying the
@@ -256,6 +261,17 @@ local function idem_settle(keys, args)
     return {}
 end
 
+local function idem_release(keys, args)
+    local fp = args[1] or ''
+    if not string.match(keys[1] or '', IDEM_KEY) or fp == '' then
+        return fail('INVAL', 'idem')
+    end
+    if redis.call('GET', keys[1]) == fp then
+        redis.call('DEL', keys[1])
+    end
+    return {}
+end
+
 -- a < b in byte order (Redis's order of members with equal scores; Lua's own string
 -- comparison follows the server's locale).
 local function bytes_before(a, b)
@@ -311,6 +327,7 @@ end
 redis.register_function{function_name='seatd_me_remove', callback=me_remove}
 redis.register_function{function_name='seatd_idem_claim', callback=idem_claim}
 redis.register_function{function_name='seatd_idem_settle', callback=idem_settle}
+redis.register_function{function_name='seatd_idem_release', callback=idem_release}
 redis.register_function{function_name='seatd_email_claim', callback=email_claim}
 redis.register_function{function_name='seatd_email_release', callback=email_release}
 redis.register_function{function_name='seatd_email_get', callback=email_get, flags={'no-writes'}}

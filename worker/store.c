@@ -1700,6 +1700,19 @@ int seatd_store_idem_settle(seatd_store_t *st, const char *sub, const char *rout
     return user_side_call(st, "seatd_idem_settle", rkey, 2, args, cb, data);
 }
 
+int seatd_store_idem_release(seatd_store_t *st, const char *sub, const char *route, const char *key,
+                             const char *fingerprint, seatd_store_cb cb, void *data)
+{
+    char rkey[SEATD_KEY_MAX];
+    if (fingerprint == NULL || !fingerprint[0])
+        return SEATD_EINVAL;
+    int rc = idem_record_key(rkey, sub, route, key);
+    if (rc < 0)
+        return rc;
+    const char *args[1] = {fingerprint};
+    return user_side_call(st, "seatd_idem_release", rkey, 1, args, cb, data);
+}
+
 int seatd_store_me_remove(seatd_store_t *st, const char *sub, const char *index,
                           const char *const *ids, size_t n, seatd_store_cb cb, void *data)
 {

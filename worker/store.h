@@ -509,6 +509,12 @@ SEATD_MUSTCHECK int seatd_store_idem_claim(seatd_store_t *st, const char *sub, c
 SEATD_MUSTCHECK int seatd_store_idem_settle(seatd_store_t *st, const char *sub, const char *route,
                                             const char *key, const char *fingerprint,
                                             const char *outcome, seatd_store_cb cb, void *data);
+/* Deletes the record of 'key' if it is still the unsettled claim of 'fingerprint' (the
+ * request was refused before anything began: the key may be used again). Never waits for an
+ * unreachable shard. */
+SEATD_MUSTCHECK int seatd_store_idem_release(seatd_store_t *st, const char *sub, const char *route,
+                                             const char *key, const char *fingerprint,
+                                             seatd_store_cb cb, void *data);
 /* Removes the entries 'ids' (1..64 of them) from that index: holds that are no longer live.
  * Never waits for an unreachable shard, like seatd_store_me_add. Result: removed. */
 SEATD_MUSTCHECK int seatd_store_me_remove(seatd_store_t *st, const char *sub, const char *index,

@@ -335,6 +335,46 @@ Test(api_bookings, a_declined_booking_replayed_with_its_key_answers_the_same_dec
     e2e_res_free(&res);
 }
 
+/* A refused request records nothing (README): a booking refused before anything began (a
+ * hold released, or one that does not exist) leaves its Idempotency-Key free for the
+ * corrected request, which was a 422 idempotency-key-reuse for a day. A key that bought
+ * something stays taken. */
+Test(api_bookings, a_booking_refused_before_anything_began_leaves_its_key_free)
+{
+    char show[32], gone[64], live[64], hdr[96], path[96];
+    cr_assert_eq(e2e_create_show(1, 4, 300, show), 0);
+    snprintf(hdr, sizeof(hdr), "Idempotency-Key: refused-%s\r\n", show);
+    e2e_res_t res;
+    hold_seats(show, "ezra", "[\"A1\"]", gone);
+    snprintf(path, sizeof(path), "/v1/holds/%s", gone);
+    cr_assert_eq(e2e_call("DELETE", path, "ezra", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    e2e_res_free(&res);
+    cr_assert_eq(book(gone, "ezra", "tok_ok", hdr, &res), 0);
+    cr_assert_eq(res.http.status, 409, "%.*s", (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+    char missing[64];
+    snprintf(missing, sizeof(missing), "%s-h00000000000000000000", show);
+    cr_assert_eq(book(missing, "ezra", "tok_ok", hdr, &res), 0);
+    cr_assert_eq(res.http.status, 404, "%.*s", (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+
+    hold_seats(show, "ezra", "[\"A2\"]", live);
+    cr_assert_eq(book(live, "ezra", "tok_ok", hdr, &res), 0);
+    cr_assert_eq(res.http.status, 201, "the corrected request: %.*s", (int)res.http.body_len,
+                 res.http.body);
+    char bid[64];
+    snprintf(bid, sizeof(bid), "%s", e2e_str(&res, "bookingId"));
+    e2e_res_free(&res);
+    cr_assert_eq(book(live, "ezra", "tok_ok", hdr, &res), 0);
+    cr_assert_eq(res.http.status, 201, "a replay");
+    cr_assert_str_eq(e2e_str(&res, "bookingId"), bid);
+    e2e_res_free(&res);
+    cr_assert_eq(book(gone, "ezra", "tok_ok", hdr, &res), 0);
+    cr_assert_eq(res.http.status, 422, "the key bought something: another body is refused");
+    e2e_res_free(&res);
+}
+
 /* ------------------------------------------------------------------ the tokens */
 
 typedef struct {

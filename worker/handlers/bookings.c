@@ -63,12 +63,15 @@ typedef struct {
     char hold_id[SEATD_ID_MAX];
     char show_id[SEATD_ID_MAX];
     char booking_id[SEATD_ID_MAX];
-    char method[65];  /* payment token, e.g. "tok_ok" */
-    char owner[65];   /* the JWT sub: the booking's buyer, kept for after the client left */
-    char idem[201];   /* the request's Idempotency-Key, "" when none */
-    char *seat_csv;   /* owned: the hold's seats */
-    cJSON *tiers;     /* owned: the show's price tiers */
-    long long amount; /* minor units */
+    char method[65];   /* payment token, e.g. "tok_ok" */
+    char owner[65];    /* the JWT sub: the booking's buyer, kept for after the client left */
+    char idem[201];    /* the request's Idempotency-Key, "" when none */
+    int idem_claimed;  /* 'idem' is claimed for this body (released if nothing begins) */
+    int begin_sent;    /* book_begin was sent: a booking may have begun */
+    int begin_refused; /* ... and the script refused it (a 4xx): nothing began */
+    char *seat_csv;    /* owned: the hold's seats */
+    cJSON *tiers;      /* owned: the show's price tiers */
+    long long amount;  /* minor units */
     char charge_id[64];
     char decline[64];
     char refund_key[SEATD_ID_MAX + 8];
@@ -79,9 +82,35 @@ typedef struct {
     int64_t retry_after_ms;       /* when a capped attempt may be made again */
 } book_op_t;
 
+static void idem_fingerprint(const book_op_t *op, char *out, size_t size);
+
+static void on_idem_released(const seatd_store_result_t *res, void *data)
+{
+    (void)data;
+    if (res->err)
+        seatd_log(SEATD_LOG_WARN, NULL, "a refused booking's idempotency key not released",
+                  "\"error\":\"%s\"", seatd_err_name(res->err));
+}
+
+/* A booking request refused before book_begin was sent (the hold was not found, not the
+ * buyer's, not HELD, a cap, ...) or refused by book_begin itself did nothing, and records
+ * nothing: its key's claim is taken back, so that a retry with a corrected body is not a 422
+ * for a day. A book_begin whose answer was lost may have begun: that claim stays. */
+static void idem_release_if_nothing_began(book_op_t *op)
+{
+    if (!op->idem_claimed || (op->begin_sent && !op->begin_refused))
+        return;
+    char fingerprint[SEATD_ID_MAX + 80];
+    idem_fingerprint(op, fingerprint, sizeof(fingerprint));
+    if (seatd_store_idem_release(op->app->store, op->owner, "book", op->idem, fingerprint,
+                                 on_idem_released, NULL) < 0)
+        on_idem_released(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
+}
+
 static void book_op_free(void *ctx)
 {
     book_op_t *op = ctx;
+    idem_release_if_nothing_began(op);
     cJSON_Delete(op->body);
     cJSON_Delete(op->tiers);
     free(op->seat_csv);
@@ -503,6 +532,7 @@ static void on_begin(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     seatd__step_end(&op->r);
+    op->begin_refused = res->err && seatd_err_http_status(res->err) < 500;
     if (res->err == SEATD_ERATELIMIT) { /* the hold's decline cap: nothing began */
         op->retry_after_ms = strtoll(res->detail, NULL, 10);
         answer_capped(op, "hold");
@@ -573,6 +603,7 @@ static void begin_booking(book_op_t *op)
         .decline_window_ms = cfg->decline_window_ms,
     };
     int rc = seatd_store_book_begin(op->app->store, &a, on_begin, op);
+    op->begin_sent = rc >= 0;
     if (rc < 0)
         counters_give(op);
     step_started(op, rc);
@@ -714,10 +745,13 @@ static void on_book_key_claimed(const seatd_store_result_t *res, void *data)
     if (res->err)
         seatd_log(SEATD_LOG_WARN, NULL, "booking's idempotency key not checked", "\"error\":\"%s\"",
                   seatd_err_name(res->err));
+    else
+        op->idem_claimed = 1;
     char show[SEATD_ID_MAX];
     const char *first = res->err ? "" : res->account.outcome;
     if (first[0] && seatd_keys_parse_id(first, 'b', show) == 0 && strcmp(show, op->show_id) == 0) {
         /* A replay of a request whose card was declined: that booking's answer, again. */
+        op->idem_claimed = 0; /* settled: the record stays */
         snprintf(op->booking_id, sizeof(op->booking_id), "%s", first);
         answer_with_booking(op);
         return;
