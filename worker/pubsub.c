@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "log.h"
 #include "mem.h"
@@ -49,7 +50,16 @@ struct seatd_pubsub_s {
     size_t nwanted;           /* chans with 'want' */
     int closing;              /* seatd_pubsub_close() was called */
     unsigned rr;              /* cluster mode: index of the node in use (set_nodes) */
+    uv_timer_t *next_node;    /* owned, cluster mode: the wait before trying the next node */
+    uint64_t backoff_ms;      /* cluster mode: that wait; 0 once a connection came up */
+    unsigned long opened;     /* clients made (one per connection attempt in cluster mode) */
 };
+
+/* Cluster mode: after a node refused the connection, the next one is tried after
+ * NODE_BACKOFF_MIN_MS, doubling to NODE_BACKOFF_MAX_MS while none comes up (every node down:
+ * without it a worker tried thousands of connections a second, a core at 100 %). */
+#define NODE_BACKOFF_MIN_MS 100
+#define NODE_BACKOFF_MAX_MS 5000
 
 static void open_client(seatd_pubsub_t *ps);
 
@@ -137,6 +147,7 @@ static void on_ready(seatd_rds_t *rds, void *conn, void *data)
     if (ps->closing)
         return;
     ps->conn = conn;
+    ps->backoff_ms = 0;
     seatd_log(SEATD_LOG_INFO, NULL, "pubsub connected", "\"channels\":%zu", ps->nwanted);
     for (chan_t *ch = ps->chans, *next; ch; ch = next) {
         next = ch->next;
@@ -148,6 +159,18 @@ static void on_ready(seatd_rds_t *rds, void *conn, void *data)
 static char **node_hosts;
 static int *node_ports;
 static int nnodes;
+
+static void on_next_node_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void on_next_node(uv_timer_t *t)
+{
+    seatd_pubsub_t *ps = t->data;
+    if (!ps->closing && ps->rds == NULL)
+        open_client(ps);
+}
 
 /* The connection is gone, or a connect failed: every channel is unknown to Redis again, and
  * the owner hears which ones may have missed messages. rds reconnects by itself; in cluster
@@ -170,8 +193,21 @@ static void on_lost(seatd_rds_t *rds, void *conn, int was_connected, void *data)
         seatd_rds_set_conn_hooks(rds, NULL, NULL, NULL);
         seatd_rds_set_ready_hook(rds, NULL, NULL);
         seatd_rds_close(rds); /* deferred: safe from inside its own callback */
+        ps->rds = NULL;
         ps->rr++;
-        open_client(ps);
+        if (was_connected) {
+            open_client(ps); /* a connection that worked: the next node at once */
+            return;
+        }
+        ps->backoff_ms = ps->backoff_ms ? ps->backoff_ms * 2 : NODE_BACKOFF_MIN_MS;
+        if (ps->backoff_ms > NODE_BACKOFF_MAX_MS)
+            ps->backoff_ms = NODE_BACKOFF_MAX_MS;
+        if (!ps->next_node) {
+            ps->next_node = seatd_malloc(sizeof(*ps->next_node));
+            uv_timer_init(ps->loop, ps->next_node);
+            ps->next_node->data = ps;
+        }
+        uv_timer_start(ps->next_node, on_next_node, ps->backoff_ms, 0);
     }
 }
 
@@ -235,6 +271,7 @@ static void open_client(seatd_pubsub_t *ps)
     o.pool_size = 1;
     o.user = auth_user;
     o.password = auth_password;
+    ps->opened++;
     ps->rds = seatd_rds_new(ps->loop, &o);
     seatd_rds_set_conn_hooks(ps->rds, on_lost, on_push, ps);
     seatd_rds_set_ready_hook(ps->rds, on_ready, ps);
@@ -294,6 +331,11 @@ int seatd_pubsub_connected(const seatd_pubsub_t *ps)
     return ps->conn != NULL;
 }
 
+unsigned long seatd_pubsub_attempts(const seatd_pubsub_t *ps)
+{
+    return ps->opened;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Teardown: the client frees itself asynchronously (rds.h); its hooks are cleared first, so
  * nothing reaches this object once it is freed here.
@@ -304,9 +346,13 @@ void seatd_pubsub_close(seatd_pubsub_t *ps)
     if (ps == NULL || ps->closing)
         return;
     ps->closing = 1;
-    seatd_rds_set_conn_hooks(ps->rds, NULL, NULL, NULL);
-    seatd_rds_set_ready_hook(ps->rds, NULL, NULL);
-    seatd_rds_close(ps->rds);
+    if (ps->rds) {
+        seatd_rds_set_conn_hooks(ps->rds, NULL, NULL, NULL);
+        seatd_rds_set_ready_hook(ps->rds, NULL, NULL);
+        seatd_rds_close(ps->rds);
+    }
+    if (ps->next_node)
+        uv_close((uv_handle_t *)ps->next_node, on_next_node_closed);
     while (ps->chans) {
         chan_t *ch = ps->chans;
         ps->chans = ch->next;

@@ -70,6 +70,8 @@ void seatd_pubsub_unsubscribe(seatd_pubsub_t *ps, const char *channel);
 size_t seatd_pubsub_channels(const seatd_pubsub_t *ps);
 /* 1 when the connection is up. */
 int seatd_pubsub_connected(const seatd_pubsub_t *ps);
+/* Connection attempts so far (the clients made: in cluster mode one per node tried). */
+unsigned long seatd_pubsub_attempts(const seatd_pubsub_t *ps);
 
 /* Starts the asynchronous teardown described above. NULL is a no-op. */
 void seatd_pubsub_close(seatd_pubsub_t *ps);

@@ -15,6 +15,7 @@
 #include <uv.h>
 
 #include "log.h"
+#include "pubsub.h"
 #include "loop.h"
 #include "rds.h"
 
@@ -94,6 +95,11 @@ static void on_node_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
 }
 
+static void on_extra_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
 static void on_node_connection(uv_stream_t *l, int status)
 {
     node_t *n = l->data;
@@ -102,10 +108,8 @@ static void on_node_connection(uv_stream_t *l, int status)
     if (n->accepted) { /* one connection is all a pool of one asks for; refuse others */
         uv_tcp_t *extra = malloc(sizeof(*extra));
         uv_tcp_init(l->loop, extra);
-        if (uv_accept(l, (uv_stream_t *)extra) == 0)
-            uv_close((uv_handle_t *)extra, (uv_close_cb)free);
-        else
-            uv_close((uv_handle_t *)extra, (uv_close_cb)free);
+        (void)uv_accept(l, (uv_stream_t *)extra);
+        uv_close((uv_handle_t *)extra, on_extra_closed);
         return;
     }
     uv_tcp_init(l->loop, c);
@@ -198,4 +202,58 @@ Test(cluster_hostile, a_moved_to_a_slot_number_that_overflows_is_an_error_not_a_
     cr_assert_eq(p.done, 1);
     cr_assert(p.err != 0 || p.type == SEATD_RDS_REPLY_ERROR, "the GET failed (err %d, type %d)",
               p.err, p.type);
+}
+
+static void on_ps_event(int event, const char *channel, const char *payload, size_t len, void *data)
+{
+    (void)event, (void)channel, (void)payload, (void)len, (void)data;
+}
+
+static void on_wait(uv_timer_t *t)
+{
+    *(int *)t->data = 1;
+}
+
+/* A loopback port nobody listens on (bound, then let go). */
+static int closed_port(uv_loop_t *loop)
+{
+    uv_tcp_t s;
+    cr_assert_eq(uv_tcp_init(loop, &s), 0);
+    struct sockaddr_in a;
+    uv_ip4_addr("127.0.0.1", 0, &a);
+    cr_assert_eq(uv_tcp_bind(&s, (const struct sockaddr *)&a, 0), 0);
+    int len = sizeof(a);
+    cr_assert_eq(uv_tcp_getsockname(&s, (struct sockaddr *)&a, &len), 0);
+    uv_close((uv_handle_t *)&s, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+    return ntohs(a.sin_port);
+}
+
+/* Every node of the cluster refusing connections (a cluster restart): the subscriber went
+ * from node to node with no pause, thousands of connects a second, a core at 100 %. Now
+ * 100 ms doubling to 5 s between nodes while none comes up. */
+Test(cluster_hostile, the_subscriber_waits_between_nodes_that_refuse)
+{
+    seatd_log_set_level(SEATD_LOG_ERROR);
+    uv_loop_t *loop = seatd_test_loop_new();
+    char nodes[64];
+    snprintf(nodes, sizeof(nodes), "127.0.0.1:%d,127.0.0.1:%d", closed_port(loop),
+             closed_port(loop));
+    seatd_pubsub_set_nodes(nodes);
+    seatd_pubsub_t *ps = seatd_pubsub_new(loop, "127.0.0.1", 1, NULL, on_ps_event, NULL);
+    cr_assert_eq(seatd_pubsub_subscribe(ps, "s:1"), 0);
+    int waited = 0;
+    uv_timer_t t;
+    uv_timer_init(loop, &t);
+    t.data = &waited;
+    uv_timer_start(&t, on_wait, 1600, 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &waited, 10000), 0);
+    unsigned long attempts = seatd_pubsub_attempts(ps);
+    cr_assert_eq(seatd_pubsub_connected(ps), 0);
+    /* 0, 0.1, 0.3, 0.7, 1.5 s: five; a few more for a slow machine's late timers */
+    cr_assert(attempts >= 2 && attempts <= 8, "%lu connection attempts in 1.6 s", attempts);
+    seatd_pubsub_close(ps);
+    uv_close((uv_handle_t *)&t, NULL);
+    seatd_pubsub_set_nodes(NULL);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
 }
