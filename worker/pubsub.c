@@ -53,7 +53,19 @@ struct seatd_pubsub_s {
     uv_timer_t *next_node;    /* owned, cluster mode: the wait before trying the next node */
     uint64_t backoff_ms;      /* cluster mode: that wait; 0 once a connection came up */
     unsigned long opened;     /* clients made (one per connection attempt in cluster mode) */
+    uv_timer_t *alive;        /* owned: the liveness check of the connection, every second */
+    uint64_t heard_ms;        /* loop time of the last reply on it (a message, a pong, ...) */
+    uint64_t ping_ms;         /* when the unanswered PING went out; 0: none out */
 };
+
+/* A subscribe connection says nothing while nothing changes, so silence alone proves
+ * nothing; but a node that hangs (SIGSTOP, a partition without a reset) kept the live map
+ * frozen with no LOST event for as long as it lasted. After ALIVE_IDLE_MS without a word the
+ * subscriber sends a PING; unanswered for ALIVE_DEAD_MS, the connection is replaced (LOST for
+ * every channel: the feeds read snapshots again). */
+#define ALIVE_TICK_MS 500
+#define ALIVE_IDLE_MS 1000
+#define ALIVE_DEAD_MS 2500
 
 /* Cluster mode: after a node refused the connection, the next one is tried after
  * NODE_BACKOFF_MIN_MS, doubling to NODE_BACKOFF_MAX_MS while none comes up (every node down:
@@ -106,7 +118,16 @@ static void steer(seatd_pubsub_t *ps, chan_t *ch)
 static void on_push(const struct redisReply *r, void *data)
 {
     seatd_pubsub_t *ps = data;
-    if (ps->closing || seatd_rds_reply_elements(r) < 3)
+    if (ps->closing)
+        return;
+    ps->heard_ms = uv_now(ps->loop);
+    const struct redisReply *first = seatd_rds_reply_element(r, 0);
+    if (seatd_rds_reply_type(first) == SEATD_RDS_REPLY_STRING &&
+        strcmp(seatd_rds_reply_str(first, NULL), "pong") == 0) {
+        ps->ping_ms = 0;
+        return;
+    }
+    if (seatd_rds_reply_elements(r) < 3)
         return;
     const struct redisReply *k = seatd_rds_reply_element(r, 0);
     const struct redisReply *c = seatd_rds_reply_element(r, 1);
@@ -148,6 +169,8 @@ static void on_ready(seatd_rds_t *rds, void *conn, void *data)
         return;
     ps->conn = conn;
     ps->backoff_ms = 0;
+    ps->heard_ms = uv_now(ps->loop);
+    ps->ping_ms = 0;
     seatd_log(SEATD_LOG_INFO, NULL, "pubsub connected", "\"channels\":%zu", ps->nwanted);
     for (chan_t *ch = ps->chans, *next; ch; ch = next) {
         next = ch->next;
@@ -277,6 +300,39 @@ static void open_client(seatd_pubsub_t *ps)
     seatd_rds_set_ready_hook(ps->rds, on_ready, ps);
 }
 
+static void on_alive_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* Every ALIVE_TICK_MS: a PING after ALIVE_IDLE_MS of silence; a new connection when that PING
+ * went unanswered for ALIVE_DEAD_MS. */
+static void on_alive_tick(uv_timer_t *t)
+{
+    seatd_pubsub_t *ps = t->data;
+    if (ps->closing || !ps->conn || !ps->rds)
+        return;
+    uint64_t now = uv_now(ps->loop);
+    if (ps->ping_ms && now - ps->ping_ms >= ALIVE_DEAD_MS) {
+        seatd_log(SEATD_LOG_WARN, NULL, "pubsub connection silent; replacing it",
+                  "\"silentMs\":%llu", (unsigned long long)(now - ps->heard_ms));
+        seatd_rds_t *old = ps->rds;
+        seatd_rds_set_conn_hooks(old, NULL, NULL, NULL);
+        seatd_rds_set_ready_hook(old, NULL, NULL);
+        ps->rds = NULL;                /* so that on_lost does not move on by itself */
+        on_lost(old, ps->conn, 1, ps); /* LOST for every channel it had */
+        seatd_rds_close(old);
+        ps->rr++; /* cluster mode: the next node; one node: the same address again */
+        open_client(ps);
+        return;
+    }
+    if (!ps->ping_ms && now - ps->heard_ms >= ALIVE_IDLE_MS) {
+        const char *argv[1] = {"PING"};
+        if (seatd_rds_send_push(ps->rds, ps->conn, 1, argv) == 0)
+            ps->ping_ms = now;
+    }
+}
+
 seatd_pubsub_t *seatd_pubsub_new(struct uv_loop_s *loop, const char *host, int port,
                                  const char *unix_path, seatd_pubsub_event_cb cb, void *data)
 {
@@ -287,6 +343,11 @@ seatd_pubsub_t *seatd_pubsub_new(struct uv_loop_s *loop, const char *host, int p
     ps->unix_path = unix_path ? seatd_strdup(unix_path) : NULL;
     ps->cb = cb;
     ps->data = data;
+    ps->alive = seatd_malloc(sizeof(*ps->alive));
+    uv_timer_init(loop, ps->alive);
+    ps->alive->data = ps;
+    uv_timer_start(ps->alive, on_alive_tick, ALIVE_TICK_MS, ALIVE_TICK_MS);
+    uv_unref((uv_handle_t *)ps->alive); /* the check alone keeps no loop running */
     open_client(ps);
     return ps;
 }
@@ -353,6 +414,7 @@ void seatd_pubsub_close(seatd_pubsub_t *ps)
     }
     if (ps->next_node)
         uv_close((uv_handle_t *)ps->next_node, on_next_node_closed);
+    uv_close((uv_handle_t *)ps->alive, on_alive_closed);
     while (ps->chans) {
         chan_t *ch = ps->chans;
         ps->chans = ch->next;

@@ -22,6 +22,7 @@
 typedef enum {
     NODE_HUGE_RANGE, /* CLUSTER SLOTS: one range 0 .. 2^63-1 owned by itself */
     NODE_BAD_MOVED,  /* CLUSTER SLOTS sane; every GET answered a MOVED to slot 2^64 - 2^31 */
+    NODE_MUTE,       /* confirms SUBSCRIBE, then answers nothing (a hung node) */
 } node_mode_t;
 
 typedef struct {
@@ -81,6 +82,11 @@ static void on_node_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             continue; /* a command starts with '*' at the start of a line */
         const char *cmd = buf->base + i;
         size_t left = (size_t)(nread - i);
+        if (n->mode == NODE_MUTE) {
+            if (left > 20 && memmem(cmd, left < 40 ? left : 40, "SUBSCRIBE", 9) != NULL)
+                node_send(n, "*3\r\n$9\r\nsubscribe\r\n$3\r\ns:1\r\n:1\r\n");
+            continue; /* PING and anything else: silence */
+        }
         if (left > 20 && memmem(cmd, left < 40 ? left : 40, "SLOTS", 5) != NULL) {
             send_slots(n);
         } else if (left > 12 && memcmp(cmd + 4, "$3\r\nGET\r\n", 9) == 0) {
@@ -204,9 +210,18 @@ Test(cluster_hostile, a_moved_to_a_slot_number_that_overflows_is_an_error_not_a_
               p.err, p.type);
 }
 
+typedef struct {
+    int subscribed, lost;
+} ps_events_t;
+
 static void on_ps_event(int event, const char *channel, const char *payload, size_t len, void *data)
 {
-    (void)event, (void)channel, (void)payload, (void)len, (void)data;
+    ps_events_t *e = data;
+    (void)channel, (void)payload, (void)len;
+    if (e && event == SEATD_PUBSUB_SUBSCRIBED)
+        e->subscribed++;
+    if (e && event == SEATD_PUBSUB_LOST)
+        e->lost++;
 }
 
 static void on_wait(uv_timer_t *t)
@@ -255,5 +270,26 @@ Test(cluster_hostile, the_subscriber_waits_between_nodes_that_refuse)
     seatd_pubsub_close(ps);
     uv_close((uv_handle_t *)&t, NULL);
     seatd_pubsub_set_nodes(NULL);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
+
+/* A node that stops answering without closing (SIGSTOP, a partition with no reset) left the
+ * live map frozen with no LOST event for as long as it lasted: now a PING after a second of
+ * silence, and the connection replaced when it goes unanswered (LOST: the feeds resync). */
+Test(cluster_hostile, a_subscriber_whose_node_goes_silent_is_told_and_reconnects)
+{
+    seatd_log_set_level(SEATD_LOG_ERROR);
+    uv_loop_t *loop = seatd_test_loop_new();
+    node_t n;
+    node_start(&n, loop, NODE_MUTE);
+    ps_events_t e = {0};
+    seatd_pubsub_t *ps = seatd_pubsub_new(loop, "127.0.0.1", n.port, NULL, on_ps_event, &e);
+    cr_assert_eq(seatd_pubsub_subscribe(ps, "s:1"), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &e.subscribed, 5000), 0, "subscribed");
+    cr_assert_eq(seatd_test_loop_run_until(loop, &e.lost, 10000), 0,
+                 "LOST within 10 s of the node going silent");
+    cr_assert_geq(seatd_pubsub_attempts(ps), 2, "a new connection was made");
+    seatd_pubsub_close(ps);
+    node_stop(&n);
     cr_assert_eq(seatd_test_loop_free(loop), 0);
 }
