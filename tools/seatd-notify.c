@@ -456,6 +456,16 @@ static int read_new(stream_t *s)
                           READ_COUNT,   "STREAMS", s->stream, ">"};
     redisReply *r = cmd(9, argv);
     int n = 0;
+    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0) {
+        /* The group is gone (the stream deleted and written again, a restore, a failover
+         * that lost the XGROUP CREATE): made again at once, from the stream's start, like
+         * the first time (a notification may go twice; none is lost). */
+        logf_("NOGROUP on %s: creating the consumer group again", s->stream);
+        const char *g[] = {"XGROUP", "CREATE", s->stream, G.group, "0"};
+        redisReply *gr = cmd(5, g);
+        s->grouped = gr && (gr->type != REDIS_REPLY_ERROR || strstr(gr->str, "BUSYGROUP"));
+        freeReplyObject(gr);
+    }
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
         r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 2)
         n = handle_entries(s, r->element[0]->element[1]);

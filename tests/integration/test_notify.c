@@ -185,3 +185,33 @@ Test(notify, files_every_booking_event_in_its_owners_index_keeping_earlier_entri
     unlink(err);
     rmdir(dir);
 }
+
+/* A show's consumer group that disappears (its stream deleted and written again, a restore, a
+ * failover that lost the XGROUP CREATE) is created again: the consumer read NOGROUP as "no
+ * entries" for ever, and that show's notifications and index filings stopped, unlogged. */
+Test(notify, a_consumer_group_that_disappears_is_created_again)
+{
+    char dir[] = "/tmp/seatd-notify-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char log[128], err[128];
+    snprintf(log, sizeof(log), "%s/notifications.log", dir);
+    snprintf(err, sizeof(err), "%s/notify.err", dir);
+    redisContext *c = seatd_test_redis_connect();
+    freeReplyObject(seatd_test_redis_command(c, "ZADD seatd:shows 1900000000000 9001"));
+    const char *add = "XADD {s:9001}:bookings * type booking.confirmed bookingId 9001-b0%d "
+                      "showId 9001 owner carol seatIds A1 amount 100 currency EUR at 5000";
+    freeReplyObject(seatd_test_redis_command(c, add, 1));
+    pid_t pid = start_notify(log, err);
+    cr_assert_eq(wait_lines(log, "9001-b01", 1, 30000), 1, "the first event");
+    freeReplyObject(seatd_test_redis_command(c, "DEL {s:9001}:bookings"));
+    freeReplyObject(seatd_test_redis_command(c, add, 2));
+    freeReplyObject(seatd_test_redis_command(c, add, 3));
+    cr_assert_eq(wait_lines(log, "9001-b02", 1, 15000), 1, "an event after the group was lost");
+    cr_assert_eq(wait_lines(log, "9001-b03", 1, 15000), 1);
+    cr_assert_eq(stop_notify(pid), 0);
+    cr_assert_geq(count_lines(err, "NOGROUP"), 1, "the loss is logged");
+    redisFree(c);
+    unlink(log);
+    unlink(err);
+    rmdir(dir);
+}
