@@ -182,18 +182,26 @@ static int parse_companions(seatd_layout_t *l, const cJSON *o, size_t i, char *w
 {
     seatd_layout_seat_t *seat = &l->seats[i];
     const cJSON *comp = cJSON_GetObjectItemCaseSensitive(o, "companions");
+    /* DESIGN.md's word: "companion", one seat id, is companions with that one seat. */
+    const cJSON *one = cJSON_GetObjectItemCaseSensitive(o, "companion");
+    if (one != NULL) {
+        if (comp != NULL || !cJSON_IsString(one)) {
+            snprintf(why, why_len,
+                     "seats[%zu].companion must be one seat id (or use companions, not both)", i);
+            return SEATD_EINVAL;
+        }
+        comp = one;
+    }
     if (comp == NULL)
         return 0;
-    int n = cJSON_IsArray(comp) ? cJSON_GetArraySize(comp) : -1;
+    int n = comp == one ? 1 : cJSON_IsArray(comp) ? cJSON_GetArraySize(comp) : -1;
     if (!seat->accessible || n < 0 || n > SEATD_LAYOUT_COMPANIONS) {
         snprintf(why, why_len,
                  "seats[%zu].companions must be up to %d seat ids, on an accessible seat", i,
                  SEATD_LAYOUT_COMPANIONS);
         return SEATD_EINVAL;
     }
-    const cJSON *c;
-    cJSON_ArrayForEach(c, comp)
-    {
+    for (const cJSON *c = comp == one ? one : comp->child; c; c = comp == one ? NULL : c->next) {
         long k = cJSON_IsString(c) ? seatd_layout_find(l, c->valuestring) : -1;
         const seatd_layout_seat_t *s = k >= 0 ? &l->seats[k] : NULL;
         int dup = 0;

@@ -62,6 +62,23 @@ static const layout_case_t cases[] = {
      "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"accessible\":true,"
      "\"companions\":[\"A9\"]},{\"id\":\"A9\",\"row\":\"A\",\"number\":9}]",
      SEATD_EINVAL},
+    {"accepts_design_md_s_one_companion",
+     "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"accessible\":true,"
+     "\"companion\":\"A2\"},{\"id\":\"A2\",\"row\":\"A\",\"number\":2}]",
+     0},
+    {"rejects_companion_and_companions_together",
+     "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"accessible\":true,"
+     "\"companion\":\"A2\",\"companions\":[\"A2\"]},{\"id\":\"A2\",\"row\":\"A\","
+     "\"number\":2}]",
+     SEATD_EINVAL},
+    {"rejects_a_companion_that_is_not_one_id",
+     "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"accessible\":true,"
+     "\"companion\":[\"A2\"]},{\"id\":\"A2\",\"row\":\"A\",\"number\":2}]",
+     SEATD_EINVAL},
+    {"rejects_an_unknown_companion",
+     "[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"accessible\":true,"
+     "\"companion\":\"A7\"},{\"id\":\"A2\",\"row\":\"A\",\"number\":2}]",
+     SEATD_EINVAL},
     {"rejects_a_string_rank", "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7,\"rank\":\"1\"}]",
      SEATD_EINVAL},
     {"rejects_non_numeric_x", "[{\"id\":\"C7\",\"row\":\"C\",\"number\":7,\"x\":\"1\"}]",
@@ -213,4 +230,18 @@ Test(layout, caches_layouts_by_show_and_evicts_when_full)
     seatd_layout_cache_clear();
     cr_assert_null(seatd_layout_cache_get("1"));
     cJSON_Delete(seats);
+}
+
+/* DESIGN.md names a wheelchair space's "companion" (one seat): the same layout as
+ * "companions" with that one seat (it used to be dropped without a word: the space had none,
+ * and best available with "accessible" found no block). */
+Test(layout, one_companion_is_companions_of_one)
+{
+    seatd_layout_t *a = parse_or_die("[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,"
+                                     "\"accessible\":true,\"companion\":\"A2\"},"
+                                     "{\"id\":\"A2\",\"row\":\"A\",\"number\":2}]");
+    const seatd_layout_seat_t *s = seatd_layout_seat(a, seatd_layout_find(a, "A1"));
+    cr_assert_eq(s->ncompanions, 1);
+    cr_assert_eq(s->companions[0], seatd_layout_find(a, "A2"));
+    seatd_layout_free(a);
 }
