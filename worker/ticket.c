@@ -8,7 +8,12 @@
 #include <string.h>
 
 #include "buf.h"
+#include "seats.h"
 #include "signing.h"
+
+/* Every hold's seats fit a ticket: the most seats, each the longest id, and a comma. */
+_Static_assert(3 + SEATD_ID_MAX + 1 + SEATD_SEATS_MAX_PER_HOLD * 17 + 1 + 44 < SEATD_TICKET_MAX,
+               "a ticket of the largest hold must fit SEATD_TICKET_MAX");
 
 #define MAC_TEXT SEATD_SIGNING_MAC_TEXT
 _Static_assert(SEATD_TICKET_KEY_LEN == SEATD_SIGNING_KEY_LEN, "one key length");

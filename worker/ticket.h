@@ -19,7 +19,10 @@
 #include "keys.h"
 
 #define SEATD_TICKET_KEY_LEN 32
-#define SEATD_TICKET_MAX 1024 /* longest token accepted, NUL included */
+/* Longest token accepted, NUL included: "T1." + booking id + "." + up to 100 seat ids of 16
+ * characters comma-joined + "." + the 43-character MAC is ~1,780 bytes (a hold of the most
+ * seats a stack may allow had no ticket at 1,024), and a QR code at ECC level M holds 2,331. */
+#define SEATD_TICKET_MAX 2048
 
 typedef struct seatd_ticket_s {
     char booking_id[SEATD_ID_MAX];

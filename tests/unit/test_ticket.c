@@ -108,3 +108,25 @@ Test(ticket, the_svg_paints_exactly_the_dark_modules)
     free(svg);
     QRcode_free(qr);
 }
+
+/* The largest hold a stack may allow (100 seats, ids of 16 characters) gets its ticket and
+ * its QR code: past 56 such seats the token passed the old 1,024-byte cap, and a paid booking
+ * answered CONFIRMED without a ticket. */
+Test(ticket, the_largest_hold_gets_a_ticket_and_a_qr_code)
+{
+    char seats[100 * 17 + 1] = "";
+    for (int i = 0; i < 100; i++) {
+        char id[18];
+        snprintf(id, sizeof(id), "%sSEATROWXX%07d", i ? "," : "", i + 1);
+        strcat(seats, id);
+    }
+    char *t = seatd_ticket_sign(key, "42-b0123456789abcdef0123", seats);
+    cr_assert_not_null(t, "a token for 100 seats of 16 characters");
+    seatd_ticket_t out;
+    cr_assert_eq(seatd_ticket_verify(key, t, &out), 0);
+    cr_assert_str_eq(out.seats, seats);
+    char *svg = seatd_ticket_qr_svg(t);
+    cr_assert_not_null(svg, "its QR code");
+    free(svg);
+    free(t);
+}
