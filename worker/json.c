@@ -239,7 +239,7 @@ int seatd_json_check_string(seatd_json_check_t *v, const cJSON *obj, const char 
     }
     char what[96];
     if (maxlen)
-        snprintf(what, sizeof(what), "must be a string of 1 to %zu characters", maxlen);
+        snprintf(what, sizeof(what), "must be a string of 1 to %zu bytes", maxlen);
     else
         snprintf(what, sizeof(what), "must be a non-empty string");
     if (!cJSON_IsString(it) || it->valuestring == NULL)
