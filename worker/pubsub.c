@@ -54,15 +54,18 @@ struct seatd_pubsub_s {
     uint64_t backoff_ms;      /* cluster mode: that wait; 0 once a connection came up */
     unsigned long opened;     /* clients made (one per connection attempt in cluster mode) */
     uv_timer_t *alive;        /* owned: the liveness check of the connection, every second */
-    uint64_t heard_ms;        /* loop time of the last reply on it (a message, a pong, ...) */
-    uint64_t ping_ms;         /* when the unanswered PING went out; 0: none out */
+    uint64_t heard_ms;        /* loop time of the last reply on it (a message, a probe's, ...) */
+    uint64_t ping_ms;         /* when the unanswered probe went out; 0: none out */
 };
 
 /* A subscribe connection says nothing while nothing changes, so silence alone proves
  * nothing; but a node that hangs (SIGSTOP, a partition without a reset) kept the live map
  * frozen with no LOST event for as long as it lasted. After ALIVE_IDLE_MS without a word the
- * subscriber sends a PING; unanswered for ALIVE_DEAD_MS, the connection is replaced (LOST for
- * every channel: the feeds read snapshots again). */
+ * subscriber sends a probe; unanswered for ALIVE_DEAD_MS, the connection is replaced (LOST for
+ * every channel: the feeds read snapshots again). The probe is a SUBSCRIBE of PROBE_CHANNEL
+ * (inside the workers' channel permission, no show's name), not a PING: hiredis 0.14 drops a
+ * subscribed connection's ["pong", ""] (it looks it up as a pattern's message). */
+#define PROBE_CHANNEL "{s:probe}:alive"
 #define ALIVE_TICK_MS 500
 #define ALIVE_IDLE_MS 1000
 #define ALIVE_DEAD_MS 2500
@@ -121,12 +124,6 @@ static void on_push(const struct redisReply *r, void *data)
     if (ps->closing)
         return;
     ps->heard_ms = uv_now(ps->loop);
-    const struct redisReply *first = seatd_rds_reply_element(r, 0);
-    if (seatd_rds_reply_type(first) == SEATD_RDS_REPLY_STRING &&
-        strcmp(seatd_rds_reply_str(first, NULL), "pong") == 0) {
-        ps->ping_ms = 0;
-        return;
-    }
     if (seatd_rds_reply_elements(r) < 3)
         return;
     const struct redisReply *k = seatd_rds_reply_element(r, 0);
@@ -136,6 +133,10 @@ static void on_push(const struct redisReply *r, void *data)
         seatd_rds_reply_type(c) != SEATD_RDS_REPLY_STRING)
         return;
     const char *kind = seatd_rds_reply_str(k, NULL);
+    if (strcmp(seatd_rds_reply_str(c, NULL), PROBE_CHANNEL) == 0) {
+        ps->ping_ms = 0; /* the probe's answer: the node is alive */
+        return;
+    }
     chan_t *ch = find(ps, seatd_rds_reply_str(c, NULL));
     if (ch == NULL)
         return;
@@ -305,8 +306,8 @@ static void on_alive_closed(uv_handle_t *h)
     free(h);
 }
 
-/* Every ALIVE_TICK_MS: a PING after ALIVE_IDLE_MS of silence; a new connection when that PING
- * went unanswered for ALIVE_DEAD_MS. */
+/* Every ALIVE_TICK_MS: a probe after ALIVE_IDLE_MS of silence; a new connection when that
+ * probe went unanswered for ALIVE_DEAD_MS. */
 static void on_alive_tick(uv_timer_t *t)
 {
     seatd_pubsub_t *ps = t->data;
@@ -327,8 +328,8 @@ static void on_alive_tick(uv_timer_t *t)
         return;
     }
     if (!ps->ping_ms && now - ps->heard_ms >= ALIVE_IDLE_MS) {
-        const char *argv[1] = {"PING"};
-        if (seatd_rds_send_push(ps->rds, ps->conn, 1, argv) == 0)
+        const char *argv[2] = {"SUBSCRIBE", PROBE_CHANNEL};
+        if (seatd_rds_send_push(ps->rds, ps->conn, 2, argv) == 0)
             ps->ping_ms = now;
     }
 }

@@ -18,6 +18,7 @@
 #include "pubsub.h"
 #include "loop.h"
 #include "rds.h"
+#include "redis_fixture.h"
 
 typedef enum {
     NODE_HUGE_RANGE, /* CLUSTER SLOTS: one range 0 .. 2^63-1 owned by itself */
@@ -83,9 +84,10 @@ static void on_node_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         const char *cmd = buf->base + i;
         size_t left = (size_t)(nread - i);
         if (n->mode == NODE_MUTE) {
-            if (left > 20 && memmem(cmd, left < 40 ? left : 40, "SUBSCRIBE", 9) != NULL)
+            if (left > 20 && memmem(cmd, left < 40 ? left : 40, "SUBSCRIBE", 9) != NULL &&
+                n->gets++ == 0) /* the first SUBSCRIBE only: then it hangs */
                 node_send(n, "*3\r\n$9\r\nsubscribe\r\n$3\r\ns:1\r\n:1\r\n");
-            continue; /* PING and anything else: silence */
+            continue; /* a liveness probe and anything else: silence */
         }
         if (left > 20 && memmem(cmd, left < 40 ? left : 40, "SLOTS", 5) != NULL) {
             send_slots(n);
@@ -270,6 +272,33 @@ Test(cluster_hostile, the_subscriber_waits_between_nodes_that_refuse)
     seatd_pubsub_close(ps);
     uv_close((uv_handle_t *)&t, NULL);
     seatd_pubsub_set_nodes(NULL);
+    cr_assert_eq(seatd_test_loop_free(loop), 0);
+}
+
+/* ...and a quiet but healthy node (a real redis-server, no message for seconds) keeps its
+ * subscriber: the probe is answered, nothing is lost, no reconnection (hiredis 0.14 drops
+ * the ["pong", ""] of a PING on a subscribed connection: with PING as the probe every idle
+ * subscriber was replaced every few seconds, its watchers sent snapshots). */
+Test(cluster_hostile, a_quiet_healthy_node_keeps_its_subscriber)
+{
+    seatd_log_set_level(SEATD_LOG_ERROR);
+    uv_loop_t *loop = seatd_test_loop_new();
+    ps_events_t e = {0};
+    seatd_pubsub_t *ps =
+        seatd_pubsub_new(loop, "127.0.0.1", seatd_test_redis_port(), NULL, on_ps_event, &e);
+    cr_assert_eq(seatd_pubsub_subscribe(ps, "{s:1}:ch"), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &e.subscribed, 5000), 0, "subscribed");
+    int waited = 0;
+    uv_timer_t t;
+    uv_timer_init(loop, &t);
+    t.data = &waited;
+    uv_timer_start(&t, on_wait, 6000, 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &waited, 15000), 0);
+    cr_assert_eq(e.lost, 0, "6 s of quiet lost nothing");
+    cr_assert_eq(seatd_pubsub_attempts(ps), 1, "one connection all along");
+    cr_assert_eq(seatd_pubsub_connected(ps), 1);
+    seatd_pubsub_close(ps);
+    uv_close((uv_handle_t *)&t, NULL);
     cr_assert_eq(seatd_test_loop_free(loop), 0);
 }
 
