@@ -78,8 +78,7 @@ void seatd_buf_json_escape(seatd_buf_t *b, const char *s, size_t len)
     seatd_buf_reserve(b, len);
     for (size_t i = 0; i < len; i++) {
         size_t run = i; /* bytes that stand as they are go in one copy */
-        while (run < len && s[run] != '"' && s[run] != '\\' && (unsigned char)s[run] >= 0x20 &&
-               s[run] != 0x7f)
+        while (run < len && seatd_json_plain_byte((unsigned char)s[run]))
             run++;
         if (run > i) {
             seatd_buf_append(b, s + i, run - i);

@@ -33,6 +33,11 @@ void seatd_buf_printf(seatd_buf_t *b, const char *fmt, ...) __attribute__((forma
 void seatd_buf_vprintf(seatd_buf_t *b, const char *fmt, va_list ap);
 /* Appends the decimal digits of 'v' (no printf: for numbers written per request). */
 void seatd_buf_put_uint(seatd_buf_t *b, unsigned long long v);
+/* 1 when the byte stands in a JSON string as it is (no quote, backslash or control byte). */
+static inline int seatd_json_plain_byte(unsigned char ch)
+{
+    return ch != '"' && ch != '\\' && ch >= 0x20 && ch != 0x7f;
+}
 /* Appends 's' (len bytes) as a JSON string body, escaped, without the surrounding quotes. */
 void seatd_buf_json_escape(seatd_buf_t *b, const char *s, size_t len);
 /* Drops the first 'n' bytes. */

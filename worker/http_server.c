@@ -346,11 +346,11 @@ static void conn_write(seatd_conn_t *c, seatd_buf_t *b)
  * The pipeline: route -> auth -> handler; finish -> log -> stats
  * ---------------------------------------------------------------------------------------- */
 
-/* 1 when 's' can stand in a JSON string as it is (no quote, backslash or control byte). */
+/* 1 when the whole of 's' can stand in a JSON string as it is. */
 static int json_plain(const char *s)
 {
     for (; *s; s++)
-        if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20 || *s == 0x7f)
+        if (!seatd_json_plain_byte((unsigned char)*s))
             return 0;
     return 1;
 }
