@@ -10,6 +10,8 @@
 #include "layout.h"
 #include "mem.h"
 
+#define INDEX_TIERS 64 /* tiers numbered by tier_number(); more are not indexed by bitmap */
+
 /* The seat index of a layout, built once and kept with it (seatd_layout_set_aux). */
 typedef struct index_s {
     size_t n;             /* seats */
@@ -26,6 +28,15 @@ typedef struct index_s {
                                                   * (first place), best first; built on first
                                                   * use */
     size_t nranked[SEATD_BEST_RANKED_MAX + 1];   /* their number */
+    /* Place-order bitmaps for choose_window(), in 64-bit words (place p: bit 63 - p % 64 of
+     * word p / 64), one word of padding past the last place. */
+    size_t nwords;
+    uint64_t *spacebits;             /* 1: the seat at that place is a wheelchair space */
+    uint64_t *tierbits[INDEX_TIERS]; /* tier -> 1: the seat is of another tier (on first use) */
+    size_t *runend; /* place -> one past the last place of its run, the places whose seat
+                     * indexes follow each other (a row listed in order is one run) */
+    double *box;    /* place of a segment's first seat -> 4 values: the segment's seats' least
+                     * and greatest x, least and greatest y (a block's centre is inside) */
 } index_t;
 
 static void index_free(void *p)
@@ -44,6 +55,11 @@ static void index_free(void *p)
     free(x->space);
     for (size_t c = 0; c <= SEATD_BEST_RANKED_MAX; c++)
         free(x->ranked[c]);
+    free(x->spacebits);
+    for (int t = 0; t < INDEX_TIERS; t++)
+        free(x->tierbits[t]);
+    free(x->runend);
+    free(x->box);
     free(x);
 }
 
@@ -133,11 +149,11 @@ static void index_quality(index_t *x, const seatd_layout_t *l)
  * are few (shows.c: at most 16 price tiers), so a scan of the distinct ones seen is enough. */
 static int tier_number(index_t *x, const seatd_layout_t *l, const char *name, size_t upto)
 {
-    static size_t first[64]; /* first seat of each tier number; only used while indexing */
-    for (int t = 0; t < x->ntiers && t < 64; t++)
+    static size_t first[INDEX_TIERS]; /* first seat of each tier number; only while indexing */
+    for (int t = 0; t < x->ntiers && t < INDEX_TIERS; t++)
         if (first[t] < upto && strcmp(seatd_layout_seat(l, first[t])->tier, name) == 0)
             return t;
-    if (x->ntiers < 64)
+    if (x->ntiers < INDEX_TIERS)
         first[x->ntiers] = upto;
     return x->ntiers++;
 }
@@ -176,11 +192,18 @@ static const index_t *index_of(const seatd_layout_t *l)
     sort_layout = NULL;
     x->px = seatd_calloc(n + 1, sizeof(*x->px));
     x->py = seatd_calloc(n + 1, sizeof(*x->py));
+    x->nwords = n / 64 + 2;
+    x->spacebits = seatd_calloc(x->nwords, sizeof(*x->spacebits));
     for (size_t k = 0; k < n; k++) {
         x->pos[x->ord[k]] = k;
         x->px[k] = seatd_layout_seat(l, x->ord[k])->x;
         x->py[k] = seatd_layout_seat(l, x->ord[k])->y;
+        if (x->space[x->ord[k]])
+            x->spacebits[k / 64] |= 1ULL << (63 - k % 64);
     }
+    x->runend = seatd_calloc(n + 1, sizeof(*x->runend));
+    for (size_t k = n; k-- > 0;)
+        x->runend[k] = k + 1 < n && x->ord[k + 1] == x->ord[k] + 1 ? x->runend[k + 1] : k + 1;
     double *gaps = seatd_calloc(n + 1, sizeof(*gaps));
     for (size_t k = 0; k < n;) {
         size_t e = k + 1;
@@ -191,6 +214,18 @@ static const index_t *index_of(const seatd_layout_t *l)
         k = e;
     }
     free(gaps);
+    x->box = seatd_calloc(4 * (n + 1), sizeof(*x->box));
+    for (size_t k = 0; k < n; k++) {
+        double *b = x->box + 4 * x->seg[k];
+        if (k == x->seg[k]) {
+            b[0] = b[1] = x->px[k];
+            b[2] = b[3] = x->py[k];
+        }
+        b[0] = fmin(b[0], x->px[k]);
+        b[1] = fmax(b[1], x->px[k]);
+        b[2] = fmin(b[2], x->py[k]);
+        b[3] = fmax(b[3], x->py[k]);
+    }
     index_quality(x, l);
     seatd_layout_set_aux(l, x, index_free);
     return x;
@@ -358,14 +393,21 @@ static int block_ok(const seatd_layout_t *l, const index_t *x, const want_t *w,
 static size_t choose_ranked(const seatd_layout_t *l, const index_t *x, const want_t *w,
                             const seatd_best_hint_t *hint, pick_t *picks, size_t max);
 
-/* Keeps 'picks' (np of at most 'max', best first) the best blocks seen: 'k' with 'score' goes
- * in after those that score no worse. Returns the new count. */
+/* Whether a block at place 'k' with 'score' comes before pick 'p': it scores better, or as
+ * well from an earlier place. */
+static inline int pick_before(double score, size_t k, const pick_t *p)
+{
+    return score < p->score || (score == p->score && k < p->k);
+}
+
+/* Keeps 'picks' (np of at most 'max', best first) the best blocks seen, in the order of
+ * pick_before() whatever the order they are seen in. Returns the new count. */
 static size_t pick_insert(pick_t *picks, size_t np, size_t max, double score, size_t k)
 {
-    if (np == max && score >= picks[np - 1].score)
+    if (np == max && !pick_before(score, k, &picks[np - 1]))
         return np;
     size_t at = np < max ? np++ : np - 1;
-    while (at > 0 && picks[at - 1].score > score) {
+    while (at > 0 && pick_before(score, k, &picks[at - 1])) {
         picks[at] = picks[at - 1];
         at--;
     }
@@ -381,50 +423,181 @@ void seatd_best_set_window_scan(int on)
     window_scan = on;
 }
 
+/* ---------------------------------------------------------------- the windowed scan's bits */
+
+#define WINDOW_WORDS (SCAN_WINDOW_MAX / 64 + 2)
+
+/* The 64 bits of bitmap 'map' (len bytes, bit 0 the most significant of byte 0) from bit
+ * 'at' on, bit 'at' the most significant; bits past the map are 0 (a missing bit is free). */
+static uint64_t map_bits(const unsigned char *map, size_t len, size_t at)
+{
+    if (map == NULL)
+        return 0;
+    size_t byte = at / 8;
+    unsigned char b[9] = {0};
+    if (byte + 9 <= len)
+        memcpy(b, map + byte, 9);
+    else if (byte < len)
+        memcpy(b, map + byte, len - byte);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | b[i];
+    unsigned sh = at % 8;
+    return sh ? v << sh | (uint64_t)(b[8] >> (8 - sh)) : v;
+}
+
+/* The 64 bits of the place-order words 'w' from place 'at' on (place 'at' on top). */
+static uint64_t word_bits(const uint64_t *w, size_t at)
+{
+    unsigned sh = at % 64;
+    return sh ? w[at / 64] << sh | w[at / 64 + 1] >> (64 - sh) : w[at / 64];
+}
+
+/* ORs 'v' (its top 'm' bits) into window bits at offset 'j'. */
+static void window_or(uint64_t *win, size_t j, uint64_t v, unsigned m)
+{
+    if (m < 64)
+        v &= ~(~0ULL >> m);
+    win[j / 64] |= v >> (j % 64);
+    if (j % 64)
+        win[j / 64 + 1] |= v << (64 - j % 64);
+}
+
+/* The first offset at or after 'j' whose bit is 'one' in the 'nw' words of 'win', or
+ * nw * 64 when there is none. */
+static size_t window_find(const uint64_t *win, size_t nw, size_t j, int one)
+{
+    for (size_t i = j / 64; i < nw; i++) {
+        uint64_t w = one ? win[i] : ~win[i];
+        if (i == j / 64)
+            w &= ~0ULL >> (j % 64);
+        if (w)
+            return i * 64 + (size_t)__builtin_clzll(w);
+    }
+    return nw * 64;
+}
+
+/* Tier t's "another tier" bitmap, built on first use; NULL when t is not indexed so. */
+static const uint64_t *tier_bits(const index_t *cx, int t)
+{
+    index_t *x = (index_t *)cx; /* a memo, not part of the value */
+    if (t < 0 || t >= INDEX_TIERS || t >= x->ntiers)
+        return NULL;
+    if (x->tierbits[t] == NULL) {
+        uint64_t *b = seatd_calloc(x->nwords, sizeof(*b));
+        for (size_t k = 0; k < x->n; k++)
+            if (x->tier[x->ord[k]] != t)
+                b[k / 64] |= 1ULL << (63 - k % 64);
+        x->tierbits[t] = b;
+    }
+    return x->tierbits[t];
+}
+
+/* A segment of the window (its places [first, end) inside it) and the least score a block of
+ * it can have. */
+typedef struct window_seg_s {
+    double bound;
+    uint32_t first, end;
+} window_seg_t;
+
+static int by_bound(const void *a, const void *b)
+{
+    const window_seg_t *x = a, *y = b;
+    if (x->bound != y->bound)
+        return x->bound < y->bound ? -1 : 1;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* The least squared distance from (nx, ny) of a point in box 'b' (least and greatest x, least
+ * and greatest y), less a margin for the rounding of a block's centre (a sum of up to
+ * SCAN_WINDOW_MAX coordinates divided: off by far less than 1e-9 of their size). */
+static double box_bound(const double *b, double nx, double ny)
+{
+    double ex = 1e-9 * (1 + fabs(nx) + fabs(b[0]) + fabs(b[1]));
+    double ey = 1e-9 * (1 + fabs(ny) + fabs(b[2]) + fabs(b[3]));
+    double dx = fmax(0, fmax(b[0] - nx, nx - b[1]) - ex);
+    double dy = fmax(0, fmax(b[2] - ny, ny - b[3]) - ey);
+    return dx * dx + dy * dy;
+}
+
 /*
  * choose() for one tier, no wheelchair space, over at most SCAN_WINDOW_MAX places (the
  * alternatives to a refused hold: most of the places around a hot seat are taken). The same
  * blocks, in the same order, with the same scores as block_ok() gives them, at a fraction of
- * the cost: each place is judged once (taken or of another tier) instead of once per start
- * that covers it, and a start is skipped to past the next place judged so, from a table.
+ * the cost: the places unfit for a block (taken, of another tier, a space not asked for) are
+ * one bitmap of the window, built 64 places at a time (the taken bits copied run by run from
+ * the show's bitmaps, the others from the index), and only the starts inside its free runs
+ * are judged. Scoring by distance, the segments are visited nearest first, and the scan
+ * stops at the first whose nearest point is farther than the worst of 'max' blocks found.
  */
 static size_t choose_window(const index_t *x, const want_t *w, const seatd_best_hint_t *hint,
                             pick_t *picks, size_t max, size_t k0, size_t k1)
 {
+    const uint64_t *other = tier_bits(x, w->tier);
+    if (other == NULL)
+        return SIZE_MAX;
     size_t end = k1 + w->count - 1 < x->n ? k1 + w->count - 1 : x->n; /* places looked at */
-    uint16_t nb[SCAN_WINDOW_MAX + 1]; /* place - k0 -> the first unfit place at or after it */
-    nb[end - k0] = (uint16_t)(end - k0);
-    for (size_t p = end; p-- > k0;) {
-        size_t i = x->ord[p];
-        int unfit = x->tier[i] != w->tier || taken_hint(hint, i) || (!w->spaces && x->space[i]);
-        nb[p - k0] = unfit ? (uint16_t)(p - k0) : nb[p + 1 - k0];
+    size_t span = end - k0;
+    uint64_t win[WINDOW_WORDS + 1];
+    size_t nw = span / 64 + 1;
+    for (size_t i = 0; i < nw; i++) {
+        win[i] = word_bits(other, k0 + 64 * i);
+        if (!w->spaces)
+            win[i] |= word_bits(x->spacebits, k0 + 64 * i);
     }
+    win[nw] = ~0ULL;
+    win[span / 64] |= ~0ULL >> (span % 64); /* past the window: unfit */
+    for (size_t p = k0; p < end;) {
+        size_t e = x->runend[p] < end ? x->runend[p] : end;
+        for (size_t off = 0; off < e - p; off += 64) {
+            size_t at = x->ord[p] + off;
+            uint64_t v = map_bits(hint ? hint->held : NULL, hint ? hint->held_len : 0, at) |
+                         map_bits(hint ? hint->booked : NULL, hint ? hint->booked_len : 0, at);
+            size_t m = e - p - off;
+            window_or(win, p + off - k0, v, m < 64 ? (unsigned)m : 64);
+        }
+        p = e;
+    }
+    window_seg_t segs[SCAN_WINDOW_MAX];
+    size_t ns = 0;
+    for (size_t p = k0; p < end; p = x->segend[p]) {
+        size_t e = x->segend[p] < end ? x->segend[p] : end;
+        if (e - p < w->count)
+            continue; /* no block fits in it */
+        double bound = w->near ? box_bound(x->box + 4 * x->seg[p], w->nx, w->ny) : 0;
+        segs[ns++] = (window_seg_t){bound, (uint32_t)p, (uint32_t)e};
+    }
+    if (w->near)
+        qsort(segs, ns, sizeof(*segs), by_bound);
     size_t np = 0;
-    for (size_t k = k0; k < k1 && k + w->count <= x->n; k++) {
-        if (x->segend[k] < k + w->count) {
-            k = x->segend[k] - 1; /* so does every start up to its segment's end */
-            continue;
-        }
-        size_t bad = k0 + nb[k - k0];
-        if (bad < k + w->count) {
-            k = bad; /* every start up to it covers it */
-            continue;
-        }
-        if (k == w->skip || (w->no_strand && strands(x, hint, k, w->count)))
-            continue;
-        double score = 0, cx = 0, cy = 0; /* added as block_ok() adds them */
-        if (w->near) {
-            for (size_t j = 0; j < w->count; j++) {
-                cx += x->px[k + j];
-                cy += x->py[k + j];
+    for (size_t i = 0; i < ns; i++) {
+        if (w->near && np == max && segs[i].bound > picks[np - 1].score)
+            break; /* no block of this segment or a later one can be picked */
+        size_t s1 = segs[i].end - k0;
+        for (size_t a = window_find(win, nw, segs[i].first - k0, 0); a < s1;
+             a = window_find(win, nw, a, 0)) {
+            size_t b = window_find(win, nw, a, 1); /* places [k0 + a, k0 + b) fit */
+            if (b > s1)
+                b = s1;
+            for (size_t k = k0 + a; k < k1 && k + w->count <= k0 + b; k++) {
+                if (k == w->skip || (w->no_strand && strands(x, hint, k, w->count)))
+                    continue;
+                double score = 0, cx = 0, cy = 0; /* added as block_ok() adds them */
+                if (w->near) {
+                    for (size_t j = 0; j < w->count; j++) {
+                        cx += x->px[k + j];
+                        cy += x->py[k + j];
+                    }
+                    double dx = cx / (double)w->count - w->nx, dy = cy / (double)w->count - w->ny;
+                    score = dx * dx + dy * dy;
+                } else {
+                    for (size_t j = 0; j < w->count; j++)
+                        score += x->qual[x->ord[k + j]];
+                }
+                np = pick_insert(picks, np, max, score, k);
             }
-            double dx = cx / (double)w->count - w->nx, dy = cy / (double)w->count - w->ny;
-            score = dx * dx + dy * dy;
-        } else {
-            for (size_t j = 0; j < w->count; j++)
-                score += x->qual[x->ord[k + j]];
+            a = b;
         }
-        np = pick_insert(picks, np, max, score, k);
     }
     return np;
 }
@@ -440,8 +613,11 @@ static size_t choose(const seatd_layout_t *l, const index_t *x, const want_t *w,
     if (!w->near && !w->accessible && w->count <= SEATD_BEST_RANKED_MAX && k0 == 0 && k1 >= x->n)
         return choose_ranked(l, x, w, hint, picks, max);
     if (window_scan && w->tier >= 0 && !w->accessible && k0 < k1 &&
-        k1 - k0 + w->count <= SCAN_WINDOW_MAX)
-        return choose_window(x, w, hint, picks, max, k0, k1);
+        k1 - k0 + w->count <= SCAN_WINDOW_MAX) {
+        np = choose_window(x, w, hint, picks, max, k0, k1);
+        if (np != SIZE_MAX)
+            return np;
+    }
     for (size_t k = k0; k < k1 && k + w->count <= x->n; k++) {
         if (x->segend[k] < k + w->count) {
             k = x->segend[k] - 1; /* so does every start up to its segment's end */

@@ -221,8 +221,11 @@ Test(best, alternatives_are_free_in_the_refusals_bitmaps_and_strand_none_with_th
 }
 
 /* A 2,000-seat house: 40 rows A..Z, AA..AN (so the row order is not the seats' order) of 50
- * seats with an aisle after seat 25, the front 10 rows tier "front", the rest "back". */
-static seatd_layout_t *house(void)
+ * seats with an aisle after seat 25, the front 10 rows tier "front", the rest "back". The
+ * 'mixed' house lists every other row from its last seat to its first (the rows' places are
+ * no longer runs of consecutive seats), makes seats 10-12 of rows F and G wheelchair spaces
+ * and seats 40-50 of rows K..T a third tier. */
+static seatd_layout_t *house_of(int mixed)
 {
     seatd_buf_t b = SEATD_BUF_INIT;
     seatd_buf_puts(&b, "[");
@@ -232,17 +235,23 @@ static seatd_layout_t *house(void)
             snprintf(row, sizeof(row), "%c", 'A' + r);
         else
             snprintf(row, sizeof(row), "A%c", 'A' + r - 26);
-        for (int k = 1; k <= 50; k++)
+        for (int j = 1; j <= 50; j++) {
+            int k = mixed && r % 2 ? 51 - j : j;
+            const char *tier = r < 10 ? "front" : "back";
+            if (mixed && r >= 10 && r < 20 && k >= 40)
+                tier = "side";
+            int space = mixed && (r == 5 || r == 6) && k >= 10 && k <= 12;
             seatd_buf_printf(&b,
                              "%s{\"id\":\"%s%d\",\"row\":\"%s\",\"number\":%d,\"x\":%d,\"y\":%d,"
-                             "\"tier\":\"%s\"}",
-                             r + k > 1 ? "," : "", row, k, row, k, k <= 25 ? k : k + 2, r,
-                             r < 10 ? "front" : "back");
+                             "\"tier\":\"%s\"%s}",
+                             r + j > 1 ? "," : "", row, k, row, k, k <= 25 ? k : k + 2, r, tier,
+                             space ? ",\"accessible\":true" : "");
+        }
     }
     seatd_buf_puts(&b, "]");
     cJSON *arr = cJSON_Parse(b.data);
     seatd_buf_free(&b);
-    cJSON *tiers = cJSON_Parse("{\"front\":9000,\"back\":5000}");
+    cJSON *tiers = cJSON_Parse("{\"front\":9000,\"back\":5000,\"side\":4000}");
     seatd_layout_t *l = NULL;
     cr_assert_eq(seatd_layout_from_json(arr, tiers, &l, NULL, 0), 0);
     cJSON_Delete(arr);
@@ -252,14 +261,16 @@ static seatd_layout_t *house(void)
 
 /* The windowed scan of the alternatives proposes exactly what the per-start scan does: the
  * same blocks in the same order, over houses from empty to nearly full, 1 to 6 seats asked,
- * with and without the orphan rule. */
+ * with and without the orphan rule; in the mixed house too (rows listed backwards, spaces, a
+ * third tier), and with bitmaps shorter than the house (the seats past them are free). */
 Test(best, the_windowed_scan_proposes_what_the_per_start_scan_does)
 {
-    seatd_layout_t *l = house();
+    seatd_layout_t *houses[2] = {house_of(0), house_of(1)};
     unsigned char held[250], booked[250];
     unsigned seed = 12345;
     int compared = 0, nonempty = 0;
-    for (int round = 0; round < 400; round++) {
+    for (int round = 0; round < 800; round++) {
+        seatd_layout_t *l = houses[round % 2];
         int fill = round % 10; /* tenths of the house taken */
         for (int i = 0; i < 250; i++) {
             held[i] = booked[i] = 0;
@@ -269,7 +280,8 @@ Test(best, the_windowed_scan_proposes_what_the_per_start_scan_does)
                     ((seed >> 8) & 1 ? held : booked)[i] |= (unsigned char)(0x80u >> bit);
             }
         }
-        seatd_best_hint_t maps = {held, booked, 250, 250};
+        size_t held_len = round % 7 == 3 ? 131 : 250, booked_len = round % 5 == 2 ? 77 : 250;
+        seatd_best_hint_t maps = {held, booked, held_len, booked_len};
         seed = seed * 1103515245u + 12345u;
         int row = (int)((seed >> 16) % 40), n = 1 + (int)((seed >> 8) % 6);
         int first = 1 + (int)((seed >> 4) % (50 - n));
@@ -299,7 +311,8 @@ Test(best, the_windowed_scan_proposes_what_the_per_start_scan_does)
             seatd_best_list_free(&ref);
         }
     }
-    cr_assert_eq(compared, 800);
-    cr_assert_gt(nonempty, 600, "most rounds have alternatives to compare");
-    seatd_layout_free(l);
+    cr_assert_eq(compared, 1600);
+    cr_assert_gt(nonempty, 1200, "most rounds have alternatives to compare");
+    seatd_layout_free(houses[0]);
+    seatd_layout_free(houses[1]);
 }
