@@ -1,5 +1,7 @@
 /* buf.c - growable byte buffer; see buf.h. */
 #include "buf.h"
+
+#include "fmt.h"
 #include "mem.h"
 
 #include <stdio.h>
@@ -63,13 +65,8 @@ void seatd_buf_printf(seatd_buf_t *b, const char *fmt, ...)
 
 void seatd_buf_put_uint(seatd_buf_t *b, unsigned long long v)
 {
-    char digits[24];
-    size_t n = 0;
-    do {
-        digits[sizeof(digits) - 1 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    seatd_buf_append(b, digits + sizeof(digits) - n, n);
+    char digits[SEATD_FMT_INT_MAX];
+    seatd_buf_append(b, digits, seatd_fmt_uint(digits, v));
 }
 
 void seatd_buf_json_escape(seatd_buf_t *b, const char *s, size_t len)

@@ -2,6 +2,7 @@
  * http_request.h. This is the only module that includes <http_parser.h>. */
 #include "http_request.h"
 #include "auth.h"
+#include "fmt.h"
 #include "mem.h"
 #include "router.h"
 
@@ -921,7 +922,7 @@ static int on_headers_complete(http_parser *hp)
         return fail(p, SEATD_EINVAL); /* a field name without a value: http-parser rejects */
     if (hp->http_major != 1)
         return fail(p, SEATD_EINVAL); /* HTTP/0.9 and 2+ do not speak this framing */
-    snprintf(r->method, sizeof(r->method), "%s", http_method_str((enum http_method)hp->method));
+    seatd_fmt_copy(r->method, sizeof(r->method), http_method_str((enum http_method)hp->method));
     r->http_major = hp->http_major;
     r->http_minor = hp->http_minor;
     r->keep_alive = http_should_keep_alive(hp);
@@ -932,7 +933,7 @@ static int on_headers_complete(http_parser *hp)
         return fail(p, SEATD_EINVAL);
     const char *xid = seatd_req_header(r, "x-request-id");
     if (xid && valid_req_id(xid))
-        snprintf(r->id, sizeof(r->id), "%s", xid);
+        seatd_fmt_copy(r->id, sizeof(r->id), xid);
     else
         generate_id(r->id);
     /* Refuse an announced oversized body before reading any of it. */

@@ -7,6 +7,7 @@
 
 #include <openssl/rand.h>
 
+#include "fmt.h"
 #include "rds_slot.h"
 
 /* 1 if every byte of 's' is in 'extra' or alphanumeric and its length is in [1, max]. */
@@ -103,7 +104,8 @@ int seatd_keys_new_id(char *out, const char *show_id, char kind)
     if (random_bytes(rnd, sizeof(rnd)) < 0)
         return SEATD_EINTERNAL;
     static const char hex[] = "0123456789abcdef";
-    int n = snprintf(out, SEATD_ID_MAX, "%s-%c", show_id, kind);
+    char tail[3] = {'-', kind, '\0'};
+    int n = seatd_fmt_cat(out, SEATD_ID_MAX, show_id, tail);
     if (n < 0 || (size_t)n + ID_HEX >= SEATD_ID_MAX)
         return SEATD_EBADID;
     for (size_t i = 0; i < sizeof(rnd); i++) {
@@ -142,8 +144,7 @@ int seatd_keys_show(char *out, const char *show_id, const char *suffix)
 {
     if (!seatd_keys_valid_show_id(show_id) || suffix == NULL)
         return SEATD_EBADID;
-    int n = snprintf(out, SEATD_KEY_MAX, "{s:%s}:%s", show_id, suffix);
-    if (n < 0 || n >= SEATD_KEY_MAX)
+    if (seatd_fmt_cat(out, SEATD_KEY_MAX, "{s:", show_id, "}:", suffix) < 0)
         return SEATD_EBADID;
     return 0;
 }
@@ -152,8 +153,7 @@ int seatd_keys_user(char *out, const char *sub, const char *suffix)
 {
     if (!seatd_keys_valid_sub(sub) || suffix == NULL)
         return SEATD_EBADID;
-    int n = snprintf(out, SEATD_KEY_MAX, "{u:%s}:%s", sub, suffix);
-    if (n < 0 || n >= SEATD_KEY_MAX)
+    if (seatd_fmt_cat(out, SEATD_KEY_MAX, "{u:", sub, "}:", suffix) < 0)
         return SEATD_EBADID;
     return 0;
 }
@@ -180,7 +180,7 @@ int seatd_keys_hint_bucket(const char *show_id)
     char tag[SEATD_KEY_MAX];
     if (!seatd_keys_valid_show_id(show_id))
         return -1;
-    int n = snprintf(tag, sizeof(tag), "s:%s", show_id); /* the show's hash tag, {s:<id>} */
+    int n = seatd_fmt_cat(tag, sizeof(tag), "s:", show_id); /* the show's hash tag, {s:<id>} */
     return (int)(seatd_rds_keyslot(tag, (size_t)n) / (16384 / SEATD_HINT_BUCKETS));
 }
 
@@ -188,8 +188,8 @@ int seatd_keys_hint(char *out, const char *base, int bucket)
 {
     if (bucket < 0 || bucket >= SEATD_HINT_BUCKETS)
         return SEATD_EBADID;
-    int n = snprintf(out, SEATD_KEY_MAX, "%s:{%s}", base, hint_tags[bucket]);
-    return n > 0 && n < SEATD_KEY_MAX ? 0 : SEATD_EBADID;
+    return seatd_fmt_cat(out, SEATD_KEY_MAX, base, ":{", hint_tags[bucket], "}") > 0 ? 0
+                                                                                     : SEATD_EBADID;
 }
 
 int seatd_keys_show_hint(char *out, const char *base, const char *show_id)

@@ -61,10 +61,15 @@ static void write_all(const char *p, size_t len)
     }
 }
 
-void seatd_log(int level, const char *req, const char *msg, const char *fmt, ...)
+/* The line being written between seatd_log_begin() and seatd_log_end(). */
+static seatd_buf_t line_alone = SEATD_BUF_INIT;
+static seatd_buf_t *line_buf;
+static int line_batched;
+
+seatd_buf_t *seatd_log_begin(int level, const char *req, const char *msg)
 {
-    if (level < min_level || level < 0 || level > SEATD_LOG_ERROR)
-        return;
+    if (level < min_level || level < 0 || level > SEATD_LOG_ERROR || line_buf != NULL)
+        return NULL;
     struct timeval tv;
     gettimeofday(&tv, NULL);
     if (tv.tv_sec != ts_sec) {
@@ -76,9 +81,8 @@ void seatd_log(int level, const char *req, const char *msg, const char *fmt, ...
 
     /* A batched line is written straight into the batch; any other goes out alone, after the
      * batch (the order of lines is kept). */
-    int batched = batching && level < SEATD_LOG_WARN;
-    seatd_buf_t line = SEATD_BUF_INIT;
-    seatd_buf_t *b = batched ? &batch : &line;
+    line_batched = batching && level < SEATD_LOG_WARN;
+    seatd_buf_t *b = line_buf = line_batched ? &batch : &line_alone;
     long ms = (long)(tv.tv_usec / 1000);
     char frac[6] = {
         '.', (char)('0' + ms / 100), (char)('0' + ms / 10 % 10), (char)('0' + ms % 10), 'Z', '\0'};
@@ -101,6 +105,31 @@ void seatd_log(int level, const char *req, const char *msg, const char *fmt, ...
     seatd_buf_puts(b, ",\"msg\":\"");
     seatd_buf_json_escape(b, msg, strlen(msg));
     seatd_buf_puts(b, "\"");
+    return b;
+}
+
+void seatd_log_end(void)
+{
+    seatd_buf_t *b = line_buf;
+    if (b == NULL)
+        return;
+    line_buf = NULL;
+    seatd_buf_puts(b, "}\n");
+    if (line_batched) {
+        if (batch.len >= LOG_BATCH_MAX)
+            seatd_log_flush();
+        return;
+    }
+    seatd_log_flush(); /* keep the order of lines */
+    write_all(b->data, b->len);
+    seatd_buf_reset(b);
+}
+
+void seatd_log(int level, const char *req, const char *msg, const char *fmt, ...)
+{
+    seatd_buf_t *b = seatd_log_begin(level, req, msg);
+    if (b == NULL)
+        return;
     if (fmt && fmt[0]) {
         va_list ap;
         va_start(ap, fmt);
@@ -108,15 +137,7 @@ void seatd_log(int level, const char *req, const char *msg, const char *fmt, ...
         seatd_buf_vprintf(b, fmt, ap);
         va_end(ap);
     }
-    seatd_buf_puts(b, "}\n");
-    if (batched) {
-        if (batch.len >= LOG_BATCH_MAX)
-            seatd_log_flush();
-        return;
-    }
-    seatd_log_flush(); /* keep the order of lines */
-    write_all(line.data, line.len);
-    seatd_buf_free(&line);
+    seatd_log_end();
 }
 
 void seatd_log_set_batching(int on)

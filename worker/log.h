@@ -39,4 +39,11 @@ int seatd_log_pending(void);
 void seatd_log(int level, const char *req, const char *msg, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* One line written in parts, without a format (a line per request): seatd_log_begin()
+ * answers the line's buffer with its fixed members written, NULL when 'level' is dropped;
+ * the caller appends its members, each after a ',', then calls seatd_log_end(). Nothing else
+ * may log in between (a line begun while another is open is dropped). */
+struct seatd_buf_s *seatd_log_begin(int level, const char *req, const char *msg);
+void seatd_log_end(void);
+
 #endif

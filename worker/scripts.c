@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "fmt.h"
 #include "log.h"
 #include "mem.h"
 
@@ -452,14 +453,14 @@ int seatd_scripts_fcall_ex(seatd_scripts_t *s, const char *fn, unsigned extra_fl
         return SEATD_ESHUTDOWN;
     if (!fn || !cb || nkeys < 0 || nargs < 0 || (nkeys && !keys) || (nargs && !args))
         return SEATD_EINVAL;
-    char nkeys_s[16];
-    int nk = snprintf(nkeys_s, sizeof(nkeys_s), "%d", nkeys);
+    char nkeys_s[SEATD_FMT_INT_MAX];
+    size_t nk = seatd_fmt_int(nkeys_s, nkeys);
     int argc = 3 + nkeys + nargs;
     unsigned flags = fn_flags(fn, nargs, args, arglens) | (extra_flags & SEATD_RDS_NO_WAIT);
     char vfn[128];
     if (s->vsrc && strncmp(fn, "seatd_", 6) == 0 && strlen(fn) < sizeof(vfn) - sizeof(s->prefix)) {
-        snprintf(vfn, sizeof(vfn), "%s%s", s->prefix, fn + 6);
-        fn = vfn;
+        if (seatd_fmt_cat(vfn, sizeof(vfn), s->prefix, fn + 6) > 0)
+            fn = vfn;
     }
 
     /* One block: the struct, the lengths, the pointers, then the bytes. */

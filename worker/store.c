@@ -24,6 +24,7 @@
 
 #include "best.h"
 #include "buf.h"
+#include "fmt.h"
 #include "hints.h"
 #include "keys.h"
 #include "layout.h"
@@ -1032,14 +1033,14 @@ static int hold_queue(store_op_t *op, const char *key, const char *const *base, 
         args[argc++] = base[i];
     args[argc++] = seatd_layout_digest(l);
     if (request != NULL) {
-        snprintf(np, sizeof(np), "%zu", n);
+        seatd_fmt_uint(np, n);
         args[argc++] = request;
         args[argc++] = np;
     }
     for (size_t i = 0; i < n; i++) {
         long bit = seatd_layout_find(l, seats[i]);
         if (bit >= 0)
-            snprintf(bits[i], sizeof(bits[i]), "%ld", bit);
+            seatd_fmt_int(bits[i], bit);
         else
             memcpy(bits[i], "-", 2);
         args[argc++] = seats[i];
@@ -1140,11 +1141,11 @@ static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store
     for (size_t i = 0; i < a->nseats; i++)
         if (!seatd_keys_valid_seat_id(a->seat_ids[i]))
             return SEATD_EBADSEAT;
-    snprintf(ttl, sizeof(ttl), "%" PRId64, a->ttl_ms);
-    snprintf(max, sizeof(max), "%d", a->max_per_user);
+    seatd_fmt_int(ttl, a->ttl_ms);
+    seatd_fmt_int(max, a->max_per_user);
     const char *base[5] = {a->hold_id, a->owner, ttl, max, a->idem_key ? a->idem_key : ""};
     store_op_t *op = op_hint(op_new(st, KIND_HOLD, cb, data), HINT_DUE, a->hold_id, 'h');
-    snprintf(op->show_id, sizeof(op->show_id), "%s", a->show_id);
+    seatd_fmt_copy(op->show_id, sizeof(op->show_id), a->show_id);
     op->admitted = a->admitted;
     /* Fast path: the layout is cached (the script checks that it is the show's). Otherwise ask
      * the show which layout it has, and read that one. */
@@ -1155,9 +1156,8 @@ static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store
             op_free(op);
         return rc;
     }
-    snprintf(op->show_id, sizeof(op->show_id), "%s", a->show_id);
-    char nseats[24];
-    snprintf(nseats, sizeof(nseats), "%zu", a->nseats);
+    char nseats[SEATD_FMT_INT_MAX];
+    seatd_fmt_uint(nseats, a->nseats);
     size_t nall = 7 + a->nseats + (a->request ? a->ncands : 0);
     const char **all = seatd_calloc(nall, sizeof(*all));
     memcpy(all, base, sizeof(base));
@@ -1239,11 +1239,11 @@ int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_
      * any show, wait for the one shard that keeps it (on a cluster, a dead shard would stop
      * holds on shows it does not own). So the limit is per user and show. */
     char suffix[SEATD_KEY_MAX];
-    snprintf(suffix, sizeof(suffix), "rate:hold:%s", a->owner);
-    if (seatd_keys_show(key, a->show_id, suffix) < 0)
+    if (seatd_fmt_cat(suffix, sizeof(suffix), "rate:hold:", a->owner) < 0 ||
+        seatd_keys_show(key, a->show_id, suffix) < 0)
         return hold_start(st, a, cb, data); /* its own checks answer the bad show id */
-    snprintf(limit, sizeof(limit), "%lld", st->hold_rate);
-    snprintf(window, sizeof(window), "%lld", st->hold_window_ms);
+    seatd_fmt_int(limit, st->hold_rate);
+    seatd_fmt_int(window, st->hold_window_ms);
     rate_op_t *r = seatd_calloc(1, sizeof(*r));
     r->st = st;
     r->cb = cb;

@@ -69,10 +69,26 @@ void seatd_time_format(int64_t ms, char *out)
     time_t secs = (time_t)(ms / 1000);
     struct tm tm;
     gmtime_r(&secs, &tm);
-    /* The fields are range-checked by gmtime_r; the year stays four digits until 9999. */
-    snprintf(out, SEATD_TIME_STR_MAX, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-             (tm.tm_year + 1900) % 10000, (tm.tm_mon + 1) % 100, tm.tm_mday % 100, tm.tm_hour % 100,
-             tm.tm_min % 100, tm.tm_sec % 100, (int)(ms % 1000));
+    /* The fields are range-checked by gmtime_r; the year stays four digits until 9999. Written
+     * digit by digit: a timestamp is in most answers, and snprintf parsed its format each time. */
+    const int fields[7] = {(tm.tm_year + 1900) % 10000,
+                           (tm.tm_mon + 1) % 100,
+                           tm.tm_mday % 100,
+                           tm.tm_hour % 100,
+                           tm.tm_min % 100,
+                           tm.tm_sec % 100,
+                           (int)(ms % 1000)};
+    static const char after[7] = {'-', '-', 'T', ':', ':', '.', 'Z'};
+    static const int width[7] = {4, 2, 2, 2, 2, 2, 3};
+    char *p = out;
+    for (int f = 0; f < 7; f++) {
+        int v = fields[f] < 0 ? -fields[f] : fields[f];
+        for (int d = width[f]; d-- > 0; v /= 10)
+            p[d] = (char)('0' + v % 10);
+        p += width[f];
+        *p++ = after[f];
+    }
+    *p = '\0';
 }
 
 int64_t seatd_time_now_ms(void)

@@ -1,6 +1,9 @@
 /* Unit tests for timefmt.c: RFC 3339 timestamps at the API edge. */
 #include <criterion/criterion.h>
 
+#include <stdio.h>
+#include <time.h>
+
 #include "timefmt.h"
 
 Test(timefmt, parses_utc_timestamps_to_epoch_ms)
@@ -41,4 +44,25 @@ Test(timefmt, formats_round_trip)
     int64_t ms = 0;
     cr_assert_eq(seatd_time_parse(s, &ms), 0);
     cr_assert_eq(ms, 1796241600250LL);
+}
+
+/* The digit-by-digit writer gives what the printf format it replaced gave, from the epoch to
+ * the last millisecond of 9999. */
+Test(timefmt, formats_as_the_printf_format_did)
+{
+    unsigned long long seed = 42;
+    for (int i = 0; i < 20000; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        int64_t ms = (int64_t)((seed >> 11) % 253402300800000ULL);
+        if (i < 3)
+            ms = i == 0 ? 0 : i == 1 ? 253402300799999LL : 951782400999LL;
+        time_t secs = (time_t)(ms / 1000);
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        char want[64], got[SEATD_TIME_STR_MAX];
+        snprintf(want, sizeof(want), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+        seatd_time_format(ms, got);
+        cr_assert_str_eq(got, want, "ms %lld", (long long)ms);
+    }
 }

@@ -9,6 +9,7 @@
 #include "app.h"
 #include "auth.h"
 #include "buf.h"
+#include "fmt.h"
 #include "http_request.h"
 #include "json.h"
 #include "keys.h"
@@ -108,15 +109,18 @@ static void reply_refusal(seatd_req_t *r, const seatd_store_result_t *res)
         if (strncmp(res->words[i], "alt=", 4) == 0)
             nalts += put_alternative(&members, res->words[i] + 4, nalts == 0);
     seatd_buf_puts(&members, "]");
-    char msg[160];
+    /* Most answers when a show opens: written without printf. A seat id is at most 16 bytes
+     * (seats.h), so every message fits. */
+    char msg[160], count[SEATD_FMT_INT_MAX];
+    seatd_fmt_uint(count, n);
     if (orphan && n == 1)
-        snprintf(msg, sizeof(msg), "seat %s would be left alone between taken seats", first);
+        seatd_fmt_cat(msg, sizeof(msg), "seat ", first, " would be left alone between taken seats");
     else if (orphan)
-        snprintf(msg, sizeof(msg), "%zu seats would be left alone between taken seats", n);
+        seatd_fmt_cat(msg, sizeof(msg), count, " seats would be left alone between taken seats");
     else if (n == 1)
-        snprintf(msg, sizeof(msg), "seat %s was just taken", first);
+        seatd_fmt_cat(msg, sizeof(msg), "seat ", first, " was just taken");
     else
-        snprintf(msg, sizeof(msg), "%zu of the seats asked for were just taken", n);
+        seatd_fmt_cat(msg, sizeof(msg), count, " of the seats asked for were just taken");
     seatd_req_finish_problem_members(r, res->err, msg, members.data);
     seatd_buf_free(&members);
 }

@@ -15,6 +15,7 @@
 #include "best.h"
 #include "common.h"
 #include "config.h"
+#include "fmt.h"
 #include "handlers.h"
 #include "http_request.h"
 #include "json.h"
@@ -271,12 +272,12 @@ static void hold_compensate(seatd_app_t *app, const hold_op_t *op, const char *o
         return;
     }
     comp_t *e = seatd_calloc(1, sizeof(*e));
-    snprintf(e->hold_id, sizeof(e->hold_id), "%s", op->hold_id);
+    seatd_fmt_copy(e->hold_id, sizeof(e->hold_id), op->hold_id);
     e->owner = seatd_strdup(owner);
     if (op->idem) {
         char suffix[SEATD_KEY_MAX], key[SEATD_KEY_MAX];
-        int n = snprintf(suffix, sizeof(suffix), "idem:%s:%s", owner, op->idem);
-        if (n > 0 && (size_t)n < sizeof(suffix) && seatd_keys_show(key, op->show_id, suffix) == 0)
+        if (seatd_fmt_cat(suffix, sizeof(suffix), "idem:", owner, ":", op->idem) > 0 &&
+            seatd_keys_show(key, op->show_id, suffix) == 0)
             e->idem_key = seatd_strdup(key);
     }
     comp.app = app;
@@ -344,7 +345,7 @@ static void on_hold(const seatd_store_result_t *res, void *data)
         cJSON_AddBoolToObject(o, "split", res->hold.split);
     seatd_metrics_inc(res->hold.replayed ? SEATD_METRIC_HOLD_REPLAYED : SEATD_METRIC_HOLD_CREATED);
     char loc[96];
-    snprintf(loc, sizeof(loc), "/v1/holds/%s", res->hold.hold_id);
+    seatd_fmt_cat(loc, sizeof(loc), "/v1/holds/", res->hold.hold_id);
     seatd_req_add_header(r, "Location", loc);
     if (res->hold.replayed)
         seatd_req_add_header(r, "Idempotent-Replayed", "true");
@@ -610,7 +611,7 @@ int seatd_handle_holds_create(seatd_req_t *r)
     op->r = r;
     op->app = seatd__app(r);
     op->admitted = admitted;
-    snprintf(op->show_id, sizeof(op->show_id), "%s", show_id);
+    seatd_fmt_copy(op->show_id, sizeof(op->show_id), show_id);
     const char *body_idem = NULL;
     if (seatd_json_parse_body_or_reply(r, &op->body) < 0) {
         hold_op_free(op);
@@ -633,10 +634,10 @@ int seatd_handle_holds_create(seatd_req_t *r)
         return 0;
     }
     if (op->idem) {
-        snprintf(op->idem_copy, sizeof(op->idem_copy), "%s", op->idem);
+        seatd_fmt_copy(op->idem_copy, sizeof(op->idem_copy), op->idem);
         op->idem = op->idem_copy;
     }
-    snprintf(op->owner, sizeof(op->owner), "%s", seatd__sub(r));
+    seatd_fmt_copy(op->owner, sizeof(op->owner), seatd__sub(r));
     int rc = seatd_keys_new_id(op->hold_id, op->show_id, 'h');
     if (rc == 0 && op->best) {
         best_start(r, op);
