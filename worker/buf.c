@@ -20,20 +20,6 @@ void seatd_buf_reserve(seatd_buf_t *b, size_t extra)
     b->cap = cap;
 }
 
-void seatd_buf_append(seatd_buf_t *b, const void *p, size_t len)
-{
-    seatd_buf_reserve(b, len);
-    if (len)
-        memcpy(b->data + b->len, p, len);
-    b->len += len;
-    b->data[b->len] = '\0';
-}
-
-void seatd_buf_puts(seatd_buf_t *b, const char *s)
-{
-    seatd_buf_append(b, s, strlen(s));
-}
-
 void seatd_buf_vprintf(seatd_buf_t *b, const char *fmt, va_list ap)
 {
     /* One pass when the text fits the room left (the usual case: buffers are recycled), a

@@ -86,6 +86,29 @@ Test(auth, accepts_a_good_token)
     cr_assert_eq(who.admin, 0);
 }
 
+/* The usual header is recognised by its bytes, any other spelling of it is decoded and judged:
+ * both verify alike, and both are refused with a wrong key or a bad claim. */
+Test(auth, the_usual_header_and_its_other_spellings_verify_alike)
+{
+    seatd_principal_t who;
+    char good[256], late[256];
+    snprintf(good, sizeof(good), "{\"sub\":\"bob\",\"exp\":%lld}", NOW + 60);
+    snprintf(late, sizeof(late), "{\"sub\":\"bob\",\"exp\":%lld}", NOW - 3600);
+    const char *headers[] = {HS, "{\"typ\":\"JWT\",\"alg\":\"HS256\"}",
+                             "{ \"alg\": \"HS256\", \"typ\": \"JWT\" }"};
+    char *t = make_token(HS, good, SECRET);
+    cr_assert(strncmp(t, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.", 37) == 0, "the usual bytes");
+    free(t);
+    for (size_t i = 0; i < sizeof(headers) / sizeof(headers[0]); i++) {
+        cr_assert_eq(verify(headers[i], good, SECRET, &who), 0, "header %zu", i);
+        cr_assert_str_eq(who.sub, "bob");
+        cr_assert_eq(verify(headers[i], good, "another-secret-of-32-bytes-or-more!!", &who),
+                     SEATD_EUNAUTH, "header %zu, wrong key", i);
+        cr_assert_eq(verify(headers[i], late, SECRET, &who), SEATD_EUNAUTH, "header %zu, expired",
+                     i);
+    }
+}
+
 Test(auth, grants_admin_from_role_or_roles)
 {
     seatd_principal_t who;
