@@ -204,13 +204,20 @@ end
 -- The shared body of seatd_hold and seatd_hold_sell. 'req' is nil (seatd_hold) or
 -- {mode = 'named'|'best', fp = ARGV[7], count, cands = {unparsed candidate texts}}; 'pairs_in'
 -- the seat/bit pairs (named).
-local function hold_generic(keys, args, req, pairs_in)
+local function hold_generic(keys, args, req, pairs_in, shared)
     local p, show_id = show_prefix(keys[1])
     if not p then
         return fail('INVAL', 'bad show key')
     end
-    local meta = redis.call('HMGET', keys[1], 'holdTtlMs', 'layoutHash', 'seatCount', 'startsAt',
-        'salesCloseAt', 'orphanRule', 'queueOpensAt')
+    -- 'shared' (seatd_hold_batch): what the batch's earlier requests read, for the later ones
+    -- (a hold writes none of it; the clock is one instant for the whole batch)
+    shared = shared or {}
+    local meta = shared.meta
+    if not meta then
+        meta = redis.call('HMGET', keys[1], 'holdTtlMs', 'layoutHash', 'seatCount', 'startsAt',
+            'salesCloseAt', 'orphanRule', 'queueOpensAt')
+        shared.meta = meta
+    end
     local queued = meta[7] ~= false and meta[7] ~= nil
     local meta_ttl, layout_hash, seat_count = meta[1], meta[2], tonumber(meta[3])
     local close = sales_close(meta[4], meta[5])
@@ -235,7 +242,9 @@ local function hold_generic(keys, args, req, pairs_in)
         return fail('INVAL', 'layout mismatch')
     end
     local best = req and req.mode == 'best'
-    local seats, idx, bit_seen = {}, {}, {}
+    -- idx: the bits as numbers; arg: the same as redis.call arguments (the worker's text when
+    -- it is the canonical decimal: a number would be formatted with "%.14g" on every call)
+    local seats, idx, arg, bit_seen = {}, {}, {}, {}
     local fingerprint
     if best then
         if req.count < 1 or req.count > MAX_SEATS_PER_HOLD then
@@ -265,6 +274,7 @@ local function hold_generic(keys, args, req, pairs_in)
             bit_seen[bit] = true
             seats[i] = seat
             idx[i] = bit
+            arg[i] = (pair[2] == '0' or string.find(pair[2], '^[1-9]%d*$')) and pair[2] or bit
         end
         fingerprint = table.concat(seats, ',')
     end
@@ -288,7 +298,10 @@ local function hold_generic(keys, args, req, pairs_in)
     end
 
     -- Sales close on Redis's clock, before any write.
-    local now = now_ms()
+    if not shared.now then
+        shared.now, shared.now_text = now_ms_text()
+    end
+    local now, now_text = shared.now, shared.now_text
     if close and now >= close then
         return fail('SALES_CLOSED', tostring(close))
     end
@@ -310,7 +323,10 @@ local function hold_generic(keys, args, req, pairs_in)
     -- the limit check, after the refusals (a refused hold, the common answer in a rush, does
     -- not pay for them).
     local changes = {}
-    reap_due(p, now, REAP_BATCH, changes)
+    if not shared.reaped then
+        -- at one instant, a second pass finds nothing due unless the first stopped at its cap
+        shared.reaped = reap_due(p, now, REAP_BATCH, changes, now_text) < REAP_BATCH
+    end
 
     -- The candidates, parsed only when needed (a named hold that is free and has no orphan
     -- rule never reads them) and after reaping, so they are judged on the live state.
@@ -343,12 +359,13 @@ local function hold_generic(keys, args, req, pairs_in)
         for i, it in ipairs(chosen) do
             seats[i] = it[1]
             idx[i] = it[2]
+            arg[i] = it[2]
         end
     else
         local taken = {}
         for i, seat in ipairs(seats) do
             if redis.call('EXISTS', p .. ':seat:' .. seat) == 1
-                or redis.call('GETBIT', p .. ':booked', idx[i]) == 1 then
+                or redis.call('GETBIT', p .. ':booked', arg[i]) == 1 then
                 taken[#taken + 1] = seat
             end
         end
@@ -398,11 +415,11 @@ local function hold_generic(keys, args, req, pairs_in)
     end
     for i, seat in ipairs(seats) do
         redis.call('SET', p .. ':seat:' .. seat, hold_id, 'NX', 'PXAT', seat_deadline(deadline))
-        redis.call('SETBIT', p .. ':held', idx[i], 1)
+        redis.call('SETBIT', p .. ':held', arg[i], '1')
         changes[#changes + 1] = {seat, 'held'}
     end
     redis.call('HSET', p .. ':hold:' .. hold_id, 'owner', owner, 'showId', show_id,
-        'seats', seat_list, 'bits', table.concat(idx, ','), 'status', 'HELD', 'expiresAt', deadline, 'createdAt', now,
+        'seats', seat_list, 'bits', table.concat(arg, ','), 'status', 'HELD', 'expiresAt', deadline, 'createdAt', now_text,
         'idemKey', idem, 'bookingId', '')
     redis.call('ZADD', p .. ':expiry', deadline, hold_id)
     redis.call('HSET', p .. ':user:' .. owner, hold_id, #seats)
@@ -433,7 +450,7 @@ local function hold(keys, args)
     return hold_generic(keys, args, nil, pairs_in)
 end
 
-local function hold_sell(keys, args)
+local function hold_sell(keys, args, shared)
     local fp = args[7] or ''
     local np = tonumber(args[8] or '')
     if not np or np < 0 or np ~= math.floor(np) or #args < 8 + 2 * np then
@@ -456,8 +473,61 @@ local function hold_sell(keys, args)
     for i = 9 + 2 * np, #args do
         req.cands[#req.cands + 1] = args[i]
     end
-    return hold_generic(keys, args, req, pairs_in)
+    return hold_generic(keys, args, req, pairs_in, shared)
+end
+
+--[[
+seatd_hold_batch - several seatd_hold_sell requests for one show in one call: each is decided
+in turn exactly as its own call would be (its own checks, all or nothing, its own version and
+delta), and they share what does not change between them: the show's meta fields, Redis's
+clock (one instant for the batch) and the reaping of due holds (done once, by the first).
+A worker sends the holds that arrive for a show within one turn of its loop together
+(worker/store.c): a call's fixed cost, paid once per batch instead of once per hold, was most
+of Redis's time per refused hold when a show opens.
+
+  KEYS[1]  {s:<id>}:meta
+  KEYS[2]  optional {s:<id>}:qadmit (see seatd_hold)
+  ARGV[1]  n, the number of requests (1..HOLD_BATCH_MAX)
+  then n requests, each: c, its number of arguments; "1" when KEYS[2] applies to it (the
+           worker verified its admission), else "0"; its c arguments (seatd_hold_sell's ARGV)
+  Returns  an array of n replies in order, each what seatd_hold_sell answers it (an error
+           reply element for an error)
+  Errors   INVAL (the batch's shape: nothing was decided)
+]]
+local function hold_batch(keys, args)
+    local n = tonumber(args[1])
+    if not n or n < 1 or n > HOLD_BATCH_MAX or n ~= math.floor(n) then
+        return fail('INVAL', 'batch size')
+    end
+    -- The shape first: no request is decided unless every one is well formed.
+    local starts, at = {}, 2
+    for i = 1, n do
+        local c = tonumber(args[at])
+        if not c or c < 0 or c ~= math.floor(c) or at + 1 + c > #args
+            or (args[at + 1] ~= '0' and args[at + 1] ~= '1')
+            or (args[at + 1] == '1' and not keys[2]) then
+            return fail('INVAL', 'batch request ' .. i)
+        end
+        starts[i] = at
+        at = at + 2 + c
+    end
+    if at ~= #args + 1 then
+        return fail('INVAL', 'batch length')
+    end
+    local own, admitted = {keys[1]}, {keys[1], keys[2]}
+    local shared, out = {}, {}
+    for i = 1, n do
+        local s = starts[i]
+        local a = {}
+        for j = 1, tonumber(args[s]) do
+            a[j] = args[s + 1 + j]
+        end
+        out[i] = hold_sell(args[s + 1] == '1' and admitted or own, a, shared)
+    end
+    return out
 end
 
 redis.register_function{function_name='seatd_hold', callback=hold}
 redis.register_function{function_name='seatd_hold_sell', callback=hold_sell}
+redis.register_function{function_name='seatd_hold_batch', callback=hold_batch}
+

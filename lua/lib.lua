@@ -31,12 +31,23 @@ seatd_ping (no-writes): KEYS none, ARGV none -> {"pong", "1", "library", "seatd"
 local RETENTION_MS = 3600 * 1000  -- terminal holds are kept this long for GET /v1/holds
 local IDEM_TTL_MS = 24 * 3600 * 1000
 local REAP_BATCH = 100            -- due holds reaped lazily per script
+local REAP_BATCH_TEXT = '100'     -- the same, as a command argument (no tostring at load time)
 -- MAX_SEATS_PER_HOLD (the hard cap of seats in one hold) is declared in worker/seats.h and
 -- generated right after this file (cmake/embed_lua.cmake).
 
 local function now_ms()
     local t = redis.call('TIME')
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- now_ms() and the same instant as text, written from TIME's own digits: a Lua number handed
+-- to redis.call is formatted with "%.14g", which cost a refused hold more than a command.
+local function now_ms_text()
+    local t = redis.call('TIME')
+    local us = t[2]
+    local ms = #us > 3 and string.sub(us, 1, #us - 3) or ''
+    local text = t[1] .. string.rep('0', 3 - #ms) .. ms
+    return tonumber(text), text
 end
 
 -- The PXAT / PEXPIREAT value for a seat key of a hold that expires at 'expires_at': Redis
@@ -233,8 +244,9 @@ local function reap_hold(p, hold_id, now, changes)
 end
 
 -- Reaps up to 'max' holds of the show whose deadline has passed. Returns the count.
-local function reap_due(p, now, max, changes)
-    local due = redis.call('ZRANGEBYSCORE', p .. ':expiry', '-inf', now, 'LIMIT', 0, max)
+local function reap_due(p, now, max, changes, now_text)
+    local due = redis.call('ZRANGEBYSCORE', p .. ':expiry', '-inf', now_text or now, 'LIMIT', '0',
+        max == REAP_BATCH and REAP_BATCH_TEXT or max)
     local n = 0
     for _, hold_id in ipairs(due) do
         n = n + reap_hold(p, hold_id, now, changes)

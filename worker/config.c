@@ -39,6 +39,9 @@ static const row_t rows[] = {
     {"hash-concurrency", "SEATD_HASH_CONCURRENCY", T_INT, 1, SEATD_PASSWD_IN_FLIGHT_MAX, "1",
      F(hash_concurrency),
      "argon2id hashes (sign-up, login) this worker runs at once, at nice 19; the rest wait"},
+    {"hold-batch", "SEATD_HOLD_BATCH", T_INT, 1, SEATD_HOLD_BATCH_MAX, "32", F(hold_batch),
+     "holds of one show sent to Redis in one call, at most (those that arrive in one turn of "
+     "the loop); 1: a call per hold"},
     {"redis-timeout-ms", "SEATD_REDIS_TIMEOUT_MS", T_INT, 10, 60000, "1000", F(redis_timeout_ms),
      "deadline of one Redis command"},
     {"redis-max-pending", "SEATD_REDIS_MAX_PENDING", T_INT, 1, 1000000, "10000",

@@ -298,6 +298,21 @@ static unsigned fn_flags(const char *fn, int nargs, const char **args, const siz
         size_t len = nargs >= 5 && args[4] ? (arglens ? arglens[4] : strlen(args[4])) : 0;
         return len ? SEATD_RDS_IDEMPOTENT : 0;
     }
+    if (strcmp(fn, "seatd_hold_batch") == 0) {
+        /* n, then each hold: its argument count, its admission flag, its arguments. The batch
+         * may run twice only when each of its holds may (each has an idempotency key). */
+        long n = nargs > 0 && args[0] ? strtol(args[0], NULL, 10) : 0;
+        int at = 1;
+        for (long i = 0; i < n; i++) {
+            long c = at < nargs && args[at] ? strtol(args[at], NULL, 10) : -1;
+            int idem = at + 2 + 4;
+            if (c < 5 || idem >= nargs || !args[idem] ||
+                (arglens ? arglens[idem] : strlen(args[idem])) == 0)
+                return 0;
+            at += 2 + (int)c;
+        }
+        return n > 0 ? SEATD_RDS_IDEMPOTENT : 0;
+    }
     for (size_t i = 0; i < sizeof(fn_rows) / sizeof(fn_rows[0]); i++)
         if (strcmp(fn, fn_rows[i].fn) == 0)
             return fn_rows[i].flags;

@@ -21,6 +21,8 @@ struct seatd_layout_s;
  * and the hold script checks it too (generated into the Lua library as MAX_SEATS_PER_HOLD,
  * see cmake/embed_lua.cmake). */
 #define SEATD_SEATS_MAX_PER_HOLD 100 /* lua: MAX_SEATS_PER_HOLD */
+/* Holds of one show a worker sends in one seatd_hold_batch call (store.c, lua/hold.lua). */
+#define SEATD_HOLD_BATCH_MAX 64 /* lua: HOLD_BATCH_MAX */
 
 /*
  * Normalises 'n' seat ids ('ids' borrowed) into 'out' (an array of at least 'n' pointers,

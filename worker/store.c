@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "fmt.h"
 #include "hints.h"
+#include "hold_batch.h"
 #include "keys.h"
 #include "layout.h"
 #include "log.h"
@@ -34,10 +35,11 @@
 #include "seats.h"
 
 struct seatd_store_s {
-    seatd_scripts_t *scripts; /* borrowed */
-    long long hold_rate;      /* hold requests per user per window; 0: no limit */
-    long long hold_window_ms; /* that window */
-    seatd_rds_t *hints;       /* borrowed: where hints are filed; NULL: none */
+    seatd_scripts_t *scripts;  /* borrowed */
+    seatd_hold_batch_t *batch; /* owned; NULL: a Redis call per hold */
+    long long hold_rate;       /* hold requests per user per window; 0: no limit */
+    long long hold_window_ms;  /* that window */
+    seatd_rds_t *hints;        /* borrowed: where hints are filed; NULL: none */
 };
 
 /* The hints an operation files on success (hints.h), for the show in op->show_id. */
@@ -782,8 +784,17 @@ void seatd_store_set_hints(seatd_store_t *st, seatd_rds_t *rds)
     st->hints = rds;
 }
 
+void seatd_store_set_batching(seatd_store_t *st, struct uv_loop_s *loop, unsigned max)
+{
+    seatd_hold_batch_free(st->batch);
+    st->batch = max > 1 ? seatd_hold_batch_new(loop, st->scripts, max) : NULL;
+}
+
 void seatd_store_free(seatd_store_t *st)
 {
+    if (st == NULL)
+        return;
+    seatd_hold_batch_free(st->batch);
     free(st);
 }
 
@@ -1053,7 +1064,12 @@ static int hold_queue(store_op_t *op, const char *key, const char *const *base, 
     int nkeys = 1;
     if (op->admitted && seatd_keys_show(qkey, op->show_id, "qadmit") == 0)
         nkeys = 2; /* the verified admission (hold.lua) */
-    int rc = seatd_scripts_fcall(op->st->scripts, request ? "seatd_hold_sell" : "seatd_hold", nkeys,
+    int rc;
+    if (request != NULL && op->st->batch != NULL) /* with the show's other holds of this turn */
+        rc = seatd_hold_batch_add(op->st->batch, key, nkeys == 2 ? qkey : NULL, argc, args,
+                                  on_reply, op);
+    else
+        rc = seatd_scripts_fcall(op->st->scripts, request ? "seatd_hold_sell" : "seatd_hold", nkeys,
                                  keys, argc, args, NULL, on_reply, op);
     free(bits);
     free(args);

@@ -1,0 +1,204 @@
+/* hold_batch.c - the holds of one show sent to Redis together; see hold_batch.h. */
+#include "hold_batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "errors.h"
+#include "fmt.h"
+#include "keys.h"
+#include "mem.h"
+#include "seats.h"
+
+#define OPEN_MAX 8 /* shows with a batch being filled; one more sends the oldest */
+
+/* One queued call: its arguments (one owned block: the pointers, then the bytes) and who
+ * waits for its reply. */
+typedef struct item_s {
+    seatd_rds_reply_cb cb;
+    void *data;
+    int admitted;
+    int argc;
+    char **argv;
+} item_t;
+
+typedef struct batch_s {
+    char key[SEATD_KEY_MAX];  /* the show's meta key */
+    char qkey[SEATD_KEY_MAX]; /* its qadmit key, "" until an admitted hold comes */
+    size_t n;
+    item_t items[SEATD_HOLD_BATCH_MAX];
+} batch_t;
+
+/* A batch on its way: who waits for which element of the reply. */
+typedef struct sent_s {
+    size_t n;
+    struct {
+        seatd_rds_reply_cb cb;
+        void *data;
+    } to[];
+} sent_t;
+
+struct seatd_hold_batch_s {
+    seatd_scripts_t *scripts; /* borrowed */
+    uv_idle_t *idle;          /* owned; freed by its close callback */
+    unsigned max;
+    batch_t *open[OPEN_MAX]; /* oldest first */
+    size_t nopen;
+};
+
+static char **copy_args(int argc, const char *const *argv)
+{
+    size_t bytes = (size_t)argc * sizeof(char *);
+    for (int i = 0; i < argc; i++)
+        bytes += strlen(argv[i]) + 1;
+    char **out = seatd_malloc(bytes ? bytes : 1);
+    char *p = (char *)(out + argc);
+    for (int i = 0; i < argc; i++) {
+        size_t len = strlen(argv[i]) + 1;
+        memcpy(p, argv[i], len);
+        out[i] = p;
+        p += len;
+    }
+    return out;
+}
+
+static void on_sent_reply(const struct redisReply *reply, int err, void *data)
+{
+    sent_t *s = data;
+    int whole = err == 0 && seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_ARRAY &&
+                seatd_rds_reply_elements(reply) == s->n;
+    for (size_t i = 0; i < s->n; i++) {
+        if (whole)
+            s->to[i].cb(seatd_rds_reply_element(reply, i), 0, s->to[i].data);
+        else /* the call failed as a whole: each caller decodes the same error */
+            s->to[i].cb(reply, err, s->to[i].data);
+    }
+    free(s);
+}
+
+/* Sends batch 'bt' (taken: freed here) as one seatd_hold_batch call. */
+static void send_batch(seatd_hold_batch_t *b, batch_t *bt)
+{
+    size_t argc = 1, admitted = 0;
+    for (size_t i = 0; i < bt->n; i++) {
+        argc += 2 + (size_t)bt->items[i].argc;
+        admitted |= bt->items[i].admitted != 0;
+    }
+    const char **args = seatd_calloc(argc, sizeof(*args));
+    char(*counts)[SEATD_FMT_INT_MAX] = seatd_calloc(bt->n + 1, sizeof(*counts));
+    sent_t *s = seatd_malloc(sizeof(*s) + bt->n * sizeof(s->to[0]));
+    s->n = bt->n;
+    size_t at = 0;
+    seatd_fmt_uint(counts[bt->n], bt->n);
+    args[at++] = counts[bt->n];
+    for (size_t i = 0; i < bt->n; i++) {
+        item_t *it = &bt->items[i];
+        seatd_fmt_uint(counts[i], (unsigned long long)it->argc);
+        args[at++] = counts[i];
+        args[at++] = it->admitted ? "1" : "0";
+        for (int j = 0; j < it->argc; j++)
+            args[at++] = it->argv[j];
+        s->to[i].cb = it->cb;
+        s->to[i].data = it->data;
+    }
+    const char *keys[2] = {bt->key, bt->qkey};
+    int rc = seatd_scripts_fcall(b->scripts, "seatd_hold_batch", admitted ? 2 : 1, keys, (int)argc,
+                                 args, NULL, on_sent_reply, s);
+    free(counts);
+    free(args);
+    for (size_t i = 0; i < bt->n; i++)
+        free(bt->items[i].argv);
+    free(bt);
+    if (rc < 0)
+        on_sent_reply(NULL, rc, s);
+}
+
+/* Sends the oldest open batch. */
+static void send_oldest(seatd_hold_batch_t *b)
+{
+    batch_t *bt = b->open[0];
+    memmove(b->open, b->open + 1, (b->nopen - 1) * sizeof(b->open[0]));
+    b->nopen--;
+    send_batch(b, bt);
+}
+
+/* Early in the loop's next turn: whatever the last turn queued goes now. An idle handle,
+ * not a prepare one: the Redis client writes in a prepare callback (rds_uv.c) that must run
+ * after this, in the same turn, before the loop polls; and an active idle handle keeps the
+ * loop from blocking while something is queued. */
+static void on_idle(uv_idle_t *h)
+{
+    seatd_hold_batch_t *b = h->data;
+    while (b->nopen > 0)
+        send_oldest(b);
+    uv_idle_stop(h);
+}
+
+seatd_hold_batch_t *seatd_hold_batch_new(uv_loop_t *loop, seatd_scripts_t *scripts, unsigned max)
+{
+    seatd_hold_batch_t *b = seatd_calloc(1, sizeof(*b));
+    b->scripts = scripts;
+    b->max = max < 2 ? 2 : max > SEATD_HOLD_BATCH_MAX ? SEATD_HOLD_BATCH_MAX : max;
+    b->idle = seatd_calloc(1, sizeof(*b->idle));
+    uv_idle_init(loop, b->idle);
+    b->idle->data = b;
+    return b;
+}
+
+int seatd_hold_batch_add(seatd_hold_batch_t *b, const char *meta_key, const char *qadmit_key,
+                         int argc, const char *const *argv, seatd_rds_reply_cb cb, void *data)
+{
+    batch_t *bt = NULL;
+    for (size_t i = 0; i < b->nopen && bt == NULL; i++)
+        if (strcmp(b->open[i]->key, meta_key) == 0)
+            bt = b->open[i];
+    if (bt == NULL) {
+        if (b->nopen == OPEN_MAX)
+            send_oldest(b);
+        bt = seatd_calloc(1, sizeof(*bt));
+        seatd_fmt_copy(bt->key, sizeof(bt->key), meta_key);
+        b->open[b->nopen++] = bt;
+    }
+    if (qadmit_key != NULL && bt->qkey[0] == '\0')
+        seatd_fmt_copy(bt->qkey, sizeof(bt->qkey), qadmit_key);
+    item_t *it = &bt->items[bt->n++];
+    it->cb = cb;
+    it->data = data;
+    it->admitted = qadmit_key != NULL;
+    it->argc = argc;
+    it->argv = copy_args(argc, argv);
+    if (bt->n >= b->max) {
+        for (size_t i = 0; i < b->nopen; i++)
+            if (b->open[i] == bt) {
+                memmove(b->open + i, b->open + i + 1, (b->nopen - i - 1) * sizeof(b->open[0]));
+                b->nopen--;
+                break;
+            }
+        send_batch(b, bt);
+    } else if (!uv_is_active((uv_handle_t *)b->idle)) {
+        uv_idle_start(b->idle, on_idle);
+    }
+    return 0;
+}
+
+static void on_idle_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+void seatd_hold_batch_free(seatd_hold_batch_t *b)
+{
+    if (b == NULL)
+        return;
+    for (size_t i = 0; i < b->nopen; i++) {
+        batch_t *bt = b->open[i];
+        for (size_t j = 0; j < bt->n; j++) {
+            bt->items[j].cb(NULL, SEATD_ESHUTDOWN, bt->items[j].data);
+            free(bt->items[j].argv);
+        }
+        free(bt);
+    }
+    uv_close((uv_handle_t *)b->idle, on_idle_closed);
+    free(b);
+}
