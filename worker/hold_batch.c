@@ -63,17 +63,36 @@ static char **copy_args(int argc, const char *const *argv)
     return out;
 }
 
+/* The batch whose callbacks are running: its element shared by every request. */
+static const struct redisReply *running_shared;
+
+const struct redisReply *seatd_hold_batch_shared(void)
+{
+    return running_shared;
+}
+
 static void on_sent_reply(const struct redisReply *reply, int err, void *data)
 {
     sent_t *s = data;
+    size_t elements = seatd_rds_reply_elements(reply);
     int whole = err == 0 && seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_ARRAY &&
-                seatd_rds_reply_elements(reply) == s->n;
+                (elements == s->n || elements == s->n + 1);
+    const struct redisReply *shared = NULL;
+    if (whole && elements == s->n + 1) {
+        shared = seatd_rds_reply_element(reply, s->n);
+        whole = seatd_rds_reply_type(shared) == SEATD_RDS_REPLY_ARRAY;
+    }
+    const struct redisReply *outer = running_shared; /* a callback may run a batch's reply */
+    running_shared = whole ? shared : NULL;
     for (size_t i = 0; i < s->n; i++) {
         if (whole)
             s->to[i].cb(seatd_rds_reply_element(reply, i), 0, s->to[i].data);
-        else /* the call failed as a whole: each caller decodes the same error */
-            s->to[i].cb(reply, err, s->to[i].data);
+        else if (err || seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_ERROR)
+            s->to[i].cb(reply, err, s->to[i].data); /* failed whole: each decodes its error */
+        else
+            s->to[i].cb(NULL, SEATD_EPROTO, s->to[i].data); /* not a batch's answer */
     }
+    running_shared = outer;
     free(s);
 }
 

@@ -38,6 +38,11 @@ seatd_hold_batch_t *seatd_hold_batch_new(struct uv_loop_s *loop, seatd_scripts_t
 int seatd_hold_batch_add(seatd_hold_batch_t *b, const char *meta_key, const char *qadmit_key,
                          int argc, const char *const *argv, seatd_rds_reply_cb cb, void *data);
 
+/* While the callbacks of a batch's reply run: the element the batch answers for all its
+ * requests, {"booked", <bitmap>, "held", <bitmap>} when one was refused (a refusal in a batch
+ * carries no bitmaps of its own); else NULL. Borrowed, valid during the callback. */
+const struct redisReply *seatd_hold_batch_shared(void);
+
 /* Answers what is still queued with SEATD_ESHUTDOWN and frees 'b' (its handle is closed on
  * the loop's next turn). */
 void seatd_hold_batch_free(seatd_hold_batch_t *b);

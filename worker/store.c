@@ -464,6 +464,24 @@ static void decode_refusal(decoded_t *d)
             d->maps.held_len = res->lens[i];
         }
     }
+    /* In a batch the bitmaps come once, for all its refusals (hold_batch.h) */
+    const struct redisReply *shared = seatd_hold_batch_shared();
+    if (shared != NULL && d->maps.booked == NULL && d->maps.held == NULL) {
+        for (size_t i = 0; i + 1 < seatd_rds_reply_elements(shared); i += 2) {
+            const char *name = seatd_rds_reply_str(seatd_rds_reply_element(shared, i), NULL);
+            size_t len = 0;
+            const char *v = seatd_rds_reply_str(seatd_rds_reply_element(shared, i + 1), &len);
+            if (name == NULL || v == NULL)
+                continue;
+            if (strcmp(name, "booked") == 0) {
+                d->maps.booked = (const unsigned char *)v;
+                d->maps.booked_len = len;
+            } else if (strcmp(name, "held") == 0) {
+                d->maps.held = (const unsigned char *)v;
+                d->maps.held_len = len;
+            }
+        }
+    }
     d->refused = 1;
     decode_error(d, res->values[0], res->lens[0]);
     res->nfields = 0; /* a failure carries no fields */

@@ -92,6 +92,19 @@ Test(hold_batch, a_turn_of_holds_is_one_call_and_each_gets_its_own_answer)
     }
     cr_assert_eq(winners, 1);
     cr_assert_eq(conflicts, 5);
+    /* a refusal's alternatives come from the maps the batch answers once, as it leaves them:
+     * A3-A8 went to the loners in the same batch, so only A2 and A9 are free */
+    for (int i = 0; i < 6; i++) {
+        if (q[i].res.err == 0)
+            continue;
+        int alts = 0;
+        for (const char *at = strstr(q[i].res.detail, "alt="); at; at = strstr(at + 4, "alt=")) {
+            cr_assert(strncmp(at, "alt=A2", 6) == 0 || strncmp(at, "alt=A9", 6) == 0,
+                      "racer %d: %s", i, q[i].res.detail);
+            alts++;
+        }
+        cr_assert_gt(alts, 0, "racer %d has alternatives: %s", i, q[i].res.detail);
+    }
     cr_assert_eq(q[0].res.err, 0, "the first queued is decided first");
     for (int i = 6; i < 12; i++) {
         cr_assert_eq(q[i].res.err, 0, "loner %d: err %d %s", i, q[i].res.err, q[i].res.detail);
