@@ -166,7 +166,7 @@ local function refuse(p, changes, word, detail, asked, orphan_rule, shared)
     end
     local r = {'refused', word .. ' ' .. table.concat(detail, ' '), 'asked',
         table.concat(asked, ','), 'orphanRule', orphan_rule and '1' or '0'}
-    if shared.batch then
+    if shared and shared.batch then
         -- seatd_hold_batch answers the maps once, as the batch leaves them
         shared.refused = true
         return r
@@ -216,14 +216,15 @@ local function hold_generic(keys, args, req, pairs_in, shared)
     if not p then
         return fail('INVAL', 'bad show key')
     end
-    -- 'shared' (seatd_hold_batch): what the batch's earlier requests read, for the later ones
-    -- (a hold writes none of it; the clock is one instant for the whole batch)
-    shared = shared or {}
-    local meta = shared.meta
+    -- 'shared' (seatd_hold_batch, else nil): what the batch's earlier requests read, for the
+    -- later ones (a hold writes none of it; the clock is one instant for the whole batch)
+    local meta = shared and shared.meta
     if not meta then
         meta = redis.call('HMGET', keys[1], 'holdTtlMs', 'layoutHash', 'seatCount', 'startsAt',
             'salesCloseAt', 'orphanRule', 'queueOpensAt')
-        shared.meta = meta
+        if shared then
+            shared.meta = meta
+        end
     end
     local queued = meta[7] ~= false and meta[7] ~= nil
     local meta_ttl, layout_hash, seat_count = meta[1], meta[2], tonumber(meta[3])
@@ -305,10 +306,15 @@ local function hold_generic(keys, args, req, pairs_in, shared)
     end
 
     -- Sales close on Redis's clock, before any write.
-    if not shared.now then
-        shared.now, shared.now_text = now_ms_text()
+    local now, now_text
+    if shared and shared.now then
+        now, now_text = shared.now, shared.now_text
+    else
+        now, now_text = now_ms_text()
+        if shared then
+            shared.now, shared.now_text = now, now_text
+        end
     end
-    local now, now_text = shared.now, shared.now_text
     if close and now >= close then
         return fail('SALES_CLOSED', tostring(close))
     end
@@ -330,9 +336,12 @@ local function hold_generic(keys, args, req, pairs_in, shared)
     -- the limit check, after the refusals (a refused hold, the common answer in a rush, does
     -- not pay for them).
     local changes = {}
-    if not shared.reaped then
+    if not (shared and shared.reaped) then
         -- at one instant, a second pass finds nothing due unless the first stopped at its cap
-        shared.reaped = reap_due(p, now, REAP_BATCH, changes, now_text) < REAP_BATCH
+        local all = reap_due(p, now, REAP_BATCH, changes, now_text) < REAP_BATCH
+        if shared then
+            shared.reaped = all
+        end
     end
 
     -- The candidates, parsed only when needed (a named hold that is free and has no orphan
@@ -525,7 +534,10 @@ local function hold_batch(keys, args)
         return fail('INVAL', 'batch length')
     end
     local own, admitted = {keys[1]}, {keys[1], keys[2]}
-    local shared, out = {batch = true}, {}
+    -- every field the requests fill, made up front (no rehash as they are set)
+    local shared = {batch = true, meta = false, now = false, now_text = false, reaped = false,
+        refused = false}
+    local out = {}
     for i = 1, n do
         local s = starts[i]
         local a = {}
