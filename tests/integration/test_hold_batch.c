@@ -195,16 +195,16 @@ Test(hold_batch, a_malformed_batch_is_refused_whole_and_writes_nothing)
     th_str(c, version, sizeof(version), "GET {s:1}:ver");
     const char *bad[] = {
         /* n says 2, one request follows */
-        "FCALL seatd_hold_batch 1 {s:1}:meta 2 10 0 1-h%032d u1 0 0 %s %s named 1 A1 0",
+        "FCALL %s 1 {s:1}:meta 2 10 0 1-h%032d u1 0 0 %s %s named 1 A1 0",
         /* a request's count runs past the end */
-        "FCALL seatd_hold_batch 1 {s:1}:meta 1 11 0 1-h%032d u1 0 0 %s %s named 1 A1 0",
+        "FCALL %s 1 {s:1}:meta 1 11 0 1-h%032d u1 0 0 %s %s named 1 A1 0",
         /* an admitted request without KEYS[2] */
-        "FCALL seatd_hold_batch 1 {s:1}:meta 1 10 1 1-h%032d u1 0 0 %s %s named 1 A1 0",
+        "FCALL %s 1 {s:1}:meta 1 10 1 1-h%032d u1 0 0 %s %s named 1 A1 0",
         /* more requests than a batch may have */
-        "FCALL seatd_hold_batch 1 {s:1}:meta 65 10 0 1-h%032d u1 0 0 %s %s named 1 A1 0",
+        "FCALL %s 1 {s:1}:meta 65 10 0 1-h%032d u1 0 0 %s %s named 1 A1 0",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        redisReply *r = seatd_test_redis_command(c, bad[i], 7, "", hash);
+        redisReply *r = seatd_test_redis_command(c, bad[i], th_fn("seatd_hold_batch"), 7, "", hash);
         cr_assert(r != NULL && r->type == REDIS_REPLY_ERROR, "case %zu refused", i);
         cr_assert(strncmp(r->str, "INVAL", 5) == 0, "case %zu: %s", i, r->str);
         freeReplyObject(r);
@@ -216,8 +216,8 @@ Test(hold_batch, a_malformed_batch_is_refused_whole_and_writes_nothing)
     cr_assert_str_eq(now, version, "no version written");
     /* the same request well formed holds the seat */
     redisReply *r = seatd_test_redis_command(
-        c, "FCALL seatd_hold_batch 1 {s:1}:meta 1 10 0 1-h%032d u1 0 0 %s %s named 1 A1 0", 7, "",
-        hash);
+        c, "FCALL %s 1 {s:1}:meta 1 10 0 1-h%032d u1 0 0 %s %s named 1 A1 0",
+        th_fn("seatd_hold_batch"), 7, "", hash);
     cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_ARRAY, "the one answer is a hold");
     freeReplyObject(r);
