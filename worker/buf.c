@@ -132,3 +132,12 @@ void seatd_buf_free(seatd_buf_t *b)
     b->data = NULL;
     b->len = b->cap = 0;
 }
+
+void seatd_buf_json_member(seatd_buf_t *b, const char *name, const char *value)
+{
+    seatd_buf_puts(b, ",\"");
+    seatd_buf_puts(b, name);
+    seatd_buf_puts(b, "\":\"");
+    seatd_buf_json_escape(b, value, strlen(value));
+    seatd_buf_puts(b, "\"");
+}

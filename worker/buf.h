@@ -53,6 +53,9 @@ static inline int seatd_json_plain_byte(unsigned char ch)
 }
 /* Appends 's' (len bytes) as a JSON string body, escaped, without the surrounding quotes. */
 void seatd_buf_json_escape(seatd_buf_t *b, const char *s, size_t len);
+/* Appends ,"<name>":"<value, escaped>" ('name' needs no escaping): one member of an object
+ * written piece by piece. */
+void seatd_buf_json_member(seatd_buf_t *b, const char *name, const char *value);
 /* Drops the first 'n' bytes. */
 void seatd_buf_consume(seatd_buf_t *b, size_t n);
 /* Empties the buffer, keeping its allocation. */

@@ -637,16 +637,6 @@ void seatd_req_finish_json(seatd_req_t *r, int status, cJSON *root)
     free(text);
 }
 
-/* Appends ',"<name>":"<value, escaped>"' to 'b' ('name' needs no escaping). */
-static void put_json_member(seatd_buf_t *b, const char *name, const char *value)
-{
-    seatd_buf_puts(b, ",\"");
-    seatd_buf_puts(b, name);
-    seatd_buf_puts(b, "\":\"");
-    seatd_buf_json_escape(b, value, strlen(value));
-    seatd_buf_puts(b, "\"");
-}
-
 /* Whether 'name' is a standard member of a problem document or an earlier member of 'extra'
  * than 'it': such an extra member is left out, never overriding. */
 static int problem_member_taken(const cJSON *extra, const cJSON *it)
@@ -670,13 +660,13 @@ static void problem_text(seatd_buf_t *b, int err, const char *detail, const char
     seatd_buf_puts(b, "{\"type\":\"" PROBLEM_BASE);
     seatd_buf_puts(b, seatd_err_type(err));
     seatd_buf_puts(b, "\"");
-    put_json_member(b, "title", seatd_err_message(err));
+    seatd_buf_json_member(b, "title", seatd_err_message(err));
     seatd_buf_puts(b, ",\"status\":");
     seatd_buf_put_uint(b, (unsigned)seatd_err_http_status(err));
     if (detail)
-        put_json_member(b, "detail", detail);
+        seatd_buf_json_member(b, "detail", detail);
     if (instance)
-        put_json_member(b, "instance", instance);
+        seatd_buf_json_member(b, "instance", instance);
     if (cJSON_IsObject(extra)) {
         for (const cJSON *it = extra->child; it; it = it->next) {
             if (it->string == NULL || problem_member_taken(extra, it))

@@ -346,16 +346,6 @@ static void conn_write(seatd_conn_t *c, seatd_buf_t *b)
  * The pipeline: route -> auth -> handler; finish -> log -> stats
  * ---------------------------------------------------------------------------------------- */
 
-/* Appends ,"name":"<s>" to 'b', 's' escaped (a plain string is one copy). */
-static void put_member(seatd_buf_t *b, const char *name, const char *s)
-{
-    seatd_buf_puts(b, ",\"");
-    seatd_buf_puts(b, name);
-    seatd_buf_puts(b, "\":\"");
-    seatd_buf_json_escape(b, s, strlen(s));
-    seatd_buf_puts(b, "\"");
-}
-
 /* One line per request; 'answer' is the status a client that went away would have got (0
  * when the client is still there). Written member by member (no printf per request), the
  * duration from whole microseconds (no floating-point formatting). */
@@ -368,9 +358,9 @@ static void log_request(seatd_req_t *r, int status, double seconds, int answer)
     long long us = seconds > 0 ? (long long)(seconds * 1e6 + 0.5) : 0;
     const seatd_route_t *rt = seatd_req_route(r);
     const seatd_principal_t *who = seatd_req_principal(r);
-    put_member(b, "method", seatd_req_method(r));
-    put_member(b, "path", seatd_req_path(r));
-    put_member(b, "route", rt ? rt->name : "");
+    seatd_buf_json_member(b, "method", seatd_req_method(r));
+    seatd_buf_json_member(b, "path", seatd_req_path(r));
+    seatd_buf_json_member(b, "route", rt ? rt->name : "");
     seatd_buf_puts(b, ",\"status\":");
     seatd_buf_put_uint(b, (unsigned)status);
     seatd_buf_puts(b, ",\"ms\":");
@@ -378,7 +368,7 @@ static void log_request(seatd_req_t *r, int status, double seconds, int answer)
     char frac[5] = {'.', (char)('0' + us / 100 % 10), (char)('0' + us / 10 % 10),
                     (char)('0' + us % 10), '\0'};
     seatd_buf_puts(b, frac);
-    put_member(b, "user", who ? who->sub : "");
+    seatd_buf_json_member(b, "user", who ? who->sub : "");
     if (answer) {
         seatd_buf_puts(b, ",\"outcome\":\"client_gone\",\"answer\":");
         seatd_buf_put_uint(b, (unsigned)answer);
