@@ -250,9 +250,9 @@ local function hold_generic(keys, args, req, pairs_in, shared)
         return fail('INVAL', 'layout mismatch')
     end
     local best = req and req.mode == 'best'
-    -- idx: the bits as numbers; arg: the same as redis.call arguments (the worker's text when
-    -- it is the canonical decimal: a number would be formatted with "%.14g" on every call)
-    local seats, idx, arg, bit_seen = {}, {}, {}, {}
+    -- arg: the seats' bits as redis.call arguments (the worker's text when it is the canonical
+    -- decimal: a number would be formatted with "%.14g" on every call)
+    local seats, arg, bit_seen = {}, {}, {}
     local fingerprint
     if best then
         if req.count < 1 or req.count > MAX_SEATS_PER_HOLD then
@@ -281,7 +281,6 @@ local function hold_generic(keys, args, req, pairs_in, shared)
             end
             bit_seen[bit] = true
             seats[i] = seat
-            idx[i] = bit
             arg[i] = (pair[2] == '0' or string.find(pair[2], '^[1-9]%d*$')) and pair[2] or bit
         end
         fingerprint = table.concat(seats, ',')
@@ -374,7 +373,6 @@ local function hold_generic(keys, args, req, pairs_in, shared)
         end
         for i, it in ipairs(chosen) do
             seats[i] = it[1]
-            idx[i] = it[2]
             arg[i] = it[2]
         end
     else
