@@ -28,6 +28,7 @@ typedef struct batch_s {
     char qkey[SEATD_KEY_MAX]; /* its qadmit key, "" until an admitted hold comes */
     size_t n;
     item_t items[SEATD_HOLD_BATCH_MAX];
+    char counts[SEATD_HOLD_BATCH_MAX + 1][SEATD_FMT_INT_MAX]; /* the call's numbers, as text */
 } batch_t;
 
 /* A batch on its way: who waits for which element of the reply. */
@@ -45,7 +46,32 @@ struct seatd_hold_batch_s {
     unsigned max;
     batch_t *open[OPEN_MAX]; /* oldest first */
     size_t nopen;
+    /* Reused from batch to batch: a batch (4 KB) and its argument list are large enough
+     * that allocating them each time made malloc consolidate its free lists each time. */
+    batch_t *spare[OPEN_MAX];
+    size_t nspare;
+    const char **args;
+    size_t args_cap;
 };
+
+static batch_t *batch_take(seatd_hold_batch_t *b)
+{
+    if (b->nspare > 0)
+        return b->spare[--b->nspare];
+    return seatd_calloc(1, sizeof(batch_t));
+}
+
+/* Returns 'bt' (its items' arguments already freed) for the next batch. */
+static void batch_put(seatd_hold_batch_t *b, batch_t *bt)
+{
+    if (b->nspare == OPEN_MAX) {
+        free(bt);
+        return;
+    }
+    bt->n = 0;
+    bt->qkey[0] = '\0';
+    b->spare[b->nspare++] = bt;
+}
 
 static char **copy_args(int argc, const char *const *argv)
 {
@@ -96,7 +122,7 @@ static void on_sent_reply(const struct redisReply *reply, int err, void *data)
     free(s);
 }
 
-/* Sends batch 'bt' (taken: freed here) as one seatd_hold_batch call. */
+/* Sends batch 'bt' (taken: returned to the spares here) as one seatd_hold_batch call. */
 static void send_batch(seatd_hold_batch_t *b, batch_t *bt)
 {
     size_t argc = 1, admitted = 0;
@@ -104,8 +130,12 @@ static void send_batch(seatd_hold_batch_t *b, batch_t *bt)
         argc += 2 + (size_t)bt->items[i].argc;
         admitted |= bt->items[i].admitted != 0;
     }
-    const char **args = seatd_calloc(argc, sizeof(*args));
-    char(*counts)[SEATD_FMT_INT_MAX] = seatd_calloc(bt->n + 1, sizeof(*counts));
+    if (argc > b->args_cap) {
+        b->args = seatd_realloc(b->args, argc * sizeof(*b->args));
+        b->args_cap = argc;
+    }
+    const char **args = b->args;
+    char(*counts)[SEATD_FMT_INT_MAX] = bt->counts;
     sent_t *s = seatd_malloc(sizeof(*s) + bt->n * sizeof(s->to[0]));
     s->n = bt->n;
     size_t at = 0;
@@ -124,11 +154,9 @@ static void send_batch(seatd_hold_batch_t *b, batch_t *bt)
     const char *keys[2] = {bt->key, bt->qkey};
     int rc = seatd_scripts_fcall(b->scripts, "seatd_hold_batch", admitted ? 2 : 1, keys, (int)argc,
                                  args, NULL, on_sent_reply, s);
-    free(counts);
-    free(args);
     for (size_t i = 0; i < bt->n; i++)
         free(bt->items[i].argv);
-    free(bt);
+    batch_put(b, bt);
     if (rc < 0)
         on_sent_reply(NULL, rc, s);
 }
@@ -175,7 +203,7 @@ int seatd_hold_batch_add(seatd_hold_batch_t *b, const char *meta_key, const char
     if (bt == NULL) {
         if (b->nopen == OPEN_MAX)
             send_oldest(b);
-        bt = seatd_calloc(1, sizeof(*bt));
+        bt = batch_take(b);
         seatd_fmt_copy(bt->key, sizeof(bt->key), meta_key);
         b->open[b->nopen++] = bt;
     }
@@ -218,6 +246,9 @@ void seatd_hold_batch_free(seatd_hold_batch_t *b)
         }
         free(bt);
     }
+    for (size_t i = 0; i < b->nspare; i++)
+        free(b->spare[i]);
+    free(b->args);
     uv_close((uv_handle_t *)b->idle, on_idle_closed);
     free(b);
 }
