@@ -104,6 +104,19 @@ local function parse_block(s, seat_count)
     return b
 end
 
+-- The candidate texts 'texts' (nil: none) parsed; nil when one is malformed.
+local function parse_blocks(texts, seat_count)
+    local out = {}
+    for _, text in ipairs(texts or {}) do
+        local b = parse_block(text, seat_count)
+        if not b then
+            return nil
+        end
+        out[#out + 1] = b
+    end
+    return out
+end
+
 -- Whether seat 'item' ({id, bit}) is taken: in 'mine', booked, or held by its seat key.
 local function is_taken(p, item, mine)
     if mine[item[1]] then
@@ -158,14 +171,15 @@ local function block_fits(p, b, mine, orphan_rule)
 end
 
 -- A named hold of seatd_hold_sell refused with 'word' (CONFLICT or ORPHAN_SEAT) for the seats
--- 'detail': the reaping done is published first, then the refusal with the seats asked and
--- the show's two bitmaps as they are now (see the header).
+-- 'detail': the reaping done is published first, then the refusal with the seats asked
+-- ('asked', their ids joined by commas) and the show's two bitmaps as they are now (see the
+-- header).
 local function refuse(p, changes, word, detail, asked, orphan_rule, shared)
     if #changes > 0 then
         flush(p, changes)
     end
-    local r = {'refused', word .. ' ' .. table.concat(detail, ' '), 'asked',
-        table.concat(asked, ','), 'orphanRule', orphan_rule and '1' or '0'}
+    local r = {'refused', word .. ' ' .. table.concat(detail, ' '), 'asked', asked,
+        'orphanRule', orphan_rule and '1' or '0'}
     if shared and shared.batch then
         -- seatd_hold_batch answers the maps once, as the batch leaves them
         shared.refused = true
@@ -208,11 +222,24 @@ local function choose_best(p, cands, count, orphan_rule)
     return nil, false
 end
 
+local function by_seat_id(a, b)
+    return a[1] < b[1]
+end
+
 -- The shared body of seatd_hold and seatd_hold_sell. 'req' is nil (seatd_hold) or
--- {mode = 'named'|'best', fp = ARGV[7], count, cands = {unparsed candidate texts}}; 'pairs_in'
--- the seat/bit pairs (named).
-local function hold_generic(keys, args, req, pairs_in, shared)
-    local p, show_id = show_prefix(keys[1])
+-- {mode = 'named'|'best', fp = ARGV[7], count, cands = {unparsed candidate texts}}; the np
+-- seat/bit pairs (named) are args[pair_at], args[pair_at + 1], ...; 'base' (0 but in a
+-- batch) is where the request's own ARGV start in 'args'.
+local function hold_generic(keys, args, req, pair_at, np, shared, base)
+    local p, show_id
+    if shared and shared.p then
+        p, show_id = shared.p, shared.show_id -- the batch's one show
+    else
+        p, show_id = show_prefix(keys[1])
+        if shared then
+            shared.p, shared.show_id = p, show_id
+        end
+    end
     if not p then
         return fail('INVAL', 'bad show key')
     end
@@ -227,32 +254,32 @@ local function hold_generic(keys, args, req, pairs_in, shared)
         end
     end
     local queued = meta[7] ~= false and meta[7] ~= nil
-    local meta_ttl, layout_hash, seat_count = meta[1], meta[2], tonumber(meta[3])
+    local meta_ttl, layout_hash, seat_count = meta[1], meta[2], num(meta[3])
     local close = sales_close(meta[4], meta[5])
     local orphan_rule = meta[6] == 'block'
     if not meta_ttl then
         return fail('NOSHOW', keys[1])
     end
-    local hold_id, owner = args[1], args[2]
+    local hold_id, owner = args[base + 1], args[base + 2]
     if not hold_id or hold_id == '' or not owner or owner == '' then
         return fail('INVAL', 'hold id and owner are required')
     end
-    local ttl = tonumber(args[3]) or -1
+    local ttl = num(args[base + 3]) or -1
     if ttl == 0 then
-        ttl = tonumber(meta_ttl)
+        ttl = num(meta_ttl)
     end
-    local max_user = tonumber(args[4]) or -1
+    local max_user = num(args[base + 4]) or -1
     if ttl <= 0 or max_user < 0 then
         return fail('INVAL', 'ttl and max per user')
     end
-    local idem = args[5] or ''
-    if not layout_hash or args[6] ~= layout_hash or not seat_count then
+    local idem = args[base + 5] or ''
+    if not layout_hash or args[base + 6] ~= layout_hash or not seat_count then
         return fail('INVAL', 'layout mismatch')
     end
     local best = req and req.mode == 'best'
     -- arg: the seats' bits as redis.call arguments (the worker's text when it is the canonical
     -- decimal: a number would be formatted with "%.14g" on every call)
-    local seats, arg, bit_seen = {}, {}, {}
+    local seats, arg = {}, {}
     local fingerprint
     if best then
         if req.count < 1 or req.count > MAX_SEATS_PER_HOLD then
@@ -260,33 +287,62 @@ local function hold_generic(keys, args, req, pairs_in, shared)
         end
         fingerprint = req.fp
     else
-        if #pairs_in == 0 then
+        if np < 1 then
             return fail('EMPTY', 'no seats')
         end
-        if #pairs_in > MAX_SEATS_PER_HOLD then
-            return fail('TOOMANY', tostring(#pairs_in))
+        if np > MAX_SEATS_PER_HOLD then
+            return fail('TOOMANY', tostring(np))
         end
-        table.sort(pairs_in, function(a, b) return a[1] < b[1] end)
-        for i, pair in ipairs(pairs_in) do
-            local seat, bit = pair[1], tonumber(pair[2])
+        -- The pairs are read where they are in 'args'; the worker sends them sorted, and only
+        -- pairs out of order are copied out and sorted.
+        local sorted
+        for i = 2, np do
+            if not (args[pair_at + 2 * i - 4] < args[pair_at + 2 * i - 2]) then
+                sorted = {}
+                for k = 1, np do
+                    sorted[k] = {args[pair_at + 2 * k - 2], args[pair_at + 2 * k - 1]}
+                end
+                table.sort(sorted, by_seat_id)
+                break
+            end
+        end
+        local bit_seen = np > 8 and {} or nil
+        for i = 1, np do
+            local seat, btext
+            if sorted then
+                seat, btext = sorted[i][1], sorted[i][2]
+            else
+                seat, btext = args[pair_at + 2 * i - 2], args[pair_at + 2 * i - 1]
+            end
+            local bit = num(btext)
             if i > 1 and seats[i - 1] == seat then
                 return fail('DUPSEAT', seat)
             end
-            if pair[2] == '-' then
+            if btext == '-' then
                 return fail('UNKNOWN_SEAT', seat)
             end
-            if not bit or bit ~= math.floor(bit) or bit < 0 or bit >= seat_count
-                or bit_seen[bit] then
+            if not bit or bit ~= math.floor(bit) or bit < 0 or bit >= seat_count then
                 return fail('INVAL', 'bad bit for seat ' .. seat)
             end
-            bit_seen[bit] = true
+            if bit_seen then
+                if bit_seen[bit] then
+                    return fail('INVAL', 'bad bit for seat ' .. seat)
+                end
+                bit_seen[bit] = true
+            else
+                for j = 1, i - 1 do -- a bit twice? (a few seats: no table of those seen)
+                    if num(sorted and sorted[j][2] or args[pair_at + 2 * j - 1]) == bit then
+                        return fail('INVAL', 'bad bit for seat ' .. seat)
+                    end
+                end
+            end
             seats[i] = seat
-            arg[i] = (pair[2] == '0' or string.find(pair[2], '^[1-9]%d*$')) and pair[2] or bit
+            arg[i] = canonical_uint(btext) and btext or bit
         end
         fingerprint = table.concat(seats, ',')
     end
-    local idem_key = p .. ':idem:' .. owner .. ':' .. idem
-    if idem ~= '' then
+    local idem_key = idem ~= '' and p .. ':idem:' .. owner .. ':' .. idem
+    if idem_key then
         local rec = redis.call('GET', idem_key)
         if rec then
             local r = cjson.decode(rec)
@@ -346,21 +402,10 @@ local function hold_generic(keys, args, req, pairs_in, shared)
     -- The candidates, parsed only when needed (a named hold that is free and has no orphan
     -- rule never reads them) and after reaping, so they are judged on the live state.
     local cands
-    local function candidates()
-        if cands then
-            return cands
-        end
-        cands = {}
-        for _, text in ipairs(req and req.cands or {}) do
-            local b = parse_block(text, seat_count)
-            if not b then
-                return nil
-            end
-            cands[#cands + 1] = b
-        end
-        return cands
+    if best or orphan_rule then
+        cands = parse_blocks(req and req.cands, seat_count)
     end
-    if (best or orphan_rule) and not candidates() then
+    if (best or orphan_rule) and not cands then
         return fail_flush(p, changes, 'INVAL', 'bad candidate')
     end
 
@@ -385,7 +430,7 @@ local function hold_generic(keys, args, req, pairs_in, shared)
         end
         if #taken > 0 then
             if req then
-                return refuse(p, changes, 'CONFLICT', taken, seats, orphan_rule, shared)
+                return refuse(p, changes, 'CONFLICT', taken, fingerprint, orphan_rule, shared)
             end
             return fail_flush(p, changes, 'CONFLICT', table.concat(taken, ' '))
         end
@@ -400,7 +445,7 @@ local function hold_generic(keys, args, req, pairs_in, shared)
                 end
             end
             if #orphans > 0 then
-                return refuse(p, changes, 'ORPHAN_SEAT', orphans, seats, orphan_rule, shared)
+                return refuse(p, changes, 'ORPHAN_SEAT', orphans, fingerprint, orphan_rule, shared)
             end
         end
     end
@@ -447,7 +492,7 @@ local function hold_generic(keys, args, req, pairs_in, shared)
     if best then
         answer.fp = fingerprint
     end
-    if idem ~= '' then
+    if idem_key then
         redis.call('SET', idem_key, cjson.encode(answer), 'PX', IDEM_TTL_MS)
     end
     return reply_fields(answer, HOLD_FIELDS)
@@ -457,17 +502,20 @@ local function hold(keys, args)
     if (#args - 6) % 2 ~= 0 then
         return fail('INVAL', 'seat and bit pairs')
     end
-    local pairs_in = {}
-    for i = 7, #args, 2 do
-        pairs_in[#pairs_in + 1] = {args[i], args[i + 1]}
-    end
-    return hold_generic(keys, args, nil, pairs_in)
+    return hold_generic(keys, args, nil, 7, (#args - 6) / 2, nil, 0)
 end
 
-local function hold_sell(keys, args, shared)
-    local fp = args[7] or ''
-    local np = tonumber(args[8] or '')
-    if not np or np < 0 or np ~= math.floor(np) or #args < 8 + 2 * np then
+-- 'shared', 'base' and 'nargs': a batch's request is ARGV[base + 1 .. base + nargs] of the
+-- batch (no copy); a call of its own has base 0 and nargs #args.
+local function hold_sell(keys, args, shared, base, nargs)
+    base = base or 0
+    nargs = nargs or #args
+    if nargs < 8 then
+        return fail('INVAL', 'request and pairs')
+    end
+    local fp = args[base + 7] or ''
+    local np = num(args[base + 8] or '')
+    if not np or np < 0 or np ~= math.floor(np) or nargs < 8 + 2 * np then
         return fail('INVAL', 'request and pairs')
     end
     local req = {fp = fp, cands = {}}
@@ -478,16 +526,12 @@ local function hold_sell(keys, args, shared)
         if not count or np ~= 0 then
             return fail('INVAL', 'request')
         end
-        req.mode, req.count = 'best', tonumber(count)
+        req.mode, req.count = 'best', num(count)
     end
-    local pairs_in = {}
-    for i = 9, 8 + 2 * np, 2 do
-        pairs_in[#pairs_in + 1] = {args[i], args[i + 1]}
-    end
-    for i = 9 + 2 * np, #args do
+    for i = base + 9 + 2 * np, base + nargs do
         req.cands[#req.cands + 1] = args[i]
     end
-    return hold_generic(keys, args, req, pairs_in, shared)
+    return hold_generic(keys, args, req, base + 9, np, shared, base)
 end
 
 --[[
@@ -512,20 +556,20 @@ of Redis's time per refused hold when a show opens.
   Errors   INVAL (the batch's shape: nothing was decided)
 ]]
 local function hold_batch(keys, args)
-    local n = tonumber(args[1])
+    local n = num(args[1])
     if not n or n < 1 or n > HOLD_BATCH_MAX or n ~= math.floor(n) then
         return fail('INVAL', 'batch size')
     end
     -- The shape first: no request is decided unless every one is well formed.
-    local starts, at = {}, 2
+    local starts, counts, at = {}, {}, 2
     for i = 1, n do
-        local c = tonumber(args[at])
+        local c = num(args[at])
         if not c or c < 0 or c ~= math.floor(c) or at + 1 + c > #args
             or (args[at + 1] ~= '0' and args[at + 1] ~= '1')
             or (args[at + 1] == '1' and not keys[2]) then
             return fail('INVAL', 'batch request ' .. i)
         end
-        starts[i] = at
+        starts[i], counts[i] = at, c
         at = at + 2 + c
     end
     if at ~= #args + 1 then
@@ -538,11 +582,7 @@ local function hold_batch(keys, args)
     local out = {}
     for i = 1, n do
         local s = starts[i]
-        local a = {}
-        for j = 1, tonumber(args[s]) do
-            a[j] = args[s + 1 + j]
-        end
-        out[i] = hold_sell(args[s + 1] == '1' and admitted or own, a, shared)
+        out[i] = hold_sell(args[s + 1] == '1' and admitted or own, args, shared, s + 1, counts[i])
     end
     if shared.refused then
         local p = show_prefix(keys[1])

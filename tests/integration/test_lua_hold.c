@@ -323,10 +323,69 @@ Test(lua_hold, refuses_bits_from_another_layout_or_out_of_range_and_changes_noth
     cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR);
     cr_expect(strncmp(rep->str, "INVAL", 5) == 0, "%s", rep->str);
     freeReplyObject(rep);
+    /* ... among nine seats (the script keeps a table of the bits seen past eight), and with
+     * the pairs out of order (the script sorts them) */
+    static const char *const nine[][18] = {
+        {"C1", "0", "C2", "1", "C3", "2", "C4", "3", "C5", "4", "C6", "5", "C7", "6", "C8", "7",
+         "C9", "7"},
+        {"C9", "8", "C2", "1", "C3", "2", "C4", "3", "C5", "4", "C6", "5", "C7", "6", "C8", "7",
+         "C1", "8"},
+    };
+    for (size_t k = 0; k < 2; k++) {
+        const char *many[10 + 18];
+        memcpy(many, argv, 10 * sizeof(*many));
+        memcpy(many + 10, nine[k], sizeof(nine[k]));
+        rep = redisCommandArgv(c, 28, many, NULL);
+        cr_assert(rep != NULL && rep->type == REDIS_REPLY_ERROR, "case %zu accepted", k);
+        cr_expect(strncmp(rep->str, "INVAL", 5) == 0, "case %zu: %s", k, rep->str);
+        freeReplyObject(rep);
+    }
     char *after = th_snapshot(c);
     cr_assert_str_eq(after, before, "a refused hold changed the keyspace");
     free(before);
     free(after);
+    redisFree(c);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+/* The worker sends the pairs sorted by seat id; pairs out of order are sorted by the script:
+ * the hold, its seat list and its bits come out the same. */
+Test(lua_hold, pairs_out_of_order_are_sorted_before_the_hold_is_made)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
+    redisContext *c = seatd_test_redis_connect();
+    char hash[80];
+    cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
+    const char *argv[] = {"FCALL",
+                          th_fn("seatd_hold"),
+                          "1",
+                          "{s:1}:meta",
+                          "1-h00000000000000000007",
+                          "bob",
+                          "0",
+                          "0",
+                          "",
+                          hash,
+                          "C3",
+                          "2",
+                          "C1",
+                          "0",
+                          "C2",
+                          "1"};
+    redisReply *rep = redisCommandArgv(c, 16, argv, NULL);
+    cr_assert(rep != NULL && rep->type == REDIS_REPLY_ARRAY, "%s", rep && rep->str ? rep->str : "");
+    const char *seat_ids = NULL;
+    for (size_t i = 0; i + 1 < rep->elements; i += 2)
+        if (strcmp(rep->element[i]->str, "seatIds") == 0)
+            seat_ids = rep->element[i + 1]->str;
+    cr_assert_str_eq(seat_ids, "C1,C2,C3");
+    freeReplyObject(rep);
+    char v[64];
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:hold:1-h00000000000000000007 bits"), 1);
+    cr_assert_str_eq(v, "0,1,2");
+    cr_assert_eq(th_int(c, "BITCOUNT {s:1}:held"), 3);
     redisFree(c);
     cr_assert_eq(th_close(&t), 0);
 }
