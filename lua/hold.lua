@@ -178,13 +178,15 @@ local function refuse(p, changes, word, detail, asked, orphan_rule, shared)
     if #changes > 0 then
         flush(p, changes)
     end
+    if shared and shared.batch then
+        -- seatd_hold_batch answers the maps once, as the batch leaves them, and a refusal as
+        -- one text (see there)
+        shared.refused = true
+        return 'refused ' .. (orphan_rule and '1' or '0') .. '\n' .. word .. ' '
+            .. table.concat(detail, ' ') .. '\n' .. asked
+    end
     local r = {'refused', word .. ' ' .. table.concat(detail, ' '), 'asked', asked,
         'orphanRule', orphan_rule and '1' or '0'}
-    if shared and shared.batch then
-        -- seatd_hold_batch answers the maps once, as the batch leaves them
-        shared.refused = true
-        return r
-    end
     local maps = redis.call('MGET', p .. ':booked', p .. ':held')
     r[#r + 1], r[#r + 2], r[#r + 3], r[#r + 4] = 'booked', maps[1] or '', 'held', maps[2] or ''
     return r
@@ -549,10 +551,13 @@ of Redis's time per refused hold when a show opens.
   then n requests, each: c, its number of arguments; "1" when KEYS[2] applies to it (the
            worker verified its admission), else "0"; its c arguments (seatd_hold_sell's ARGV)
   Returns  an array of n replies in order, each what seatd_hold_sell answers it (an error
-           reply element for an error), except that a refusal carries no bitmaps: when any
-           request was refused, one more element follows, {"booked", <bitmap>, "held",
-           <bitmap>}, the show's maps as the batch leaves them (a 2,000-seat show's are
-           500 bytes, a stadium's 20 KB: once per batch, not once per refusal)
+           reply element for an error), except that a refusal (CONFLICT, ORPHAN_SEAT) is one
+           text, "refused <orphanRule 0|1>\n<WORD> <seat…>\n<the seats asked, comma-joined>"
+           (a seven-element array cost Redis and the worker more than the refusal's checks),
+           and carries no bitmaps: when any request was refused, one more element follows,
+           {"booked", <bitmap>, "held", <bitmap>}, the show's maps as the batch leaves them (a
+           2,000-seat show's are 500 bytes, a stadium's 20 KB: once per batch, not once per
+           refusal)
   Errors   INVAL (the batch's shape: nothing was decided)
 ]]
 local function hold_batch(keys, args)

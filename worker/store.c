@@ -444,6 +444,28 @@ static void decode_error(decoded_t *d, const char *s, size_t len)
         seatd_layout_cache_clear();
 }
 
+/* In a batch the bitmaps come once, for all its refusals (hold_batch.h). */
+static void refusal_maps_from_batch(decoded_t *d)
+{
+    const struct redisReply *shared = seatd_hold_batch_shared();
+    if (shared == NULL || d->maps.booked != NULL || d->maps.held != NULL)
+        return;
+    for (size_t i = 0; i + 1 < seatd_rds_reply_elements(shared); i += 2) {
+        const char *name = seatd_rds_reply_str(seatd_rds_reply_element(shared, i), NULL);
+        size_t len = 0;
+        const char *v = seatd_rds_reply_str(seatd_rds_reply_element(shared, i + 1), &len);
+        if (name == NULL || v == NULL)
+            continue;
+        if (strcmp(name, "booked") == 0) {
+            d->maps.booked = (const unsigned char *)v;
+            d->maps.booked_len = len;
+        } else if (strcmp(name, "held") == 0) {
+            d->maps.held = (const unsigned char *)v;
+            d->maps.held_len = len;
+        }
+    }
+}
+
 /* A refusal of seatd_hold_sell (lua/hold.lua refuse()): {"refused", "<WORD> <seat…>", "asked",
  * …, "orphanRule", …, "booked", <bitmap>, "held", <bitmap>} -> the error of its first value,
  * with the rest kept for propose_alternatives(). */
@@ -464,27 +486,33 @@ static void decode_refusal(decoded_t *d)
             d->maps.held_len = res->lens[i];
         }
     }
-    /* In a batch the bitmaps come once, for all its refusals (hold_batch.h) */
-    const struct redisReply *shared = seatd_hold_batch_shared();
-    if (shared != NULL && d->maps.booked == NULL && d->maps.held == NULL) {
-        for (size_t i = 0; i + 1 < seatd_rds_reply_elements(shared); i += 2) {
-            const char *name = seatd_rds_reply_str(seatd_rds_reply_element(shared, i), NULL);
-            size_t len = 0;
-            const char *v = seatd_rds_reply_str(seatd_rds_reply_element(shared, i + 1), &len);
-            if (name == NULL || v == NULL)
-                continue;
-            if (strcmp(name, "booked") == 0) {
-                d->maps.booked = (const unsigned char *)v;
-                d->maps.booked_len = len;
-            } else if (strcmp(name, "held") == 0) {
-                d->maps.held = (const unsigned char *)v;
-                d->maps.held_len = len;
-            }
-        }
-    }
+    refusal_maps_from_batch(d);
     d->refused = 1;
     decode_error(d, res->values[0], res->lens[0]);
     res->nfields = 0; /* a failure carries no fields */
+}
+
+/* A refusal within seatd_hold_batch's answer (lua/hold.lua refuse()), one text:
+ * "refused <orphanRule 0|1>\n<WORD> <seat…>\n<asked>" -> as decode_refusal(), the bitmaps
+ * from the batch. Returns 0, or SEATD_EPROTO when 's' is not one. */
+static int decode_refusal_text(decoded_t *d, const char *s, size_t len)
+{
+    static const char prefix[] = "refused ";
+    const size_t plen = sizeof(prefix) - 1;
+    if (len < plen + 2 || memcmp(s, prefix, plen) != 0 || (s[plen] != '0' && s[plen] != '1') ||
+        s[plen + 1] != '\n')
+        return SEATD_EPROTO;
+    const char *line = s + plen + 2, *end = s + len;
+    const char *nl = memchr(line, '\n', (size_t)(end - line));
+    if (nl == NULL || nl == line)
+        return SEATD_EPROTO;
+    d->orphan_rule = s[plen] == '1';
+    d->asked = nl + 1; /* the reply's last line: its end is the string's NUL */
+    refusal_maps_from_batch(d);
+    d->refused = 1;
+    decode_error(d, line, (size_t)(nl - line));
+    d->res.nfields = 0;
+    return 0;
 }
 
 /* An array of name/value pairs -> the raw fields. Returns 0 or SEATD_EPROTO. */
@@ -545,6 +573,11 @@ static void decode(decoded_t *d, const struct redisReply *r, int err, kind_t kin
         size_t len = 0;
         const char *s = seatd_rds_reply_str(r, &len);
         decode_error(d, s ? s : "", s ? len : 0);
+    } else if (type == SEATD_RDS_REPLY_STRING) {
+        size_t len = 0;
+        const char *s = seatd_rds_reply_str(r, &len);
+        if (s == NULL || decode_refusal_text(d, s, len) < 0)
+            d->res.err = SEATD_EPROTO;
     } else if (type != SEATD_RDS_REPLY_ARRAY) {
         d->res.err = SEATD_EPROTO;
     } else {

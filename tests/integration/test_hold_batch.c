@@ -222,6 +222,18 @@ Test(hold_batch, a_malformed_batch_is_refused_whole_and_writes_nothing)
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_ARRAY, "the one answer is a hold");
     freeReplyObject(r);
     cr_assert_eq(th_int(c, "EXISTS {s:1}:seat:A1"), 1);
+    /* a refusal in a batch is one text, and the batch's maps follow */
+    r = seatd_test_redis_command(c,
+                                 "FCALL %s 1 {s:1}:meta 1 10 0 1-h%032d u2 0 0 %s %s named 1 A1 0",
+                                 th_fn("seatd_hold_batch"), 8, "", hash);
+    cr_assert(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    cr_assert_eq(r->element[0]->type, REDIS_REPLY_STRING);
+    cr_assert_str_eq(r->element[0]->str, "refused 0\nCONFLICT A1\nA1");
+    cr_assert_eq(r->element[1]->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->element[1]->elements, 4, "booked, its map, held, its map");
+    cr_assert_str_eq(r->element[1]->element[2]->str, "held");
+    cr_assert_eq((unsigned char)r->element[1]->element[3]->str[0], 0x80, "A1 is bit 0");
+    freeReplyObject(r);
     redisFree(c);
     cr_assert_eq(th_close(&t), 0);
 }
