@@ -142,23 +142,29 @@ int seatd_router_match(seatd_route_t *table, size_t n, const char *method, const
     if (np < 0)
         return SEATD_ENOROUTE;
 
+    /* The routes of the request's method only; the others are walked only when none fits,
+     * to say which methods the path takes (405 and its Allow). */
     seatd_route_t *best = NULL;
     long best_score = -1;
-    int any = 0;
     for (size_t i = 0; i < n; i++) {
-        long score = match_score(&table[i], segs, np);
-        if (score < 0)
+        if (strcmp(table[i].method, method) != 0)
             continue;
-        any = 1;
-        allow_add(out->allow, sizeof(out->allow), table[i].method);
-        if (strcmp(table[i].method, "GET") == 0) /* the server answers HEAD for every GET */
-            allow_add(out->allow, sizeof(out->allow), "HEAD");
-        if (strcmp(table[i].method, method) == 0 && score > best_score) {
+        long score = match_score(&table[i], segs, np);
+        if (score > best_score) {
             best = &table[i];
             best_score = score;
         }
     }
     if (best == NULL) {
+        int any = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (match_score(&table[i], segs, np) < 0)
+                continue;
+            any = 1;
+            allow_add(out->allow, sizeof(out->allow), table[i].method);
+            if (strcmp(table[i].method, "GET") == 0) /* the server answers HEAD for every GET */
+                allow_add(out->allow, sizeof(out->allow), "HEAD");
+        }
         if (!any) {
             out->allow[0] = '\0';
             return SEATD_ENOROUTE;
