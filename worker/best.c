@@ -301,7 +301,13 @@ static int emit(seatd_best_list_t *out, const seatd_layout_t *l, const index_t *
     size_t cap = (count + 2 * SEATD_BEST_NEIGHBOURS) * 32 + 64, o = 0;
     char *p = seatd_malloc(cap);
     size_t s0 = x->seg[k], s1 = x->segend[k];
-    o += (size_t)snprintf(p, cap, "%c|%s|", kind, seatd_layout_seat(l, x->ord[k])->tier);
+    const char *tier = seatd_layout_seat(l, x->ord[k])->tier; /* at most 32 bytes */
+    size_t tier_len = strlen(tier);
+    p[o++] = kind;
+    p[o++] = '|';
+    memcpy(p + o, tier, tier_len);
+    o += tier_len;
+    p[o++] = '|';
     for (size_t j = 0; j < count; j++)
         o += put_seat(p + o, cap - o, l, x->ord[k + j], j > 0);
     p[o++] = '|';

@@ -621,7 +621,8 @@ static void propose_alternatives(decoded_t *d, const char *show_id)
     for (size_t i = 0; i < alts.n; i++) {
         if (b.len > 0)
             seatd_buf_puts(&b, " ");
-        seatd_buf_printf(&b, "alt=%s", alts.items[i]);
+        seatd_buf_puts(&b, "alt=");
+        seatd_buf_puts(&b, alts.items[i]);
     }
     seatd_best_list_free(&alts);
     /* detail and words again, from the longer text */
