@@ -171,7 +171,7 @@ local function block_fits(p, b, mine, orphan_rule)
 end
 
 -- A named hold of seatd_hold_sell refused with 'word' (CONFLICT or ORPHAN_SEAT) for the seats
--- 'detail': the reaping done is published first, then the refusal with the seats asked
+-- 'detail' (their ids, space-separated): the reaping done is published first, then the refusal with the seats asked
 -- ('asked', their ids joined by commas) and the show's two bitmaps as they are now (see the
 -- header).
 local function refuse(p, changes, word, detail, asked, orphan_rule, shared)
@@ -182,10 +182,10 @@ local function refuse(p, changes, word, detail, asked, orphan_rule, shared)
         -- seatd_hold_batch answers the maps once, as the batch leaves them, and a refusal as
         -- one text (see there)
         shared.refused = true
-        return 'refused ' .. (orphan_rule and '1' or '0') .. '\n' .. word .. ' '
-            .. table.concat(detail, ' ') .. '\n' .. asked
+        return 'refused ' .. (orphan_rule and '1' or '0') .. '\n' .. word .. ' ' .. detail .. '\n'
+            .. asked
     end
-    local r = {'refused', word .. ' ' .. table.concat(detail, ' '), 'asked', asked,
+    local r = {'refused', word .. ' ' .. detail, 'asked', asked,
         'orphanRule', orphan_rule and '1' or '0'}
     local maps = redis.call('MGET', p .. ':booked', p .. ':held')
     r[#r + 1], r[#r + 2], r[#r + 3], r[#r + 4] = 'booked', maps[1] or '', 'held', maps[2] or ''
@@ -229,9 +229,9 @@ local function by_seat_id(a, b)
 end
 
 -- The shared body of seatd_hold and seatd_hold_sell. 'req' is nil (seatd_hold) or
--- {mode = 'named'|'best', fp = ARGV[7], count, cands = {unparsed candidate texts}}; the np
--- seat/bit pairs (named) are args[pair_at], args[pair_at + 1], ...; 'base' (0 but in a
--- batch) is where the request's own ARGV start in 'args'.
+-- {mode = 'named'|'best', fp = ARGV[7], count, cands = {unparsed candidate texts} or nil};
+-- the np seat/bit pairs (named) are args[pair_at], args[pair_at + 1], ...; 'base' (0 but in
+-- a batch) is where the request's own ARGV start in 'args'.
 local function hold_generic(keys, args, req, pair_at, np, shared, base)
     local p, show_id
     if shared and shared.p then
@@ -423,18 +423,18 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
             arg[i] = it[2]
         end
     else
-        local taken = {}
+        local taken -- the taken seats' ids, space-separated (most often one: no table)
         for i, seat in ipairs(seats) do
             if redis.call('EXISTS', p .. ':seat:' .. seat) == 1
                 or redis.call('GETBIT', p .. ':booked', arg[i]) == 1 then
-                taken[#taken + 1] = seat
+                taken = taken and taken .. ' ' .. seat or seat
             end
         end
-        if #taken > 0 then
+        if taken then
             if req then
                 return refuse(p, changes, 'CONFLICT', taken, fingerprint, orphan_rule, shared)
             end
-            return fail_flush(p, changes, 'CONFLICT', table.concat(taken, ' '))
+            return fail_flush(p, changes, 'CONFLICT', taken)
         end
         if orphan_rule then
             local mine, orphans = {}, {}
@@ -447,7 +447,8 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
                 end
             end
             if #orphans > 0 then
-                return refuse(p, changes, 'ORPHAN_SEAT', orphans, fingerprint, orphan_rule, shared)
+                return refuse(p, changes, 'ORPHAN_SEAT', table.concat(orphans, ' '), fingerprint,
+                    orphan_rule, shared)
             end
         end
     end
@@ -520,7 +521,7 @@ local function hold_sell(keys, args, shared, base, nargs)
     if not np or np < 0 or np ~= math.floor(np) or nargs < 8 + 2 * np then
         return fail('INVAL', 'request and pairs')
     end
-    local req = {fp = fp, cands = {}}
+    local req = {fp = fp}
     if fp == 'named' then
         req.mode = 'named'
     else
@@ -530,8 +531,12 @@ local function hold_sell(keys, args, shared, base, nargs)
         end
         req.mode, req.count = 'best', num(count)
     end
-    for i = base + 9 + 2 * np, base + nargs do
-        req.cands[#req.cands + 1] = args[i]
+    if base + 9 + 2 * np <= base + nargs then
+        local cands = {}
+        for i = base + 9 + 2 * np, base + nargs do
+            cands[#cands + 1] = args[i]
+        end
+        req.cands = cands
     end
     return hold_generic(keys, args, req, base + 9, np, shared, base)
 end
