@@ -171,9 +171,9 @@ local function block_fits(p, b, mine, orphan_rule)
 end
 
 -- A named hold of seatd_hold_sell refused with 'word' (CONFLICT or ORPHAN_SEAT) for the seats
--- 'detail' (their ids, space-separated): the reaping done is published first, then the refusal with the seats asked
--- ('asked', their ids joined by commas) and the show's two bitmaps as they are now (see the
--- header).
+-- 'detail' (their ids, space-separated): the reaping done is published first, then the
+-- refusal with the seats asked ('asked', their ids joined by commas) and the show's two
+-- bitmaps as they are now (see the header).
 local function refuse(p, changes, word, detail, asked, orphan_rule, shared)
     if #changes > 0 then
         flush(p, changes)
