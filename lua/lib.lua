@@ -50,46 +50,42 @@ local function now_ms_text()
     return tonumber(text), text
 end
 
--- tonumber(s), remembered: Lua 5.1 converts a string with strtod, twice, which a profile of a
--- batch of refused holds found the largest single cost after the interpreter itself; the
--- texts a hold converts (bit numbers, ttls, counts, meta fields) are few and repeat. Same
--- answers as tonumber (a miss asks it); nil for nil. Bounded: forgotten whole at 4096 texts.
-local NUM_MEMO_MAX = 4096
-local num_memo, num_memo_n = {}, 0
-local function num(s)
-    if s == nil then
-        return nil
-    end
-    local n = num_memo[s]
-    if n == nil then
-        n = tonumber(s)
-        if n == nil then
+-- f(s) for a text 's', remembered: the texts a hold converts (bit numbers, ttls, counts, meta
+-- fields) are few and repeat. nil for nil, and whatever f answers nil for is not remembered.
+-- Bounded: forgotten whole at MEMO_MAX texts. (f is wrapped, not passed: the library's globals
+-- are not there while it loads.)
+local MEMO_MAX = 4096
+local function memoized(f)
+    local memo, n = {}, 0
+    return function(s)
+        if s == nil then
             return nil
         end
-        if num_memo_n >= NUM_MEMO_MAX then
-            num_memo, num_memo_n = {}, 0
+        local v = memo[s]
+        if v == nil then
+            v = f(s)
+            if v == nil then
+                return nil
+            end
+            if n >= MEMO_MAX then
+                memo, n = {}, 0
+            end
+            memo[s] = v
+            n = n + 1
         end
-        num_memo[s] = n
-        num_memo_n = num_memo_n + 1
+        return v
     end
-    return n
 end
 
+-- tonumber(s), remembered: Lua 5.1 converts a string with strtod, twice, which a profile of a
+-- batch of refused holds found the largest single cost after the interpreter itself.
+local num = memoized(function(s) return tonumber(s) end)
+
 -- Whether text 's' is a number as Redis and Lua both write it ("0", or digits without a
--- leading zero), so it can be passed to redis.call as given; remembered as num() is.
-local canon_memo, canon_memo_n = {}, 0
-local function canonical_uint(s)
-    local c = canon_memo[s]
-    if c == nil then
-        c = s == '0' or string.find(s, '^[1-9]%d*$') ~= nil
-        if canon_memo_n >= NUM_MEMO_MAX then
-            canon_memo, canon_memo_n = {}, 0
-        end
-        canon_memo[s] = c
-        canon_memo_n = canon_memo_n + 1
-    end
-    return c
-end
+-- leading zero), so it can be passed to redis.call as given.
+local canonical_uint = memoized(function(s)
+    return s == '0' or string.find(s, '^[1-9]%d*$') ~= nil
+end)
 
 -- The PXAT / PEXPIREAT value for a seat key of a hold that expires at 'expires_at': Redis
 -- keeps a key while now <= its deadline, and a hold is expired at expires_at.
