@@ -278,9 +278,10 @@ static const field_t *const kind_fields[KIND_COUNT] = {
 /* Storage behind a decoded result, freed after the callback. */
 typedef struct decoded_s {
     seatd_store_result_t res;      /* what the callback sees */
-    char *detail;                  /* owned copy of the error detail */
-    char *wordbuf;                 /* owned, the detail with spaces replaced by NULs */
-    const char **words;            /* owned array */
+    void *detail_block;            /* owned: the three below in one allocation (set_detail) */
+    char *detail;                  /* the error detail */
+    char *wordbuf;                 /* the detail with spaces replaced by NULs */
+    const char **words;            /* the words of the detail, pointing into wordbuf */
     const char **names;            /* owned array */
     const char **values;           /* owned array */
     size_t *lens;                  /* owned array */
@@ -295,9 +296,7 @@ typedef struct decoded_s {
 
 static void decoded_free(decoded_t *d)
 {
-    free(d->detail);
-    free(d->wordbuf);
-    free(d->words);
+    free(d->detail_block);
     free(d->names);
     free(d->values);
     free(d->lens);
@@ -393,6 +392,42 @@ static void decode_typed(decoded_t *d, kind_t kind)
 }
 
 /* An error reply "<WORD> detail…" (possibly "ERR <WORD> …") -> err, detail, words. */
+/* Sets the error detail of 'd' to 'text' ('len' bytes, or up to a NUL before) and its words
+ * (split at spaces), replacing any it had: the words, the detail and the copy the words point
+ * into are one allocation. */
+static void set_detail(decoded_t *d, const char *text, size_t len)
+{
+    len = strnlen(text, len);
+    size_t max_words = len / 2 + 1; /* words have a space between them */
+    char *block = seatd_malloc(max_words * sizeof(*d->words) + 2 * (len + 1));
+    const char **words = (const char **)(void *)block;
+    char *detail = block + max_words * sizeof(*words);
+    char *wordbuf = detail + len + 1;
+    memcpy(detail, text, len);
+    detail[len] = '\0';
+    memcpy(wordbuf, text, len);
+    wordbuf[len] = '\0';
+    size_t nw = 0;
+    char *q = wordbuf;
+    while (*q) {
+        while (*q == ' ')
+            *q++ = '\0';
+        if (*q == '\0')
+            break;
+        words[nw++] = q;
+        while (*q && *q != ' ')
+            q++;
+    }
+    free(d->detail_block); /* after the copy: 'text' may be the old detail */
+    d->detail_block = block;
+    d->detail = detail;
+    d->wordbuf = wordbuf;
+    d->words = words;
+    d->res.detail = detail;
+    d->res.words = words;
+    d->res.nwords = nw;
+}
+
 static void decode_error(decoded_t *d, const char *s, size_t len)
 {
     const char *p = s, *end = s + len;
@@ -420,23 +455,7 @@ static void decode_error(decoded_t *d, const char *s, size_t len)
     size_t rlen = (size_t)(end - rest);
     if (rlen == 1 && rest[0] == '-')
         rlen = 0; /* the scripts' "no detail" placeholder */
-    d->detail = seatd_strndup(rest, rlen);
-    d->wordbuf = seatd_strndup(rest, rlen);
-    d->words = seatd_calloc(rlen / 2 + 1, sizeof(*d->words));
-    size_t nw = 0;
-    char *q = d->wordbuf;
-    while (*q) {
-        while (*q == ' ')
-            *q++ = '\0';
-        if (*q == '\0')
-            break;
-        d->words[nw++] = q;
-        while (*q && *q != ' ')
-            q++;
-    }
-    d->res.detail = d->detail;
-    d->res.words = d->words;
-    d->res.nwords = nw;
+    set_detail(d, rest, rlen);
     /* The show's layout is not the one this worker cached (a show id re-created after a
      * flush): forget every cached layout so the next request reads the real one. Nothing
      * was written: the hold function checks the hash before its first write. */
@@ -604,19 +623,27 @@ static void propose_alternatives(decoded_t *d, const char *show_id)
     if (!d->refused || d->asked == NULL || l == NULL)
         return;
     const char *ids[SEATD_SEATS_MAX_PER_HOLD];
-    char *asked = seatd_strdup(d->asked);
+    char small[512]; /* the seats asked, split here unless they are longer */
+    size_t asked_len = strlen(d->asked);
+    char *asked =
+        asked_len < sizeof(small) ? memcpy(small, d->asked, asked_len + 1) : seatd_strdup(d->asked);
     size_t n = 0;
     for (char *save = NULL, *id = strtok_r(asked, ",", &save); id && n < SEATD_SEATS_MAX_PER_HOLD;
          id = strtok_r(NULL, ",", &save))
         ids[n++] = id;
     seatd_best_list_t alts = {0};
     seatd_best_alternatives(l, ids, n, &d->maps, d->orphan_rule, &alts);
-    free(asked);
+    if (asked != small)
+        free(asked);
     if (alts.n == 0) {
         seatd_best_list_free(&alts);
         return;
     }
+    size_t need = strlen(d->detail);
+    for (size_t i = 0; i < alts.n; i++)
+        need += strlen(alts.items[i]) + sizeof(" alt=");
     seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_reserve(&b, need);
     seatd_buf_puts(&b, d->detail);
     for (size_t i = 0; i < alts.n; i++) {
         if (b.len > 0)
@@ -625,20 +652,8 @@ static void propose_alternatives(decoded_t *d, const char *show_id)
         seatd_buf_puts(&b, alts.items[i]);
     }
     seatd_best_list_free(&alts);
-    /* detail and words again, from the longer text */
-    free(d->detail);
-    free(d->wordbuf);
-    free(d->words);
-    d->detail = seatd_buf_steal(&b, NULL);
-    d->wordbuf = seatd_strdup(d->detail);
-    d->words = seatd_calloc(strlen(d->wordbuf) / 2 + 1, sizeof(*d->words));
-    size_t nw = 0;
-    for (char *save = NULL, *w = strtok_r(d->wordbuf, " ", &save); w;
-         w = strtok_r(NULL, " ", &save))
-        d->words[nw++] = w;
-    d->res.detail = d->detail;
-    d->res.words = d->words;
-    d->res.nwords = nw;
+    set_detail(d, b.data, b.len); /* detail and words again, from the longer text */
+    seatd_buf_free(&b);
 }
 
 /* ---------------------------------------------------------------------- calling */
