@@ -587,8 +587,8 @@ local function hold_batch(keys, args)
     end
     local own, admitted = {keys[1]}, {keys[1], keys[2]}
     -- every field the requests fill, made up front (no rehash as they are set)
-    local shared = {batch = true, meta = false, now = false, now_text = false, reaped = false,
-        refused = false}
+    local shared = {batch = true, p = false, show_id = false, meta = false, now = false,
+        now_text = false, reaped = false, refused = false}
     local out = {}
     for i = 1, n do
         local s = starts[i]
