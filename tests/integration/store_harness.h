@@ -291,6 +291,20 @@ static inline int th_str(redisContext *c, char *out, size_t cap, const char *fmt
     return rc;
 }
 
+/* For tests that call the functions raw: opens 't', creates show "1" of the NULL-terminated
+ * 'seats' with holdTtlMs 'ttl_ms', connects to Redis directly ('*c', owned) and copies the
+ * show's layoutHash into 'hash'. Returns 0, or -1 when a step failed. */
+static inline int th_open_raw_show(th_t *t, const char *const *seats, long long ttl_ms,
+                                   redisContext **c, char *hash, size_t cap)
+{
+    if (th_open(t) != 0 || th_create_show(t, "1", seats, ttl_ms) != 0)
+        return -1;
+    *c = seatd_test_redis_connect();
+    if (*c == NULL)
+        return -1;
+    return th_str(*c, hash, cap, "HGET {s:1}:meta layoutHash") == 1 ? 0 : -1;
+}
+
 static int th_cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);

@@ -186,11 +186,9 @@ Test(hold_batch, an_idempotency_key_repeated_within_a_batch_replays_the_first_an
 Test(hold_batch, a_malformed_batch_is_refused_whole_and_writes_nothing)
 {
     th_t t;
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(th_create_show(&t, "1", house, 60000), 0);
-    redisContext *c = seatd_test_redis_connect();
+    redisContext *c;
     char hash[80];
-    cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
+    cr_assert_eq(th_open_raw_show(&t, house, 60000, &c, hash, sizeof(hash)), 0);
     char version[32] = "", now[32] = "";
     th_str(c, version, sizeof(version), "GET {s:1}:ver");
     const char *bad[] = {

@@ -279,11 +279,9 @@ static redisReply *hold_raw(redisContext *c, const char *id, const char *owner, 
 Test(lua_hold, refuses_bits_from_another_layout_or_out_of_range_and_changes_nothing)
 {
     th_t t;
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
-    redisContext *c = seatd_test_redis_connect();
+    redisContext *c;
     char hash[80], other[80];
-    cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
+    cr_assert_eq(th_open_raw_show(&t, seats10, 60000, &c, hash, sizeof(hash)), 0);
     snprintf(other, sizeof(other), "%s", hash);
     other[0] = other[0] == 'a' ? 'b' : 'a';
     char *before = th_snapshot(c);
@@ -353,11 +351,9 @@ Test(lua_hold, refuses_bits_from_another_layout_or_out_of_range_and_changes_noth
 Test(lua_hold, pairs_out_of_order_are_sorted_before_the_hold_is_made)
 {
     th_t t;
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
-    redisContext *c = seatd_test_redis_connect();
+    redisContext *c;
     char hash[80];
-    cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
+    cr_assert_eq(th_open_raw_show(&t, seats10, 60000, &c, hash, sizeof(hash)), 0);
     const char *argv[] = {"FCALL",
                           th_fn("seatd_hold"),
                           "1",
@@ -396,11 +392,9 @@ Test(lua_hold, pairs_out_of_order_are_sorted_before_the_hold_is_made)
 Test(lua_hold, a_reused_hold_id_is_refused_and_writes_nothing)
 {
     th_t t;
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
-    redisContext *c = seatd_test_redis_connect();
+    redisContext *c;
     char hash[80];
-    cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
+    cr_assert_eq(th_open_raw_show(&t, seats10, 60000, &c, hash, sizeof(hash)), 0);
     const char *id = "1-h000000000000000000a1";
     redisReply *rep = hold_raw(c, id, "alice", hash, "C1", "0");
     cr_assert(rep != NULL && rep->type == REDIS_REPLY_ARRAY, "the first hold is made");
@@ -554,11 +548,9 @@ Test(lua_hold, a_sales_close_before_the_start_is_kept_by_create_show_and_closes_
 {
     th_t t;
     th_res_t r = {0};
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(th_create_show(&t, "1", seats10, 60000), 0);
-    redisContext *c = seatd_test_redis_connect();
+    redisContext *c;
     char hash[80];
-    cr_assert_eq(th_str(c, hash, sizeof(hash), "HGET {s:1}:meta layoutHash"), 1);
+    cr_assert_eq(th_open_raw_show(&t, seats10, 60000, &c, hash, sizeof(hash)), 0);
     /* create_show.lua copies extra's salesCloseAt into the meta, and refuses one after the
      * start or not an integer. */
     long long close = redis_now_ms(c) + 300;

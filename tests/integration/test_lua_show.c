@@ -138,11 +138,9 @@ Test(lua_show, a_shared_layout_that_does_not_match_its_hash_is_never_used)
 {
     th_t t;
     th_res_t r = {0};
-    cr_assert_eq(th_open(&t), 0);
-    cr_assert_eq(th_create_show(&t, "1", seats3, 90000), 0);
-    redisContext *c = seatd_test_redis_connect();
+    redisContext *c;
     char h[80];
-    cr_assert_eq(th_str(c, h, sizeof(h), "HGET {s:1}:meta layoutHash"), 1);
+    cr_assert_eq(th_open_raw_show(&t, seats3, 90000, &c, h, sizeof(h)), 0);
     /* Someone rewrote the shared layout: B3 first. */
     redisReply *set = seatd_test_redis_command(
         c, "SET seatd:layout:%s %s", h,
