@@ -92,19 +92,11 @@ seatd_buf_t *seatd_log_begin(int level, const char *req, const char *msg)
     seatd_buf_puts(b, "\",\"level\":\"");
     seatd_buf_puts(b, level_names[level]);
     seatd_buf_puts(b, "\"");
-    if (worker_name[0]) {
-        seatd_buf_puts(b, ",\"worker\":\"");
-        seatd_buf_puts(b, worker_name);
-        seatd_buf_puts(b, "\"");
-    }
-    if (req && req[0]) {
-        seatd_buf_puts(b, ",\"req\":\"");
-        seatd_buf_json_escape(b, req, strlen(req));
-        seatd_buf_puts(b, "\"");
-    }
-    seatd_buf_puts(b, ",\"msg\":\"");
-    seatd_buf_json_escape(b, msg, strlen(msg));
-    seatd_buf_puts(b, "\"");
+    if (worker_name[0])
+        seatd_buf_json_member(b, "worker", worker_name);
+    if (req && req[0])
+        seatd_buf_json_member(b, "req", req);
+    seatd_buf_json_member(b, "msg", msg);
     return b;
 }
 
