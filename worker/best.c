@@ -506,12 +506,37 @@ typedef struct window_seg_s {
     uint32_t first, end;
 } window_seg_t;
 
-static int by_bound(const void *a, const void *b)
+/* Whether segment 'a' is visited before 'b': nearer, or as near and earlier. */
+static inline int seg_before(const window_seg_t *a, const window_seg_t *b)
 {
-    const window_seg_t *x = a, *y = b;
-    if (x->bound != y->bound)
-        return x->bound < y->bound ? -1 : 1;
-    return x->first < y->first ? -1 : x->first > y->first;
+    return a->bound < b->bound || (a->bound == b->bound && a->first < b->first);
+}
+
+/* Moves segs[i] down the binary min-heap segs[0..n) (seg_before() order) to its place. */
+static void seg_sift_down(window_seg_t *segs, size_t n, size_t i)
+{
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && seg_before(&segs[c + 1], &segs[c]))
+            c++;
+        if (!seg_before(&segs[c], &segs[i]))
+            return;
+        window_seg_t t = segs[i];
+        segs[i] = segs[c];
+        segs[c] = t;
+        i = c;
+    }
+}
+
+/* Takes the first segment (seg_before() order) off the heap segs[0..*n). */
+static window_seg_t seg_pop(window_seg_t *segs, size_t *n)
+{
+    window_seg_t top = segs[0];
+    segs[0] = segs[--*n];
+    seg_sift_down(segs, *n, 0);
+    return top;
 }
 
 /* The least squared distance from (nx, ny) of a point in box 'b' (least and greatest x, least
@@ -526,15 +551,47 @@ static double box_bound(const double *b, double nx, double ny)
     return dx * dx + dy * dy;
 }
 
+/* The places [first, end) of one segment unfit for 'w' as bits of 'win' (bit j: place
+ * first + j): of another tier ('other'), a space not asked for, or taken (the taken bits copied
+ * run by run from the show's bitmaps); every bit from end - first on is set. Returns the
+ * words of 'win' to search (one more, all ones, follows them). */
+static size_t segment_unfit(const index_t *x, const want_t *w, const seatd_best_hint_t *hint,
+                            const uint64_t *other, size_t first, size_t end, uint64_t *win)
+{
+    size_t span = end - first, nw = span / 64 + 1;
+    for (size_t i = 0; i < nw; i++) {
+        win[i] = word_bits(other, first + 64 * i);
+        if (!w->spaces)
+            win[i] |= word_bits(x->spacebits, first + 64 * i);
+    }
+    win[nw] = ~0ULL;
+    win[span / 64] |= ~0ULL >> (span % 64); /* past the segment: unfit */
+    if (hint == NULL)
+        return nw;
+    for (size_t p = first; p < end;) {
+        size_t e = x->runend[p] < end ? x->runend[p] : end;
+        for (size_t off = 0; off < e - p; off += 64) {
+            size_t at = x->ord[p] + off;
+            uint64_t v = map_bits(hint->held, hint->held_len, at) |
+                         map_bits(hint->booked, hint->booked_len, at);
+            size_t m = e - p - off;
+            window_or(win, p + off - first, v, m < 64 ? (unsigned)m : 64);
+        }
+        p = e;
+    }
+    return nw;
+}
+
 /*
  * choose() for one tier, no wheelchair space, over at most SCAN_WINDOW_MAX places (the
  * alternatives to a refused hold: most of the places around a hot seat are taken). The same
  * blocks, in the same order, with the same scores as block_ok() gives them, at a fraction of
- * the cost: the places unfit for a block (taken, of another tier, a space not asked for) are
- * one bitmap of the window, built 64 places at a time (the taken bits copied run by run from
- * the show's bitmaps, the others from the index), and only the starts inside its free runs
- * are judged. Scoring by distance, the segments are visited nearest first, and the scan
- * stops at the first whose nearest point is farther than the worst of 'max' blocks found.
+ * the cost: blocks never cross a segment, so the segments are visited one by one, and only
+ * the starts inside the free runs of a segment's bitmap of unfit places (segment_unfit(),
+ * built 64 places at a time) are judged. Scoring by distance, the segments are visited
+ * nearest first, from a heap, and the scan stops at the first whose nearest point is farther
+ * than the worst of 'max' blocks found: the bitmaps of the segments never visited are never
+ * built.
  */
 static size_t choose_window(const index_t *x, const want_t *w, const seatd_best_hint_t *hint,
                             pick_t *picks, size_t max, size_t k0, size_t k1)
@@ -543,27 +600,6 @@ static size_t choose_window(const index_t *x, const want_t *w, const seatd_best_
     if (other == NULL)
         return SIZE_MAX;
     size_t end = k1 + w->count - 1 < x->n ? k1 + w->count - 1 : x->n; /* places looked at */
-    size_t span = end - k0;
-    uint64_t win[WINDOW_WORDS + 1];
-    size_t nw = span / 64 + 1;
-    for (size_t i = 0; i < nw; i++) {
-        win[i] = word_bits(other, k0 + 64 * i);
-        if (!w->spaces)
-            win[i] |= word_bits(x->spacebits, k0 + 64 * i);
-    }
-    win[nw] = ~0ULL;
-    win[span / 64] |= ~0ULL >> (span % 64); /* past the window: unfit */
-    for (size_t p = k0; p < end;) {
-        size_t e = x->runend[p] < end ? x->runend[p] : end;
-        for (size_t off = 0; off < e - p; off += 64) {
-            size_t at = x->ord[p] + off;
-            uint64_t v = map_bits(hint ? hint->held : NULL, hint ? hint->held_len : 0, at) |
-                         map_bits(hint ? hint->booked : NULL, hint ? hint->booked_len : 0, at);
-            size_t m = e - p - off;
-            window_or(win, p + off - k0, v, m < 64 ? (unsigned)m : 64);
-        }
-        p = e;
-    }
     window_seg_t segs[SCAN_WINDOW_MAX];
     size_t ns = 0;
     for (size_t p = k0; p < end; p = x->segend[p]) {
@@ -574,18 +610,21 @@ static size_t choose_window(const index_t *x, const want_t *w, const seatd_best_
         segs[ns++] = (window_seg_t){bound, (uint32_t)p, (uint32_t)e};
     }
     if (w->near)
-        qsort(segs, ns, sizeof(*segs), by_bound);
+        for (size_t i = ns / 2; i-- > 0;)
+            seg_sift_down(segs, ns, i);
+    uint64_t win[WINDOW_WORDS + 1];
     size_t np = 0;
-    for (size_t i = 0; i < ns; i++) {
-        if (w->near && np == max && segs[i].bound > picks[np - 1].score)
+    for (size_t i = 0; w->near ? ns > 0 : i < ns; i++) {
+        window_seg_t seg = w->near ? seg_pop(segs, &ns) : segs[i];
+        if (w->near && np == max && seg.bound > picks[np - 1].score)
             break; /* no block of this segment or a later one can be picked */
-        size_t s1 = segs[i].end - k0;
-        for (size_t a = window_find(win, nw, segs[i].first - k0, 0); a < s1;
-             a = window_find(win, nw, a, 0)) {
-            size_t b = window_find(win, nw, a, 1); /* places [k0 + a, k0 + b) fit */
-            if (b > s1)
-                b = s1;
-            for (size_t k = k0 + a; k < k1 && k + w->count <= k0 + b; k++) {
+        size_t len = seg.end - seg.first;
+        size_t nw = segment_unfit(x, w, hint, other, seg.first, seg.end, win);
+        for (size_t a = window_find(win, nw, 0, 0); a < len; a = window_find(win, nw, a, 0)) {
+            size_t b = window_find(win, nw, a, 1); /* places [first + a, first + b) fit */
+            if (b > len)
+                b = len;
+            for (size_t k = seg.first + a; k < k1 && k + w->count <= seg.first + b; k++) {
                 if (k == w->skip || (w->no_strand && strands(x, hint, k, w->count)))
                     continue;
                 double score = 0, cx = 0, cy = 0; /* added as block_ok() adds them */

@@ -259,18 +259,44 @@ static seatd_layout_t *house_of(int mixed)
     return l;
 }
 
+/* A 2,000-seat house of 20 rows A..T of 100 seats without an aisle (a row is one segment of
+ * two 64-place words), the front 5 rows tier "front", the rest "back". */
+static seatd_layout_t *wide_house(void)
+{
+    seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_puts(&b, "[");
+    for (int r = 0; r < 20; r++)
+        for (int k = 1; k <= 100; k++)
+            seatd_buf_printf(&b,
+                             "%s{\"id\":\"%c%d\",\"row\":\"%c\",\"number\":%d,\"x\":%d,"
+                             "\"y\":%d,\"tier\":\"%s\"}",
+                             r + k > 1 ? "," : "", 'A' + r, k, 'A' + r, k, k, r,
+                             r < 5 ? "front" : "back");
+    seatd_buf_puts(&b, "]");
+    cJSON *arr = cJSON_Parse(b.data);
+    seatd_buf_free(&b);
+    cJSON *tiers = cJSON_Parse("{\"front\":9000,\"back\":5000}");
+    seatd_layout_t *l = NULL;
+    cr_assert_eq(seatd_layout_from_json(arr, tiers, &l, NULL, 0), 0);
+    cJSON_Delete(arr);
+    cJSON_Delete(tiers);
+    return l;
+}
+
 /* The windowed scan of the alternatives proposes exactly what the per-start scan does: the
  * same blocks in the same order, over houses from empty to nearly full, 1 to 6 seats asked,
  * with and without the orphan rule; in the mixed house too (rows listed backwards, spaces, a
- * third tier), and with bitmaps shorter than the house (the seats past them are free). */
+ * third tier), in the wide house (segments longer than a 64-place word), and with bitmaps
+ * shorter than the house (the seats past them are free). */
 Test(best, the_windowed_scan_proposes_what_the_per_start_scan_does)
 {
-    seatd_layout_t *houses[2] = {house_of(0), house_of(1)};
+    seatd_layout_t *houses[3] = {house_of(0), house_of(1), wide_house()};
     unsigned char held[250], booked[250];
     unsigned seed = 12345;
     int compared = 0, nonempty = 0;
-    for (int round = 0; round < 800; round++) {
-        seatd_layout_t *l = houses[round % 2];
+    for (int round = 0; round < 1200; round++) {
+        int wide = round % 3 == 2, rows = wide ? 20 : 40, width = wide ? 100 : 50;
+        seatd_layout_t *l = houses[round % 3];
         int fill = round % 10; /* tenths of the house taken */
         for (int i = 0; i < 250; i++) {
             held[i] = booked[i] = 0;
@@ -283,8 +309,8 @@ Test(best, the_windowed_scan_proposes_what_the_per_start_scan_does)
         size_t held_len = round % 7 == 3 ? 131 : 250, booked_len = round % 5 == 2 ? 77 : 250;
         seatd_best_hint_t maps = {held, booked, held_len, booked_len};
         seed = seed * 1103515245u + 12345u;
-        int row = (int)((seed >> 16) % 40), n = 1 + (int)((seed >> 8) % 6);
-        int first = 1 + (int)((seed >> 4) % (50 - n));
+        int row = (int)((seed >> 16) % (unsigned)rows), n = 1 + (int)((seed >> 8) % 6);
+        int first = 1 + (int)((seed >> 4) % (unsigned)(width - n));
         char ids[6][8];
         const char *idp[6];
         for (int j = 0; j < n; j++) {
@@ -311,8 +337,8 @@ Test(best, the_windowed_scan_proposes_what_the_per_start_scan_does)
             seatd_best_list_free(&ref);
         }
     }
-    cr_assert_eq(compared, 1600);
-    cr_assert_gt(nonempty, 1200, "most rounds have alternatives to compare");
-    seatd_layout_free(houses[0]);
-    seatd_layout_free(houses[1]);
+    cr_assert_eq(compared, 2400);
+    cr_assert_gt(nonempty, 1800, "most rounds have alternatives to compare");
+    for (int i = 0; i < 3; i++)
+        seatd_layout_free(houses[i]);
 }
