@@ -100,6 +100,7 @@ struct seatd_ws_s {
     seatd_buf_t *out;            /* target of seatd_ws_output (borrowed during the call) */
     int close_queued;            /* seatd_ws_close() was called */
     int deflate;                 /* permessage-deflate negotiated (seatd_ws_set_deflate) */
+    int frame_error;             /* wslay failed the connection on a malformed frame header */
     size_t max_msg;              /* a received message, inflated, is at most this long */
 };
 
@@ -124,6 +125,16 @@ static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
     if (ws->out == NULL) {
         wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
         return -1;
+    }
+    if (ws->frame_error && len == 2 && data[0] == 0x88 && data[1] == 0x00) {
+        /* The close wslay queues when its frame layer refuses a header (a control frame over
+         * 125 bytes or fragmented, a length not in its shortest form) carries no status; RFC
+         * 6455 7.1.7 asks for one: the same close frame, saying 1002 (protocol error). */
+        static const uint8_t protocol_error[] = {0x88, 0x02, SEATD_WS_CLOSE_PROTOCOL >> 8,
+                                                 SEATD_WS_CLOSE_PROTOCOL & 0xff};
+        seatd_buf_append(ws->out, protocol_error, sizeof(protocol_error));
+        ws->frame_error = 0;
+        return (ssize_t)len;
     }
     seatd_buf_append(ws->out, data, len);
     return (ssize_t)len;
@@ -207,6 +218,8 @@ int seatd_ws_feed(seatd_ws_t *ws, const char *data, size_t len)
     int rc = wslay_event_recv(ws->ctx);
     ws->in = NULL;
     ws->in_len = 0;
+    if (rc == WSLAY_ERR_CALLBACK_FAILURE && !ws->close_queued)
+        ws->frame_error = 1; /* on_recv never fails: the frame layer did (see on_send) */
     if (rc != 0)
         return SEATD_EINVAL;
     /* A protocol error makes wslay queue a close and stop reading. */

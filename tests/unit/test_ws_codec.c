@@ -335,3 +335,30 @@ Test(ws_codec, a_compressed_frame_without_negotiation_is_a_protocol_error)
     seatd_ws_free(cli);
     seatd_ws_free(plain);
 }
+
+/* A frame header wslay's frame layer refuses fails the connection with a close frame saying
+ * 1002, as every other protocol error does (RFC 6455 7.1.7): a ping longer than a control
+ * frame may be (126 bytes, 5.5), and a length not in its shortest form (5 in 16 bits, 5.2). */
+Test(ws_codec, a_malformed_frame_header_is_closed_with_1002)
+{
+    static const unsigned char heads[][4] = {{0x89, 0x80 | 126, 0x00, 126},
+                                             {0x81, 0x80 | 126, 0x00, 5}};
+    for (size_t c = 0; c < 2; c++) {
+        seatd_ws_t *srv = seatd_ws_new(0, 4096, NULL, NULL);
+        unsigned char frame[4 + 4 + 126] = {0};
+        memcpy(frame, heads[c], 4);
+        size_t len = (size_t)heads[c][3];
+        for (size_t i = 0; i < 4; i++)
+            frame[4 + i] = (unsigned char)(i + 1); /* the mask */
+        for (size_t i = 0; i < len; i++)
+            frame[8 + i] = (unsigned char)('p' ^ frame[4 + i % 4]);
+        cr_assert_eq(seatd_ws_feed(srv, (const char *)frame, 8 + len), SEATD_EINVAL, "case %zu", c);
+        seatd_buf_t out = SEATD_BUF_INIT;
+        seatd_ws_output(srv, &out);
+        cr_assert_eq(out.len, 4, "case %zu: a close frame with a status, not an empty one", c);
+        cr_assert_eq((unsigned char)out.data[0], 0x88, "case %zu: a close frame", c);
+        cr_assert_eq(((unsigned char)out.data[2] << 8) | (unsigned char)out.data[3], 1002);
+        seatd_buf_free(&out);
+        seatd_ws_free(srv);
+    }
+}
