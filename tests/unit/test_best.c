@@ -220,6 +220,21 @@ Test(best, alternatives_are_free_in_the_refusals_bitmaps_and_strand_none_with_th
     seatd_layout_free(l);
 }
 
+/* The layout of the seats written into 'b' (a JSON array without its closing bracket; freed
+ * here) with price tiers 'tiers_json'. */
+static seatd_layout_t *layout_of(seatd_buf_t *b, const char *tiers_json)
+{
+    seatd_buf_puts(b, "]");
+    cJSON *arr = cJSON_Parse(b->data);
+    seatd_buf_free(b);
+    cJSON *tiers = cJSON_Parse(tiers_json);
+    seatd_layout_t *l = NULL;
+    cr_assert_eq(seatd_layout_from_json(arr, tiers, &l, NULL, 0), 0);
+    cJSON_Delete(arr);
+    cJSON_Delete(tiers);
+    return l;
+}
+
 /* A 2,000-seat house: 40 rows A..Z, AA..AN (so the row order is not the seats' order) of 50
  * seats with an aisle after seat 25, the front 10 rows tier "front", the rest "back". The
  * 'mixed' house lists every other row from its last seat to its first (the rows' places are
@@ -248,15 +263,7 @@ static seatd_layout_t *house_of(int mixed)
                              space ? ",\"accessible\":true" : "");
         }
     }
-    seatd_buf_puts(&b, "]");
-    cJSON *arr = cJSON_Parse(b.data);
-    seatd_buf_free(&b);
-    cJSON *tiers = cJSON_Parse("{\"front\":9000,\"back\":5000,\"side\":4000}");
-    seatd_layout_t *l = NULL;
-    cr_assert_eq(seatd_layout_from_json(arr, tiers, &l, NULL, 0), 0);
-    cJSON_Delete(arr);
-    cJSON_Delete(tiers);
-    return l;
+    return layout_of(&b, "{\"front\":9000,\"back\":5000,\"side\":4000}");
 }
 
 /* A 2,000-seat house of 20 rows A..T of 100 seats without an aisle (a row is one segment of
@@ -272,15 +279,7 @@ static seatd_layout_t *wide_house(void)
                              "\"y\":%d,\"tier\":\"%s\"}",
                              r + k > 1 ? "," : "", 'A' + r, k, 'A' + r, k, k, r,
                              r < 5 ? "front" : "back");
-    seatd_buf_puts(&b, "]");
-    cJSON *arr = cJSON_Parse(b.data);
-    seatd_buf_free(&b);
-    cJSON *tiers = cJSON_Parse("{\"front\":9000,\"back\":5000}");
-    seatd_layout_t *l = NULL;
-    cr_assert_eq(seatd_layout_from_json(arr, tiers, &l, NULL, 0), 0);
-    cJSON_Delete(arr);
-    cJSON_Delete(tiers);
-    return l;
+    return layout_of(&b, "{\"front\":9000,\"back\":5000}");
 }
 
 /* The windowed scan of the alternatives proposes exactly what the per-start scan does: the
