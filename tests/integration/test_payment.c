@@ -870,32 +870,22 @@ static void rec_close(rec_t *x)
 
 /* Runs the loop until the reconciler's 'counter' (settled or deferred) reaches 'want'. */
 typedef struct {
-    uv_timer_t timer;
     rec_t *x;
     unsigned long (*counter)(const seatd_reconcile_t *);
     unsigned long want;
-    int done;
 } rec_wait_t;
 
-static void on_rec_poll(uv_timer_t *t)
+static int rec_reached(void *data)
 {
-    rec_wait_t *w = t->data;
-    if (w->counter(w->x->rc) >= w->want) {
-        w->done = 1;
-        uv_timer_stop(t);
-    }
+    rec_wait_t *w = data;
+    return w->counter(w->x->rc) >= w->want;
 }
 
 static void rec_run_until(rec_t *x, unsigned long (*counter)(const seatd_reconcile_t *),
                           unsigned long want, int timeout_ms)
 {
     rec_wait_t w = {.x = x, .counter = counter, .want = want};
-    uv_timer_init(x->t.loop, &w.timer);
-    w.timer.data = &w;
-    uv_timer_start(&w.timer, on_rec_poll, 5, 5);
-    int rc = seatd_test_loop_run_until(x->t.loop, &w.done, timeout_ms);
-    uv_close((uv_handle_t *)&w.timer, NULL);
-    uv_run(x->t.loop, UV_RUN_NOWAIT);
+    int rc = seatd_test_loop_poll_until(x->t.loop, rec_reached, &w, 5, timeout_ms);
     cr_assert_eq(rc, 0, "the reconciler did not get there (%lu of %lu)", counter(x->rc), want);
 }
 

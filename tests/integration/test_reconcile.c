@@ -288,47 +288,28 @@ static long long zrange_calls(redisContext *c)
 }
 
 typedef struct {
-    uv_timer_t timer;
     redisContext *c;
     long long want; /* ZRANGE calls to reach */
-    int done;
 } rounds_wait_t;
 
-static void on_rounds_poll(uv_timer_t *tm)
+static int rounds_reached(void *data)
 {
-    rounds_wait_t *w = tm->data;
-    if (zrange_calls(w->c) >= w->want) {
-        w->done = 1;
-        uv_timer_stop(tm);
-    }
+    rounds_wait_t *w = data;
+    return zrange_calls(w->c) >= w->want;
 }
 
 /* Runs the loop until the ZRANGE count reaches 'want'. */
 static void wait_rounds(th_t *t, redisContext *c, long long want)
 {
     rounds_wait_t w = {.c = c, .want = want};
-    uv_timer_init(t->loop, &w.timer);
-    w.timer.data = &w;
-    uv_timer_start(&w.timer, on_rounds_poll, 5, 5);
-    int rc = seatd_test_loop_run_until(t->loop, &w.done, WAIT_MS);
-    uv_close((uv_handle_t *)&w.timer, NULL);
-    uv_run(t->loop, UV_RUN_NOWAIT);
+    int rc = seatd_test_loop_poll_until(t->loop, rounds_reached, &w, 5, WAIT_MS);
     cr_assert_eq(rc, 0, "two reconcile rounds ended");
 }
 
-typedef struct {
-    uv_timer_t timer;
-    const char *key;
-    int done;
-} processing_wait_t;
-
-static void on_processing_poll(uv_timer_t *tm)
+/* Whether the fake gateway reports charge 'data' (a booking id) in progress (409). */
+static int gateway_processing(void *data)
 {
-    processing_wait_t *w = tm->data;
-    if (gw_lookup(w->key, NULL) == 409) {
-        w->done = 1;
-        uv_timer_stop(tm);
-    }
+    return gw_lookup(data, NULL) == 409;
 }
 
 static void on_slow_charge(const seatd_payment_result_t *res, void *data)
@@ -392,13 +373,7 @@ static void run_row(const row_t *row)
         cr_assert_eq(seatd_payment_charge(slow, bid, AMOUNT, "EUR", "tok_slow", NULL,
                                           on_slow_charge, &slow_done),
                      0);
-        processing_wait_t w = {.key = bid};
-        uv_timer_init(t.loop, &w.timer);
-        w.timer.data = &w;
-        uv_timer_start(&w.timer, on_processing_poll, 5, 20);
-        int rc = seatd_test_loop_run_until(t.loop, &w.done, WAIT_MS);
-        uv_close((uv_handle_t *)&w.timer, NULL);
-        uv_run(t.loop, UV_RUN_NOWAIT);
+        int rc = seatd_test_loop_poll_until(t.loop, gateway_processing, (void *)bid, 20, WAIT_MS);
         cr_assert_eq(rc, 0, "the gateway is processing the charge");
         break;
     }

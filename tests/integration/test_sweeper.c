@@ -92,21 +92,16 @@ static void close_sweeper(th_t *t, seatd_sweeper_t *sw)
 }
 
 typedef struct {
-    uv_timer_t timer;
     seatd_sweeper_t *sw;
     unsigned long long rescans, pruned, reaped; /* wanted at least */
-    int done;
 } stats_wait_t;
 
-static void on_stats_poll(uv_timer_t *tm)
+static int stats_reached(void *data)
 {
-    stats_wait_t *w = tm->data;
+    stats_wait_t *w = data;
     seatd_sweeper_stats_t st;
     seatd_sweeper_get_stats(w->sw, &st);
-    if (st.rescans >= w->rescans && st.pruned >= w->pruned && st.reaped >= w->reaped) {
-        w->done = 1;
-        uv_timer_stop(tm);
-    }
+    return st.rescans >= w->rescans && st.pruned >= w->pruned && st.reaped >= w->reaped;
 }
 
 /* Runs the loop until the sweeper's stats reach 'rescans' pages, 'pruned' shows and 'reaped'
@@ -116,12 +111,7 @@ static void wait_stats(th_t *t, seatd_sweeper_t *sw, unsigned long long rescans,
                        unsigned long long pruned, unsigned long long reaped, int limit_ms)
 {
     stats_wait_t w = {.sw = sw, .rescans = rescans, .pruned = pruned, .reaped = reaped};
-    uv_timer_init(t->loop, &w.timer);
-    w.timer.data = &w;
-    uv_timer_start(&w.timer, on_stats_poll, 5, 5);
-    int rc = seatd_test_loop_run_until(t->loop, &w.done, limit_ms);
-    uv_close((uv_handle_t *)&w.timer, NULL);
-    uv_run(t->loop, UV_RUN_NOWAIT);
+    int rc = seatd_test_loop_poll_until(t->loop, stats_reached, &w, 5, limit_ms);
     seatd_sweeper_stats_t st;
     seatd_sweeper_get_stats(sw, &st);
     cr_assert_eq(rc, 0, "sweeper stats: %llu pages, %llu pruned, %llu reaped", st.rescans,

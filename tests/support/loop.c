@@ -61,6 +61,35 @@ int seatd_test_loop_run_until(uv_loop_t *loop, const int *done, int timeout_ms)
     return 0;
 }
 
+typedef struct {
+    uv_timer_t timer;
+    int (*cond)(void *data);
+    void *data;
+    int done;
+} poll_t;
+
+static void on_poll(uv_timer_t *t)
+{
+    poll_t *p = t->data;
+    if (p->cond(p->data)) {
+        p->done = 1;
+        uv_timer_stop(t);
+    }
+}
+
+int seatd_test_loop_poll_until(uv_loop_t *loop, int (*cond)(void *data), void *data, int period_ms,
+                               int timeout_ms)
+{
+    poll_t p = {.cond = cond, .data = data};
+    uv_timer_init(loop, &p.timer);
+    p.timer.data = &p;
+    uv_timer_start(&p.timer, on_poll, (uint64_t)period_ms, (uint64_t)period_ms);
+    int rc = seatd_test_loop_run_until(loop, &p.done, timeout_ms);
+    uv_close((uv_handle_t *)&p.timer, NULL);
+    uv_run(loop, UV_RUN_NOWAIT); /* the close completes before 'p' goes */
+    return rc;
+}
+
 static void on_walk_close(uv_handle_t *h, void *arg)
 {
     test_loop_t *w = arg;
