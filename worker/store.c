@@ -278,10 +278,7 @@ static const field_t *const kind_fields[KIND_COUNT] = {
 /* Storage behind a decoded result, freed after the callback. */
 typedef struct decoded_s {
     seatd_store_result_t res;      /* what the callback sees */
-    void *detail_block;            /* owned: the three below in one allocation (set_detail) */
-    char *detail;                  /* the error detail */
-    char *wordbuf;                 /* the detail with spaces replaced by NULs */
-    const char **words;            /* the words of the detail, pointing into wordbuf */
+    void *detail_block;            /* owned: res.detail and res.words (set_detail) */
     const char **names;            /* owned array */
     const char **values;           /* owned array */
     size_t *lens;                  /* owned array */
@@ -391,7 +388,6 @@ static void decode_typed(decoded_t *d, kind_t kind)
     }
 }
 
-/* An error reply "<WORD> detail…" (possibly "ERR <WORD> …") -> err, detail, words. */
 /* Sets the error detail of 'd' to 'text' ('len' bytes, or up to a NUL before) and its words
  * (split at spaces), replacing any it had: the words, the detail and the copy the words point
  * into are one allocation. */
@@ -399,7 +395,7 @@ static void set_detail(decoded_t *d, const char *text, size_t len)
 {
     len = strnlen(text, len);
     size_t max_words = len / 2 + 1; /* words have a space between them */
-    char *block = seatd_malloc(max_words * sizeof(*d->words) + 2 * (len + 1));
+    char *block = seatd_malloc(max_words * sizeof(const char *) + 2 * (len + 1));
     const char **words = (const char **)(void *)block;
     char *detail = block + max_words * sizeof(*words);
     char *wordbuf = detail + len + 1;
@@ -420,14 +416,12 @@ static void set_detail(decoded_t *d, const char *text, size_t len)
     }
     free(d->detail_block); /* after the copy: 'text' may be the old detail */
     d->detail_block = block;
-    d->detail = detail;
-    d->wordbuf = wordbuf;
-    d->words = words;
     d->res.detail = detail;
     d->res.words = words;
     d->res.nwords = nw;
 }
 
+/* An error reply "<WORD> detail…" (possibly "ERR <WORD> …") -> err, detail, words. */
 static void decode_error(decoded_t *d, const char *s, size_t len)
 {
     const char *p = s, *end = s + len;
@@ -459,7 +453,7 @@ static void decode_error(decoded_t *d, const char *s, size_t len)
     /* The show's layout is not the one this worker cached (a show id re-created after a
      * flush): forget every cached layout so the next request reads the real one. Nothing
      * was written: the hold function checks the hash before its first write. */
-    if (d->res.err == SEATD_EINVAL && strcmp(d->detail, "layout mismatch") == 0)
+    if (d->res.err == SEATD_EINVAL && strcmp(d->res.detail, "layout mismatch") == 0)
         seatd_layout_cache_clear();
 }
 
@@ -639,12 +633,12 @@ static void propose_alternatives(decoded_t *d, const char *show_id)
         seatd_best_list_free(&alts);
         return;
     }
-    size_t need = strlen(d->detail);
+    size_t need = strlen(d->res.detail);
     for (size_t i = 0; i < alts.n; i++)
         need += strlen(alts.items[i]) + sizeof(" alt=");
     seatd_buf_t b = SEATD_BUF_INIT;
     seatd_buf_reserve(&b, need);
-    seatd_buf_puts(&b, d->detail);
+    seatd_buf_puts(&b, d->res.detail);
     for (size_t i = 0; i < alts.n; i++) {
         if (b.len > 0)
             seatd_buf_puts(&b, " ");
