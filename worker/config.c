@@ -42,6 +42,9 @@ static const row_t rows[] = {
     {"hold-batch", "SEATD_HOLD_BATCH", T_INT, 1, SEATD_HOLD_BATCH_MAX, "32", F(hold_batch),
      "holds of one show sent to Redis in one call, at most (those that arrive in one turn of "
      "the loop); 1: a call per hold"},
+    {"hold-in-flight", "SEATD_HOLD_IN_FLIGHT", T_INT, 0, 64, "1", F(hold_in_flight),
+     "batches of one show's holds on their way to Redis at once; the holds that arrive "
+     "meanwhile go together when one comes back (a full batch goes at once); 0: no limit"},
     {"redis-timeout-ms", "SEATD_REDIS_TIMEOUT_MS", T_INT, 10, 60000, "1000", F(redis_timeout_ms),
      "deadline of one Redis command"},
     {"redis-max-pending", "SEATD_REDIS_MAX_PENDING", T_INT, 1, 1000000, "10000",

@@ -29,6 +29,7 @@ typedef struct seatd_config_s {
     long long redis_pool;                      /* --redis-pool: connections per worker */
     long long hash_concurrency;                /* --hash-concurrency: argon2id hashes at once */
     long long hold_batch;                      /* --hold-batch: holds of a show per Redis call */
+    long long hold_in_flight;                  /* --hold-in-flight: a show's calls at once */
     long long redis_timeout_ms;                /* --redis-timeout-ms: per-command deadline */
     long long redis_max_pending;               /* --redis-max-pending: queued Redis commands */
     char gateway_url[SEATD_CONFIG_STR_MAX];    /* --gateway-url: payment gateway base URL */

@@ -11,7 +11,8 @@
 #include "mem.h"
 #include "seats.h"
 
-#define OPEN_MAX 8 /* shows with a batch being filled; one more sends the oldest */
+#define OPEN_MAX 8    /* shows with a batch being filled; one more sends the oldest */
+#define FLIGHT_MAX 32 /* shows with batches in flight that are counted; more go uncounted */
 
 /* One queued call: its arguments (one owned block: the pointers, then the bytes) and who
  * waits for its reply. */
@@ -31,8 +32,17 @@ typedef struct batch_s {
     char counts[SEATD_HOLD_BATCH_MAX + 1][SEATD_FMT_INT_MAX]; /* the call's numbers, as text */
 } batch_t;
 
+/* A show's batches on their way to Redis and back. */
+typedef struct flight_s {
+    char key[SEATD_KEY_MAX]; /* "" : a free slot */
+    unsigned n;
+} flight_t;
+
 /* A batch on its way: who waits for which element of the reply. */
 typedef struct sent_s {
+    seatd_hold_batch_t *b;      /* NULL once the batcher is freed */
+    struct sent_s *prev, *next; /* the batcher's list of batches in flight */
+    int flight;                 /* its show's slot in b->flights; -1: not counted */
     size_t n;
     struct {
         seatd_rds_reply_cb cb;
@@ -44,6 +54,7 @@ struct seatd_hold_batch_s {
     seatd_scripts_t *scripts; /* borrowed */
     uv_idle_t *idle;          /* owned; freed by its close callback */
     unsigned max;
+    unsigned in_flight;      /* batches of a show in flight at once; 0: no limit */
     batch_t *open[OPEN_MAX]; /* oldest first */
     size_t nopen;
     /* Reused from batch to batch: a batch (4 KB) and its argument list are large enough
@@ -52,7 +63,11 @@ struct seatd_hold_batch_s {
     size_t nspare;
     const char **args;
     size_t args_cap;
+    flight_t flights[FLIGHT_MAX];
+    sent_t *sent; /* in flight, newest first */
 };
+
+static void on_idle(uv_idle_t *h);
 
 static batch_t *batch_take(seatd_hold_batch_t *b)
 {
@@ -97,9 +112,65 @@ const struct redisReply *seatd_hold_batch_shared(void)
     return running_shared;
 }
 
+/* Counts a batch of show 'key' on its way; returns its slot, or -1 when every slot is taken
+ * (the batch goes uncounted). */
+static int flight_enter(seatd_hold_batch_t *b, const char *key)
+{
+    int free_slot = -1;
+    for (int i = 0; i < FLIGHT_MAX; i++) {
+        if (b->flights[i].key[0] == '\0') {
+            if (free_slot < 0)
+                free_slot = i;
+        } else if (strcmp(b->flights[i].key, key) == 0) {
+            b->flights[i].n++;
+            return i;
+        }
+    }
+    if (free_slot >= 0) {
+        seatd_fmt_copy(b->flights[free_slot].key, sizeof(b->flights[free_slot].key), key);
+        b->flights[free_slot].n = 1;
+    }
+    return free_slot;
+}
+
+/* Batches of show 'key' on their way. */
+static unsigned flight_count(const seatd_hold_batch_t *b, const char *key)
+{
+    for (int i = 0; i < FLIGHT_MAX; i++)
+        if (b->flights[i].key[0] != '\0' && strcmp(b->flights[i].key, key) == 0)
+            return b->flights[i].n;
+    return 0;
+}
+
+/* May show 'key''s open batch go now? */
+static int may_send(const seatd_hold_batch_t *b, const char *key)
+{
+    return b->in_flight == 0 || flight_count(b, key) < b->in_flight;
+}
+
+/* Batch 's' came back: it no longer counts, and a batch its show filled meanwhile may go
+ * early in the loop's next turn (on_idle). */
+static void sent_landed(sent_t *s)
+{
+    seatd_hold_batch_t *b = s->b;
+    if (b == NULL)
+        return;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        b->sent = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    if (s->flight >= 0 && --b->flights[s->flight].n == 0)
+        b->flights[s->flight].key[0] = '\0';
+    if (b->nopen > 0 && !uv_is_active((uv_handle_t *)b->idle))
+        uv_idle_start(b->idle, on_idle);
+}
+
 static void on_sent_reply(const struct redisReply *reply, int err, void *data)
 {
     sent_t *s = data;
+    sent_landed(s);
     size_t elements = seatd_rds_reply_elements(reply);
     int whole = err == 0 && seatd_rds_reply_type(reply) == SEATD_RDS_REPLY_ARRAY &&
                 (elements == s->n || elements == s->n + 1);
@@ -138,6 +209,13 @@ static void send_batch(seatd_hold_batch_t *b, batch_t *bt)
     char(*counts)[SEATD_FMT_INT_MAX] = bt->counts;
     sent_t *s = seatd_malloc(sizeof(*s) + bt->n * sizeof(s->to[0]));
     s->n = bt->n;
+    s->b = b;
+    s->prev = NULL;
+    s->next = b->sent;
+    if (b->sent)
+        b->sent->prev = s;
+    b->sent = s;
+    s->flight = flight_enter(b, bt->key);
     size_t at = 0;
     seatd_fmt_uint(counts[bt->n], bt->n);
     args[at++] = counts[bt->n];
@@ -161,31 +239,40 @@ static void send_batch(seatd_hold_batch_t *b, batch_t *bt)
         on_sent_reply(NULL, rc, s);
 }
 
-/* Sends the oldest open batch. */
-static void send_oldest(seatd_hold_batch_t *b)
+/* Sends open batch number 'i'. */
+static void send_open(seatd_hold_batch_t *b, size_t i)
 {
-    batch_t *bt = b->open[0];
-    memmove(b->open, b->open + 1, (b->nopen - 1) * sizeof(b->open[0]));
+    batch_t *bt = b->open[i];
+    memmove(b->open + i, b->open + i + 1, (b->nopen - i - 1) * sizeof(b->open[0]));
     b->nopen--;
     send_batch(b, bt);
 }
 
-/* Early in the loop's next turn: whatever the last turn queued goes now. An idle handle,
- * not a prepare one: the Redis client writes in a prepare callback (rds_uv.c) that must run
- * after this, in the same turn, before the loop polls; and an active idle handle keeps the
- * loop from blocking while something is queued. */
+/* Early in the loop's next turn: whatever the last turn queued goes now, unless its show has
+ * 'in_flight' batches on their way already: then it goes when one comes back (sent_landed),
+ * with whatever else arrived meanwhile. An idle handle, not a prepare one: the Redis client
+ * writes in a prepare callback (rds_uv.c) that must run after this, in the same turn, before
+ * the loop polls; and an active idle handle keeps the loop from blocking, so it stops here
+ * even when batches stay open. */
 static void on_idle(uv_idle_t *h)
 {
     seatd_hold_batch_t *b = h->data;
-    while (b->nopen > 0)
-        send_oldest(b);
+    size_t i = 0;
+    while (i < b->nopen) {
+        if (may_send(b, b->open[i]->key))
+            send_open(b, i); /* (a failed send lands at once: it may restart the handle) */
+        else
+            i++;
+    }
     uv_idle_stop(h);
 }
 
-seatd_hold_batch_t *seatd_hold_batch_new(uv_loop_t *loop, seatd_scripts_t *scripts, unsigned max)
+seatd_hold_batch_t *seatd_hold_batch_new(uv_loop_t *loop, seatd_scripts_t *scripts, unsigned max,
+                                         unsigned in_flight)
 {
     seatd_hold_batch_t *b = seatd_calloc(1, sizeof(*b));
     b->scripts = scripts;
+    b->in_flight = in_flight;
     b->max = max < 2 ? 2 : max > SEATD_HOLD_BATCH_MAX ? SEATD_HOLD_BATCH_MAX : max;
     b->idle = seatd_calloc(1, sizeof(*b->idle));
     uv_idle_init(loop, b->idle);
@@ -202,7 +289,7 @@ int seatd_hold_batch_add(seatd_hold_batch_t *b, const char *meta_key, const char
             bt = b->open[i];
     if (bt == NULL) {
         if (b->nopen == OPEN_MAX)
-            send_oldest(b);
+            send_open(b, 0);
         bt = batch_take(b);
         seatd_fmt_copy(bt->key, sizeof(bt->key), meta_key);
         b->open[b->nopen++] = bt;
@@ -215,14 +302,12 @@ int seatd_hold_batch_add(seatd_hold_batch_t *b, const char *meta_key, const char
     it->admitted = qadmit_key != NULL;
     it->argc = argc;
     it->argv = copy_args(argc, argv);
-    if (bt->n >= b->max) {
+    if (bt->n >= b->max) { /* a full batch goes at once, whatever is in flight */
         for (size_t i = 0; i < b->nopen; i++)
             if (b->open[i] == bt) {
-                memmove(b->open + i, b->open + i + 1, (b->nopen - i - 1) * sizeof(b->open[0]));
-                b->nopen--;
+                send_open(b, i);
                 break;
             }
-        send_batch(b, bt);
     } else if (!uv_is_active((uv_handle_t *)b->idle)) {
         uv_idle_start(b->idle, on_idle);
     }
@@ -238,6 +323,8 @@ void seatd_hold_batch_free(seatd_hold_batch_t *b)
 {
     if (b == NULL)
         return;
+    for (sent_t *s = b->sent; s; s = s->next)
+        s->b = NULL; /* their replies still come (or fail) through the Redis client */
     for (size_t i = 0; i < b->nopen; i++) {
         batch_t *bt = b->open[i];
         for (size_t j = 0; j < bt->n; j++) {

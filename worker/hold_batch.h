@@ -8,7 +8,11 @@
  * loop and sends them as one seatd_hold_batch (lua/hold.lua), which decides each in turn
  * exactly as its own call would; each caller gets the reply element its own call would have
  * got, through its own callback. Nothing waits for a batch to fill: a batch goes early in the
- * loop's next turn, before it polls (a uv_idle handle), or at once when it holds 'max'.
+ * loop's next turn, before it polls (a uv_idle handle), or at once when it holds 'max' —
+ * unless 'in_flight' batches of its show are on their way already: then it goes as soon as
+ * one comes back, with the holds that arrived meanwhile (group commit). An idle Redis gets a
+ * hold at once; a busy one gets fewer, larger calls, each of which pays the call's fixed cost
+ * once for all its holds, instead of a queue of calls of one hold each.
  *
  * A batch is retried on a lost connection only when each of its holds has an idempotency key
  * (scripts.c), as each hold alone would be. One loop, no locks.
@@ -25,9 +29,10 @@ struct uv_loop_s;
 typedef struct seatd_hold_batch_s seatd_hold_batch_t;
 
 /* A batcher sending through 'scripts' (borrowed), at most 'max' holds (2..SEATD_HOLD_BATCH_MAX)
- * per call. Owned: seatd_hold_batch_free(). */
+ * per call, at most 'in_flight' calls of one show at once but for full ones (0: no limit).
+ * Owned: seatd_hold_batch_free(). */
 seatd_hold_batch_t *seatd_hold_batch_new(struct uv_loop_s *loop, seatd_scripts_t *scripts,
-                                         unsigned max);
+                                         unsigned max, unsigned in_flight);
 
 /*
  * Queues one seatd_hold_sell call: 'meta_key' ({s:<id>}:meta), 'qadmit_key' ({s:<id>}:qadmit

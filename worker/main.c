@@ -253,7 +253,8 @@ int main(int argc, char **argv)
     seatd_pubsub_set_auth(cfg.redis_user, redis_pass);
     seatd_pubsub_set_nodes(ropts.cluster_nodes);
     app->store = seatd_store_new(app->scripts);
-    seatd_store_set_batching(app->store, app->loop, (unsigned)cfg.hold_batch);
+    seatd_store_set_batching(app->store, app->loop, (unsigned)cfg.hold_batch,
+                             (unsigned)cfg.hold_in_flight);
     seatd_store_set_hold_rate(app->store, cfg.hold_rate_per_user, cfg.hold_rate_window_ms);
     seatd_store_set_hints(app->store, app->rds);
     app->payment = seatd_payment_new(app->loop, cfg.gateway_url, (int)cfg.payment_timeout_ms);

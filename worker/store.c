@@ -845,10 +845,11 @@ void seatd_store_set_hints(seatd_store_t *st, seatd_rds_t *rds)
     st->hints = rds;
 }
 
-void seatd_store_set_batching(seatd_store_t *st, struct uv_loop_s *loop, unsigned max)
+void seatd_store_set_batching(seatd_store_t *st, struct uv_loop_s *loop, unsigned max,
+                              unsigned in_flight)
 {
     seatd_hold_batch_free(st->batch);
-    st->batch = max > 1 ? seatd_hold_batch_new(loop, st->scripts, max) : NULL;
+    st->batch = max > 1 ? seatd_hold_batch_new(loop, st->scripts, max, in_flight) : NULL;
 }
 
 void seatd_store_free(seatd_store_t *st)

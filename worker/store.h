@@ -199,8 +199,11 @@ seatd_store_t *seatd_store_new(seatd_scripts_t *scripts);
  * cancel_by_policy when its refund is still owed (seatd:pending_shows:{hN}). */
 void seatd_store_set_hints(seatd_store_t *st, seatd_rds_t *rds);
 /* Holds of one show that arrive in one turn of 'loop' go to Redis in one call of at most
- * 'max' (hold_batch.h); max <= 1: a call per hold (the default). */
-void seatd_store_set_batching(seatd_store_t *st, struct uv_loop_s *loop, unsigned max);
+ * 'max', with at most 'in_flight' such calls of a show at once (0: no limit; the holds that
+ * arrive meanwhile wait for one to come back: hold_batch.h); max <= 1: a call per hold (the
+ * default). */
+void seatd_store_set_batching(seatd_store_t *st, struct uv_loop_s *loop, unsigned max,
+                              unsigned in_flight);
 /* Frees 'st'. Operations may still be in flight: their callbacks run, with an error, when
  * the Redis client is closed, and touch nothing of the freed store on that path. */
 void seatd_store_free(seatd_store_t *st);

@@ -55,7 +55,7 @@ Test(hold_batch, a_turn_of_holds_is_one_call_and_each_gets_its_own_answer)
 {
     th_t t;
     cr_assert_eq(th_open(&t), 0);
-    seatd_store_set_batching(t.store, t.loop, 32);
+    seatd_store_set_batching(t.store, t.loop, 32, 0);
     cr_assert_eq(th_create_show(&t, "1", house, 60000), 0);
     redisContext *c = seatd_test_redis_connect();
     freeReplyObject(seatd_test_redis_command(c, "CONFIG RESETSTAT"));
@@ -133,7 +133,7 @@ Test(hold_batch, a_full_batch_goes_at_once_and_the_rest_at_the_end_of_the_turn)
 {
     th_t t;
     cr_assert_eq(th_open(&t), 0);
-    seatd_store_set_batching(t.store, t.loop, 4);
+    seatd_store_set_batching(t.store, t.loop, 4, 0);
     cr_assert_eq(th_create_show(&t, "1", house, 60000), 0);
     redisContext *c = seatd_test_redis_connect();
     freeReplyObject(seatd_test_redis_command(c, "CONFIG RESETSTAT"));
@@ -154,13 +154,57 @@ Test(hold_batch, a_full_batch_goes_at_once_and_the_rest_at_the_end_of_the_turn)
     cr_assert_eq(th_close(&t), 0);
 }
 
+/* Three holds queued one loop turn apart while Redis is paused (so nothing comes back in
+ * between): with 'in_flight' 1 the first goes alone and the two that arrive while it is on its
+ * way go together when it returns; with no limit each turn sends its own call. Returns the
+ * FCALLs Redis ran. */
+static long long calls_for_holds_a_turn_apart(unsigned in_flight)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    seatd_store_set_batching(t.store, t.loop, 32, in_flight);
+    cr_assert_eq(th_create_show(&t, "1", house, 60000), 0);
+    redisContext *c = seatd_test_redis_connect();
+    freeReplyObject(seatd_test_redis_command(c, "CONFIG RESETSTAT"));
+    freeReplyObject(seatd_test_redis_command(c, "CLIENT PAUSE 300 ALL"));
+    queued_t q[3];
+    memset(q, 0, sizeof(q));
+    for (int i = 0; i < 3; i++) {
+        char owner[16];
+        snprintf(owner, sizeof(owner), "u%d", i);
+        queue_hold(&t, &q[i], "1", owner, house[i], NULL);
+        uv_run(t.loop, UV_RUN_NOWAIT); /* one turn: what may go is written to Redis */
+        cr_assert_eq(q[i].res.done, 0, "Redis is paused: nothing is answered yet");
+    }
+    wait_all(&t, q, 3);
+    long long n = fcalls(c);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(q[i].res.err, 0, "hold %d: err %d %s", i, q[i].res.err, q[i].res.detail);
+        th_res_clear(&q[i].res);
+    }
+    cr_assert_eq(th_int(c, "BITCOUNT {s:1}:held"), 3);
+    redisFree(c);
+    cr_assert_eq(th_close(&t), 0);
+    return n;
+}
+
+Test(hold_batch, holds_that_arrive_while_a_batch_is_on_its_way_go_together_when_it_returns)
+{
+    cr_assert_eq(calls_for_holds_a_turn_apart(1), 2, "A1 alone, then A2 and A3 together");
+}
+
+Test(hold_batch, without_a_limit_each_turn_sends_its_own_call)
+{
+    cr_assert_eq(calls_for_holds_a_turn_apart(0), 3);
+}
+
 /* Two requests with one idempotency key in one batch: one hold, the second answer a replay of
  * the first; a third with the key and other seats is refused (IDEM_MISMATCH). */
 Test(hold_batch, an_idempotency_key_repeated_within_a_batch_replays_the_first_answer)
 {
     th_t t;
     cr_assert_eq(th_open(&t), 0);
-    seatd_store_set_batching(t.store, t.loop, 32);
+    seatd_store_set_batching(t.store, t.loop, 32, 0);
     cr_assert_eq(th_create_show(&t, "1", house, 60000), 0);
     queued_t q[3];
     memset(q, 0, sizeof(q));

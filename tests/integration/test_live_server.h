@@ -91,7 +91,7 @@ static inline void tls_child_main(int fd, const seatd_live_opts_t *lopts)
     app->rds = seatd_rds_new(app->loop, &ro);
     app->scripts = seatd_scripts_new(app->rds);
     app->store = seatd_store_new(app->scripts);
-    seatd_store_set_batching(app->store, app->loop, 32); /* as the worker does */
+    seatd_store_set_batching(app->store, app->loop, 32, 1); /* as the worker does */
     seatd_store_set_hints(app->store, app->rds);
     app->sweeper = seatd_sweeper_new(app->loop, app->rds, app->scripts, app->store, 0);
     seatd_sweeper_start(app->sweeper);

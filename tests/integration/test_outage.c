@@ -90,7 +90,7 @@ static void out_child_main(int fd, int redis_port)
     app->rds = seatd_rds_new(app->loop, &ro);
     app->scripts = seatd_scripts_new(app->rds);
     app->store = seatd_store_new(app->scripts);
-    seatd_store_set_batching(app->store, app->loop, 32); /* as the worker does */
+    seatd_store_set_batching(app->store, app->loop, 32, 1); /* as the worker does */
     seatd_http_opts_t ho = {.listen = "127.0.0.1:0", .auth = app->auth, .drain_timeout_ms = 3000};
     app->server = seatd_http_server_new(app->loop, &ho, seatd_routes, seatd_nroutes, app);
     if (seatd_http_server_listen(app->server) < 0)
