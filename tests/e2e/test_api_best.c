@@ -456,6 +456,43 @@ static int race(int sizes, int orphan)
     return won;
 }
 
+/* A layout in DESIGN.md's own words: a wheelchair space with one "companion", seats with no
+ * tier (the show's "standard") and no position (0, 0). The server accepts it, and so must the
+ * API document: tests/e2e/run validates every request body answered 2xx against its
+ * operation's requestBody schema (the document once required tier, x and y and refused
+ * "companion"). */
+Test(api_best, a_layout_in_the_designs_words_is_accepted_with_its_defaults)
+{
+    const char *body = "{\"title\":\"words\",\"startsAt\":\"2030-01-01T20:00:00Z\","
+                       "\"priceTiers\":{\"standard\":1000},\"seats\":["
+                       "{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"accessible\":true,"
+                       "\"companion\":\"A2\"},{\"id\":\"A2\",\"row\":\"A\",\"number\":2}]}";
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin", body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    char show[32], path[64];
+    snprintf(show, sizeof(show), "%s", e2e_str(&res, "id"));
+    e2e_res_free(&res);
+    snprintf(path, sizeof(path), "/v1/shows/%s/layout", show);
+    cr_assert_eq(e2e_call("GET", path, "a1", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    const cJSON *seats = cJSON_GetObjectItemCaseSensitive(res.json, "seats");
+    const cJSON *a1 = cJSON_GetArrayItem(seats, 0), *a2 = cJSON_GetArrayItem(seats, 1);
+    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(a2, "tier")->valuestring, "standard");
+    cr_assert_eq(cJSON_GetObjectItemCaseSensitive(a2, "x")->valuedouble, 0);
+    cr_assert_eq(cJSON_GetObjectItemCaseSensitive(a2, "y")->valuedouble, 0);
+    const cJSON *comp = cJSON_GetObjectItemCaseSensitive(a1, "companions");
+    cr_assert_eq(cJSON_GetArraySize(comp), 1);
+    cr_assert_str_eq(cJSON_GetArrayItem(comp, 0)->valuestring, "A2");
+    e2e_res_free(&res);
+    char seats_held[64];
+    post_hold(show, "a1", "{\"best\":{\"count\":2,\"accessible\":true}}", &res);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    ids_of(res.json, "seatIds", seats_held, sizeof(seats_held));
+    cr_assert_str_eq(seats_held, "A1,A2", "the space with its companion");
+    e2e_res_free(&res);
+}
+
 Test(api_best, sixty_four_buyers_at_once_each_get_a_block_and_no_seat_twice)
 {
     /* 64 pairs on 240 seats: a block exists for every buyer, so every one gets one */

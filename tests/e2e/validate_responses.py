@@ -5,7 +5,8 @@ document (api/openapi.json).
     validate_responses.py OPENAPI_JSON RESPONSE_LOG --port PORT
 
 RESPONSE_LOG holds one JSON line per response (tests/support/http_client.c writes it when
-SEATD_E2E_RESPONSE_LOG is set): host, port, method, path, status, headers, body; and one per
+SEATD_E2E_RESPONSE_LOG is set): host, port, method, path, status, headers, body, and the
+request's body (requestBody) when it had one; and one per
 WebSocket text frame (tests/integration/test_live_client.h): "ws": true, path, frame, each
 validated against its operation's `x-websocket.serverFrames`. Answers from
 seatd (nginx on PORT, or a worker's unix socket) are checked; others (the fake gateway) are
@@ -14,8 +15,10 @@ operation (HEAD as GET, without a body); a request that matches no operation is 
 document's `x-unrouted-responses`. The status must be documented for that operation, every
 header the response declares `required` must be present and match its schema, the
 Content-Type must be one the response declares, and a JSON body must validate against the
-response's schema ($refs resolved in the document; JSON Schema 2020-12). Any mismatch, or an
-undocumented status, fails the run (exit 1). Prints a summary with per-operation counts.
+response's schema ($refs resolved in the document; JSON Schema 2020-12). And the document must
+not be stricter than the server: a JSON request body the server answered 2xx must validate
+against its operation's requestBody schema. Any mismatch, or an undocumented status, fails the
+run (exit 1). Prints a summary with per-operation counts.
 
 Debian's python3-jsonschema (deploy/install-deps); run with /usr/bin/python3.
 """
@@ -94,10 +97,45 @@ def check_frame(d, e):
     return label, ["frame " + m for m in d.validate(frame, ws["serverFrames"])]
 
 
+def operation(d, e):
+    """The operation a logged request matched (HEAD as GET), or None."""
+    method = e["method"].upper()
+    tmpl, item = d.match(e["path"].split("?", 1)[0])
+    if item is None:
+        return None
+    return item.get("head" if method == "HEAD" and "head" in item else
+                    ("get" if method == "HEAD" else method.lower()))
+
+
+def check_request(d, e):
+    """A request the server accepted (2xx) with a JSON body must be one the document accepts:
+    its operation's requestBody schema, when the document declares one, is no stricter than the
+    server. Returns a list of problems."""
+    body = e.get("requestBody")
+    if not body or not str(e.get("status", "")).startswith("2"):
+        return []
+    op = operation(d, e)
+    req = d.deref((op or {}).get("requestBody") or {})
+    media = (req.get("content") or {}).get("application/json")
+    if op is None or media is None:
+        return []
+    try:
+        instance = json.loads(body)
+    except ValueError as ex:
+        return ["the server accepted a request body that is not JSON: %s" % ex]
+    return ["accepted request body " + m for m in d.validate(instance, media.get("schema", {}))]
+
+
 def check(d, e):
-    """Returns (operation label, list of problems) for one logged response."""
+    """Returns (operation label, list of problems) for one logged response and its request."""
     if e.get("ws"):
         return check_frame(d, e)
+    label, errs = check_response(d, e)
+    return label, errs + check_request(d, e)
+
+
+def check_response(d, e):
+    """Returns (operation label, list of problems) for one logged response."""
     method = e["method"].upper()
     path = e["path"].split("?", 1)[0]
     status = str(e["status"])
@@ -196,6 +234,8 @@ def main():
         for m in errs:
             print("    " + m[:400], file=sys.stderr)
         print("    body: " + (e.get("body") or e.get("frame") or "")[:300], file=sys.stderr)
+        if e.get("requestBody"):
+            print("    request body: " + e["requestBody"][:300], file=sys.stderr)
     print("validate_responses: %d responses and frames validated against %s, %d operations seen, "
           "%d mismatches" % (checked, a.openapi, len({k.rsplit(" ", 1)[0] for k in per_op}),
                              len(failures)))

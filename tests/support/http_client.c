@@ -237,11 +237,13 @@ static int parse_response(const char *raw, size_t len, int head, seatd_test_http
     return out->body ? 0 : -1;
 }
 
-/* Appends one JSON line for the answer 'res' to 'method' 'path' on host:port to the file named
- * by SEATD_E2E_RESPONSE_LOG, if set (tests/e2e/validate_responses.py checks each against
- * api/openapi.json). One write() to an O_APPEND file: lines of forked children do not mix. */
+/* Appends one JSON line for the answer 'res' to 'method' 'path' on host:port, and the request's
+ * body ('body_len' bytes; NULL: none) when it is text, to the file named by
+ * SEATD_E2E_RESPONSE_LOG, if set (tests/e2e/validate_responses.py checks each answer against
+ * api/openapi.json, and the body of each request answered 2xx against the operation's
+ * requestBody). One write() to an O_APPEND file: lines of forked children do not mix. */
 static void log_response(const char *host, int port, const char *method, const char *path,
-                         const seatd_test_http_response_t *res)
+                         const char *body, size_t body_len, const seatd_test_http_response_t *res)
 {
     const char *file = getenv("SEATD_E2E_RESPONSE_LOG");
     if (file == NULL || file[0] == '\0')
@@ -261,7 +263,13 @@ static void log_response(const char *host, int port, const char *method, const c
         seatd_buf_json_escape(&b, res->header_values[i], strlen(res->header_values[i]));
         seatd_buf_puts(&b, "\"]");
     }
-    seatd_buf_puts(&b, "],\"body\":\"");
+    seatd_buf_puts(&b, "]");
+    if (body && body_len && memchr(body, '\0', body_len) == NULL) {
+        seatd_buf_puts(&b, ",\"requestBody\":\"");
+        seatd_buf_json_escape(&b, body, body_len);
+        seatd_buf_puts(&b, "\"");
+    }
+    seatd_buf_puts(&b, ",\"body\":\"");
     /* a compressed body is binary (not text for the log); the validator checks its headers */
     if (res->body && seatd_test_http_header(res, "content-encoding") == NULL)
         seatd_buf_json_escape(&b, res->body, res->body_len);
@@ -313,7 +321,7 @@ int seatd_test_http_request(const char *host, int port, const char *method, cons
     }
     free(raw);
     (void)rc; /* a failed send may still have produced an early answer (413) */
-    log_response(host, port, method, path, out);
+    log_response(host, port, method, path, body, body_len, out);
     return 0;
 }
 
