@@ -104,11 +104,12 @@ local function parse_block(s, seat_count)
     return b
 end
 
--- The candidate texts 'texts' (nil: none) parsed; nil when one is malformed.
-local function parse_blocks(texts, seat_count)
+-- The candidate texts of request 'req' (args[req.cfrom .. req.cto]; none when 'req' is nil or
+-- has none) parsed; nil when one is malformed.
+local function parse_blocks(args, req, seat_count)
     local out = {}
-    for _, text in ipairs(texts or {}) do
-        local b = parse_block(text, seat_count)
+    for i = req and req.cfrom or 1, req and req.cto or 0 do
+        local b = parse_block(args[i], seat_count)
         if not b then
             return nil
         end
@@ -229,7 +230,8 @@ local function by_seat_id(a, b)
 end
 
 -- The shared body of seatd_hold and seatd_hold_sell. 'req' is nil (seatd_hold) or
--- {mode = 'named'|'best', fp = ARGV[7], count, cands = {unparsed candidate texts} or nil};
+-- {mode = 'named'|'best', fp = ARGV[7], count, cfrom, cto: its candidate texts are
+-- args[cfrom .. cto], none when cfrom > cto};
 -- the np seat/bit pairs (named) are args[pair_at], args[pair_at + 1], ...; 'base' (0 but in
 -- a batch) is where the request's own ARGV start in 'args'.
 local function hold_generic(keys, args, req, pair_at, np, shared, base)
@@ -401,14 +403,16 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
         end
     end
 
-    -- The candidates, parsed only when needed (a named hold that is free and has no orphan
-    -- rule never reads them) and after reaping, so they are judged on the live state.
+    -- The candidates, parsed only when needed and after reaping, so they are judged on the
+    -- live state: best available's at once; a named hold's (its runs, for the orphan rule)
+    -- only once its seats are known to be free (a refused named hold, most of the answers
+    -- when a show opens, never parses them).
     local cands
-    if best or orphan_rule then
-        cands = parse_blocks(req and req.cands, seat_count)
-    end
-    if (best or orphan_rule) and not cands then
-        return fail_flush(p, changes, 'INVAL', 'bad candidate')
+    if best then
+        cands = parse_blocks(args, req, seat_count)
+        if not cands then
+            return fail_flush(p, changes, 'INVAL', 'bad candidate')
+        end
     end
 
     local split = false
@@ -437,6 +441,10 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
             return fail_flush(p, changes, 'CONFLICT', taken)
         end
         if orphan_rule then
+            cands = parse_blocks(args, req, seat_count)
+            if not cands then
+                return fail_flush(p, changes, 'INVAL', 'bad candidate')
+            end
             local mine, orphans = {}, {}
             for _, seat in ipairs(seats) do
                 mine[seat] = true
@@ -521,22 +529,16 @@ local function hold_sell(keys, args, shared, base, nargs)
     if not np or np < 0 or np ~= math.floor(np) or nargs < 8 + 2 * np then
         return fail('INVAL', 'request and pairs')
     end
-    local req = {fp = fp}
-    if fp == 'named' then
-        req.mode = 'named'
-    else
+    -- (every field made at once; the candidates stay where they are in 'args' until a hold
+    -- needs them: parse_blocks)
+    local req = {fp = fp, mode = 'named', count = false, cfrom = base + 9 + 2 * np,
+        cto = base + nargs}
+    if fp ~= 'named' then
         local count = string.match(fp, '^best:(%d+):[^:]+:[01]$')
         if not count or np ~= 0 then
             return fail('INVAL', 'request')
         end
         req.mode, req.count = 'best', num(count)
-    end
-    if base + 9 + 2 * np <= base + nargs then
-        local cands = {}
-        for i = base + 9 + 2 * np, base + nargs do
-            cands[#cands + 1] = args[i]
-        end
-        req.cands = cands
     end
     return hold_generic(keys, args, req, base + 9, np, shared, base)
 end
