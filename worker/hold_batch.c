@@ -260,11 +260,18 @@ static void on_idle(uv_idle_t *h)
     size_t i = 0;
     while (i < b->nopen) {
         if (may_send(b, b->open[i]->key))
-            send_open(b, i); /* (a failed send lands at once: it may restart the handle) */
+            send_open(b, i);
         else
             i++;
     }
     uv_idle_stop(h);
+    /* A send that failed at once ran its callbacks here, which may have queued holds or freed
+     * a show's count after its batch was passed over: what may go now goes next turn. */
+    for (i = 0; i < b->nopen; i++)
+        if (may_send(b, b->open[i]->key)) {
+            uv_idle_start(h, on_idle);
+            break;
+        }
 }
 
 seatd_hold_batch_t *seatd_hold_batch_new(uv_loop_t *loop, seatd_scripts_t *scripts, unsigned max,
@@ -308,8 +315,8 @@ int seatd_hold_batch_add(seatd_hold_batch_t *b, const char *meta_key, const char
                 send_open(b, i);
                 break;
             }
-    } else if (!uv_is_active((uv_handle_t *)b->idle)) {
-        uv_idle_start(b->idle, on_idle);
+    } else if (!uv_is_active((uv_handle_t *)b->idle) && may_send(b, bt->key)) {
+        uv_idle_start(b->idle, on_idle); /* else it goes when its show's batch comes back */
     }
     return 0;
 }

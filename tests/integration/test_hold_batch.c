@@ -51,14 +51,33 @@ static void wait_all(th_t *t, queued_t *q, size_t n)
                      "hold %zu answered", i);
 }
 
+/* Opens 't' with batches of at most 'max' holds, 'in_flight' of a show at once (0: no limit),
+ * and show "1" of 'house'; returns a connection to Redis whose stats were just reset. */
+static redisContext *open_batched(th_t *t, unsigned max, unsigned in_flight)
+{
+    cr_assert_eq(th_open(t), 0);
+    seatd_store_set_batching(t->store, t->loop, max, in_flight);
+    cr_assert_eq(th_create_show(t, "1", house, 60000), 0);
+    redisContext *c = seatd_test_redis_connect();
+    freeReplyObject(seatd_test_redis_command(c, "CONFIG RESETSTAT"));
+    return c;
+}
+
+/* Asserts that each of the 'n' holds of 'q' was made, and closes 'c' and 't'. */
+static void all_made_then_close(th_t *t, redisContext *c, queued_t *q, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(q[i].res.err, 0, "hold %zu: err %d %s", i, q[i].res.err, q[i].res.detail);
+        th_res_clear(&q[i].res);
+    }
+    redisFree(c);
+    cr_assert_eq(th_close(t), 0);
+}
+
 Test(hold_batch, a_turn_of_holds_is_one_call_and_each_gets_its_own_answer)
 {
     th_t t;
-    cr_assert_eq(th_open(&t), 0);
-    seatd_store_set_batching(t.store, t.loop, 32, 0);
-    cr_assert_eq(th_create_show(&t, "1", house, 60000), 0);
-    redisContext *c = seatd_test_redis_connect();
-    freeReplyObject(seatd_test_redis_command(c, "CONFIG RESETSTAT"));
+    redisContext *c = open_batched(&t, 32, 0);
 
     /* six buyers race for A1 in one turn; six others each want a seat nobody else wants */
     queued_t q[12];
@@ -132,11 +151,7 @@ Test(hold_batch, a_turn_of_holds_is_one_call_and_each_gets_its_own_answer)
 Test(hold_batch, a_full_batch_goes_at_once_and_the_rest_at_the_end_of_the_turn)
 {
     th_t t;
-    cr_assert_eq(th_open(&t), 0);
-    seatd_store_set_batching(t.store, t.loop, 4, 0);
-    cr_assert_eq(th_create_show(&t, "1", house, 60000), 0);
-    redisContext *c = seatd_test_redis_connect();
-    freeReplyObject(seatd_test_redis_command(c, "CONFIG RESETSTAT"));
+    redisContext *c = open_batched(&t, 4, 0);
     queued_t q[9];
     memset(q, 0, sizeof(q));
     for (int i = 0; i < 9; i++) {
@@ -146,12 +161,7 @@ Test(hold_batch, a_full_batch_goes_at_once_and_the_rest_at_the_end_of_the_turn)
     }
     wait_all(&t, q, 9);
     cr_assert_eq(fcalls(c), 3, "4 + 4 + 1");
-    for (int i = 0; i < 9; i++) {
-        cr_assert_eq(q[i].res.err, 0, "hold %d: err %d %s", i, q[i].res.err, q[i].res.detail);
-        th_res_clear(&q[i].res);
-    }
-    redisFree(c);
-    cr_assert_eq(th_close(&t), 0);
+    all_made_then_close(&t, c, q, 9);
 }
 
 /* Three holds queued one loop turn apart while Redis is paused (so nothing comes back in
@@ -161,11 +171,7 @@ Test(hold_batch, a_full_batch_goes_at_once_and_the_rest_at_the_end_of_the_turn)
 static long long calls_for_holds_a_turn_apart(unsigned in_flight)
 {
     th_t t;
-    cr_assert_eq(th_open(&t), 0);
-    seatd_store_set_batching(t.store, t.loop, 32, in_flight);
-    cr_assert_eq(th_create_show(&t, "1", house, 60000), 0);
-    redisContext *c = seatd_test_redis_connect();
-    freeReplyObject(seatd_test_redis_command(c, "CONFIG RESETSTAT"));
+    redisContext *c = open_batched(&t, 32, in_flight);
     freeReplyObject(seatd_test_redis_command(c, "CLIENT PAUSE 300 ALL"));
     queued_t q[3];
     memset(q, 0, sizeof(q));
@@ -178,13 +184,8 @@ static long long calls_for_holds_a_turn_apart(unsigned in_flight)
     }
     wait_all(&t, q, 3);
     long long n = fcalls(c);
-    for (int i = 0; i < 3; i++) {
-        cr_assert_eq(q[i].res.err, 0, "hold %d: err %d %s", i, q[i].res.err, q[i].res.detail);
-        th_res_clear(&q[i].res);
-    }
     cr_assert_eq(th_int(c, "BITCOUNT {s:1}:held"), 3);
-    redisFree(c);
-    cr_assert_eq(th_close(&t), 0);
+    all_made_then_close(&t, c, q, 3);
     return n;
 }
 
