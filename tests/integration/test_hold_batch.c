@@ -44,6 +44,14 @@ static void queue_hold(th_t *t, queued_t *q, const char *show, const char *owner
     cr_assert_eq(seatd_store_hold(t->store, &a, th_on_result, &q->res), 0);
 }
 
+/* Queues hold 'i': owner "u<i>" wants seat house[i]. */
+static void queue_nth(th_t *t, queued_t *q, int i)
+{
+    char owner[16];
+    snprintf(owner, sizeof(owner), "u%d", i);
+    queue_hold(t, &q[i], "1", owner, house[i], NULL);
+}
+
 static void wait_all(th_t *t, queued_t *q, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -154,11 +162,8 @@ Test(hold_batch, a_full_batch_goes_at_once_and_the_rest_at_the_end_of_the_turn)
     redisContext *c = open_batched(&t, 4, 0);
     queued_t q[9];
     memset(q, 0, sizeof(q));
-    for (int i = 0; i < 9; i++) {
-        char owner[16];
-        snprintf(owner, sizeof(owner), "u%d", i);
-        queue_hold(&t, &q[i], "1", owner, house[i], NULL);
-    }
+    for (int i = 0; i < 9; i++)
+        queue_nth(&t, q, i);
     wait_all(&t, q, 9);
     cr_assert_eq(fcalls(c), 3, "4 + 4 + 1");
     all_made_then_close(&t, c, q, 9);
@@ -176,9 +181,7 @@ static long long calls_for_holds_a_turn_apart(unsigned in_flight)
     queued_t q[3];
     memset(q, 0, sizeof(q));
     for (int i = 0; i < 3; i++) {
-        char owner[16];
-        snprintf(owner, sizeof(owner), "u%d", i);
-        queue_hold(&t, &q[i], "1", owner, house[i], NULL);
+        queue_nth(&t, q, i);
         uv_run(t.loop, UV_RUN_NOWAIT); /* one turn: what may go is written to Redis */
         cr_assert_eq(q[i].res.done, 0, "Redis is paused: nothing is answered yet");
     }
