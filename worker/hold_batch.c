@@ -40,9 +40,8 @@ typedef struct flight_s {
 
 /* A batch on its way: who waits for which element of the reply. */
 typedef struct sent_s {
-    seatd_hold_batch_t *b;      /* NULL once the batcher is freed */
-    struct sent_s *prev, *next; /* the batcher's list of batches in flight */
-    int flight;                 /* its show's slot in b->flights; -1: not counted */
+    seatd_hold_batch_t *b; /* holds a reference until the batch lands */
+    int flight;            /* its show's slot in b->flights; -1: not counted */
     size_t n;
     struct {
         seatd_rds_reply_cb cb;
@@ -64,7 +63,8 @@ struct seatd_hold_batch_s {
     const char **args;
     size_t args_cap;
     flight_t flights[FLIGHT_MAX];
-    sent_t *sent; /* in flight, newest first */
+    unsigned refs; /* 1 for the owner + 1 per batch in flight (as scripts.c) */
+    int freed;     /* seatd_hold_batch_free() was called */
 };
 
 static void on_idle(uv_idle_t *h);
@@ -148,23 +148,29 @@ static int may_send(const seatd_hold_batch_t *b, const char *key)
     return b->in_flight == 0 || flight_count(b, key) < b->in_flight;
 }
 
+/* Drops one reference to 'b'; the last frees it (its idle handle is closed by then). */
+static void batcher_unref(seatd_hold_batch_t *b)
+{
+    if (--b->refs > 0)
+        return;
+    for (size_t i = 0; i < b->nspare; i++)
+        free(b->spare[i]);
+    free(b->args);
+    free(b);
+}
+
 /* Batch 's' came back: it no longer counts, and a batch its show filled meanwhile may go
  * early in the loop's next turn (on_idle). */
 static void sent_landed(sent_t *s)
 {
     seatd_hold_batch_t *b = s->b;
-    if (b == NULL)
-        return;
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        b->sent = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    if (s->flight >= 0 && --b->flights[s->flight].n == 0)
-        b->flights[s->flight].key[0] = '\0';
-    if (b->nopen > 0 && !uv_is_active((uv_handle_t *)b->idle))
-        uv_idle_start(b->idle, on_idle);
+    if (!b->freed) {
+        if (s->flight >= 0 && --b->flights[s->flight].n == 0)
+            b->flights[s->flight].key[0] = '\0';
+        if (b->nopen > 0 && !uv_is_active((uv_handle_t *)b->idle))
+            uv_idle_start(b->idle, on_idle);
+    }
+    batcher_unref(b);
 }
 
 static void on_sent_reply(const struct redisReply *reply, int err, void *data)
@@ -210,11 +216,7 @@ static void send_batch(seatd_hold_batch_t *b, batch_t *bt)
     sent_t *s = seatd_malloc(sizeof(*s) + bt->n * sizeof(s->to[0]));
     s->n = bt->n;
     s->b = b;
-    s->prev = NULL;
-    s->next = b->sent;
-    if (b->sent)
-        b->sent->prev = s;
-    b->sent = s;
+    b->refs++;
     s->flight = flight_enter(b, bt->key);
     size_t at = 0;
     seatd_fmt_uint(counts[bt->n], bt->n);
@@ -280,6 +282,7 @@ seatd_hold_batch_t *seatd_hold_batch_new(uv_loop_t *loop, seatd_scripts_t *scrip
     seatd_hold_batch_t *b = seatd_calloc(1, sizeof(*b));
     b->scripts = scripts;
     b->in_flight = in_flight;
+    b->refs = 1;
     b->max = max < 2 ? 2 : max > SEATD_HOLD_BATCH_MAX ? SEATD_HOLD_BATCH_MAX : max;
     b->idle = seatd_calloc(1, sizeof(*b->idle));
     uv_idle_init(loop, b->idle);
@@ -330,8 +333,7 @@ void seatd_hold_batch_free(seatd_hold_batch_t *b)
 {
     if (b == NULL)
         return;
-    for (sent_t *s = b->sent; s; s = s->next)
-        s->b = NULL; /* their replies still come (or fail) through the Redis client */
+    b->freed = 1; /* batches in flight keep 'b' until their replies come (or fail) */
     for (size_t i = 0; i < b->nopen; i++) {
         batch_t *bt = b->open[i];
         for (size_t j = 0; j < bt->n; j++) {
@@ -340,9 +342,7 @@ void seatd_hold_batch_free(seatd_hold_batch_t *b)
         }
         free(bt);
     }
-    for (size_t i = 0; i < b->nspare; i++)
-        free(b->spare[i]);
-    free(b->args);
+    b->nopen = 0;
     uv_close((uv_handle_t *)b->idle, on_idle_closed);
-    free(b);
+    batcher_unref(b);
 }

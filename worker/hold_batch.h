@@ -49,7 +49,7 @@ int seatd_hold_batch_add(seatd_hold_batch_t *b, const char *meta_key, const char
 const struct redisReply *seatd_hold_batch_shared(void);
 
 /* Answers what is still queued with SEATD_ESHUTDOWN and frees 'b' (its handle is closed on
- * the loop's next turn). */
+ * the loop's next turn; its memory goes when the last batch on its way comes back or fails). */
 void seatd_hold_batch_free(seatd_hold_batch_t *b);
 
 #endif

@@ -202,6 +202,30 @@ Test(hold_batch, without_a_limit_each_turn_sends_its_own_call)
     cr_assert_eq(calls_for_holds_a_turn_apart(0), 3);
 }
 
+/* The batcher is replaced (freed) while one batch is on its way and another waits for it: the
+ * waiting one is answered SHUTDOWN at once, the one on its way is answered by Redis as usual
+ * when it returns, to a batcher that is gone (ASan builds check that nothing of it is touched),
+ * and Redis holds exactly that one seat. */
+Test(hold_batch, a_batcher_freed_with_a_batch_on_its_way_answers_both)
+{
+    th_t t;
+    redisContext *c = open_batched(&t, 32, 1);
+    freeReplyObject(seatd_test_redis_command(c, "CLIENT PAUSE 300 ALL"));
+    queued_t q[2];
+    memset(q, 0, sizeof(q));
+    queue_nth(&t, q, 0);
+    uv_run(t.loop, UV_RUN_NOWAIT); /* A1's batch goes */
+    queue_nth(&t, q, 1);           /* A2 waits for it */
+    seatd_store_set_batching(t.store, t.loop, 32, 1);
+    cr_assert_eq(q[1].res.done, 1, "the waiting hold is answered when its batcher goes");
+    cr_assert_eq(q[1].res.err, SEATD_ESHUTDOWN);
+    cr_assert_eq(q[0].res.done, 0, "Redis is paused");
+    wait_all(&t, q, 1);
+    cr_assert_eq(th_int(c, "BITCOUNT {s:1}:held"), 1);
+    th_res_clear(&q[1].res);
+    all_made_then_close(&t, c, q, 1);
+}
+
 /* Two requests with one idempotency key in one batch: one hold, the second answer a replay of
  * the first; a third with the key and other seats is refused (IDEM_MISMATCH). */
 Test(hold_batch, an_idempotency_key_repeated_within_a_batch_replays_the_first_answer)
