@@ -24,6 +24,26 @@ successful charge (none, or declined): nothing can land any more, the watch ends
   Effects: the booking leaves {s}:failed (whatever its status). Idempotent.
   Returns  {"bookingId", id, "status", status ("" if the booking is gone)}
 
+seatd_book_lost: a succeeded charge whose booking does not exist in its show (lost with a
+primary that was cut off, or died, before the booking reached a replica: the gateway's ledger
+is the backstop, README "Durability"): the booking's record is written, FAILED, with the refund
+it is owed, before the refund is asked for, so that its buyer sees what happened (GET
+/v1/bookings/{id}: FAILED, refundStatus "pending", then "succeeded" once seatd_book_fail records
+the refund) and reconciliation retries the refund from {s}:refunds until it is recorded.
+  KEYS[1]  {s:<id>}:meta
+  ARGV[1]  booking id (the charge's idempotency key)
+  ARGV[2]  the charge's id at the gateway
+  ARGV[3]  amount charged (integer, minor units)
+  ARGV[4]  currency
+  ARGV[5]  owner, ARGV[6] hold id, ARGV[7] seat ids comma-joined: the charge's metadata ("" when
+           the gateway has none)
+  Effects: only when no booking has that id: the booking, status FAILED, reason
+  "lost_in_failover", lateCharge = the charge, refundStatus "pending", createdAt = failedAt =
+  now; it enters {s}:refunds. No seat changes (the lost booking's seats are whatever the
+  surviving state says). An existing booking is answered as it is, unchanged.
+  Returns  {"bookingId", id, "status", status, "refundStatus", rs, "created", "0"|"1"}
+  Errors   INVAL
+
 seatd_attempt: a counter with a window, in the key's own slot (per hold: KEYS[1] in the
 show's hash tag; per user: a global key routed by itself).
   KEYS[1]  the counter key
@@ -86,6 +106,35 @@ local function attempt(keys, args)
     return {'ok', ok and '1' or '0', 'count', tostring(n), 'retryAfterMs', tostring(ttl)}
 end
 
+local function book_lost(keys, args)
+    local p, show_id = show_prefix(keys[1])
+    if not p then
+        return fail('INVAL', 'bad show key')
+    end
+    local booking_id, charge = args[1] or '', args[2] or ''
+    local amount = tonumber(args[3] or '')
+    if booking_id == '' or charge == '' or not amount or amount < 1 then
+        return fail('INVAL', 'booking id, charge and amount')
+    end
+    local bk = p .. ':booking:' .. booking_id
+    local b = hgetall(bk)
+    if b then
+        return {'bookingId', booking_id, 'status', b.status or '',
+            'refundStatus', b.refundStatus or '', 'created', '0'}
+    end
+
+    ------------------------------------------------------------------ effects (cannot fail)
+    local now = now_ms()
+    redis.call('HSET', bk, 'bookingId', booking_id, 'showId', show_id, 'holdId', args[6] or '',
+        'owner', args[5] or '', 'seatIds', args[7] or '', 'amount', tostring(amount),
+        'currency', args[4] or '', 'status', 'FAILED', 'reason', 'lost_in_failover',
+        'createdAt', now, 'failedAt', now, 'lateCharge', charge, 'refundStatus', 'pending')
+    redis.call('ZADD', p .. ':refunds', now, booking_id)
+    return {'bookingId', booking_id, 'status', 'FAILED', 'refundStatus', 'pending',
+        'created', '1'}
+end
+
 redis.register_function{function_name='seatd_late_charge', callback=late_charge}
+redis.register_function{function_name='seatd_book_lost', callback=book_lost}
 redis.register_function{function_name='seatd_late_clear', callback=late_clear}
 redis.register_function{function_name='seatd_attempt', callback=attempt}

@@ -20,6 +20,7 @@ struct seatd_http_server_s;
 struct seatd_route_s;
 struct seatd_live_s;
 struct seatd_sweeper_s;
+struct seatd_booking_ctx_s;
 
 typedef struct seatd_app_s {
     const struct seatd_config_s *cfg;   /* borrowed from main() */
@@ -28,6 +29,7 @@ typedef struct seatd_app_s {
     struct seatd_scripts_s *scripts;    /* the seatd Functions library on 'rds' */
     struct seatd_store_s *store;        /* typed seat operations on 'scripts' */
     struct seatd_payment_s *payment;    /* the payment gateway client */
+    const struct seatd_booking_ctx_s *booking; /* the booking flow's store + payment (flows/) */
     struct seatd_auth_s *auth;          /* bearer token verifier */
     struct seatd_http_server_s *server; /* for /metrics (connection gauge) */
     struct seatd_route_s *routes;       /* the route table (stats live in its rows) */

@@ -118,6 +118,12 @@ static const row_t rows[] = {
     {"charge-horizon-ms", "SEATD_CHARGE_HORIZON_MS", T_INT, 0, 86400000, "0", F(charge_horizon_ms),
      "after this long (from booking start) a charge the gateway does not know can no longer "
      "land, and the booking fails (0: --payment-timeout-ms + 30000)"},
+    {"ledger-interval-ms", "SEATD_LEDGER_INTERVAL_MS", T_INT, 0, 86400000, "5000",
+     F(ledger_interval_ms),
+     "period of the ledger walk: the gateway's charges checked against their bookings (0: off)"},
+    {"ledger-grace-ms", "SEATD_LEDGER_GRACE_MS", T_INT, 0, 86400000, "0", F(ledger_grace_ms),
+     "the ledger walk refunds a charge whose booking is missing or not CONFIRMED only once it is "
+     "this old (0: the charge horizon)"},
     {"decline-cap-per-hold", "SEATD_DECLINE_CAP_PER_HOLD", T_INT, 1, 1000, "5",
      F(decline_cap_per_hold), "declined payments per hold before 429"},
     {"decline-cap-per-user", "SEATD_DECLINE_CAP_PER_USER", T_INT, 1, 100000, "20",

@@ -47,6 +47,8 @@ typedef struct seatd_config_s {
     long long sweeper_interval_ms;             /* --sweeper-interval-ms */
     long long reconcile_interval_ms;       /* --reconcile-interval-ms: payment reconciler tick */
     long long reconcile_after_ms;          /* --reconcile-after-ms: 0 = 2 x payment timeout */
+    long long ledger_interval_ms;          /* --ledger-interval-ms: ledger walk period, 0 = off */
+    long long ledger_grace_ms;             /* --ledger-grace-ms: 0 = the charge horizon */
     long long health_timeout_ms;           /* --health-timeout-ms: /healthz PING deadline */
     char redis_user[SEATD_CONFIG_STR_MAX]; /* --redis-user: ACL user of the pool, or "" */
     char redis_password_file[SEATD_CONFIG_STR_MAX];        /* --redis-password-file, or "" */

@@ -65,7 +65,9 @@
     XX(UNAVAILABLE, 503, "unavailable", "UNAVAILABLE", "the store is unavailable, retry later")    \
     XX(OVERLOAD, 503, "overloaded", "OVERLOAD", "too many requests are queued, retry later")       \
     XX(SHUTDOWN, 503, "shutting-down", "SHUTDOWN", "the worker is shutting down")                  \
-    XX(TIMEOUT, 503, "timeout", "TIMEOUT", "an upstream did not answer in time, retry later")
+    XX(TIMEOUT, 503, "timeout", "TIMEOUT", "an upstream did not answer in time, retry later")      \
+    XX(NOTDURABLE, 503, "not-durable", "NOTDURABLE",                                               \
+       "the change did not reach a replica in time, retry later")
 
 enum seatd_errno_e {
     SEATD_OK = 0,

@@ -141,6 +141,9 @@ SEATD_MUSTCHECK int seatd_keys_email(char *out, const char *email);
 #define SEATD_HINT_BUCKETS 16
 #define SEATD_KEY_DUE "seatd:due"
 #define SEATD_KEY_PENDING_SHOWS "seatd:pending_shows"
+/* The ledger walk's cursor (reconcile.h): the id of the last gateway charge it has settled. A
+ * string key of its own slot. */
+#define SEATD_KEY_LEDGER_CURSOR "seatd:ledger:cursor"
 #define SEATD_KEY_QUEUES "seatd:queues" /* waiting rooms the sweepers advance (hints.h) */
 /* The bucket of show 'show_id' (0..SEATD_HINT_BUCKETS-1), or -1 if the id is invalid. */
 int seatd_keys_hint_bucket(const char *show_id);

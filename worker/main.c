@@ -25,6 +25,7 @@
 #include "payment.h"
 #include "pubsub.h"
 #include "rds.h"
+#include "flows/booking.h"
 #include "reconcile.h"
 #include "routes.h"
 #include "scripts.h"
@@ -273,7 +274,15 @@ int main(int argc, char **argv)
         .rescan_every = 10,
         .horizon_ms =
             cfg.charge_horizon_ms ? cfg.charge_horizon_ms : cfg.payment_timeout_ms + 30000,
+        .ledger_interval_ms = cfg.ledger_interval_ms,
+        .ledger_grace_ms = cfg.ledger_grace_ms,
     };
+    static seatd_booking_ctx_t booking; /* the flow's context: lives as long as the process */
+    booking = (seatd_booking_ctx_t){.loop = app->loop,
+                                    .store = app->store,
+                                    .payment = app->payment,
+                                    .horizon_ms = rcopts.horizon_ms};
+    app->booking = &booking;
     if (app->payment)
         W.reconcile = seatd_reconcile_new(app->loop, app->rds, app->store, app->payment, &rcopts);
 

@@ -61,12 +61,25 @@
     XX(PAY_REFUND_DECLINED, "seatd_payments_total", "op=\"refund\",outcome=\"declined\"", "")      \
     XX(PAY_REFUND_UNKNOWN, "seatd_payments_total", "op=\"refund\",outcome=\"unknown\"", "")        \
     XX(PAY_REFUND_NOT_FOUND, "seatd_payments_total", "op=\"refund\",outcome=\"not_found\"", "")    \
+    XX(PAY_LIST_APPROVED, "seatd_payments_total", "op=\"list\",outcome=\"approved\"", "")          \
+    XX(PAY_LIST_DECLINED, "seatd_payments_total", "op=\"list\",outcome=\"declined\"", "")          \
+    XX(PAY_LIST_UNKNOWN, "seatd_payments_total", "op=\"list\",outcome=\"unknown\"", "")            \
+    XX(PAY_LIST_NOT_FOUND, "seatd_payments_total", "op=\"list\",outcome=\"not_found\"", "")        \
     XX(RECONCILE_RUN, "seatd_reconcile_runs_total", "", "Payment reconciler passes started")       \
     XX(RECONCILE_CONFIRMED, "seatd_reconcile_bookings_total", "outcome=\"confirmed\"",             \
        "Bookings the reconciler looked at, by what it did")                                        \
     XX(RECONCILE_FAILED, "seatd_reconcile_bookings_total", "outcome=\"failed\"", "")               \
     XX(RECONCILE_REFUNDED, "seatd_reconcile_bookings_total", "outcome=\"refunded\"", "")           \
     XX(RECONCILE_DEFERRED, "seatd_reconcile_bookings_total", "outcome=\"deferred\"", "")           \
+    XX(RECONCILE_PENDING, "seatd_reconcile_bookings_total", "outcome=\"pending\"", "")             \
+    XX(LEDGER_CHARGES, "seatd_ledger_charges_total", "outcome=\"checked\"",                        \
+       "Gateway charges the ledger walk looked at: checked (a CONFIRMED booking or nothing owed), "  \
+       "refunded (no booking, or one not CONFIRMED, past the grace period)")                       \
+    XX(LEDGER_REFUNDED, "seatd_ledger_charges_total", "outcome=\"refunded\"", "")                  \
+    XX(BOOKING_NOT_DURABLE, "seatd_bookings_not_durable_total", "step=\"begin\"",                  \
+       "Bookings whose step was not on a replica in time (--redis-wait-replicas): begin (nothing "   \
+       "charged, 503) and confirm (answered 202 PENDING_PAYMENT, settled by reconciliation)")      \
+    XX(CONFIRM_NOT_DURABLE, "seatd_bookings_not_durable_total", "step=\"confirm\"", "")            \
     XX(SEATMAP_REDIS_READ, "seatd_seatmap_redis_reads_total", "",                                  \
        "Seat-status reads that went to Redis (the rest came from the worker's cache)")             \
     XX(LAYOUT_FETCH, "seatd_layout_fetches_total", "result=\"fetched\"",                           \
@@ -101,7 +114,8 @@
     XX(PAY_CHARGE, "seatd_payment_duration_seconds", "op=\"charge\"",                              \
        "Payment gateway request time by operation (timeouts included)")                            \
     XX(PAY_LOOKUP, "seatd_payment_duration_seconds", "op=\"lookup\"", "")                          \
-    XX(PAY_REFUND, "seatd_payment_duration_seconds", "op=\"refund\"", "")
+    XX(PAY_REFUND, "seatd_payment_duration_seconds", "op=\"refund\"", "")                          \
+    XX(PAY_LIST, "seatd_payment_duration_seconds", "op=\"list\"", "")
 
 enum seatd_metric_e {
 #define SEATD_METRIC_ENUM(name, family, labels, help) SEATD_METRIC_##name,

@@ -29,12 +29,13 @@
 #include <uv.h>
 
 #define PAY_URL_MAX 512              /* longest base URL we accept */
-#define PAY_MAX_RESPONSE (64 * 1024) /* a gateway answer larger than this is an error */
+#define PAY_MAX_RESPONSE (256 * 1024) /* a gateway answer larger than this is an error */
+#define PAY_META_MAX 8                /* metadata entries on one charge */
 #define PAY_MAX_TIMEOUT_MS 600000    /* longest per-request timeout */
 
-enum pay_kind_e { PAY_CHARGE, PAY_LOOKUP, PAY_REFUND };
+enum pay_kind_e { PAY_CHARGE, PAY_LOOKUP, PAY_REFUND, PAY_LIST };
 
-static const char *kind_names[] = {"charge", "lookup", "refund"};
+static const char *kind_names[] = {"charge", "lookup", "refund", "list"};
 
 /* The counter of each kind x outcome (seatd_pay_outcome_e order) and the latency histogram
  * of each kind (metrics.h). */
@@ -45,9 +46,11 @@ static const int kind_outcome_metric[][4] = {
      SEATD_METRIC_PAY_LOOKUP_UNKNOWN, SEATD_METRIC_PAY_LOOKUP_NOT_FOUND},
     {SEATD_METRIC_PAY_REFUND_APPROVED, SEATD_METRIC_PAY_REFUND_DECLINED,
      SEATD_METRIC_PAY_REFUND_UNKNOWN, SEATD_METRIC_PAY_REFUND_NOT_FOUND},
+    {SEATD_METRIC_PAY_LIST_APPROVED, SEATD_METRIC_PAY_LIST_DECLINED,
+     SEATD_METRIC_PAY_LIST_UNKNOWN, SEATD_METRIC_PAY_LIST_NOT_FOUND},
 };
 static const int kind_hist[] = {SEATD_HIST_PAY_CHARGE, SEATD_HIST_PAY_LOOKUP,
-                                SEATD_HIST_PAY_REFUND};
+                                SEATD_HIST_PAY_REFUND, SEATD_HIST_PAY_LIST};
 
 typedef struct pay_req_s pay_req_t;
 typedef struct pay_sock_s pay_sock_t;
@@ -256,8 +259,54 @@ static void decode_refund(seatd_payment_result_t *res, const cJSON *root)
     }
 }
 
-/* Turns a finished transfer into a result; UNKNOWN unless the answer says otherwise. */
-static void decode(pay_req_t *q, CURLcode cc, seatd_payment_result_t *res)
+/* A page of charges ({"data":[…],"hasMore":…}): APPROVED with res->page pointing into
+ * 'page', whose strings are borrowed from 'root' (both live until the callback returns). */
+static void decode_list(seatd_payment_result_t *res, const cJSON *root, seatd_payment_page_t *page)
+{
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
+    if (res->http_status != 200 || !cJSON_IsArray(data)) {
+        if (res->http_status == 400)
+            res->outcome = SEATD_PAY_DECLINED; /* an unknown cursor or limit */
+        error_code(res, root);
+        return;
+    }
+    size_t n = (size_t)cJSON_GetArraySize(data), k = 0;
+    seatd_payment_charge_t *charges = seatd_calloc(n ? n : 1, sizeof(*charges));
+    const cJSON *ch;
+    cJSON_ArrayForEach(ch, data)
+    {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(ch, "id");
+        const cJSON *key = cJSON_GetObjectItemCaseSensitive(ch, "idempotencyKey");
+        if (!cJSON_IsString(id) || !cJSON_IsString(key))
+            continue; /* not a charge we can name: skipped, as the walk skips foreign keys */
+        seatd_payment_charge_t *c = &charges[k++];
+        c->id = id->valuestring;
+        c->key = key->valuestring;
+        const cJSON *cur = cJSON_GetObjectItemCaseSensitive(ch, "currency");
+        c->currency = cJSON_IsString(cur) && cur->valuestring ? cur->valuestring : "";
+        c->succeeded = str_is(ch, "status", "succeeded");
+        c->amount = get_amount(ch, "amount");
+        c->refunded = get_amount(ch, "amountRefunded");
+        c->created_ms = get_amount(ch, "createdMs");
+        c->_meta = cJSON_GetObjectItemCaseSensitive(ch, "metadata");
+    }
+    page->charges = charges;
+    page->n = k;
+    page->has_more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "hasMore"));
+    res->page = page;
+    res->outcome = SEATD_PAY_APPROVED;
+}
+
+const char *seatd_payment_charge_meta(const seatd_payment_charge_t *c, const char *name)
+{
+    const cJSON *v = c ? cJSON_GetObjectItemCaseSensitive((const cJSON *)c->_meta, name) : NULL;
+    return cJSON_IsString(v) && v->valuestring ? v->valuestring : "";
+}
+
+/* Turns a finished transfer into a result; UNKNOWN unless the answer says otherwise. A list's
+ * page borrows from '*rootp' and 'page': the caller frees both after its callback. */
+static void decode(pay_req_t *q, CURLcode cc, seatd_payment_result_t *res, cJSON **rootp,
+                   seatd_payment_page_t *page)
 {
     memset(res, 0, sizeof(*res));
     res->outcome = SEATD_PAY_UNKNOWN;
@@ -281,9 +330,11 @@ static void decode(pay_req_t *q, CURLcode cc, seatd_payment_result_t *res)
         decode_charge(res, root);
     else if (q->kind == PAY_LOOKUP)
         decode_lookup(res, root);
+    else if (q->kind == PAY_LIST)
+        decode_list(res, root, page);
     else
         decode_refund(res, root);
-    cJSON_Delete(root);
+    *rootp = root;
 }
 
 static void log_result(const pay_req_t *q, const seatd_payment_result_t *res)
@@ -431,7 +482,9 @@ static void check_multi_info(seatd_payment_t *p)
         curl_easy_getinfo(e, CURLINFO_PRIVATE, &priv);
         pay_req_t *q = (pay_req_t *)priv;
         seatd_payment_result_t res;
-        decode(q, cc, &res);
+        seatd_payment_page_t page = {0};
+        cJSON *root = NULL;
+        decode(q, cc, &res, &root, &page);
         log_result(q, &res);
         double secs = 0;
         if (curl_easy_getinfo(e, CURLINFO_TOTAL_TIME, &secs) != CURLE_OK)
@@ -444,6 +497,8 @@ static void check_multi_info(seatd_payment_t *p)
         void *data = q->data;
         req_free(q);
         cb(&res, data);
+        free((void *)page.charges);
+        cJSON_Delete(root);
     }
 }
 
@@ -609,9 +664,33 @@ int seatd_payment_charge(seatd_payment_t *p, const char *idem_key, long long amo
                          const char *currency, const char *source, const char *description,
                          seatd_payment_cb cb, void *data)
 {
+    return seatd_payment_charge_ex(p, idem_key, amount, currency, source, description, NULL, cb,
+                                   data);
+}
+
+/* 1 if 'meta' is NULL or name/value pairs ending in NULL, at most PAY_META_MAX of them, names
+ * of letters only and values of valid text. */
+static int valid_meta(const char *const *meta)
+{
+    size_t n = 0;
+    for (; meta && meta[n]; n += 2) {
+        if (n / 2 >= PAY_META_MAX || meta[n + 1] == NULL || !valid_text(meta[n + 1]) ||
+            meta[n][0] == '\0' || strcmp(meta[n], "idempotencyKey") == 0)
+            return 0;
+        for (const char *c = meta[n]; *c; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+                return 0;
+    }
+    return 1;
+}
+
+int seatd_payment_charge_ex(seatd_payment_t *p, const char *idem_key, long long amount,
+                            const char *currency, const char *source, const char *description,
+                            const char *const *meta_pairs, seatd_payment_cb cb, void *data)
+{
     if (p == NULL || cb == NULL || !valid_idem_key(idem_key) || amount < 1 ||
         amount > SEATD_PAY_AMOUNT_MAX || !valid_currency(currency) || !valid_source(source) ||
-        !valid_text(description))
+        !valid_text(description) || !valid_meta(meta_pairs))
         return SEATD_EINVAL;
 
     cJSON *root = cJSON_CreateObject();
@@ -623,6 +702,8 @@ int seatd_payment_charge(seatd_payment_t *p, const char *idem_key, long long amo
     cJSON *meta = cJSON_CreateObject();
     cJSON_AddItemToObject(root, "metadata", meta);
     cJSON_AddItemToObject(meta, "idempotencyKey", cJSON_CreateString(idem_key));
+    for (size_t i = 0; meta_pairs && meta_pairs[i]; i += 2)
+        cJSON_AddItemToObject(meta, meta_pairs[i], cJSON_CreateString(meta_pairs[i + 1]));
     char *json = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (json == NULL)
@@ -640,6 +721,21 @@ int seatd_payment_lookup(seatd_payment_t *p, const char *idem_key, seatd_payment
     /* The key grammar needs no percent-encoding in a query string. */
     snprintf(path, sizeof(path), "/v1/charges?idempotencyKey=%s", idem_key);
     return req_start(p, PAY_LOOKUP, idem_key, path, NULL, cb, data);
+}
+
+int seatd_payment_list(seatd_payment_t *p, const char *starting_after, int limit,
+                       seatd_payment_cb cb, void *data)
+{
+    if (p == NULL || cb == NULL || limit < 1 || limit > SEATD_PAY_LIST_MAX ||
+        (starting_after && starting_after[0] && !valid_charge_id(starting_after)))
+        return SEATD_EINVAL;
+    char path[128];
+    /* A charge id needs no percent-encoding in a query string. */
+    snprintf(path, sizeof(path), "/v1/charges?limit=%d%s%s", limit,
+             starting_after && starting_after[0] ? "&startingAfter=" : "",
+             starting_after ? starting_after : "");
+    return req_start(p, PAY_LIST, starting_after && starting_after[0] ? starting_after : "-",
+                     path, NULL, cb, data);
 }
 
 int seatd_payment_refund(seatd_payment_t *p, const char *idem_key, const char *charge_id,

@@ -25,6 +25,8 @@
 #ifndef SEATD_PAYMENT_H
 #define SEATD_PAYMENT_H
 
+#include <stddef.h>
+
 #include "errors.h"
 
 struct uv_loop_s;
@@ -46,6 +48,26 @@ enum seatd_pay_outcome_e {
 #define SEATD_PAY_AMOUNT_MAX 1000000000LL /* largest amount in minor units */
 #define SEATD_PAY_MAX_INFLIGHT 1024       /* requests in flight per client; more is EOVERLOAD */
 
+#define SEATD_PAY_LIST_MAX 100 /* charges on one page of seatd_payment_list() */
+
+/* One charge of a listing (seatd_payment_list); strings borrowed until the callback returns. */
+typedef struct seatd_payment_charge_s {
+    const char *id;       /* "ch_..." */
+    const char *key;      /* the idempotency key it was made under (a booking id for seatd) */
+    const char *currency; /* "EUR" */
+    int succeeded;        /* 1: the charge succeeded; 0: it failed */
+    long long amount;     /* charged, minor units */
+    long long refunded;   /* refunded so far */
+    long long created_ms; /* when the gateway made it (Unix ms) */
+    const void *_meta;    /* private: its metadata (seatd_payment_charge_meta) */
+} seatd_payment_charge_t;
+
+typedef struct seatd_payment_page_s {
+    size_t n;                              /* charges on this page */
+    const seatd_payment_charge_t *charges; /* oldest first */
+    int has_more;                          /* more charges after the last one */
+} seatd_payment_page_t;
+
 typedef struct seatd_payment_result_s {
     int outcome;        /* seatd_pay_outcome_e */
     int http_status;    /* 0 when no response */
@@ -53,6 +75,7 @@ typedef struct seatd_payment_result_s {
     char code[64];      /* decline code, e.g. "card_declined"; or error text */
     long long amount;   /* charged / refunded amount when known */
     long long refunded; /* total refunded on the charge (lookup; refund: after this refund) */
+    const seatd_payment_page_t *page; /* list (APPROVED): the page; NULL otherwise */
 } seatd_payment_result_t;
 
 /* 'res' is borrowed until the callback returns; 'data' is the caller's. */
@@ -82,6 +105,34 @@ seatd_payment_t *seatd_payment_new(struct uv_loop_s *loop, const char *base_url,
 SEATD_MUSTCHECK int seatd_payment_charge(seatd_payment_t *p, const char *idem_key, long long amount,
                                          const char *currency, const char *source,
                                          const char *description, seatd_payment_cb cb, void *data);
+
+/*
+ * seatd_payment_charge() with metadata: 'meta' (may be NULL) is name/value pairs ending in
+ * NULL ({"owner","alice","holdId","42-h1",NULL}), at most 8, names of letters only (not
+ * "idempotencyKey", which every charge carries), values of at most SEATD_PAY_TEXT_MAX bytes;
+ * the gateway keeps them with the charge and lists them (seatd_payment_list), so that a charge
+ * whose booking was lost can still be told to its buyer. Borrowed. Return codes and the
+ * callback rule are those of seatd_payment_charge().
+ */
+SEATD_MUSTCHECK int seatd_payment_charge_ex(seatd_payment_t *p, const char *idem_key,
+                                            long long amount, const char *currency,
+                                            const char *source, const char *description,
+                                            const char *const *meta, seatd_payment_cb cb,
+                                            void *data);
+
+/*
+ * Lists the gateway's charges made after charge 'starting_after' ("ch_…"; NULL or "" for the
+ * first one), oldest first, at most 'limit' (1..SEATD_PAY_LIST_MAX): the ledger a reconciler
+ * walks with a cursor. APPROVED carries 'page' (borrowed until the callback returns); UNKNOWN
+ * when the gateway did not answer; DECLINED when it refused (an unknown cursor).
+ * Return codes and the callback rule are those of seatd_payment_charge().
+ */
+SEATD_MUSTCHECK int seatd_payment_list(seatd_payment_t *p, const char *starting_after, int limit,
+                                       seatd_payment_cb cb, void *data);
+
+/* The value of metadata 'name' (borrowed) of a listed charge 'c', or "" when it has none.
+ * Borrowed like the charge. */
+const char *seatd_payment_charge_meta(const seatd_payment_charge_t *c, const char *name);
 
 /*
  * Asks the gateway for the charge made under 'idem_key' (borrowed): APPROVED (the charge

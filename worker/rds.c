@@ -247,7 +247,7 @@ static cmd_t *cmd_new(seatd_rds_t *rds, int argc, const char **argv, const size_
 static void cmd_finish(cmd_t *cmd, const redisReply *reply, int err)
 {
     seatd_rds_t *rds = cmd->rds;
-    if (err) {
+    if (err && err != SEATD_ENOTDURABLE) { /* a write not yet on a replica was answered */
         rds->stats.errors++;
         if (err == SEATD_ETIMEOUT)
             rds->stats.timeouts++;
@@ -412,7 +412,8 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
 
 /* The WAIT sent after a SEATD_RDS_DURABLE command: completes that command with its own reply.
  * Fewer replicas than asked (or no answer, the connection gone after the write) does not undo
- * the write: the reply is delivered, the shortfall logged and counted (rds.h). */
+ * the write, but a failover may: the reply is delivered with SEATD_ENOTDURABLE, the shortfall
+ * logged and counted (rds.h). */
 static void on_wait_reply(redisAsyncContext *ac, void *r, void *privdata)
 {
     cmd_t *cmd = privdata;
@@ -429,22 +430,24 @@ static void on_wait_reply(redisAsyncContext *ac, void *r, void *privdata)
         cmd_finish(cmd, NULL, lost_error(rds, cmd));
         return;
     }
+    int err = 0;
     if (cmd->held->type != REDIS_REPLY_ERROR) {
         long long acked = wr && wr->type == REDIS_REPLY_INTEGER ? wr->integer : -1;
         if (acked >= rds->wait_replicas) {
             rds->stats.wait_ok++;
         } else {
             rds->stats.wait_short++;
+            err = SEATD_ENOTDURABLE;
             char detail[96];
             snprintf(detail, sizeof(detail), "%lld of %d replica(s) acknowledged within %d ms",
                      acked < 0 ? 0 : acked, rds->wait_replicas, rds->wait_ms);
-            log_conn(SEATD_LOG_WARN, c, "redis WAIT short: write kept, not yet on replicas",
+            log_conn(SEATD_LOG_WARN, c, "redis WAIT short: write made, not yet on replicas",
                      detail);
         }
     }
     if (c->ac == ac && !c->inflight.head)
         uv_timer_stop(&c->timer);
-    cmd_finish(cmd, cmd->held, 0);
+    cmd_finish(cmd, cmd->held, err);
 }
 
 static void on_auth_reply(redisAsyncContext *ac, void *r, void *privdata)

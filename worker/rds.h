@@ -41,9 +41,12 @@
  *
  * Durability (opts.wait_replicas > 0): a command flagged SEATD_RDS_DURABLE is followed, on the
  * same connection, by WAIT wait_replicas wait_ms; its callback runs once WAIT answers, with
- * the command's own reply. When fewer replicas acknowledged in time the write stands (it ran on
- * the primary and may still reach the replicas): the reply is delivered as is, a WARN is
- * logged and the 'wait_short' stat counts it (see README, durability).
+ * the command's own reply. When fewer replicas acknowledged in time the write ran on the
+ * primary but a failover can still undo it (a primary cut off from its replica, README
+ * "Durability"): the callback gets the reply AND err == SEATD_ENOTDURABLE (the one case where
+ * both are set), a WARN is logged and the 'wait_short' stat counts it. The caller decides:
+ * the booking flow charges nothing after a begin that is not durable, and answers 202 after
+ * a confirm that is not. An error reply (the script refused) is delivered with err 0.
  *
  * Loop and threads: one loop, one thread. Never share a seatd_rds_t across fork().
  */
@@ -89,7 +92,8 @@ typedef struct seatd_rds_opts_s {
 #define SEATD_RDS_NO_WAIT 0x4u
 
 /*
- * Called with the reply, borrowed for the duration of the callback (NULL when 'err' != 0).
+ * Called with the reply, borrowed for the duration of the callback (NULL when 'err' != 0,
+ * except SEATD_ENOTDURABLE, which comes with the reply of the write that is not yet durable).
  * 'err' is 0, or SEATD_EUNAVAILABLE (never sent: no connection before the deadline, or Redis
  * unreachable; or sent on a connection that was then lost, outcome unknown), SEATD_ETIMEOUT (sent,
  * no answer before the deadline, outcome unknown), SEATD_EOVERLOAD (never: that is returned

@@ -424,6 +424,10 @@ static void on_pool_reply(const redisReply *reply, int err, void *data)
         rcmd_finish(r, NULL, SEATD_ESHUTDOWN);
         return;
     }
+    if (err == SEATD_ENOTDURABLE) {
+        rcmd_finish(r, reply, err); /* it ran: the reply goes up with the shortfall (rds.h) */
+        return;
+    }
     if (err) {
         /* Never sent (EUNAVAILABLE): safe to retry. Sent, then lost or timed out: it may have
          * run, so only an idempotent command goes again. */
@@ -495,9 +499,12 @@ static void on_pool_reply(const redisReply *reply, int err, void *data)
             return;
         }
         if (starts(s, len, "TRYAGAIN") || starts(s, len, "CLUSTERDOWN") ||
-            starts(s, len, "LOADING") || starts(s, len, "MASTERDOWN")) {
+            starts(s, len, "LOADING") || starts(s, len, "MASTERDOWN") ||
+            starts(s, len, "NOREPLICAS")) {
             /* Did not run: a slot in migration with keys split (TRYAGAIN), a failover in
-             * progress, a node loading its data. */
+             * progress, a node loading its data, a primary fenced because it cannot reach
+             * a replica (NOREPLICAS, min-replicas-to-write: cut off by a partition, its replica
+             * about to be promoted, or its only replica down). */
             schedule_refresh(cl);
             r->asking = 0;
             if (r->group == NULL)

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
+#include "flows/booking.h"
 #include "hints.h"
 #include "keys.h"
 #include "log.h"
@@ -15,19 +17,27 @@
 #include "rds.h"
 #include "store.h"
 
+#define LEDGER_PAGE 100       /* charges asked for per page of the ledger */
+#define LEDGER_PAGES_PER_RUN 20 /* pages walked at most per period */
 #define DUE_BATCH 20       /* due entries per show per tick */
 #define HINT_PAGE "199"    /* hinted shows read per bucket per tick (ZRANGE 0..199) */
 #define CATALOGUE_PAGE 100 /* catalogue shows checked per rescan */
 
 struct seatd_reconcile_s {
     uv_timer_t timer;
+    uv_timer_t ledger_timer;  /* the ledger walk's period */
     seatd_rds_t *rds;         /* borrowed */
     seatd_store_t *store;     /* borrowed */
     seatd_payment_t *payment; /* borrowed */
+    seatd_booking_ctx_t flow; /* the booking flow every settlement goes through */
     seatd_reconcile_opts_t o;
-    unsigned inflight; /* operations whose callback has not run yet */
+    unsigned inflight; /* operations whose callback has not run yet (the walk's included) */
+    unsigned walk_ops; /* of which the ledger walk's */
     int closing;
     int timer_closed;
+    int ledger_timer_closed;
+    int walking;                  /* a walk of the ledger is under way */
+    unsigned long ledger_refunds; /* charges the walk refunded */
     unsigned long ticks;
     unsigned long settled;
     unsigned long deferred; /* lookups left pending within the charge horizon */
@@ -43,18 +53,15 @@ typedef struct {
     char score[32]; /* the hint's score as read, "" when found by the catalogue */
 } check_t;
 
-/* One booking being settled (a chain of gateway and store calls). */
+/* One booking being looked at: a gateway lookup or a read, then the booking flow. */
 typedef struct {
     seatd_reconcile_t *rc;
     char bid[SEATD_ID_MAX];
-    char key[SEATD_ID_MAX + 8]; /* refund idempotency key */
-    char charge[64];
-    long long amount; /* charged amount (lookup) or refund to make (cancel) */
 } job_t;
 
 static void maybe_free(seatd_reconcile_t *rc)
 {
-    if (rc->closing && rc->timer_closed && rc->inflight == 0)
+    if (rc->closing && rc->timer_closed && rc->ledger_timer_closed && rc->inflight == 0)
         free(rc);
 }
 
@@ -93,145 +100,66 @@ static void job_end(job_t *j)
     op_done(rc);
 }
 
+/* A step of 'j' that returned 'code' carries the job on (1: its callback will run), or the
+ * job ends here (0). Callers do not start steps once the reconciler is closing. */
+static int job_step(job_t *j, int code)
+{
+    if (started(j->rc, code)) {
+        op_done(j->rc); /* the step that called this one ends; the new one carries the job */
+        return 1;
+    }
+    job_end(j);
+    return 0;
+}
+
 /* --------------------------------------------------------------------- settling a booking */
 
-static void on_failed(const seatd_store_result_t *res, void *data)
-{
-    job_t *j = data;
-    if (res->err == 0 && strcmp(res->booking.status, "PENDING_PAYMENT") == 0) {
-        /* Not charged yet, but within the charge horizon: look again next tick. */
-        j->rc->deferred++;
-        seatd_metrics_inc(SEATD_METRIC_RECONCILE_DEFERRED);
-        seatd_log(SEATD_LOG_DEBUG, NULL, "reconcile: no charge yet, within the horizon",
-                  "\"booking\":\"%s\"", j->bid);
-    } else if (res->err == 0) {
-        j->rc->settled++;
-        seatd_metrics_inc(SEATD_METRIC_RECONCILE_FAILED);
-        seatd_log(SEATD_LOG_INFO, NULL, "reconciled booking",
-                  "\"booking\":\"%s\",\"status\":"
-                  "\"FAILED\"",
-                  j->bid);
-    } else {
-        seatd_log(SEATD_LOG_WARN, NULL, "reconcile: book_fail failed",
-                  "\"booking\":\"%s\",\"err\":%d", j->bid, res->err);
-    }
-    job_end(j);
-}
-
-static void fail_refunded(job_t *j, long long refund)
-{
-    seatd_reconcile_t *rc = j->rc;
-    if (!rc->closing &&
-        started(rc, seatd_store_book_fail_refunded(rc->store, j->bid, "seats_lost_refunded", refund,
-                                                   j->key, on_failed, j))) {
-        op_done(rc); /* the refund step ends; the store call carries the job on */
-        return;
-    }
-    job_end(j);
-}
-
-static void on_lost_refund(const seatd_payment_result_t *res, void *data)
-{
-    job_t *j = data;
-    if (res->outcome == SEATD_PAY_APPROVED) {
-        fail_refunded(j, res->amount ? res->amount : j->amount);
-        return;
-    }
-    if (res->outcome == SEATD_PAY_DECLINED && strcmp(res->code, "charge_already_refunded") == 0) {
-        fail_refunded(j, j->amount);
-        return;
-    }
-    seatd_log(SEATD_LOG_WARN, NULL, "reconcile: refund not confirmed; will retry",
-              "\"booking\":\"%s\",\"code\":\"%s\"", j->bid, res->code);
-    job_end(j);
-}
-
-static int refund_late(job_t *j);
-
-static void on_late_recorded(const seatd_store_result_t *res, void *data)
+/* The booking flow ended (flows/booking.h): counted and logged by what it did. */
+static void on_settled(const seatd_booking_end_t *end, void *data)
 {
     job_t *j = data;
     seatd_reconcile_t *rc = j->rc;
-    if (res->err == 0 && strcmp(res->booking.refund_status, "pending") == 0) {
-        if (refund_late(j))
-            op_done(rc); /* this step ends; the refund carries the job on */
-        return;          /* not started: refund_late ended the job, and this step with it */
-    }
-    job_end(j); /* already refunded, or not FAILED after all */
-}
-
-/* A charge landed for a booking already FAILED: the refund owed is written down first
- * (seatd_late_charge), then asked for; {s}:refunds keeps it until it is recorded. */
-static void record_late_charge(job_t *j)
-{
-    seatd_reconcile_t *rc = j->rc;
-    seatd_log(SEATD_LOG_WARN, NULL,
-              "reconcile: a charge landed after the booking failed; refunding",
-              "\"booking\":\"%s\",\"charge\":\"%s\"", j->bid, j->charge);
-    if (!rc->closing &&
-        started(rc, seatd_store_late_charge(rc->store, j->bid, j->charge, on_late_recorded, j))) {
-        op_done(rc);
-        return;
-    }
-    job_end(j);
-}
-
-static void on_confirmed(const seatd_store_result_t *res, void *data)
-{
-    job_t *j = data;
-    seatd_reconcile_t *rc = j->rc;
-    if (res->err == SEATD_ESTATE && res->nwords > 0 && strcmp(res->words[0], "FAILED") == 0) {
-        record_late_charge(j);
-        return;
-    }
-    if (res->err == SEATD_EEXPIRED) {
-        /* Charged, but the seats are gone: give the whole charge back, once (by key). */
-        snprintf(j->key, sizeof(j->key), "refund-%s", j->bid);
-        if (!rc->closing &&
-            started(rc, seatd_payment_refund(rc->payment, j->key, j->charge, j->amount,
-                                             "seats_lost", on_lost_refund, j))) {
-            op_done(rc);
-            return;
-        }
-    } else if (res->err == 0) {
+    static const int metric[] = {
+        [SEATD_BOOKING_CONFIRMED] = SEATD_METRIC_RECONCILE_CONFIRMED,
+        [SEATD_BOOKING_PENDING] = SEATD_METRIC_RECONCILE_PENDING,
+        [SEATD_BOOKING_DECLINED] = SEATD_METRIC_RECONCILE_FAILED,
+        [SEATD_BOOKING_REFUNDED] = SEATD_METRIC_RECONCILE_REFUNDED,
+        [SEATD_BOOKING_REFUND_OWED] = SEATD_METRIC_RECONCILE_PENDING,
+        [SEATD_BOOKING_FAILED] = SEATD_METRIC_RECONCILE_FAILED,
+        [SEATD_BOOKING_DEFERRED] = SEATD_METRIC_RECONCILE_DEFERRED,
+        [SEATD_BOOKING_REPLAYED] = SEATD_METRIC_RECONCILE_PENDING,
+        [SEATD_BOOKING_REFUSED] = SEATD_METRIC_RECONCILE_PENDING,
+        [SEATD_BOOKING_CANCELLED] = SEATD_METRIC_RECONCILE_REFUNDED,
+    };
+    seatd_metrics_inc(metric[end->outcome]);
+    switch (end->outcome) {
+    case SEATD_BOOKING_CONFIRMED:
+    case SEATD_BOOKING_DECLINED:
+    case SEATD_BOOKING_REFUNDED:
+    case SEATD_BOOKING_FAILED:
+    case SEATD_BOOKING_CANCELLED:
         rc->settled++;
-        seatd_metrics_inc(SEATD_METRIC_RECONCILE_CONFIRMED);
-        seatd_log(SEATD_LOG_INFO, NULL, "reconciled booking",
-                  "\"booking\":\"%s\",\"status\":\"CONFIRMED\"", j->bid);
+        seatd_log(SEATD_LOG_INFO, NULL, "reconciled booking", "\"booking\":\"%s\",\"outcome\":\"%s\"",
+                  j->bid, seatd_booking_outcome_name(end->outcome));
+        break;
+    case SEATD_BOOKING_DEFERRED:
+        rc->deferred++; /* not charged yet, within the horizon: next tick */
+        break;
+    default:
+        break; /* still pending: next tick */
     }
     job_end(j);
 }
 
+/* What the gateway says of a PENDING_PAYMENT booking's charge settles it (the flow). */
 static void on_lookup(const seatd_payment_result_t *res, void *data)
 {
     job_t *j = data;
-    seatd_reconcile_t *rc = j->rc;
-    int code = SEATD_ESHUTDOWN;
-    if (!rc->closing) {
-        switch (res->outcome) {
-        case SEATD_PAY_APPROVED:
-            snprintf(j->charge, sizeof(j->charge), "%s", res->charge_id);
-            j->amount = res->amount;
-            code = seatd_store_book_confirm(rc->store, j->bid, j->charge, on_confirmed, j);
-            break;
-        case SEATD_PAY_DECLINED:
-            code = seatd_store_book_fail(rc->store, j->bid, res->code[0] ? res->code : "declined",
-                                         on_failed, j);
-            break;
-        case SEATD_PAY_NOT_FOUND:
-            /* Not final before the horizon: a charge sent late can still land until then. */
-            code = seatd_store_book_fail_after(rc->store, j->bid, "payment_not_completed",
-                                               rc->o.horizon_ms, on_failed, j);
-            break;
-        default:
-            break; /* unknown, or still processing: next tick */
-        }
-    }
-    if (started(rc, code)) {
-        op_done(rc);
+    if (j->rc->closing) {
+        job_end(j);
         return;
     }
-    job_end(j);
+    job_step(j, seatd_booking_settle(&j->rc->flow, j->bid, res, NULL, on_settled, j));
 }
 
 /* ------------------------------------------------ a FAILED booking past the charge horizon */
@@ -245,21 +173,22 @@ static void on_late_cleared(const seatd_store_result_t *res, void *data)
     job_end(j);
 }
 
+/* A charge that landed after its booking failed is settled by the flow (its confirm finds the
+ * booking FAILED: the refund is written down, then made); none landed: the watch ends. */
 static void on_late_lookup(const seatd_payment_result_t *res, void *data)
 {
     job_t *j = data;
     seatd_reconcile_t *rc = j->rc;
-    if (!rc->closing && res->outcome == SEATD_PAY_APPROVED) {
-        /* The charge landed after the booking failed: refund it whole, on record first. */
-        snprintf(j->charge, sizeof(j->charge), "%s", res->charge_id);
-        j->amount = res->amount;
-        record_late_charge(j);
+    if (rc->closing) {
+        job_end(j);
         return;
     }
-    if (!rc->closing &&
-        (res->outcome == SEATD_PAY_NOT_FOUND || res->outcome == SEATD_PAY_DECLINED) &&
-        started(rc, seatd_store_late_clear(rc->store, j->bid, on_late_cleared, j))) {
-        op_done(rc); /* the lookup step ends; the store call carries the job on */
+    if (res->outcome == SEATD_PAY_APPROVED) {
+        job_step(j, seatd_booking_settle(&rc->flow, j->bid, res, NULL, on_settled, j));
+        return;
+    }
+    if (res->outcome == SEATD_PAY_NOT_FOUND || res->outcome == SEATD_PAY_DECLINED) {
+        job_step(j, seatd_store_late_clear(rc->store, j->bid, on_late_cleared, j));
         return;
     }
     job_end(j); /* unknown, or still processing: next tick */
@@ -274,91 +203,30 @@ static void ask_gateway(seatd_reconcile_t *rc, const char *bid, seatd_payment_cb
         free(j);
 }
 
-/* A PENDING_PAYMENT booking: confirm, refund or fail it by what the gateway says. */
-static void settle(seatd_reconcile_t *rc, const char *bid)
-{
-    ask_gateway(rc, bid, on_lookup);
-}
+/* ------------------------------------------------- refunds owed: late charges, cancellations */
 
-/* A FAILED booking past its charge horizon: did its charge land after all? The answer is
- * final unless it is unknown. */
-static void watch_late(seatd_reconcile_t *rc, const char *bid)
-{
-    ask_gateway(rc, bid, on_late_lookup);
-}
-
-/* ------------------------------------------------------------ retrying a cancel's refund */
-
-static void on_refund_recorded(const seatd_store_result_t *res, void *data)
-{
-    job_t *j = data;
-    if (res->err == 0) {
-        j->rc->settled++;
-        seatd_metrics_inc(SEATD_METRIC_RECONCILE_REFUNDED);
-        seatd_log(SEATD_LOG_INFO, NULL, "reconciled refund", "\"booking\":\"%s\"", j->bid);
-    }
-    job_end(j);
-}
-
-static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
-{
-    job_t *j = data;
-    seatd_reconcile_t *rc = j->rc;
-    if (!rc->closing &&
-        (res->outcome == SEATD_PAY_APPROVED ||
-         (res->outcome == SEATD_PAY_DECLINED &&
-          strcmp(res->code, "charge_already_refunded") == 0)) &&
-        started(rc, seatd_store_refund_done(rc->store, j->bid, j->key, on_refund_recorded, j))) {
-        op_done(rc);
-        return;
-    }
-    job_end(j);
-}
-
-/* Refunds the whole charge 'j->charge' of a FAILED booking under "refund-<bookingId>" (the
- * key the worker uses for the same charge, so the gateway refunds once). Returns 1 when the
- * refund was started (its callback carries the job on), or 0 when it could not be (nothing
- * to refund, closing, or refused at once): then the job has ended here (job_end: the step
- * that called this one is done, and 'j' and perhaps the reconciler are gone). */
-static int refund_late(job_t *j)
-{
-    seatd_reconcile_t *rc = j->rc;
-    snprintf(j->key, sizeof(j->key), "refund-%s", j->bid);
-    if (!rc->closing && j->amount > 0 &&
-        started(rc, seatd_payment_refund(rc->payment, j->key, j->charge, j->amount, "charged_late",
-                                         on_lost_refund, j)))
-        return 1;
-    job_end(j);
-    return 0;
-}
-
-static void on_cancelled_booking(const seatd_store_result_t *res, void *data)
+static void on_refund_owed(const seatd_store_result_t *res, void *data)
 {
     job_t *j = data;
     seatd_reconcile_t *rc = j->rc;
     const seatd_booking_result_t *b = &res->booking;
     const char *st = b->status, *rs = b->refund_status, *ref = b->payment_ref;
-    const char *late = b->late_charge;
-    if (!rc->closing && res->err == 0 && strcmp(st, "FAILED") == 0 && strcmp(rs, "pending") == 0 &&
-        late[0]) {
-        /* A late charge recorded by seatd_late_charge: refund it whole. */
-        j->amount = b->amount;
-        snprintf(j->charge, sizeof(j->charge), "%s", late);
-        if (refund_late(j))
-            op_done(rc); /* the lookup step ends; the refund carries the job on */
-        return;          /* not started: refund_late ended the job, and this step with it */
+    if (rc->closing) {
+        job_end(j);
+        return;
     }
-    if (!rc->closing && res->err == 0 && strcmp(st, "CANCELLED") == 0 &&
-        strcmp(rs, "pending") == 0 && ref[0]) {
-        j->amount = b->refund;
-        snprintf(j->charge, sizeof(j->charge), "%s", ref);
-        snprintf(j->key, sizeof(j->key), "cancel-%s", j->bid);
-        if (j->amount > 0 &&
-            started(rc, seatd_payment_refund(rc->payment, j->key, j->charge, j->amount, "cancelled",
-                                             on_cancel_refund, j))) {
-            op_done(rc);
-            return;
-        }
+    if (res->err == 0 && strcmp(st, "FAILED") == 0 && strcmp(rs, "pending") == 0 &&
+        b->late_charge[0]) {
+        /* A late charge or a lost booking's charge, on record: the flow refunds it whole. */
+        job_step(j, seatd_booking_refund_owed(&rc->flow, j->bid, b->late_charge, b->amount,
+                                              on_settled, j));
+        return;
+    }
+    if (res->err == 0 && strcmp(st, "CANCELLED") == 0 && strcmp(rs, "pending") == 0 && ref[0] &&
+        b->refund > 0) {
+        /* A cancellation's refund by the show's policy, under "cancel-<bookingId>". */
+        job_step(j, seatd_booking_refund_cancel(&rc->flow, j->bid, ref, b->refund, on_settled, j));
+        return;
     }
     job_end(j);
 }
@@ -366,7 +234,7 @@ static void on_cancelled_booking(const seatd_store_result_t *res, void *data)
 static void retry_refund(seatd_reconcile_t *rc, const char *bid)
 {
     job_t *j = job_new(rc, bid);
-    if (!started(rc, seatd_store_booking_get(rc->store, bid, NULL, on_cancelled_booking, j)))
+    if (!started(rc, seatd_store_booking_get(rc->store, bid, NULL, on_refund_owed, j)))
         free(j);
 }
 
@@ -388,11 +256,11 @@ static void on_due(const seatd_store_result_t *res, void *data)
         if (c->score[0])
             rc->pass_pending += res->pending.remaining;
         for (size_t i = 0; i < res->pending.nbookings; i++)
-            settle(rc, res->pending.bookings[i]);
+            ask_gateway(rc, res->pending.bookings[i], on_lookup);
         for (size_t i = 0; i < res->pending.nrefunds; i++)
             retry_refund(rc, res->pending.refunds[i]);
         for (size_t i = 0; i < res->pending.nlate; i++)
-            watch_late(rc, res->pending.late[i]);
+            ask_gateway(rc, res->pending.late[i], on_late_lookup);
         if (c->score[0] && res->pending.remaining == 0 &&
             started(rc, seatd_store_hint_clear(rc->store, c->show, c->score, on_hint_cleared, c))) {
             op_done(rc);
@@ -446,8 +314,8 @@ static void on_catalogue(const struct redisReply *reply, int err, void *data)
 static void on_tick(uv_timer_t *t)
 {
     seatd_reconcile_t *rc = t->data;
-    if (rc->closing || rc->inflight > 0)
-        return; /* one pass at a time */
+    if (rc->closing || rc->inflight > rc->walk_ops)
+        return; /* one pass at a time (the ledger walk goes at its own pace) */
     rc->ticks++;
     rc->pass_pending = 0;
     rc->pass_counted = 0;
@@ -468,6 +336,259 @@ static void on_tick(uv_timer_t *t)
     }
 }
 
+/* ---------------------------------------------------------------------------------------
+ * The ledger walk: the gateway's charges, oldest first, from the cursor on. A succeeded
+ * charge, not refunded whole, at least the grace period old, whose booking is missing or
+ * neither CONFIRMED nor CANCELLED, is settled by the booking flow: confirmed if it still can
+ * be, refunded otherwise (a missing booking is written down FAILED first, so that its buyer
+ * sees the refund). The cursor moves past a charge once nothing is owed on it.
+ * --------------------------------------------------------------------------------------- */
+
+typedef struct walk_s walk_t;
+
+/* One charge of a page, copied out of the gateway's answer. */
+typedef struct {
+    walk_t *w;
+    char id[64];                 /* "ch_…" */
+    char bid[SEATD_ID_MAX];      /* its idempotency key: the booking id */
+    char owner[65], hold[SEATD_ID_MAX], currency[8];
+    char *seats;                 /* owned */
+    long long amount, refunded;
+    int done;                    /* nothing is owed on it (any more) */
+} walk_item_t;
+
+struct walk_s {
+    seatd_reconcile_t *rc;
+    walk_item_t *items;
+    size_t n;      /* items on this page */
+    size_t looked; /* items looked at (the rest are younger than the grace period) */
+    size_t left;   /* lookups still running */
+    int has_more;
+    int pages;     /* pages walked in this run */
+};
+
+static void walk_next_page(seatd_reconcile_t *rc, const char *after, int pages);
+
+static long long wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Counts the end of one walk operation; may free 'rc'. */
+static void walk_op_done(seatd_reconcile_t *rc)
+{
+    rc->walk_ops--;
+    op_done(rc);
+}
+
+static int walk_started(seatd_reconcile_t *rc, int code)
+{
+    if (!started(rc, code))
+        return 0;
+    rc->walk_ops++;
+    return 1;
+}
+
+static void walk_end_run(seatd_reconcile_t *rc)
+{
+    rc->walking = 0;
+}
+
+static void walk_free(walk_t *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        free(w->items[i].seats);
+    free(w->items);
+    free(w);
+}
+
+static void on_cursor_set(const struct redisReply *reply, int err, void *data)
+{
+    seatd_reconcile_t *rc = data;
+    (void)reply;
+    (void)err;
+    walk_op_done(rc);
+}
+
+/* Every lookup of the page is back: the cursor moves past the charges settled in a row, and
+ * the next page follows when this one was settled whole. */
+static void walk_page_done(walk_t *w)
+{
+    seatd_reconcile_t *rc = w->rc;
+    size_t k = 0;
+    while (k < w->looked && w->items[k].done)
+        k++;
+    char after[64] = "";
+    if (k > 0) {
+        snprintf(after, sizeof(after), "%s", w->items[k - 1].id);
+        const char *argv[] = {"SET", SEATD_KEY_LEDGER_CURSOR, after};
+        walk_started(rc, seatd_rds_callv(rc->rds, 3, argv, NULL, on_cursor_set, rc));
+    }
+    int more = !rc->closing && k == w->n && w->n > 0 && w->has_more &&
+               w->pages < LEDGER_PAGES_PER_RUN;
+    int pages = w->pages;
+    walk_free(w);
+    if (more)
+        walk_next_page(rc, after, pages);
+    else
+        walk_end_run(rc);
+}
+
+static void walk_item_end(walk_item_t *it, int done)
+{
+    walk_t *w = it->w;
+    seatd_reconcile_t *rc = w->rc;
+    it->done = done;
+    if (--w->left == 0)
+        walk_page_done(w);
+    walk_op_done(rc);
+}
+
+static void on_walk_settled(const seatd_booking_end_t *end, void *data)
+{
+    walk_item_t *it = data;
+    int done = end->outcome == SEATD_BOOKING_CONFIRMED || end->outcome == SEATD_BOOKING_REFUNDED;
+    if (end->outcome == SEATD_BOOKING_REFUNDED) {
+        it->w->rc->ledger_refunds++;
+        seatd_metrics_inc(SEATD_METRIC_LEDGER_REFUNDED);
+        seatd_log(SEATD_LOG_WARN, NULL, "ledger walk: charge refunded, its booking not confirmed",
+                  "\"booking\":\"%s\",\"charge\":\"%s\",\"owner\":\"%s\",\"amount\":%lld", it->bid,
+                  it->id, it->owner, it->amount);
+    } else if (end->outcome == SEATD_BOOKING_CONFIRMED) {
+        seatd_log(SEATD_LOG_WARN, NULL, "ledger walk: a charged booking confirmed",
+                  "\"booking\":\"%s\",\"charge\":\"%s\"", it->bid, it->id);
+    }
+    walk_item_end(it, done);
+}
+
+/* What the store has of a charge's booking decides: CONFIRMED or CANCELLED owe nothing here;
+ * missing, PENDING_PAYMENT or FAILED go through the flow with the charge as the gateway lists
+ * it; a Redis failure leaves the charge for the next run. */
+static void on_walk_booking(const seatd_store_result_t *res, void *data)
+{
+    walk_item_t *it = data;
+    seatd_reconcile_t *rc = it->w->rc;
+    seatd_metrics_inc(SEATD_METRIC_LEDGER_CHARGES);
+    const char *st = res->booking.status;
+    if (res->err == 0 && (strcmp(st, "CONFIRMED") == 0 || strcmp(st, "CANCELLED") == 0)) {
+        walk_item_end(it, 1);
+        return;
+    }
+    if (rc->closing || (res->err && res->err != SEATD_ENOTFOUND)) {
+        walk_item_end(it, 0);
+        return;
+    }
+    seatd_payment_result_t paid = {.outcome = SEATD_PAY_APPROVED,
+                                   .amount = it->amount,
+                                   .refunded = it->refunded};
+    snprintf(paid.charge_id, sizeof(paid.charge_id), "%s", it->id);
+    seatd_booking_meta_t meta = {
+        .owner = it->owner, .hold_id = it->hold, .seat_ids = it->seats, .currency = it->currency};
+    if (walk_started(rc, seatd_booking_settle(&rc->flow, it->bid, &paid, &meta, on_walk_settled,
+                                              it))) {
+        walk_op_done(rc); /* the lookup ends; the flow carries the item on */
+        return;
+    }
+    walk_item_end(it, 0);
+}
+
+/* Copies charge 'c' into item 'it'; 1 if it must be looked at (a succeeded charge of a seatd
+ * booking not refunded whole), 0 if nothing can be owed on it. */
+static int walk_item_init(walk_item_t *it, walk_t *w, const seatd_payment_charge_t *c)
+{
+    char show[SEATD_ID_MAX];
+    it->w = w;
+    snprintf(it->id, sizeof(it->id), "%s", c->id);
+    snprintf(it->bid, sizeof(it->bid), "%s", c->key);
+    snprintf(it->owner, sizeof(it->owner), "%s", seatd_payment_charge_meta(c, "owner"));
+    snprintf(it->hold, sizeof(it->hold), "%s", seatd_payment_charge_meta(c, "holdId"));
+    snprintf(it->currency, sizeof(it->currency), "%s", c->currency);
+    it->seats = seatd_strdup(seatd_payment_charge_meta(c, "seatIds"));
+    it->amount = c->amount;
+    it->refunded = c->refunded;
+    return c->succeeded && c->amount > 0 && c->refunded < c->amount &&
+           strlen(c->key) < sizeof(it->bid) && seatd_keys_parse_id(it->bid, 'b', show) == 0 &&
+           seatd_keys_valid_sub(it->owner[0] ? it->owner : "-");
+}
+
+static void on_page(const seatd_payment_result_t *res, void *data)
+{
+    walk_t *w = data;
+    seatd_reconcile_t *rc = w->rc;
+    if (rc->closing || res->outcome != SEATD_PAY_APPROVED || res->page == NULL) {
+        if (res->outcome == SEATD_PAY_DECLINED) {
+            /* The gateway does not know the cursor (its ledger was started afresh): walk it
+             * again from its first charge. */
+            const char *argv[] = {"DEL", SEATD_KEY_LEDGER_CURSOR};
+            walk_started(rc, seatd_rds_callv(rc->rds, 2, argv, NULL, on_cursor_set, rc));
+        }
+        walk_free(w);
+        walk_end_run(rc);
+        walk_op_done(rc);
+        return;
+    }
+    const seatd_payment_page_t *page = res->page;
+    long long young = wall_ms() - rc->o.ledger_grace_ms;
+    w->items = seatd_calloc(page->n ? page->n : 1, sizeof(*w->items));
+    w->n = page->n;
+    w->has_more = page->has_more;
+    for (size_t i = 0; i < page->n; i++) {
+        const seatd_payment_charge_t *c = &page->charges[i];
+        walk_item_t *it = &w->items[i];
+        int owed = walk_item_init(it, w, c);
+        if (owed && c->created_ms > young)
+            break; /* the normal path may still be settling it, and everything after it */
+        w->looked = i + 1;
+        if (!owed || rc->closing) {
+            it->done = !rc->closing;
+            continue;
+        }
+        /* (No callback runs before this function returns: 'left' can be counted up here.) */
+        if (walk_started(rc, seatd_store_booking_get(rc->store, it->bid, NULL, on_walk_booking,
+                                                     it)))
+            w->left++; /* else not done: looked at again next run */
+    }
+    if (w->left == 0)
+        walk_page_done(w);
+    walk_op_done(rc);
+}
+
+/* Asks the gateway for the charges after 'after' ("" from the first). */
+static void walk_next_page(seatd_reconcile_t *rc, const char *after, int pages)
+{
+    walk_t *w = seatd_calloc(1, sizeof(*w));
+    w->rc = rc;
+    w->pages = pages + 1;
+    if (!walk_started(rc, seatd_payment_list(rc->payment, after, LEDGER_PAGE, on_page, w))) {
+        free(w);
+        walk_end_run(rc);
+    }
+}
+
+static void on_cursor(const struct redisReply *reply, int err, void *data)
+{
+    seatd_reconcile_t *rc = data;
+    const char *after = err ? NULL : seatd_rds_reply_str(reply, NULL);
+    if (err || rc->closing)
+        walk_end_run(rc);
+    else
+        walk_next_page(rc, after && strncmp(after, "ch_", 3) == 0 ? after : "", 0);
+    walk_op_done(rc);
+}
+
+static void on_ledger_tick(uv_timer_t *t)
+{
+    seatd_reconcile_t *rc = t->data;
+    if (rc->closing || rc->walking)
+        return;
+    rc->walking = 1;
+    const char *argv[] = {"GET", SEATD_KEY_LEDGER_CURSOR};
+    if (!walk_started(rc, seatd_rds_callv(rc->rds, 2, argv, NULL, on_cursor, rc)))
+        rc->walking = 0;
+}
+
 /* --------------------------------------------------------------------- lifecycle */
 
 seatd_reconcile_t *seatd_reconcile_new(uv_loop_t *loop, seatd_rds_t *rds, seatd_store_t *store,
@@ -475,23 +596,35 @@ seatd_reconcile_t *seatd_reconcile_new(uv_loop_t *loop, seatd_rds_t *rds, seatd_
 {
     if (loop == NULL || rds == NULL || store == NULL || payment == NULL || opts == NULL ||
         opts->interval_ms <= 0 || opts->min_age_ms < 0 || opts->rescan_every < 1 ||
-        opts->horizon_ms < 0)
+        opts->horizon_ms < 0 || opts->ledger_interval_ms < 0 || opts->ledger_grace_ms < 0)
         return NULL;
     seatd_reconcile_t *rc = seatd_calloc(1, sizeof(*rc));
     rc->rds = rds;
     rc->store = store;
     rc->payment = payment;
     rc->o = *opts;
+    rc->flow = (seatd_booking_ctx_t){
+        .loop = loop, .store = store, .payment = payment, .horizon_ms = opts->horizon_ms};
+    if (rc->o.ledger_grace_ms <= 0)
+        rc->o.ledger_grace_ms = opts->horizon_ms;
     uv_timer_init(loop, &rc->timer);
     rc->timer.data = rc;
     uv_timer_start(&rc->timer, on_tick, (uint64_t)opts->interval_ms, (uint64_t)opts->interval_ms);
+    uv_timer_init(loop, &rc->ledger_timer);
+    rc->ledger_timer.data = rc;
+    if (opts->ledger_interval_ms > 0)
+        uv_timer_start(&rc->ledger_timer, on_ledger_tick, (uint64_t)opts->ledger_interval_ms,
+                       (uint64_t)opts->ledger_interval_ms);
     return rc;
 }
 
 static void on_timer_closed(uv_handle_t *h)
 {
     seatd_reconcile_t *rc = h->data;
-    rc->timer_closed = 1;
+    if (h == (uv_handle_t *)&rc->timer)
+        rc->timer_closed = 1;
+    else
+        rc->ledger_timer_closed = 1;
     maybe_free(rc);
 }
 
@@ -501,7 +634,25 @@ void seatd_reconcile_close(seatd_reconcile_t *rc)
         return;
     rc->closing = 1;
     uv_timer_stop(&rc->timer);
+    uv_timer_stop(&rc->ledger_timer);
     uv_close((uv_handle_t *)&rc->timer, on_timer_closed);
+    uv_close((uv_handle_t *)&rc->ledger_timer, on_timer_closed);
+}
+
+void seatd_reconcile_walk_ledger(seatd_reconcile_t *rc)
+{
+    if (rc)
+        on_ledger_tick(&rc->ledger_timer);
+}
+
+unsigned long seatd_reconcile_ledger_refunds(const seatd_reconcile_t *rc)
+{
+    return rc ? rc->ledger_refunds : 0;
+}
+
+int seatd_reconcile_walking(const seatd_reconcile_t *rc)
+{
+    return rc ? rc->walking : 0;
 }
 
 unsigned long seatd_reconcile_settled(const seatd_reconcile_t *rc)
@@ -512,77 +663,6 @@ unsigned long seatd_reconcile_settled(const seatd_reconcile_t *rc)
 unsigned long seatd_reconcile_deferred(const seatd_reconcile_t *rc)
 {
     return rc ? rc->deferred : 0;
-}
-
-/* ---------------------------------------------------------------------------------------
- * Waiting for a payment in flight to settle (a retried POST /v1/bookings)
- * --------------------------------------------------------------------------------------- */
-
-typedef struct settle_wait_s {
-    uv_timer_t timer;     /* first member: the handle is the allocation */
-    seatd_store_t *store; /* borrowed */
-    char booking_id[SEATD_ID_MAX];
-    uint64_t until_ms;     /* loop time */
-    int (*wanted)(void *); /* may be NULL */
-    seatd_store_cb cb;
-    void *data;
-} settle_wait_t;
-
-static void settle_wait_free(uv_handle_t *h)
-{
-    free(h);
-}
-
-/* Runs the callback once with 'res' and closes the wait. */
-static void settle_wait_end(settle_wait_t *w, const seatd_store_result_t *res)
-{
-    w->cb(res, w->data);
-    uv_close((uv_handle_t *)&w->timer, settle_wait_free);
-}
-
-static void on_settle_read(const seatd_store_result_t *res, void *data);
-
-static void on_settle_timer(uv_timer_t *t)
-{
-    settle_wait_t *w = (settle_wait_t *)t;
-    int rc = SEATD_EUNAVAILABLE;
-    if (w->wanted == NULL || w->wanted(w->data))
-        rc = seatd_store_booking_get(w->store, w->booking_id, NULL, on_settle_read, w);
-    if (rc < 0) {
-        seatd_store_result_t res = {.err = rc, .detail = ""};
-        settle_wait_end(w, &res);
-    }
-}
-
-static void on_settle_read(const seatd_store_result_t *res, void *data)
-{
-    settle_wait_t *w = data;
-    if (res->err == 0 && strcmp(res->booking.status, "PENDING_PAYMENT") == 0 &&
-        uv_now(w->timer.loop) < w->until_ms) {
-        uv_timer_start(&w->timer, on_settle_timer, SEATD_RECONCILE_WAIT_POLL_MS, 0);
-        return;
-    }
-    settle_wait_end(w, res);
-}
-
-int seatd_reconcile_wait_settled(uv_loop_t *loop, seatd_store_t *store, const char *booking_id,
-                                 uint64_t until_ms, int (*wanted)(void *data), seatd_store_cb cb,
-                                 void *data)
-{
-    char show[SEATD_ID_MAX];
-    if (loop == NULL || store == NULL || cb == NULL ||
-        seatd_keys_parse_id(booking_id, 'b', show) < 0)
-        return SEATD_EINVAL;
-    settle_wait_t *w = seatd_calloc(1, sizeof(*w));
-    w->store = store;
-    snprintf(w->booking_id, sizeof(w->booking_id), "%s", booking_id);
-    w->until_ms = until_ms;
-    w->wanted = wanted;
-    w->cb = cb;
-    w->data = data;
-    uv_timer_init(loop, &w->timer);
-    uv_timer_start(&w->timer, on_settle_timer, SEATD_RECONCILE_WAIT_POLL_MS, 0);
-    return 0;
 }
 
 void seatd_reconcile_hint(seatd_rds_t *rds, const char *show_id)

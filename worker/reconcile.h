@@ -1,49 +1,54 @@
 /*
- * reconcile.h - settles bookings a worker left PENDING_PAYMENT (it died, the gateway did not
- * answer), refunds a cancellation never confirmed by the gateway, and refunds a charge that
- * landed after its booking had failed.
+ * reconcile.h - finishes what the request path could not: bookings a worker left
+ * PENDING_PAYMENT (it died, the gateway did not answer, a confirm did not reach a replica),
+ * refunds not confirmed by the gateway, charges that landed after their booking failed, and -
+ * the backstop - every charge in the gateway's ledger whose booking is missing or was never
+ * CONFIRMED (a booking lost with a Redis primary).
+ *
+ * Reconciliation looks things up; the booking flow (flows/booking.h) settles them. It holds no
+ * copy of the settlement: a due booking is looked up by its idempotency key (the booking id)
+ * and the gateway's answer goes to seatd_booking_settle(), the same call the request path
+ * makes after its own charge; a refund on record goes to seatd_booking_refund_owed().
  *
  * Every worker runs one. It is safe to run many at once because every step is idempotent:
- * the gateway is asked by idempotency key (the booking id), confirming or failing a booking
- * twice answers the same, and refunds carry their own idempotency keys ("refund-<bookingId>"
- * for seats lost after a charge, "cancel-<bookingId>" for a cancellation), so two
- * reconcilers settling the same booking charge nothing and refund once. No lease is needed.
+ * the gateway is asked by idempotency key, confirming or failing a booking twice answers the
+ * same, and refunds carry their own keys ("refund-<bookingId>" for a charge not confirmed,
+ * "cancel-<bookingId>" for a cancellation), so two reconcilers settling the same booking charge
+ * nothing and refund once. No lease is needed.
  *
- * Finding work: each show keeps {s:<id>}:pending (bookingId -> start ms, written by
- * book_begin, left by confirm/fail), {s:<id>}:refunds (cancelled bookings whose refund is
- * not confirmed, and late charges whose refund is not recorded) and {s:<id>}:failed
- * (bookingId -> start ms: bookings failed while their charge may still land, see below). The
- * store adds the show to the hint zset seatd:pending_shows:{hN} (its bucket by slot range,
- * keys.h; score = the number of hints, ZINCRBY) after a booking begins or a cancellation leaves
- * a refund owed (hints.h: a second, cross-slot write, so not from inside the script). Every tick
- * reads the hint set (every bucket) and asks each show for its due entries
- * (seatd_store_pending_due: pending for at least 'min_age_ms' on Redis's clock; failed and
- * begun at least the horizon ago); a show with nothing left (in any of the three sets) is
- * dropped from the hint set only if no worker re-hinted it meanwhile. Every 'rescan_every' ticks a
- * page of the catalogue seatd:shows is checked too: the safety net for a worker that died between
- * book_begin and its hint.
+ * Finding work in Redis: each show keeps {s:<id>}:pending (bookingId -> start ms, written by
+ * book_begin, left by confirm/fail), {s:<id>}:refunds (cancelled bookings whose refund is not
+ * confirmed, late charges and lost bookings whose refund is not recorded) and {s:<id>}:failed
+ * (bookings failed while their charge may still land). The store adds the show to the hint
+ * zset seatd:pending_shows:{hN} (hints.h) after a booking begins or a refund is left owed.
+ * Every tick reads the hint set (every bucket) and asks each show for its due entries
+ * (seatd_store_pending_due); a show with nothing left is dropped from the hint set only if no
+ * worker re-hinted it meanwhile. Every 'rescan_every' ticks a page of the catalogue
+ * seatd:shows is checked too (a worker that died between book_begin and its hint).
+ *   - a due booking: lookup -> the flow (APPROVED: confirm, or refund if the seats were lost;
+ *     DECLINED: fail; NOT_FOUND: fail once the charge horizon has passed; UNKNOWN: next tick);
+ *   - a refund owed: a late charge or a lost booking -> seatd_booking_refund_owed(); a
+ *     cancellation -> its refund under "cancel-<bookingId>", then recorded;
+ *   - {s}:failed past the charge horizon: lookup -> APPROVED: the flow (its confirm finds the
+ *     booking FAILED: the refund is written down, then made); NOT_FOUND or DECLINED:
+ *     seatd_late_clear ends the watch; UNKNOWN: next tick.
+ * The charge horizon (--charge-horizon-ms, default payment timeout + 30 s) is when the
+ * worker's own charge request has surely ended plus a margin for a gateway still processing.
  *
- * A due booking: lookup by key -> APPROVED: book_confirm; if the seats were lost, refund the
- * whole charge and book_fail "seats_lost_refunded" with the amount; DECLINED: book_fail with
- * the failure code; NOT_FOUND (not charged yet): nothing before the charge horizon (a charge
- * request still on its way can land until then), after it book_fail "payment_not_completed";
- * UNKNOWN (no answer, or the charge still processing): try again next tick. The horizon
- * (--charge-horizon-ms, default payment timeout + 30 s) is when the worker's own charge
- * request has surely ended (it is abandoned at the payment timeout) plus a margin for a
- * gateway still processing it. A charge that lands for a booking already FAILED (the
- * worker's own answer, or a lookup whose confirm says FAILED) is refunded whole under
- * "refund-<bookingId>": seatd_late_charge writes the refund down first and puts the booking
- * in {s}:refunds, which this reconciler retries until the refund is recorded.
+ * Finding work in the gateway's ledger (the ledger walk, every 'ledger_interval_ms'): Redis's
+ * own sets cannot name a booking that was lost with its primary, but the gateway still has its
+ * charge. The walk pages through the gateway's charges (seatd_payment_list) from a cursor kept
+ * in Redis (SEATD_KEY_LEDGER_CURSOR: the last charge with nothing owed on it), oldest first. A
+ * succeeded charge not refunded whole, at least 'ledger_grace_ms' old, whose booking is missing,
+ * PENDING_PAYMENT or FAILED goes through the flow as the gateway lists it: confirmed if its
+ * seats are still held for it, else refunded whole - a missing booking is first written down
+ * FAILED with the refund owed (seatd_book_lost, with the buyer from the charge's metadata), so
+ * that GET /v1/bookings/{id} shows its buyer the refund instead of 404. Each such refund is
+ * logged (WARN) and counted (seatd_ledger_charges_total{outcome="refunded"}). The cursor moves
+ * past a charge only once nothing is owed on it; the walk stops at the first charge younger
+ * than the grace period (the request path may still be settling it).
  *
- * Late charges nobody saw: a booking failed before the charge horizon without a known charge
- * (a decline, or a worker that failed it while a charge request was still on its way, and
- * then died) moves from {s}:pending to {s}:failed. Once the horizon has passed since it began
- * (no charge can land any more), the gateway is asked by the booking id: APPROVED -> the late
- * charge is recorded and refunded as above; NOT_FOUND or DECLINED -> seatd_late_clear ends
- * the watch; UNKNOWN -> next tick. A booking failed past the horizon (book_fail_after) or with
- * its refund recorded is not watched.
- *
- * Loop and threads: the worker's loop. Lifecycle: new -> close; close stops the timer and
+ * Loop and threads: the worker's loop. Lifecycle: new -> close; close stops the timers and
  * the object frees itself when its last operation's callback has run (those fire with
  * shutdown errors when the payment client and Redis close after it).
  */
@@ -53,7 +58,6 @@
 #include <stdint.h>
 
 #include "errors.h"
-#include "store.h" /* seatd_store_cb */
 
 struct uv_loop_s;
 struct seatd_rds_s;
@@ -69,6 +73,9 @@ typedef struct seatd_reconcile_opts_s {
     int64_t horizon_ms;  /* the charge horizon: a booking the gateway does not know is failed
                             only once it began this long ago, and a failed booking's charge is
                             looked for once it began this long ago (>= 0) */
+    int64_t ledger_interval_ms; /* the ledger walk's period; 0: no walk */
+    int64_t ledger_grace_ms;    /* a charge is settled by the walk once this old; 0: the
+                                   charge horizon */
 } seatd_reconcile_opts_t;
 
 /* Returns an owned reconciler whose timer runs on 'loop'. All pointers are borrowed and must
@@ -87,21 +94,15 @@ unsigned long seatd_reconcile_settled(const seatd_reconcile_t *rc);
  * within the charge horizon, for tests and logs. */
 unsigned long seatd_reconcile_deferred(const seatd_reconcile_t *rc);
 
-/*
- * Waits for the payment of booking 'booking_id' (borrowed) to settle, for a retried
- * POST /v1/bookings that found the first request's payment in flight: reads the booking
- * (seatd_store_booking_get, any owner) every SEATD_RECONCILE_WAIT_POLL_MS until it is no
- * longer PENDING_PAYMENT or the loop time passes 'until_ms', then runs 'cb' once with the
- * last read. 'wanted' (may be NULL) is asked before each read: 0 ends the wait at once, with
- * a result whose err is SEATD_EUNAVAILABLE. Returns 0 (then 'cb' runs exactly once, on a
- * later loop turn) or an error (then it never runs). Independent of any reconciler object.
- */
-#define SEATD_RECONCILE_WAIT_POLL_MS 100
-SEATD_MUSTCHECK int seatd_reconcile_wait_settled(struct uv_loop_s *loop,
-                                                 struct seatd_store_s *store,
-                                                 const char *booking_id, uint64_t until_ms,
-                                                 int (*wanted)(void *data), seatd_store_cb cb,
-                                                 void *data);
+/* Starts one walk of the gateway's ledger now (unless one is under way), as the timer does;
+ * for tests. */
+void seatd_reconcile_walk_ledger(seatd_reconcile_t *rc);
+
+/* 1 while a walk of the ledger is under way. */
+int seatd_reconcile_walking(const seatd_reconcile_t *rc);
+
+/* Number of charges the ledger walk refunded so far, for tests and logs. */
+unsigned long seatd_reconcile_ledger_refunds(const seatd_reconcile_t *rc);
 
 /* Fire-and-forget: ZINCRBY seatd:pending_shows:{hN} 1 'show_id' (the score counts hints); the
  * same as seatd_hints_pending(), which the store calls after the operations that need it. */

@@ -431,9 +431,10 @@ static void decode_error(decoded_t *d, const char *s, size_t len)
     const char *wend = sp ? sp : end;
     d->res.err = seatd_err_from_lua_word(p, (unsigned long)(wend - p));
     /* Redis's own transient states: replaying its AOF, a busy script, a read-only replica
-     * after failover, out of memory under noeviction. Retry later, elsewhere: 503. */
-    static const char *transient[] = {"LOADING",    "BUSY",     "READONLY",   "OOM",
-                                      "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"};
+     * after failover, out of memory under noeviction, a primary fenced for want of a replica
+     * (min-replicas-to-write). Retry later, elsewhere: 503. */
+    static const char *transient[] = {"LOADING",  "BUSY",        "READONLY",  "OOM", "MASTERDOWN",
+                                      "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS"};
     for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
         if ((size_t)(wend - p) == strlen(transient[i]) &&
             memcmp(p, transient[i], (size_t)(wend - p)) == 0)
@@ -578,7 +579,7 @@ static void decode(decoded_t *d, const struct redisReply *r, int err, kind_t kin
     memset(d, 0, sizeof(*d));
     d->res.detail = "";
     int type = seatd_rds_reply_type(r);
-    if (err != 0) {
+    if (err != 0 && !(err == SEATD_ENOTDURABLE && r != NULL)) {
         d->res.err = err;
     } else if (r == NULL) {
         d->res.err = SEATD_EPROTO;
@@ -602,6 +603,10 @@ static void decode(decoded_t *d, const struct redisReply *r, int err, kind_t kin
             decode_refusal(d);
         }
     }
+    /* A write the script made that is not on a replica yet: decoded as a success, reported
+     * as SEATD_ENOTDURABLE with its result (the booking flow reads both). */
+    if (err == SEATD_ENOTDURABLE && d->res.err == 0)
+        d->res.err = SEATD_ENOTDURABLE;
     decode_typed(d, kind); /* on failure too: no NULL string in the operation's member */
 }
 
@@ -1579,6 +1584,28 @@ int seatd_store_late_charge(seatd_store_t *st, const char *booking_id, const cha
                             seatd_store_cb cb, void *data)
 {
     return booking_text_call(st, "seatd_late_charge", 0, booking_id, charge_id, cb, data);
+}
+
+int seatd_store_book_lost(seatd_store_t *st, const seatd_book_lost_args_t *a, seatd_store_cb cb,
+                          void *data)
+{
+    char key[SEATD_KEY_MAX], amount[24];
+    if (a == NULL || a->charge_id == NULL || a->charge_id[0] == '\0' || a->amount < 1)
+        return SEATD_EINVAL;
+    int rc = meta_of_id(key, a->booking_id, 'b');
+    if (rc < 0)
+        return rc;
+    snprintf(amount, sizeof(amount), "%" PRId64, a->amount);
+    const char *args[7] = {a->booking_id,
+                           a->charge_id,
+                           amount,
+                           a->currency ? a->currency : "",
+                           a->owner ? a->owner : "",
+                           a->hold_id ? a->hold_id : "",
+                           a->seat_ids ? a->seat_ids : ""};
+    /* Hinted like a refund owed: reconciliation retries it from {s}:refunds. */
+    store_op_t *op = op_hint(op_new(st, KIND_BOOKING, cb, data), HINT_PENDING, a->booking_id, 'b');
+    return fcall(op, "seatd_book_lost", key, 7, args, NULL, on_reply);
 }
 
 int seatd_store_late_clear(seatd_store_t *st, const char *booking_id, seatd_store_cb cb, void *data)

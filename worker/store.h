@@ -435,6 +435,25 @@ SEATD_MUSTCHECK int seatd_store_book_fail_after(seatd_store_t *st, const char *b
 SEATD_MUSTCHECK int seatd_store_late_charge(seatd_store_t *st, const char *booking_id,
                                             const char *charge_id, seatd_store_cb cb, void *data);
 
+/* What seatd_store_book_lost() records of a charge whose booking is gone; all borrowed. */
+typedef struct seatd_book_lost_args_s {
+    const char *booking_id; /* the charge's idempotency key */
+    const char *charge_id;  /* "ch_..." */
+    int64_t amount;         /* charged, minor units (>= 1) */
+    const char *currency;   /* may be NULL */
+    const char *owner;      /* the buyer, from the charge's metadata; may be NULL */
+    const char *hold_id;    /* may be NULL */
+    const char *seat_ids;   /* comma-joined; may be NULL */
+} seatd_book_lost_args_t;
+
+/* seatd_book_lost: a succeeded charge whose booking does not exist: the booking is written FAILED
+ * ("lost_in_failover") with the refund owed (lateCharge, refundStatus "pending", {s}:refunds)
+ * before the refund is asked for; an existing booking is answered unchanged. Durable (WAIT, like
+ * book_begin): SEATD_ENOTDURABLE with the result when not on a replica in time. Result:
+ * res->booking with bookingId, status, refundStatus. Errors: INVAL. */
+SEATD_MUSTCHECK int seatd_store_book_lost(seatd_store_t *st, const seatd_book_lost_args_t *a,
+                                          seatd_store_cb cb, void *data);
+
 /* seatd_late_clear: the gateway, asked after the charge horizon, has no successful charge for
  * FAILED booking 'booking_id': it leaves {s}:failed (nothing can land any more). Result:
  * res->booking with bookingId, status ("" if the booking is gone). Errors: INVAL. */

@@ -75,6 +75,8 @@ function log(obj) {
 
 const charges = new Map();     /* charge idempotency key -> {fp, response:{status, body}, id} */
 const chargesById = new Map(); /* charge id -> charge object (amountRefunded kept current) */
+const chargeOrder = [];        /* charge ids in the order they were made (the listing's order) */
+const chargeIndex = new Map(); /* charge id -> its position in chargeOrder (the list cursor) */
 const refunds = new Map();     /* refund idempotency key -> {fp, response, id} */
 const refundsById = new Map(); /* refund id -> refund object */
 const inflight = new Map();    /* charge idempotency key -> {fp} while tok_slow is processing */
@@ -90,7 +92,10 @@ function keyStats(key) {
 function apply(rec) {
     if (rec.type === 'charge') {
         const ch = { ...rec.charge, amountRefunded: 0, refunded: false, refunds: [] };
+        if (ch.createdMs === undefined) ch.createdMs = ch.created * 1000; /* an older ledger */
         chargesById.set(ch.id, ch);
+        chargeIndex.set(ch.id, chargeOrder.length);
+        chargeOrder.push(ch.id);
         charges.set(rec.key, { fp: rec.fp, response: rec.response, id: ch.id });
         stats.charges++;
         if (ch.status === 'succeeded') stats.succeeded++;
@@ -207,8 +212,8 @@ function chargeView(ch) {
     return {
         id: ch.id, object: 'charge', status: ch.status, amount: ch.amount, currency: ch.currency,
         idempotencyKey: ch.idempotencyKey, source: ch.source, description: ch.description,
-        metadata: ch.metadata, created: ch.created, amountRefunded: ch.amountRefunded,
-        refunded: ch.refunded, refunds: ch.refunds,
+        metadata: ch.metadata, created: ch.created, createdMs: ch.createdMs,
+        amountRefunded: ch.amountRefunded, refunded: ch.refunded, refunds: ch.refunds,
         ...(ch.status === 'failed' ? { failureCode: ch.failureCode,
                                        failureMessage: ch.failureMessage } : {}),
     };
@@ -244,10 +249,11 @@ function validateCharge(b) {
 
 /* Records the charge for 'key' and returns the response to send (and to replay later). */
 function recordCharge(key, fp, b) {
+    const now = Date.now();
     const ch = {
         id: newId('ch'), object: 'charge', amount: b.amount, currency: b.currency,
         idempotencyKey: key, source: b.source, description: b.description || '',
-        metadata: b.metadata || {}, created: Math.floor(Date.now() / 1000),
+        metadata: b.metadata || {}, created: Math.floor(now / 1000), createdMs: now,
     };
     let response;
     if (SUCCEEDS.has(b.source)) {
@@ -256,6 +262,7 @@ function recordCharge(key, fp, b) {
             id: ch.id, object: 'charge', status: 'succeeded', amount: ch.amount,
             currency: ch.currency, idempotencyKey: key, source: ch.source,
             description: ch.description, metadata: ch.metadata, created: ch.created,
+            createdMs: ch.createdMs,
         };
         if (b.source === 'tok_error_after_charge')
             response = { status: 500, body: JSON.stringify(errorBody(
@@ -314,6 +321,28 @@ function createCharge(req, res, b) {
         return;
     }
     send(res, response.status, response.body);
+}
+
+/* GET /v1/charges?startingAfter=<ch_id>&limit=N: the charges made after that one (all of
+ * them without a cursor), oldest first, at most 'limit' (1-100, default 10), the way card
+ * providers list charges with a cursor. A reconciler walks the ledger with it: it keeps the id
+ * of the last charge it has checked and asks for the ones after it. */
+function listCharges(res, params) {
+    const after = params.get('startingAfter');
+    const limitText = params.get('limit');
+    const limit = limitText === null ? 10 : Number(limitText);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+        return invalid(res, 'invalid_limit', 'limit must be an integer in 1..100');
+    let from = 0;
+    if (after !== null && after !== '') {
+        const at = chargeIndex.get(after);
+        if (at === undefined)
+            return invalid(res, 'invalid_starting_after', 'startingAfter names no charge');
+        from = at + 1;
+    }
+    const ids = chargeOrder.slice(from, from + limit);
+    send(res, 200, { object: 'list', data: ids.map((id) => chargeView(chargesById.get(id))),
+                     hasMore: from + ids.length < chargeOrder.length });
 }
 
 function getCharge(res, ch) {
@@ -445,7 +474,9 @@ function route(req, res) {
             if (requireKey(req, res) === null) return;
             return withJsonBody(req, res, (b) => createCharge(req, res, b));
         }
-        if (m === 'GET') return lookupCharge(res, url.searchParams.get('idempotencyKey'));
+        if (m === 'GET' && url.searchParams.has('idempotencyKey'))
+            return lookupCharge(res, url.searchParams.get('idempotencyKey'));
+        if (m === 'GET') return listCharges(res, url.searchParams);
         return sendError(res, 405, 'invalid_request_error', 'method_not_allowed',
                          'use POST or GET');
     }

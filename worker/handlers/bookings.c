@@ -1,19 +1,22 @@
 /*
- * bookings.c - POST /v1/bookings (book_begin -> charge -> book_confirm | book_fail) and
- * GET /v1/bookings/{id}.
+ * bookings.c - POST /v1/bookings, GET /v1/bookings/{id}, DELETE /v1/bookings/{id} and
+ * POST /v1/tickets/verify: HTTP adapters over the booking flow (flows/booking.h).
  *
- * The money step sits between two Redis functions and never inside one: book_begin moves the
- * hold to PENDING_PAYMENT (one booking per hold) and extends its seats over the payment
- * window; the gateway is charged with the booking id as the idempotency key; book_confirm
- * turns the seats BOOKED only if every seat key still names the hold. A decline returns the
- * hold to HELD; a gateway that does not answer leaves the booking PENDING_PAYMENT (202) for
- * reconciliation to settle by the same idempotency key.
+ * POST validates the body, claims the Idempotency-Key, reads the hold and prices its seats
+ * from the show's tiers, counts one attempt against the buyer's decline cap, and hands the
+ * booking to the flow: begin (on a replica before anything is charged) -> charge -> confirm
+ * (on a replica before 201) | fail | refund. It renders the flow's outcome:
+ *   CONFIRMED 201 with the ticket · PENDING / REFUND_OWED 202 PENDING_PAYMENT with Location
+ *   (reconciliation settles it) · DECLINED 402 (the hold HELD again) · REFUNDED 410 (charged,
+ *   the seats lost, the charge refunded) · REFUSED: the store's refusal (404, 409, 410, 429),
+ *   or 503 + Retry-After when the begin did not reach a replica (nothing charged).
+ * The money path itself is not here: reconciliation settles through the same flow.
  *
  * A retried POST (same hold) while the first one's payment is in flight does not answer 409:
- * it waits for up to the payment timeout + 1 s (seatd_reconcile_wait_settled, reconcile.h,
- * reads the booking every 100 ms) and then answers what the first request answered (201
- * CONFIRMED, 402 declined, 410 seats lost and refunded, or 202 still PENDING_PAYMENT with
- * Location). One hold has one live booking, so the retry can never start a second charge.
+ * it waits for up to the payment timeout + 1 s (seatd_booking_wait_settled, reads the booking
+ * every 100 ms) and then answers what the first request answered (201 CONFIRMED, 402
+ * declined, 410 seats lost and refunded, or 202 still PENDING_PAYMENT with Location). One hold
+ * has one live booking, so the retry can never start a second charge.
  *
  * One attempt is counted against the decline caps of the user (seatd_attempt, before
  * book_begin) and of the hold (by book_begin itself, only when it begins a booking: retries of
@@ -21,19 +24,17 @@
  * cap, before anything is recorded or the gateway is called. An attempt is given back when
  * the charge is approved or never made.
  *
- * A request outlives its client: once the booking began, charge, confirm, refund and fail run
- * to completion whether or not anybody reads the answer. A charge that lands on a booking
- * already FAILED is written down (seatd_late_charge) before its refund is asked for.
+ * A request outlives its client: once the booking began, the flow runs to completion whether
+ * or not anybody reads the answer.
  *
- * DELETE /v1/bookings/{id} cancels by the show's refund policy (computed in the script, on
- * Redis's clock, from the amount charged) and refunds under the key "cancel-<bookingId>".
- * GET carries a signed ticket token and its QR code; POST /v1/tickets/verify checks one.
+ * DELETE cancels through the flow too (seatd_booking_cancel: the show's refund policy,
+ * computed in the script on Redis's clock, refunded under "cancel-<bookingId>"). GET carries a
+ * signed ticket token and its QR code; POST /v1/tickets/verify checks one.
  */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uv.h>
 
 #include "app.h"
 #include "common.h"
@@ -46,9 +47,7 @@
 #include "log.h"
 #include "mem.h"
 #include "metrics.h"
-#include "seatmap.h"
-#include "payment.h"
-#include "reconcile.h"
+#include "flows/booking.h"
 #include "ticket.h"
 
 #define CURRENCY "EUR"
@@ -72,10 +71,7 @@ typedef struct {
     char *seat_csv;    /* owned: the hold's seats */
     cJSON *tiers;      /* owned: the show's price tiers */
     long long amount;  /* minor units */
-    char charge_id[64];
     char decline[64];
-    char refund_key[SEATD_ID_MAX + 8];
-    uint64_t wait_until;          /* loop ms: a retry waits for the first payment until then */
     char hold_ctr[SEATD_KEY_MAX]; /* the per-hold decline counter (book_begin takes it) */
     char user_ctr[SEATD_KEY_MAX]; /* the per-user decline counter */
     unsigned ctrs;                /* CTR_*: the counters holding one attempt of this request */
@@ -294,13 +290,15 @@ static int still_waiting(void *data)
     return !seatd_req_is_detached(op->r);
 }
 
-/* The wait itself is reconcile.h's (seatd_reconcile_wait_settled): it ends in
- * on_booking_final() with the booking as it settled, or as it still is at op->wait_until. */
+/* The wait itself is the flow's (seatd_booking_wait_settled): it ends in on_booking_final()
+ * with the booking as it settled, or as it still is after the payment timeout + 1 s. */
 static void wait_for_outcome(book_op_t *op)
 {
-    step_started(op,
-                 seatd_reconcile_wait_settled(op->app->loop, op->app->store, op->booking_id,
-                                              op->wait_until, still_waiting, on_booking_final, op));
+    seatd_app_t *app = op->app;
+    step_started(op, seatd_booking_wait_settled(
+                         app->loop, app->store, op->booking_id,
+                         (uint64_t)app->cfg->payment_timeout_ms + 1000, still_waiting,
+                         on_booking_final, op));
 }
 
 /* The fingerprint an Idempotency-Key is claimed with: the hold and the card. */
@@ -332,17 +330,11 @@ static void on_decline_settled(const seatd_store_result_t *res, void *data)
     answer_decline(op);
 }
 
-/* After book_fail following a decline. A request with an Idempotency-Key records the
- * declined booking under it first (whether or not its client still waits), so that a replay
- * answers this 402 instead of trying the card again. */
-static void on_failed_after_decline(const seatd_store_result_t *res, void *data)
+/* A decline: a request with an Idempotency-Key records the declined booking under it first
+ * (whether or not its client still waits), so that a replay answers this 402 instead of
+ * trying the card again. */
+static void answer_declined(book_op_t *op)
 {
-    book_op_t *op = data;
-    seatd__step_end(&op->r);
-    seatd_metrics_inc(SEATD_METRIC_BOOKING_DECLINED);
-    if (res->err)
-        seatd_log(SEATD_LOG_WARN, NULL, "book_fail after a decline failed; reconciliation settles",
-                  "\"booking\":\"%s\",\"err\":%d", op->booking_id, res->err);
     if (op->idem[0]) {
         char fingerprint[SEATD_ID_MAX + 80];
         idem_fingerprint(op, fingerprint, sizeof(fingerprint));
@@ -354,163 +346,27 @@ static void on_failed_after_decline(const seatd_store_result_t *res, void *data)
     answer_decline(op);
 }
 
-/* After book_fail following lost seats (confirm said EXPIRED or FAILED) and a refund. */
-static void on_failed_after_loss(const seatd_store_result_t *res, void *data)
+/* 202 PENDING_PAYMENT with Location: the outcome is not final (the gateway did not answer, or
+ * the confirm is not on a replica yet); reconciliation settles it, and GET /v1/bookings/{id}
+ * tells. Answered from what this request knows: the booking as Redis has it now may say
+ * CONFIRMED on a primary that a failover can still take back. */
+static void answer_pending(book_op_t *op)
 {
-    book_op_t *op = data;
-    seatd__step_end(&op->r);
-    (void)res;
-    seatd_metrics_inc(SEATD_METRIC_BOOKING_LOST);
-    cJSON *extra = cJSON_CreateObject();
-    cJSON_AddStringToObject(extra, "bookingId", op->booking_id);
-    answer_problem(op, SEATD_EEXPIRED,
-                   "the hold expired before the payment completed; the charge was refunded", extra);
-}
-
-static void fail_booking(book_op_t *op, const char *reason, seatd_store_cb cb)
-{
-    int rc = seatd_store_book_fail(op->app->store, op->booking_id, reason, cb, op);
-    step_started(op, rc);
-}
-
-static void on_refund(const seatd_payment_result_t *res, void *data)
-{
-    book_op_t *op = data;
-    seatd__step_end(&op->r);
-    int approved =
-        res->outcome == SEATD_PAY_APPROVED ||
-        (res->outcome == SEATD_PAY_DECLINED && strcmp(res->code, "charge_already_refunded") == 0);
-    if (!approved) {
-        /* Still owed and on record (PENDING_PAYMENT, or FAILED in {s}:refunds):
-         * reconciliation refunds it by the same key. */
-        seatd_log(SEATD_LOG_ERROR, NULL, "refund not confirmed; reconciliation will retry",
-                  "\"booking\":\"%s\",\"charge\":\"%s\"", op->booking_id, op->charge_id);
-        answer_with_booking(op);
-        return;
+    if (op->r) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "bookingId", op->booking_id);
+        cJSON_AddStringToObject(o, "status", "PENDING_PAYMENT");
+        cJSON_AddStringToObject(o, "holdId", op->hold_id);
+        cJSON_AddStringToObject(o, "showId", op->show_id);
+        seatd__json_add_csv_array(o, "seatIds", op->seat_csv ? op->seat_csv : "");
+        cJSON_AddNumberToObject(o, "amount", (double)op->amount);
+        cJSON_AddStringToObject(o, "currency", CURRENCY);
+        char loc[96];
+        snprintf(loc, sizeof(loc), "/v1/bookings/%s", op->booking_id);
+        seatd_req_add_header(op->r, "Location", loc);
+        seatd_req_finish_json(op->r, 202, o);
     }
-    int rc = seatd_store_book_fail_refunded(op->app->store, op->booking_id, "seats_lost_refunded",
-                                            op->amount, op->refund_key, on_failed_after_loss, op);
-    step_started(op, rc);
-}
-
-/* Charged, but the seats were lost, or the booking already FAILED while this charge was on
- * its way: give the money back (idempotent by key; the reconciler sends the very same
- * request, so the gateway refunds once). */
-static void refund_charge(book_op_t *op)
-{
-    snprintf(op->refund_key, sizeof(op->refund_key), "refund-%s", op->booking_id);
-    int rc = seatd_payment_refund(op->app->payment, op->refund_key, op->charge_id, op->amount,
-                                  "seats_lost", on_refund, op);
-    if (seatd__step_begin(&op->r, rc) < 0)
-        answer_with_booking(op); /* on record: reconciliation refunds */
-}
-
-/* The late charge of a FAILED booking is on record ({s}:refunds): now ask for the refund. */
-static void on_late_charge_recorded(const seatd_store_result_t *res, void *data)
-{
-    book_op_t *op = data;
-    seatd__step_end(&op->r);
-    if (res->err == 0 && strcmp(res->booking.refund_status, "pending") != 0) {
-        answer_with_booking(op); /* refunded already */
-        return;
-    }
-    if (res->err)
-        seatd_log(SEATD_LOG_ERROR, NULL, "late charge not recorded; refunding anyway",
-                  "\"booking\":\"%s\",\"charge\":\"%s\",\"err\":%d", op->booking_id, op->charge_id,
-                  res->err);
-    refund_charge(op);
-}
-
-static void on_confirm(const seatd_store_result_t *res, void *data)
-{
-    book_op_t *op = data;
-    seatd__step_end(&op->r);
-    if (res->err == SEATD_EEXPIRED) {
-        /* The booking is still PENDING_PAYMENT: on record for reconciliation. */
-        refund_charge(op);
-        return;
-    }
-    if (res->err == SEATD_ESTATE && res->nwords > 0 && strcmp(res->words[0], "FAILED") == 0) {
-        /* The booking left {s}:pending already: write the refund down before asking for it. */
-        seatd_log(SEATD_LOG_WARN, NULL, "a charge landed after the booking failed; refunding",
-                  "\"booking\":\"%s\",\"charge\":\"%s\"", op->booking_id, op->charge_id);
-        step_started(op, seatd_store_late_charge(op->app->store, op->booking_id, op->charge_id,
-                                                 on_late_charge_recorded, op));
-        return;
-    }
-    if (res->err) {
-        seatd_metrics_inc(SEATD_METRIC_BOOKING_ERROR);
-        if (op->r)
-            seatd__reply_store_error(op->r, res);
-        book_op_free(op);
-        return;
-    }
-    seatd_metrics_inc(SEATD_METRIC_BOOKING_CONFIRMED);
-    seatd_seatmap_invalidate(op->show_id, res->booking.version);
-    answer_with_booking(op);
-}
-
-static void on_charge(const seatd_payment_result_t *res, void *data)
-{
-    book_op_t *op = data;
-    /* Whether or not the client is still there, the booking is settled now. */
-    seatd__step_end(&op->r);
-    seatd_store_t *store = op->app->store;
-    int rc = 0;
-    switch (res->outcome) {
-    case SEATD_PAY_APPROVED:
-        counters_give(op);
-        snprintf(op->charge_id, sizeof(op->charge_id), "%s", res->charge_id);
-        rc = seatd_store_book_confirm(store, op->booking_id, op->charge_id, on_confirm, op);
-        break;
-    case SEATD_PAY_DECLINED:
-        /* The decline stays counted (the attempt this request took). */
-        op->ctrs = 0;
-        snprintf(op->decline, sizeof(op->decline), "%s", res->code[0] ? res->code : "declined");
-        fail_booking(op, op->decline, on_failed_after_decline);
-        return;
-    default:
-        /* Unknown: the charge may or may not have happened. Leave it PENDING, answer 202;
-         * the attempt stays counted until its window ends. */
-        op->ctrs = 0;
-        seatd_metrics_inc(SEATD_METRIC_BOOKING_PENDING);
-        answer_with_booking(op);
-        return;
-    }
-    step_started(op, rc);
-}
-
-static void charge_booking(book_op_t *op);
-
-/* Files the booking that just began in the buyer's index ({u:<sub>}:bookings, GET
- * /v1/me/bookings) before anything is answered, so that the buyer reads their own writes. Only
- * a booking that began is filed: a refused request or a replay of an earlier booking files
- * nothing (filing every request's fresh id before the begin left an entry for each refused or
- * replayed request, which hid real bookings from the list's pages). The write never waits for
- * an unreachable shard (seatd_store_me_add fails at once when the shard of the buyer's keys,
- * on a cluster usually another primary than the show's, is failing over), and a failure does
- * not stop the booking, which has begun: what makes the index complete is the outbox, since
- * seatd-notify files every confirmed or cancelled booking of {s}:bookings in its owner's index
- * (at least once, retried until that shard answers). */
-static void on_booking_indexed(const seatd_store_result_t *res, void *data)
-{
-    book_op_t *op = data;
-    seatd__step_end(&op->r); /* a client that left changes nothing: the booking goes on */
-    if (res->err) {
-        seatd_metrics_inc(SEATD_METRIC_BOOKING_INDEX_ERROR);
-        seatd_log(SEATD_LOG_WARN, NULL, "booking not filed in the buyer's index (the outbox will)",
-                  "\"error\":\"%s\"", seatd_err_name(res->err));
-    }
-    charge_booking(op);
-}
-
-static void index_booking(book_op_t *op)
-{
-    int rc = seatd__index_booking(op->app, op->owner, op->booking_id, on_booking_indexed, op);
-    if (seatd__step_begin(&op->r, rc) < 0) {
-        seatd_metrics_inc(SEATD_METRIC_BOOKING_INDEX_ERROR);
-        charge_booking(op);
-    }
+    book_op_free(op);
 }
 
 /* 429 with Retry-After: the decline cap of the hold or of the user is reached; nothing was
@@ -528,73 +384,91 @@ static void answer_capped(book_op_t *op, const char *which)
     answer_problem(op, SEATD_ERATELIMIT, msg, NULL);
 }
 
-static void on_begin(const seatd_store_result_t *res, void *data)
+/* Nothing was charged by this request: the begin was refused, or did not reach a replica. */
+static void answer_refused(book_op_t *op, const seatd_booking_end_t *end)
 {
-    book_op_t *op = data;
-    seatd__step_end(&op->r);
-    op->begin_refused = res->err && seatd_err_http_status(res->err) < 500;
-    if (res->err == SEATD_ERATELIMIT) { /* the hold's decline cap: nothing began */
-        op->retry_after_ms = strtoll(res->detail, NULL, 10);
+    if (end->err == SEATD_ERATELIMIT && end->res) { /* the hold's decline cap: nothing began */
+        op->retry_after_ms = strtoll(end->res->detail, NULL, 10);
         answer_capped(op, "hold");
         return;
     }
-    if (res->err) {
-        counters_give(op);
-        seatd_metrics_inc(seatd_metrics_booking_outcome(res->err));
-        if (op->r)
-            seatd__reply_store_error(op->r, res);
+    seatd_metrics_inc(seatd_metrics_booking_outcome(end->err));
+    if (op->r && end->res) {
+        seatd__reply_store_error(op->r, end->res);
         book_op_free(op);
         return;
     }
-    const seatd_booking_result_t *b = &res->booking;
-    snprintf(op->booking_id, sizeof(op->booking_id), "%s", b->booking_id);
-    if (b->has_amount)
-        op->amount = b->amount;
-    if (b->replayed) {
-        counters_give(op); /* the first request's attempt is the one counted */
-        if (op->r && strcmp(b->status, "PENDING_PAYMENT") == 0) {
+    answer_problem(op, end->err,
+                   end->err == SEATD_ENOTDURABLE
+                       ? "the booking could not be stored on a replica in time (the store may be "
+                         "failing over); nothing was charged and the seats stay held: retry"
+                       : NULL,
+                   NULL);
+}
+
+/* The booking flow (flows/booking.h) ended: answer by its outcome. */
+static void on_paid(const seatd_booking_end_t *end, void *data)
+{
+    book_op_t *op = data;
+    seatd__step_end(&op->r); /* a client that left changes nothing: the flow has finished */
+    snprintf(op->booking_id, sizeof(op->booking_id), "%s", end->booking_id);
+    int began = end->outcome != SEATD_BOOKING_REFUSED && end->outcome != SEATD_BOOKING_REPLAYED;
+    /* A begin counted one attempt in the hold's counter (one not durable too: it ran). */
+    if (began || end->err == SEATD_ENOTDURABLE)
+        op->ctrs |= CTR_HOLD;
+    op->begin_refused = !began && end->outcome == SEATD_BOOKING_REFUSED &&
+                        (end->err == SEATD_ENOTDURABLE || seatd_err_http_status(end->err) < 500);
+    if (end->keep_attempt)
+        op->ctrs = 0; /* declined or unknown: the attempt stays counted until its window ends */
+    else if (end->err != SEATD_ERATELIMIT)
+        counters_give(op); /* approved, or never charged */
+    switch (end->outcome) {
+    case SEATD_BOOKING_CONFIRMED:
+        seatd_metrics_inc(SEATD_METRIC_BOOKING_CONFIRMED);
+        answer_with_booking(op);
+        return;
+    case SEATD_BOOKING_DECLINED:
+        seatd_metrics_inc(SEATD_METRIC_BOOKING_DECLINED);
+        snprintf(op->decline, sizeof(op->decline), "%s", end->decline_code);
+        answer_declined(op);
+        return;
+    case SEATD_BOOKING_REFUNDED: {
+        seatd_metrics_inc(SEATD_METRIC_BOOKING_LOST);
+        cJSON *extra = cJSON_CreateObject();
+        cJSON_AddStringToObject(extra, "bookingId", op->booking_id);
+        answer_problem(op, SEATD_EEXPIRED,
+                       "the hold expired before the payment completed; the charge was refunded",
+                       extra);
+        return;
+    }
+    case SEATD_BOOKING_REPLAYED:
+        if (op->r && strcmp(end->status, "PENDING_PAYMENT") == 0) {
             /* A retry during the first request's payment: wait for its outcome. */
-            op->wait_until =
-                uv_now(op->app->loop) + (uint64_t)op->app->cfg->payment_timeout_ms + 1000;
             wait_for_outcome(op);
             return;
         }
         answer_with_booking(op);
         return;
-    }
-    op->ctrs |= CTR_HOLD;
-    index_booking(op);
-}
-
-/* The booking began (PENDING_PAYMENT, on record): charge it, or confirm a free one. */
-static void charge_booking(book_op_t *op)
-{
-    if (op->amount == 0) {
-        /* Free seats (a 0-priced tier): nothing to charge, confirm at once. */
-        counters_give(op);
-        snprintf(op->charge_id, sizeof(op->charge_id), "free");
-        step_started(op, seatd_store_book_confirm(op->app->store, op->booking_id, op->charge_id,
-                                                  on_confirm, op));
+    case SEATD_BOOKING_REFUSED:
+        answer_refused(op, end);
+        return;
+    default: /* PENDING, REFUND_OWED: reconciliation finishes it */
+        seatd_metrics_inc(SEATD_METRIC_BOOKING_PENDING);
+        answer_pending(op);
         return;
     }
-    char desc[160];
-    snprintf(desc, sizeof(desc), "seatd show %s seats %.80s", op->show_id, op->seat_csv);
-    int rc = seatd_payment_charge(op->app->payment, op->booking_id, op->amount, CURRENCY,
-                                  op->method, desc, on_charge, op);
-    if (seatd__step_begin(&op->r, rc) < 0) {
-        /* The booking is PENDING and nothing was charged; let the buyer retry later. */
-        counters_give(op);
-        answer_with_booking(op);
-    }
 }
 
+/* Begins, charges and settles the booking: the flow, once, for this route and reconciliation
+ * alike. */
 static void begin_booking(book_op_t *op)
 {
     const seatd_config_t *cfg = op->app->cfg;
-    seatd_book_args_t a = {
+    seatd_booking_pay_args_t a = {
         .hold_id = op->hold_id,
-        .owner = seatd__sub(op->r),
+        .owner = op->owner,
         .booking_id = op->booking_id,
+        .seat_ids = op->seat_csv,
         .amount = op->amount,
         .currency = CURRENCY,
         .payment_method = op->method,
@@ -602,12 +476,13 @@ static void begin_booking(book_op_t *op)
         .decline_cap = cfg->decline_cap_per_hold,
         .decline_window_ms = cfg->decline_window_ms,
     };
-    int rc = seatd_store_book_begin(op->app->store, &a, on_begin, op);
+    int rc = seatd_booking_pay(op->app->booking, &a, on_paid, op);
     op->begin_sent = rc >= 0;
     if (rc < 0)
         counters_give(op);
     step_started(op, rc);
 }
+
 
 static void on_user_counter(const seatd_store_result_t *res, void *data)
 {
@@ -848,8 +723,6 @@ typedef struct {
     seatd_req_t *r;   /* NULL once nobody waits: the refund goes on (see top) */
     seatd_app_t *app; /* borrowed */
     char booking_id[SEATD_ID_MAX];
-    char show_id[SEATD_ID_MAX];
-    char key[SEATD_ID_MAX + 8]; /* "cancel-<bookingId>": one refund per booking */
 } cancel_op_t;
 
 static void on_cancel_answer(const seatd_store_result_t *res, void *data)
@@ -867,10 +740,18 @@ static void on_cancel_answer(const seatd_store_result_t *res, void *data)
     seatd_req_finish_json(r, 200, booking_to_json(seatd__app(r)->cfg, res));
 }
 
-static void cancel_answer(cancel_op_t *op)
+/* The cancellation flow ended: answer with the booking as it is now (refundStatus says
+ * "pending" until the gateway confirms the refund). */
+static void on_cancel_done(const seatd_booking_end_t *end, void *data)
 {
+    cancel_op_t *op = data;
+    seatd__step_end(&op->r); /* the refund is recorded whether or not anybody waits */
     seatd_req_t *r = op->r;
-    if (r == NULL) {
+    if (r == NULL || end->outcome == SEATD_BOOKING_REFUSED) {
+        if (r && end->res)
+            seatd__reply_store_error(r, end->res);
+        else if (r)
+            seatd_req_finish_problem(r, end->err, NULL, NULL);
         free(op);
         return;
     }
@@ -881,73 +762,19 @@ static void cancel_answer(cancel_op_t *op)
     }
 }
 
-static void on_refund_recorded(const seatd_store_result_t *res, void *data)
-{
-    cancel_op_t *op = data;
-    seatd__step_end(&op->r);
-    if (res->err)
-        seatd_log(SEATD_LOG_WARN, NULL, "cancel refund made but not recorded; reconciliation will",
-                  "\"booking\":\"%s\",\"err\":%d", op->booking_id, res->err);
-    cancel_answer(op);
-}
-
-static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
-{
-    cancel_op_t *op = data;
-    seatd__step_end(&op->r); /* the refund is recorded whether or not anybody waits */
-    if (res->outcome == SEATD_PAY_APPROVED ||
-        (res->outcome == SEATD_PAY_DECLINED && strcmp(res->code, "charge_already_refunded") == 0)) {
-        int rc = seatd_store_refund_done(op->app->store, op->booking_id, op->key,
-                                         on_refund_recorded, op);
-        if (seatd__step_begin(&op->r, rc) == 0)
-            return;
-    } else {
-        seatd_log(SEATD_LOG_WARN, NULL, "cancel refund not confirmed; reconciliation will retry",
-                  "\"booking\":\"%s\",\"code\":\"%s\"", op->booking_id, res->code);
-    }
-    cancel_answer(op); /* refundStatus says "pending" until the gateway confirms */
-}
-
-static void on_cancelled(const seatd_store_result_t *res, void *data)
-{
-    cancel_op_t *op = data;
-    seatd__step_end(&op->r);
-    if (res->err) {
-        if (op->r)
-            seatd__reply_store_error(op->r, res);
-        free(op);
-        return;
-    }
-    const seatd_booking_result_t *b = &res->booking;
-    seatd_seatmap_invalidate(op->show_id, b->version);
-    seatd_app_t *app = op->app;
-    const char *ref = b->payment_ref;
-    int64_t refund = b->refund;
-    if (strcmp(b->refund_status, "pending") == 0 && refund > 0 && ref[0]) {
-        /* A repeat cancel sends the same request again: the gateway answers the first
-         * refund (same key, same body) and refunds nothing more. */
-        snprintf(op->key, sizeof(op->key), "cancel-%s", op->booking_id);
-        if (seatd__step_begin(&op->r, seatd_payment_refund(app->payment, op->key, ref, refund,
-                                                           "cancelled", on_cancel_refund, op)) == 0)
-            return;
-    }
-    cancel_answer(op);
-}
-
 int seatd_handle_bookings_cancel(seatd_req_t *r)
 {
     const char *id = seatd_req_param(r, "id");
+    char show[SEATD_ID_MAX];
+    if (id == NULL || seatd_keys_parse_id(id, 'b', show) < 0)
+        return SEATD_ENOTFOUND;
     cancel_op_t *op = seatd_calloc(1, sizeof(*op));
     op->r = r;
     op->app = seatd__app(r);
-    if (id == NULL || seatd_keys_parse_id(id, 'b', op->show_id) < 0) {
-        free(op);
-        return SEATD_ENOTFOUND;
-    }
     snprintf(op->booking_id, sizeof(op->booking_id), "%s", id);
-    int rc =
-        seatd__step_begin(&op->r, seatd_store_cancel_by_policy(seatd__app(r)->store, op->booking_id,
-                                                               seatd__sub(r), on_cancelled, op));
+    int rc = seatd__step_begin(
+        &op->r, seatd_booking_cancel(op->app->booking, op->booking_id, seatd__sub(r),
+                                     on_cancel_done, op));
     if (rc < 0)
         free(op);
     return rc;

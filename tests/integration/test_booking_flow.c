@@ -1,0 +1,443 @@
+/*
+ * test_booking_flow.c - worker/flows/booking.c and the ledger walk (reconcile.h) against real
+ * redis-servers and the real fake gateway: what a booking promises when a Redis primary can
+ * lose its writes (DESIGN.md "When the network splits").
+ *
+ *   - durable: a primary with one replica of its own (two redis-servers started here, the
+ *     second REPLICAOF the first), the worker's client with WAIT 1. The replica is stopped
+ *     (SIGSTOP) at the step under test, so that the primary takes the write and no replica
+ *     acknowledges it: the flow must not charge after a begin that is not on a replica, and
+ *     must not say CONFIRMED after a confirm that is not.
+ *   - lost: a succeeded charge at the gateway whose booking does not exist (lost with its
+ *     primary): the flow, asked by the request path or by the ledger walk, writes the booking
+ *     down FAILED for its buyer and refunds the charge once.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+
+#include "flows/booking.h"
+#include "gateway_harness.h"
+#include "payment.h"
+#include "reconcile.h"
+#include "store_harness.h"
+
+#define WAIT_MS 20000
+#define AMOUNT 2400
+
+/* ---------------------------------------------------------------------------------------
+ * A primary and its replica, started for the test
+ * --------------------------------------------------------------------------------------- */
+
+static seatd_test_redis_t primary, replica;
+
+static redisReply *on_port(int port, const char *fmt, ...)
+{
+    redisContext *c = redisConnect("127.0.0.1", port);
+    cr_assert(c && !c->err, "connect to %d", port);
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    redisFree(c);
+    return r;
+}
+
+static int info_has(int port, const char *needle)
+{
+    redisReply *r = on_port(port, "INFO replication");
+    int yes = r && r->type == REDIS_REPLY_STRING && strstr(r->str, needle) != NULL;
+    freeReplyObject(r);
+    return yes;
+}
+
+static void pair_start(void)
+{
+    cr_assert_eq(seatd_test_redis_start(&primary), 0);
+    cr_assert_eq(seatd_test_redis_start(&replica), 0);
+    /* No 5 s wait for more replicas before the first (diskless) sync. */
+    freeReplyObject(on_port(primary.port, "CONFIG SET repl-diskless-sync-delay 0"));
+    freeReplyObject(on_port(replica.port, "REPLICAOF 127.0.0.1 %d", primary.port));
+    for (int i = 0; i < 400 && !info_has(replica.port, "master_link_status:up"); i++)
+        gw_sleep_ms(25);
+    cr_assert(info_has(replica.port, "master_link_status:up"), "the replica is in sync");
+}
+
+static void pair_stop(void)
+{
+    if (replica.pid > 0)
+        kill(replica.pid, SIGCONT);
+    seatd_test_redis_stop(&replica);
+    seatd_test_redis_stop(&primary);
+}
+
+/* th_open() on 'port' with WAIT 'wait_replicas' (1 s: a busy machine's replica acknowledges
+ * late, a stopped one never) after durable commands. */
+static void open_on(th_t *t, int port, int wait_replicas)
+{
+    memset(t, 0, sizeof(*t));
+    t->loop = seatd_test_loop_new();
+    seatd_rds_opts_t o = {0};
+    o.port = port;
+    o.pool_size = 1;
+    o.timeout_ms = 4000;
+    o.wait_replicas = wait_replicas;
+    o.wait_ms = 1000;
+    t->rds = seatd_rds_new(t->loop, &o);
+    cr_assert_not_null(t->rds);
+    t->scripts = seatd_scripts_new(t->rds);
+    t->store = seatd_store_new(t->scripts);
+}
+
+static seatd_payment_t *gateway_client(th_t *t)
+{
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", gw_port);
+    seatd_payment_t *p = seatd_payment_new(t->loop, url, 10000);
+    cr_assert_not_null(p);
+    return p;
+}
+
+/* The end of one flow, copied out of its callback. */
+typedef struct {
+    int done;
+    seatd_booking_outcome_t outcome;
+    int err;
+    char booking_id[SEATD_ID_MAX];
+} end_t;
+
+static void on_end(const seatd_booking_end_t *end, void *data)
+{
+    end_t *e = data;
+    e->done++;
+    e->outcome = end->outcome;
+    e->err = end->err;
+    snprintf(e->booking_id, sizeof(e->booking_id), "%s", end->booking_id);
+}
+
+static void wait_end(th_t *t, end_t *e)
+{
+    cr_assert_eq(seatd_test_loop_run_until(t->loop, &e->done, WAIT_MS), 0);
+    cr_assert_eq(e->done, 1, "the flow's callback ran once");
+}
+
+/* A show "1" of A1, A2 and a hold of both by alice; the hold's id in 'hold'. */
+static void show_and_hold(th_t *t, char *hold, size_t cap)
+{
+    th_res_t r = {0};
+    const char *seats[] = {"A1", "A2", NULL};
+    cr_assert_eq(th_create_show(t, "1", seats, 60000), 0);
+    cr_assert_eq(th_hold(t, &r, "1", "alice", seats, 60000, 10, NULL), 0);
+    snprintf(hold, cap, "%s", th_get(&r, "holdId"));
+    th_res_clear(&r);
+}
+
+static seatd_booking_pay_args_t pay_args(const char *hold, const char *bid)
+{
+    return (seatd_booking_pay_args_t){.hold_id = hold,
+                                      .owner = "alice",
+                                      .booking_id = bid,
+                                      .seat_ids = "A1,A2",
+                                      .amount = AMOUNT,
+                                      .currency = "EUR",
+                                      .payment_method = "tok_ok",
+                                      .payment_window_ms = 60000};
+}
+
+static void durable_setup(void)
+{
+    gw_start();
+    pair_start();
+}
+
+static void durable_teardown(void)
+{
+    pair_stop();
+    gw_stop();
+}
+
+TestSuite(booking_flow, .timeout = 120);
+
+/* ---------------------------------------------------------------------------------------
+ * Charge only what a failover cannot forget; say CONFIRMED only when it will stay so
+ * --------------------------------------------------------------------------------------- */
+
+Test(booking_flow, a_begin_no_replica_acknowledged_charges_nothing_and_frees_the_hold,
+     .init = durable_setup, .fini = durable_teardown)
+{
+    th_t t;
+    open_on(&t, primary.port, 1);
+    seatd_payment_t *pay = gateway_client(&t);
+    seatd_booking_ctx_t ctx = {
+        .loop = t.loop, .store = t.store, .payment = pay, .horizon_ms = 60000};
+    char hold[SEATD_ID_MAX], bid[SEATD_ID_MAX];
+    show_and_hold(&t, hold, sizeof(hold));
+    cr_assert_eq(seatd_keys_new_id(bid, "1", 'b'), 0);
+
+    cr_assert_eq(kill(replica.pid, SIGSTOP), 0); /* the primary is on its own */
+    end_t e = {0};
+    seatd_booking_pay_args_t a = pay_args(hold, bid);
+    cr_assert_eq(seatd_booking_pay(&ctx, &a, on_end, &e), 0);
+    wait_end(&t, &e);
+    cr_assert_eq(kill(replica.pid, SIGCONT), 0);
+
+    cr_assert_eq(e.outcome, SEATD_BOOKING_REFUSED, "outcome %s",
+                 seatd_booking_outcome_name(e.outcome));
+    cr_assert_eq(e.err, SEATD_ENOTDURABLE);
+    cr_assert_eq(gw_lookup(bid, NULL), 404, "nothing was charged");
+    redisReply *st = on_port(primary.port, "HGET {s:1}:booking:%s status", bid);
+    cr_assert_str_eq(st->str, "FAILED", "the begun booking is failed again");
+    freeReplyObject(st);
+    st = on_port(primary.port, "HGET {s:1}:hold:%s status", hold);
+    cr_assert_str_eq(st->str, "HELD", "the seats stay held for a retry");
+    freeReplyObject(st);
+
+    /* With the replica back, the same hold books: begin on a replica, charged, confirmed. */
+    char bid2[SEATD_ID_MAX];
+    cr_assert_eq(seatd_keys_new_id(bid2, "1", 'b'), 0);
+    end_t e2 = {0};
+    a.booking_id = bid2;
+    cr_assert_eq(seatd_booking_pay(&ctx, &a, on_end, &e2), 0);
+    wait_end(&t, &e2);
+    cr_assert_eq(e2.outcome, SEATD_BOOKING_CONFIRMED, "outcome %s",
+                 seatd_booking_outcome_name(e2.outcome));
+    cr_assert_eq(gw_lookup(bid2, NULL), 200);
+    seatd_payment_close(pay);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(booking_flow, a_confirm_no_replica_acknowledged_is_pending_not_confirmed,
+     .init = durable_setup, .fini = durable_teardown)
+{
+    th_t t;
+    th_res_t r = {0};
+    open_on(&t, primary.port, 1);
+    seatd_payment_t *pay = gateway_client(&t);
+    seatd_booking_ctx_t ctx = {
+        .loop = t.loop, .store = t.store, .payment = pay, .horizon_ms = 60000};
+    char hold[SEATD_ID_MAX], bid[SEATD_ID_MAX];
+    show_and_hold(&t, hold, sizeof(hold));
+    int rc = th_book_begin(&t, &r, "1", hold, "alice", 60000);
+    cr_assert_eq(rc, 0, "a durable begin: %s", seatd_err_name(rc));
+    snprintf(bid, sizeof(bid), "%s", th_get(&r, "bookingId"));
+    cr_assert_eq(gw_charge(bid, "tok_ok"), 201);
+
+    cr_assert_eq(kill(replica.pid, SIGSTOP), 0);
+    seatd_payment_result_t paid = {.outcome = SEATD_PAY_APPROVED, .amount = AMOUNT};
+    snprintf(paid.charge_id, sizeof(paid.charge_id), "ch_test1");
+    end_t e = {0};
+    cr_assert_eq(seatd_booking_settle(&ctx, bid, &paid, NULL, on_end, &e), 0);
+    wait_end(&t, &e);
+    cr_assert_eq(kill(replica.pid, SIGCONT), 0);
+    cr_assert_eq(e.outcome, SEATD_BOOKING_PENDING, "not CONFIRMED: a failover could undo it (%s)",
+                 seatd_booking_outcome_name(e.outcome));
+    /* The replica, in sync again, has the booking PENDING_PAYMENT in {s}:pending or already
+     * CONFIRMED: never lost, and settled by reconciliation wherever it survives. */
+    seatd_payment_close(pay);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(booking_flow, durable_steps_with_the_replica_in_sync_confirm_at_once,
+     .init = durable_setup, .fini = durable_teardown)
+{
+    th_t t;
+    open_on(&t, primary.port, 1);
+    seatd_payment_t *pay = gateway_client(&t);
+    seatd_booking_ctx_t ctx = {
+        .loop = t.loop, .store = t.store, .payment = pay, .horizon_ms = 60000};
+    char hold[SEATD_ID_MAX], bid[SEATD_ID_MAX];
+    show_and_hold(&t, hold, sizeof(hold));
+    cr_assert_eq(seatd_keys_new_id(bid, "1", 'b'), 0);
+    end_t e = {0};
+    seatd_booking_pay_args_t a = pay_args(hold, bid);
+    cr_assert_eq(seatd_booking_pay(&ctx, &a, on_end, &e), 0);
+    wait_end(&t, &e);
+    cr_assert_eq(e.outcome, SEATD_BOOKING_CONFIRMED);
+    redisReply *st = on_port(replica.port, "HGET {s:1}:booking:%s status", bid);
+    cr_assert(st && st->type == REDIS_REPLY_STRING && strcmp(st->str, "CONFIRMED") == 0,
+              "the replica has the confirmation before the buyer is told");
+    freeReplyObject(st);
+    seatd_payment_close(pay);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Every charge ends CONFIRMED or refunded, visibly to its buyer
+ * --------------------------------------------------------------------------------------- */
+
+static void lost_setup(void)
+{
+    seatd_test_redis_flushall();
+    gw_start();
+}
+
+static void lost_teardown(void)
+{
+    gw_stop();
+}
+
+/* A succeeded charge under booking id 'bid' with the buyer as metadata, as the flow makes it. */
+static void charge_with_meta(const char *bid)
+{
+    char body[320];
+    snprintf(body, sizeof(body),
+             "{\"amount\":%d,\"currency\":\"EUR\",\"source\":\"tok_ok\",\"metadata\":"
+             "{\"idempotencyKey\":\"%s\",\"owner\":\"alice\",\"holdId\":\"1-h77\","
+             "\"seatIds\":\"A1,A2\"}}",
+             AMOUNT, bid);
+    cr_assert_eq(gw_call("POST", "/v1/charges", bid, body, NULL), 201);
+}
+
+static void assert_lost_and_refunded(redisContext *c, const char *bid)
+{
+    char v[128];
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s status", bid), 1);
+    cr_assert_str_eq(v, "FAILED");
+    th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s refundStatus", bid);
+    cr_assert_str_eq(v, "succeeded");
+    th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s owner", bid);
+    cr_assert_str_eq(v, "alice", "the buyer can read it (GET /v1/bookings/{id})");
+    th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s refund", bid);
+    cr_assert_eq(atoll(v), AMOUNT);
+    long long refunded = 0;
+    cr_assert_eq(gw_lookup(bid, &refunded), 200);
+    cr_assert_eq(refunded, AMOUNT, "the whole charge is back");
+    cr_assert_eq(gw_refunds_of(bid), 1, "refunded once");
+    cr_assert_eq(th_int(c, "ZCARD {s:1}:refunds"), 0, "no refund left owed");
+}
+
+Test(booking_flow, a_charge_whose_booking_is_gone_is_refunded_once_and_shown_to_its_buyer,
+     .init = lost_setup, .fini = lost_teardown)
+{
+    th_t t;
+    cr_assert_eq(th_open(&t), 0);
+    seatd_payment_t *pay = gateway_client(&t);
+    seatd_booking_ctx_t ctx = {
+        .loop = t.loop, .store = t.store, .payment = pay, .horizon_ms = 60000};
+    const char *seats[] = {"A1", "A2", NULL};
+    cr_assert_eq(th_create_show(&t, "1", seats, 60000), 0);
+    char bid[SEATD_ID_MAX];
+    cr_assert_eq(seatd_keys_new_id(bid, "1", 'b'), 0);
+    charge_with_meta(bid);
+
+    seatd_payment_result_t paid = {.outcome = SEATD_PAY_APPROVED, .amount = AMOUNT};
+    cr_assert_eq(gw_lookup(bid, NULL), 200);
+    cJSON *j = NULL;
+    char path[160];
+    snprintf(path, sizeof(path), "/v1/charges?idempotencyKey=%s", bid);
+    cr_assert_eq(gw_call("GET", path, NULL, NULL, &j), 200);
+    snprintf(paid.charge_id, sizeof(paid.charge_id), "%s",
+             cJSON_GetObjectItemCaseSensitive(j, "id")->valuestring);
+    cJSON_Delete(j);
+    seatd_booking_meta_t meta = {.owner = "alice", .hold_id = "1-h77", .seat_ids = "A1,A2"};
+    for (int round = 0; round < 2; round++) { /* a second settler changes nothing */
+        end_t e = {0};
+        cr_assert_eq(seatd_booking_settle(&ctx, bid, &paid, &meta, on_end, &e), 0);
+        wait_end(&t, &e);
+        cr_assert_eq(e.outcome, SEATD_BOOKING_REFUNDED, "round %d: %s", round,
+                     seatd_booking_outcome_name(e.outcome));
+    }
+    redisContext *c = seatd_test_redis_connect();
+    assert_lost_and_refunded(c, bid);
+    th_res_t r = {0};
+    cr_assert_eq(th_finish(&t, &r, seatd_store_booking_get(t.store, bid, "alice", th_on_result, &r)),
+                 0, "its buyer reads it: not a 404");
+    th_res_clear(&r);
+    redisFree(c);
+    seatd_payment_close(pay);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The ledger walk
+ * --------------------------------------------------------------------------------------- */
+
+static int walk_over(void *data)
+{
+    return !seatd_reconcile_walking(data);
+}
+
+static void walk_once(th_t *t, seatd_reconcile_t *rec)
+{
+    seatd_reconcile_walk_ledger(rec);
+    cr_assert(seatd_reconcile_walking(rec), "a walk started");
+    cr_assert_eq(seatd_test_loop_poll_until(t->loop, walk_over, rec, 5, WAIT_MS), 0);
+}
+
+Test(booking_flow, the_ledger_walk_refunds_charges_without_a_confirmed_booking_after_the_grace,
+     .init = lost_setup, .fini = lost_teardown)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    seatd_payment_t *pay = gateway_client(&t);
+    const char *seats[] = {"A1", "A2", NULL};
+    const char *seats_b[] = {"A3", NULL};
+    redisContext *c = seatd_test_redis_connect();
+
+    /* 1: a confirmed booking with its charge (nothing owed). */
+    const char *all[] = {"A1", "A2", "A3", NULL};
+    cr_assert_eq(th_create_show(&t, "1", all, 60000), 0);
+    cr_assert_eq(th_hold(&t, &r, "1", "bob", seats, 60000, 10, NULL), 0);
+    char hold[SEATD_ID_MAX], confirmed[SEATD_ID_MAX];
+    snprintf(hold, sizeof(hold), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold, "bob", 60000), 0);
+    snprintf(confirmed, sizeof(confirmed), "%s", th_get(&r, "bookingId"));
+    cr_assert_eq(gw_charge(confirmed, "tok_ok"), 201);
+    cr_assert_eq(th_book_confirm(&t, &r, confirmed), 0);
+    /* 2: a charge whose booking is gone. */
+    char lost[SEATD_ID_MAX];
+    cr_assert_eq(seatd_keys_new_id(lost, "1", 'b'), 0);
+    charge_with_meta(lost);
+    /* 3: a declined charge (nothing owed). */
+    char declined[SEATD_ID_MAX];
+    cr_assert_eq(seatd_keys_new_id(declined, "1", 'b'), 0);
+    cr_assert_eq(gw_charge(declined, "tok_declined"), 402);
+    gw_sleep_ms(600);
+    /* 4: a young charge of a pending booking: within the grace, the walk stops before it. */
+    cr_assert_eq(th_hold(&t, &r, "1", "carol", seats_b, 60000, 10, NULL), 0);
+    snprintf(hold, sizeof(hold), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold, "carol", 60000), 0);
+    char young[SEATD_ID_MAX];
+    snprintf(young, sizeof(young), "%s", th_get(&r, "bookingId"));
+    cr_assert_eq(gw_charge(young, "tok_ok"), 201);
+
+    seatd_reconcile_opts_t o = {.interval_ms = 3600000,
+                                .min_age_ms = 3600000,
+                                .rescan_every = 1000000,
+                                .horizon_ms = 600000,
+                                .ledger_interval_ms = 3600000,
+                                .ledger_grace_ms = 400};
+    seatd_reconcile_t *rec = seatd_reconcile_new(t.loop, t.rds, t.store, pay, &o);
+    cr_assert_not_null(rec);
+    walk_once(&t, rec);
+    cr_assert_eq(seatd_reconcile_ledger_refunds(rec), 1, "the lost booking's charge, only");
+    assert_lost_and_refunded(c, lost);
+    long long refunded = -1;
+    cr_assert_eq(gw_lookup(confirmed, &refunded), 200);
+    cr_assert_eq(refunded, 0, "a confirmed booking's charge stands");
+    char v[128];
+    th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s status", young);
+    cr_assert_str_eq(v, "PENDING_PAYMENT", "a young charge is left to the request path");
+    char cursor[64];
+    cr_assert_eq(th_str(c, cursor, sizeof(cursor), "GET seatd:ledger:cursor"), 1);
+
+    /* Past the grace, the young one is settled as the gateway lists it: its seats are still
+     * held for it, so it is confirmed, not refunded. Walking again changes nothing more. */
+    gw_sleep_ms(500);
+    walk_once(&t, rec);
+    walk_once(&t, rec);
+    th_str(c, v, sizeof(v), "HGET {s:1}:booking:%s status", young);
+    cr_assert_str_eq(v, "CONFIRMED");
+    cr_assert_eq(seatd_reconcile_ledger_refunds(rec), 1);
+    cr_assert_eq(gw_refunds_of(lost), 1, "still refunded once");
+    char cursor2[64];
+    cr_assert_eq(th_str(c, cursor2, sizeof(cursor2), "GET seatd:ledger:cursor"), 1);
+    cr_assert_str_neq(cursor, cursor2, "the cursor moved past the settled charge");
+
+    seatd_reconcile_close(rec);
+    seatd_payment_close(pay);
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
