@@ -28,8 +28,10 @@ struct seatd_redis_s {
     char user[128], password[256];
     node_t nodes[MAX_NODES];
     int nnodes;
-    short owner[SLOTS]; /* slot -> index in nodes, -1 when unknown (use the first reachable) */
-    char err[512];      /* room for a host, a user name and hiredis's message */
+    short owner[SLOTS];    /* slot -> index in nodes, -1 when unknown (use the first reachable) */
+    short answered[SLOTS]; /* slot -> the node whose current connection answered the slot's
+                              last command (seatd_redis_command_at), -1 when none */
+    char err[512];         /* room for a host, a user name and hiredis's message */
 };
 
 static long long now_ms(void)
@@ -60,11 +62,20 @@ static int node_index(seatd_redis_t *r, const char *host, int port)
     return r->nnodes++;
 }
 
+/* Forgets that node 'i''s connection answered anything: it is closed or replaced. */
+static void node_forget_answers(seatd_redis_t *r, int i)
+{
+    for (int s = 0; s < SLOTS; s++)
+        if (r->answered[s] == i)
+            r->answered[s] = -1;
+}
+
 static void node_drop(seatd_redis_t *r, int i)
 {
     if (r->nodes[i].c)
         redisFree(r->nodes[i].c);
     r->nodes[i].c = NULL;
+    node_forget_answers(r, i);
     for (int s = 0; s < SLOTS; s++) /* the cluster will name the new owner */
         if (r->owner[s] == i)
             r->owner[s] = -1;
@@ -78,6 +89,8 @@ static redisContext *node_conn(seatd_redis_t *r, int i)
         return n->c;
     if (n->c)
         redisFree(n->c);
+    n->c = NULL;
+    node_forget_answers(r, i); /* a new connection has run none of the old one's commands */
     struct timeval tv = {r->o.timeout_ms / 1000, (r->o.timeout_ms % 1000) * 1000};
     n->c = n->host[0] == '/' ? redisConnectUnixWithTimeout(n->host, tv) /* one node's socket */
                              : redisConnectWithTimeout(n->host, n->port, tv);
@@ -242,12 +255,33 @@ redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv, 
                 return x;
             freeReplyObject(x);
         } else {
+            if (slot >= 0) /* it ran here (or was refused here): seatd_redis_command_at() */
+                r->answered[slot] = (short)i;
             return x;
         }
         if (now_ms() + RETRY_PAUSE_MS >= deadline)
             return NULL;
         pause_ms(RETRY_PAUSE_MS);
     }
+}
+
+redisReply *seatd_redis_command_at(seatd_redis_t *r, const char *key, int argc, const char **argv,
+                                   const size_t *lens)
+{
+    unsigned slot = seatd_rds_keyslot(key, strlen(key));
+    int i = r->answered[slot];
+    redisContext *c = i >= 0 ? r->nodes[i].c : NULL;
+    if (c == NULL || c->err) {
+        snprintf(r->err, sizeof(r->err), "no open connection answered a command of slot %u", slot);
+        return NULL;
+    }
+    redisReply *x = redisCommandArgv(c, argc, argv, lens);
+    if (x == NULL) {
+        snprintf(r->err, sizeof(r->err), "%s:%d: %s", r->nodes[i].host, r->nodes[i].port,
+                 c->errstr);
+        node_drop(r, i); /* the next command reconnects; this one is not sent again */
+    }
+    return x;
 }
 
 /* Splits hiredis's RESP encoding of a formatted command back into arguments, each ended with
@@ -334,7 +368,7 @@ seatd_redis_t *seatd_redis_connect(const seatd_redis_opts_t *opts, char *err, si
     snprintf(r->password, sizeof(r->password), "%s", opts->password ? opts->password : "");
     r->o.user = r->o.password = NULL;
     for (int s = 0; s < SLOTS; s++)
-        r->owner[s] = -1;
+        r->owner[s] = r->answered[s] = -1;
     node_index(r, opts->host ? opts->host : "127.0.0.1", opts->port ? opts->port : 6379);
     if (node_conn(r, 0) == NULL) {
         snprintf(err, errlen, "%s", r->err);

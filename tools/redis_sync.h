@@ -17,7 +17,8 @@
  * XGROUP/XINFO/OBJECT/MEMORY (after the subcommand), KEYS and SCAN (the pattern when it starts with
  * a hash tag: KEYS and SCAN MATCH of "{s:42}:*" go to the node of show 42's slot); commands without
  * a key go to the first node. A MOVED names the key's slot: the command follows that slot from then
- * on (at most 16 redirections).
+ * on (at most 16 redirections). seatd_redis_command_at() sends a command where the last command
+ * of a given key's slot ran, on that same connection (WAIT after a write).
  *
  * Not thread-safe; one per thread.
  */
@@ -48,6 +49,20 @@ seatd_redis_t *seatd_redis_connect(const seatd_redis_opts_t *opts, char *err, si
  * when no node answered in time. */
 struct redisReply *seatd_redis_commandv(seatd_redis_t *r, int argc, const char **argv,
                                         const size_t *lens);
+
+/* Runs one command ('argc' arguments, 'lens' as for seatd_redis_commandv()) on the very
+ * connection that answered the last command of 'key''s slot (a C string, borrowed): the
+ * command's own arguments do not route it, and nothing is followed, retried or reconnected.
+ * This is for what must run where an earlier command ran, above all WAIT after a write: WAIT
+ * counts the replicas that acknowledged this connection's writes to that node, so on another
+ * node, or on a new connection that has written nothing, it would say yes at once. "Answered"
+ * means the reply seatd_redis_commandv() returned (an error reply included; a redirection or a
+ * TRYAGAIN that was retried is not an answer); a connection that closed or was replaced since
+ * has answered nothing. Returns an owned reply (it may be an error reply), or NULL when no open
+ * connection answered a command of that slot or this one broke (the reason in
+ * seatd_redis_errstr(); the node is then dropped and the next command reconnects). */
+struct redisReply *seatd_redis_command_at(seatd_redis_t *r, const char *key, int argc,
+                                          const char **argv, const size_t *lens);
 
 /* Like seatd_redis_commandv() with hiredis's printf-like format ("GET %s", "%b"...). */
 struct redisReply *seatd_redis_command(seatd_redis_t *r, const char *fmt, ...);

@@ -7,6 +7,7 @@
  *                --log notifications.log [--max-deliveries 5] [--retry-base-ms 500]
  *                [--refresh-ms 1000] [--deliver-delay-ms 0] [--batch 1000]
  *                [--redis-user USER --redis-password-file FILE]
+ *                [--wait-replicas 0] [--wait-ms 100]
  *
  * Redis credentials: "AUTH USER <password>" on every connection, the password read from the
  * file (first line); also from SEATD_REDIS_USER / SEATD_REDIS_PASSWORD_FILE.
@@ -37,6 +38,27 @@
  * not sent). A claim left "sending" by a consumer that died between claim and "done" is
  * resolved by looking for the event id in the log itself (the receiver is idempotent).
  *
+ * Nothing a failover can take back is announced (DESIGN.md, "When the network splits") when
+ * --wait-replicas N is above 0 (SEATD_REDIS_WAIT_REPLICAS; 0, the default, is off). A primary
+ * cut off by a partition keeps accepting writes for a few seconds, and all it took then is
+ * discarded when its replica is promoted: a booking.confirmed written there and announced would
+ * confirm a booking that no longer exists. So between the claim and the sending, on the
+ * connection that wrote the claim (seatd_redis_command_at(), redis_sync.h), the consumer
+ *   - reads the entry again (XRANGE) and goes on only if that node holds it as it was read:
+ *     after a failover between the read and the claim, the claim's node may never have had it;
+ *   - sends WAIT N M (--wait-ms, SEATD_REDIS_WAIT_MS, 100): the claim is a write in the show's
+ *     slot, so that node's replication offset for this connection covers it and everything the
+ *     node took before it, the event's XADD included.
+ * Every claim that leads to a sending is such a write: the first SET NX, and the SET that
+ * re-claims a stale or held-back claim on a retry. When fewer than N replicas acknowledge
+ * within M ms (or the node does not hold the entry, or does not answer), nothing is sent and
+ * nothing acked: the claim becomes "held-for-replicas" (any consumer may take it at once), the
+ * entry stays pending and is retried like a failed delivery, one line is logged ("held back
+ * <event id>: <why>"), and the rest of that stream waits for the next pass (its entries live
+ * on the same node) while the consumer goes on with the other streams. A held-back entry is
+ * not dead-lettered for it: past --max-deliveries it is retried at the 60 s backoff cap until
+ * its node's replicas acknowledge it.
+ *
  * Retries: an event whose delivery fails (a poison event: unknown type, no bookingId) is not
  * acked. The consumer polls XPENDING (with IDLE) and re-claims with XCLAIM each entry idle for
  * at least retry-base * 2^(deliveries-1) ms (capped at 60 s), which also takes over the
@@ -65,7 +87,9 @@
 
 #define DEFAULT_BATCH 1000
 #define READ_COUNT "10"
-#define STALE_CLAIM_MS 1000 /* a "sending" claim this old belongs to a dead consumer */
+#define STALE_CLAIM_MS 1000            /* a "sending" claim this old belongs to a dead consumer */
+#define CLAIM_HELD "held-for-replicas" /* a claim not sent for want of replicas: take it */
+#define CLIENT_TIMEOUT_MS 5000         /* redis_sync's per-command default */
 #define DEDUPE_TTL "604800"
 /* A stream that found nothing is read again after IDLE_MIN_MS, doubling to IDLE_MAX_MS while
  * it stays empty; one that found entries is read again at once. So a quiet catalogue costs
@@ -103,7 +127,10 @@ static struct {
     seatd_redis_t *c; /* NULL until connected */
     int log_fd;
     long batch;
-    stream_t *streams; /* owned, sorted by show id */
+    long wait_replicas; /* WAIT for this many replicas before sending; 0: off */
+    long wait_ms;       /* WAIT's timeout */
+    unsigned long held; /* events held back for replicas since the start */
+    stream_t *streams;  /* owned, sorted by show id */
     size_t nstreams, cap;
     long cursor;              /* the next catalogue offset */
     unsigned long walk;       /* catalogue walks begun (the current one included) */
@@ -159,10 +186,16 @@ static redisReply *cmdv(int argc, const char **argv, const size_t *lens)
     for (int attempt = 0; attempt < 2 && !stop_flag; attempt++) {
         if (G.c == NULL) {
             char err[256];
+            /* A WAIT blocks its connection for up to --wait-ms: the reply must come before
+             * the client's own timeout. */
+            int timeout = CLIENT_TIMEOUT_MS;
+            if (G.wait_replicas > 0 && G.wait_ms + 1000 > timeout)
+                timeout = (int)G.wait_ms + 1000;
             seatd_redis_opts_t o = {.host = G.host,
                                     .port = G.port,
                                     .user = G.redis_user[0] ? G.redis_user : NULL,
-                                    .password = G.redis_password[0] ? G.redis_password : NULL};
+                                    .password = G.redis_password[0] ? G.redis_password : NULL,
+                                    .timeout_ms = timeout};
             G.c = seatd_redis_connect(&o, err, sizeof(err));
             if (G.c == NULL) {
                 static char last[256];
@@ -382,21 +415,84 @@ static void ack(const stream_t *s, const char *id)
     freeReplyObject(cmd(4, argv));
 }
 
+/* 1 when the field lists 'a' and 'b' ([k, v, …]) are the same, byte for byte. */
+static int same_fields(const redisReply *a, const redisReply *b)
+{
+    if (a == NULL || b == NULL || a->type != REDIS_REPLY_ARRAY || b->type != REDIS_REPLY_ARRAY ||
+        a->elements != b->elements)
+        return 0;
+    for (size_t i = 0; i < a->elements; i++) {
+        const redisReply *x = a->element[i], *y = b->element[i];
+        if (x->str == NULL || y->str == NULL || x->len != y->len ||
+            memcmp(x->str, y->str, x->len) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* 0 when entry 'id' of 's', read as 'fields', is beyond a failover's reach: on the connection
+ * that wrote the claim 'key' just before (its last write there), the node holds the entry as it
+ * was read, and at least --wait-replicas replicas acknowledged that write within --wait-ms.
+ * Else -1, with the reason in 'why' ('whylen' bytes). Always 0 when --wait-replicas is 0. */
+static int replicated(const stream_t *s, const char *id, const char *key, const redisReply *fields,
+                      char *why, size_t whylen)
+{
+    if (G.wait_replicas == 0)
+        return 0;
+    if (G.c == NULL) {
+        snprintf(why, whylen, "not connected");
+        return -1;
+    }
+    /* A read: this connection's replication offset stays the claim's. */
+    const char *range[] = {"XRANGE", s->stream, id, id};
+    redisReply *r = seatd_redis_command_at(G.c, key, 4, range, NULL);
+    int present = r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+                  r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 2 &&
+                  same_fields(r->element[0]->element[1], fields);
+    if (!present) {
+        if (r == NULL)
+            snprintf(why, whylen, "the claim's node did not answer (%s)", seatd_redis_errstr(G.c));
+        else if (r->type == REDIS_REPLY_ERROR)
+            snprintf(why, whylen, "XRANGE on the claim's node: %s", r->str);
+        else
+            snprintf(why, whylen, "the claim's node does not hold the entry as it was read");
+        freeReplyObject(r);
+        return -1;
+    }
+    freeReplyObject(r);
+    char n[24], ms[24];
+    snprintf(n, sizeof(n), "%ld", G.wait_replicas);
+    snprintf(ms, sizeof(ms), "%ld", G.wait_ms);
+    const char *wait[] = {"WAIT", n, ms};
+    r = seatd_redis_command_at(G.c, key, 3, wait, NULL);
+    int rc = r && r->type == REDIS_REPLY_INTEGER && r->integer >= G.wait_replicas ? 0 : -1;
+    if (r == NULL)
+        snprintf(why, whylen, "WAIT: no answer (%s)", seatd_redis_errstr(G.c));
+    else if (r->type == REDIS_REPLY_ERROR)
+        snprintf(why, whylen, "WAIT: %s", r->str);
+    else if (rc < 0)
+        snprintf(why, whylen, "%lld of %ld replicas acknowledged within %ld ms",
+                 r->type == REDIS_REPLY_INTEGER ? r->integer : -1LL, G.wait_replicas, G.wait_ms);
+    freeReplyObject(r);
+    return rc;
+}
+
 /* Handles one entry: exactly one line in the log per event id, then XACK. A failed delivery
- * leaves the entry pending (retried by reclaim()). */
-static void handle(const stream_t *s, const char *id, const redisReply *fields)
+ * leaves the entry pending (retried by reclaim()). Returns 1 when the entry was held back for
+ * want of replicas (the rest of its stream would be too: its node is the same), else 0. */
+static int handle(const stream_t *s, const char *id, const redisReply *fields)
 {
     if (fields == NULL || fields->type != REDIS_REPLY_ARRAY) {
         ack(s, id); /* the entry was trimmed away: nothing to send */
-        return;
+        return 0;
     }
     if (file_in_index(fields) < 0)
-        return; /* the owner's shard is not answering: the entry stays pending */
-    char event_id[160], key[SEATD_KEY_MAX], mark[160], suffix[200];
+        return 0; /* the owner's shard is not answering: the entry stays pending */
+    char event_id[160], key[SEATD_KEY_MAX], mark[160], suffix[200], why[256];
     snprintf(event_id, sizeof(event_id), "%s:%s", s->show, id);
     snprintf(suffix, sizeof(suffix), "notified:%s:%s", G.group, id);
     if (seatd_keys_show(key, s->show, suffix) < 0)
-        return;
+        return 0;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long long wall = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -405,7 +501,7 @@ static void handle(const stream_t *s, const char *id, const redisReply *fields)
     redisReply *r = cmd(7, set);
     if (is_error(r)) {
         freeReplyObject(r);
-        return; /* Redis trouble: the entry stays pending */
+        return 0; /* Redis trouble: the entry stays pending */
     }
     int send = 1;
     if (r->type == REDIS_REPLY_STRING) { /* someone claimed it before */
@@ -414,37 +510,55 @@ static void handle(const stream_t *s, const char *id, const redisReply *fields)
             send = 0; /* a duplicate delivery */
         } else if (log_has(event_id)) {
             send = 0; /* its claimer sent it, then died before saying so */
-        } else if (wall - then < STALE_CLAIM_MS) {
+        } else if (strcmp(r->str, CLAIM_HELD) != 0 && wall - then < STALE_CLAIM_MS) {
             freeReplyObject(r); /* another consumer is sending it now: leave it pending */
-            return;
+            return 0;
         } else {
+            /* A dead consumer's claim, never sent, or one held back for replicas: take it.
+             * The SET NX wrote nothing, so this write is the one the WAIT below must cover. */
             const char *take[] = {"SET", key, mark, "EX", DEDUPE_TTL};
-            freeReplyObject(cmd(5, take)); /* a dead consumer's claim, never sent: take it */
+            redisReply *t = cmd(5, take);
+            int taken = !is_error(t);
+            freeReplyObject(t);
+            if (!taken) {
+                freeReplyObject(r);
+                return 0; /* Redis trouble: the entry stays pending */
+            }
         }
     }
     freeReplyObject(r);
+    if (send && replicated(s, id, key, fields, why, sizeof(why)) < 0) {
+        const char *hold_back[] = {"SET", key, CLAIM_HELD, "EX", DEDUPE_TTL};
+        freeReplyObject(cmd(5, hold_back)); /* not sent: any consumer may retry it at once */
+        G.held++;
+        logf_("held back %s: %s; will retry (%lu held back so far)", event_id, why, G.held);
+        return 1;
+    }
     if (send && send_notification(event_id, fields) < 0) {
         const char *del[] = {"DEL", key};
         freeReplyObject(cmd(2, del)); /* not sent: free the claim for the retry */
         logf_("delivery failed for %s; will retry", event_id);
-        return;
+        return 0;
     }
     const char *done[] = {"SET", key, "done", "EX", DEDUPE_TTL};
     freeReplyObject(cmd(5, done));
     ack(s, id);
+    return 0;
 }
 
-/* entries: [[id, [k, v, …]], …] */
-static int handle_entries(const stream_t *s, const redisReply *entries)
+/* entries: [[id, [k, v, …]], …]. Returns how many were handled; stops after one held back for
+ * replicas, setting '*held' (the others stay pending, for a later pass). */
+static int handle_entries(const stream_t *s, const redisReply *entries, int *held)
 {
     int n = 0;
-    for (size_t i = 0;
-         entries && entries->type == REDIS_REPLY_ARRAY && i < entries->elements && !stop_flag;
+    *held = 0;
+    for (size_t i = 0; entries && entries->type == REDIS_REPLY_ARRAY && i < entries->elements &&
+                       !stop_flag && !*held;
          i++) {
         const redisReply *e = entries->element[i];
         if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->str == NULL)
             continue;
-        handle(s, e->element[0]->str, e->element[1]);
+        *held = handle(s, e->element[0]->str, e->element[1]);
         n++;
     }
     return n;
@@ -466,20 +580,23 @@ static int read_new(stream_t *s)
         s->grouped = gr && (gr->type != REDIS_REPLY_ERROR || strstr(gr->str, "BUSYGROUP"));
         freeReplyObject(gr);
     }
+    int held = 0;
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
         r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 2)
-        n = handle_entries(s, r->element[0]->element[1]);
+        n = handle_entries(s, r->element[0]->element[1], &held);
     freeReplyObject(r);
     s->last_read = n;
     if (n > 0) {
-        s->idle_ms = 0;
-        s->next_read = 0;
         /* entries of ours are pending now: their retries are looked for at the base pace */
         long long soon = now_ms() + reclaim_base();
         s->reclaim_ms = reclaim_base();
         if (s->next_reclaim > soon)
             s->next_reclaim = soon;
-    } else {
+    }
+    if (n > 0 && !held) {
+        s->idle_ms = 0;
+        s->next_read = 0;
+    } else { /* nothing new, or its node lacks replicas: reading more would only hold more */
         s->idle_ms = s->idle_ms ? s->idle_ms * 2 : IDLE_MIN_MS;
         if (s->idle_ms > IDLE_MAX_MS)
             s->idle_ms = IDLE_MAX_MS;
@@ -488,19 +605,25 @@ static int read_new(stream_t *s)
     return n;
 }
 
-/* 1 if event 'id' of 's' was sent already (its claim says "done", or the log has it). */
-static int already_sent(const stream_t *s, const char *id)
+enum { CLAIM_OTHER, CLAIM_SENT, CLAIM_HELD_BACK };
+
+/* What became of event 'id' of 's': CLAIM_SENT (its claim says "done", or the log has it),
+ * CLAIM_HELD_BACK (its last try found too few replicas), else CLAIM_OTHER. */
+static int claim_state(const stream_t *s, const char *id)
 {
     char key[SEATD_KEY_MAX], suffix[200], event_id[160];
     snprintf(suffix, sizeof(suffix), "notified:%s:%s", G.group, id);
     snprintf(event_id, sizeof(event_id), "%s:%s", s->show, id);
     if (seatd_keys_show(key, s->show, suffix) < 0)
-        return 0;
+        return CLAIM_OTHER;
     const char *get[] = {"GET", key};
     redisReply *r = cmd(2, get);
     int done = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, "done") == 0;
+    int held = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, CLAIM_HELD) == 0;
     freeReplyObject(r);
-    return done || log_has(event_id);
+    if (done || log_has(event_id))
+        return CLAIM_SENT;
+    return held ? CLAIM_HELD_BACK : CLAIM_OTHER;
 }
 
 /* Copies entry 'id' to the dead-letter stream, then acks it. */
@@ -548,26 +671,31 @@ static void dead_letter(const stream_t *s, const char *id, long long deliveries)
     freeReplyObject(r);
 }
 
-/* Retries this stream's pending entries whose backoff has passed (and a dead consumer's);
- * returns how many entries the pending list showed. */
+/* Retries this stream's pending entries whose backoff has passed (and a dead consumer's),
+ * until one is held back for replicas; returns how many entries the pending list showed. */
 static size_t reclaim(const stream_t *s)
 {
     char idle[24];
     snprintf(idle, sizeof(idle), "%ld", G.retry_base_ms);
     const char *argv[] = {"XPENDING", s->stream, G.group, "IDLE", idle, "-", "+", "100"};
     redisReply *r = cmd(8, argv);
-    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements && !stop_flag; i++) {
+    int held = 0;
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements && !stop_flag && !held;
+         i++) {
         const redisReply *e = r->element[i];
         if (e->type != REDIS_REPLY_ARRAY || e->elements < 4 || e->element[0]->str == NULL)
             continue;
         const char *id = e->element[0]->str;
         long long idle_ms = e->element[2]->integer, count = e->element[3]->integer;
         if (count >= G.max_deliveries) {
-            if (already_sent(s, id))
+            int state = claim_state(s, id);
+            if (state == CLAIM_SENT)
                 ack(s, id); /* sent, but its sender died before the XACK */
-            else
+            else if (state != CLAIM_HELD_BACK)
                 dead_letter(s, id, count);
-            continue;
+            if (state != CLAIM_HELD_BACK)
+                continue;
+            /* Not undeliverable, only not on replicas yet: tried again (the backoff capped). */
         }
         long long backoff = G.retry_base_ms;
         for (long long k = 1; k < count && backoff < 60000; k++)
@@ -580,7 +708,7 @@ static size_t reclaim(const stream_t *s)
         snprintf(min_idle, sizeof(min_idle), "%lld", backoff);
         const char *claim[] = {"XCLAIM", s->stream, G.group, G.consumer, min_idle, id};
         redisReply *c = cmd(6, claim);
-        handle_entries(s, c);
+        handle_entries(s, c, &held);
         freeReplyObject(c);
     }
     size_t listed = r && r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
@@ -603,13 +731,50 @@ static void reclaim_when_due(stream_t *s, long long now)
 
 /* ------------------------------------------------------------------- main */
 
-static void usage(void)
+/* Prints the usage to 'out' and exits with 'status' (0 for --help, 2 for a bad command line). */
+static void usage(FILE *out, int status)
 {
-    fprintf(stderr, "usage: seatd-notify --redis host:port --log FILE [--group notifiers]\n"
-                    "       [--consumer NAME] [--max-deliveries 5] [--retry-base-ms 500]\n"
-                    "       [--refresh-ms 1000] [--deliver-delay-ms 0] [--batch 1000]\n"
-                    "       [--redis-user USER] [--redis-password-file FILE]\n");
-    exit(2);
+    fprintf(out,
+            "usage: seatd-notify --redis host:port --log FILE [--group notifiers]\n"
+            "       [--consumer NAME] [--max-deliveries 5] [--retry-base-ms 500]\n"
+            "       [--refresh-ms 1000] [--deliver-delay-ms 0] [--batch 1000]\n"
+            "       [--redis-user USER] [--redis-password-file FILE]\n"
+            "       [--wait-replicas 0] [--wait-ms 100]\n"
+            "\n"
+            "  --redis host:port         a Redis node (a cluster's other nodes are found from it)\n"
+            "  --log FILE                where notifications are appended, one JSON line each\n"
+            "  --group NAME              the consumer group (consumers in one group share work)\n"
+            "  --consumer NAME           this consumer's name in the group (default host-pid)\n"
+            "  --max-deliveries N        tries before an event is dead-lettered\n"
+            "  --retry-base-ms MS        the first retry's wait, doubling per try (60 s cap)\n"
+            "  --refresh-ms MS           how often a page of the show catalogue is read\n"
+            "  --deliver-delay-ms MS     a pause before each sending (tests)\n"
+            "  --batch N                 shows per catalogue page (1..100000)\n"
+            "  --redis-user USER         ACL user (env SEATD_REDIS_USER)\n"
+            "  --redis-password-file F   its password, first line (env SEATD_REDIS_PASSWORD_FILE)\n"
+            "  --wait-replicas N         announce an event only once N replicas acknowledged it\n"
+            "                            (WAIT N on its claim's connection; fewer: held back,\n"
+            "                            retried); 0..16, 0: off (env SEATD_REDIS_WAIT_REPLICAS)\n"
+            "  --wait-ms MS              how long that WAIT waits, 1..60000 (env\n"
+            "                            SEATD_REDIS_WAIT_MS)\n"
+            "  --help                    this text\n");
+    exit(status);
+}
+
+/* Parses 'v' as a whole integer in ['min', 'max'] into '*out'; 0, or -1 (with a message naming
+ * 'what') when it is not one. */
+static int parse_bounded(const char *what, const char *v, long min, long max, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (v[0] == '\0' || *end != '\0' || errno == ERANGE || n < min || n > max) {
+        fprintf(stderr, "seatd-notify: %s: '%s' is not an integer in %ld..%ld\n", what, v, min,
+                max);
+        return -1;
+    }
+    *out = n;
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -621,15 +786,21 @@ int main(int argc, char **argv)
     G.refresh_ms = 1000;
     G.batch = DEFAULT_BATCH;
     G.walk = 1;
+    G.wait_replicas = 0;
+    G.wait_ms = 100;
     char host[64] = "";
     gethostname(host, sizeof(host) - 1);
     snprintf(G.consumer, sizeof(G.consumer), "%s-%ld", host, (long)getpid());
     const char *user = getenv("SEATD_REDIS_USER");
     const char *pass_file = getenv("SEATD_REDIS_PASSWORD_FILE");
+    const char *wait_replicas = getenv("SEATD_REDIS_WAIT_REPLICAS");
+    const char *wait_ms = getenv("SEATD_REDIS_WAIT_MS");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (strcmp(a, "--help") == 0)
+            usage(stdout, 0);
         if (i + 1 >= argc)
-            usage();
+            usage(stderr, 2);
         const char *v = argv[++i];
         if (strcmp(a, "--redis") == 0)
             redis = v;
@@ -653,9 +824,18 @@ int main(int argc, char **argv)
             pass_file = v;
         else if (strcmp(a, "--batch") == 0)
             G.batch = atol(v);
+        else if (strcmp(a, "--wait-replicas") == 0)
+            wait_replicas = v;
+        else if (strcmp(a, "--wait-ms") == 0)
+            wait_ms = v;
         else
-            usage();
+            usage(stderr, 2);
     }
+    if ((wait_replicas && parse_bounded("--wait-replicas / SEATD_REDIS_WAIT_REPLICAS",
+                                        wait_replicas, 0, 16, &G.wait_replicas) < 0) ||
+        (wait_ms &&
+         parse_bounded("--wait-ms / SEATD_REDIS_WAIT_MS", wait_ms, 1, 60000, &G.wait_ms) < 0))
+        return 2;
     snprintf(G.redis_user, sizeof(G.redis_user), "%s", user ? user : "");
     if (pass_file && pass_file[0]) {
         FILE *pf = fopen(pass_file, "r");
@@ -670,7 +850,7 @@ int main(int argc, char **argv)
     if (G.log_path == NULL || colon == NULL || G.max_deliveries < 1 || G.retry_base_ms < 1 ||
         G.refresh_ms < 1 || G.delay_ms < 0 || G.batch < 1 || G.batch > 100000 ||
         !seatd_keys_valid_idem_key(G.group))
-        usage();
+        usage(stderr, 2);
     snprintf(G.host, sizeof(G.host), "%.*s", (int)(colon - redis), redis);
     G.port = atoi(colon + 1);
     G.log_fd = open(G.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -684,7 +864,12 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    logf_("started; group %s, log %s", G.group, G.log_path);
+    if (G.wait_replicas > 0)
+        logf_("started; group %s, log %s, announcing only what %ld replicas acknowledged "
+              "within %ld ms",
+              G.group, G.log_path, G.wait_replicas, G.wait_ms);
+    else
+        logf_("started; group %s, log %s", G.group, G.log_path);
 
     long long next_refresh = 0;
     while (!stop_flag) {
