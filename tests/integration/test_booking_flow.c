@@ -143,6 +143,30 @@ static seatd_booking_pay_args_t pay_args(const char *hold, const char *bid)
                                       .payment_window_ms = 60000};
 }
 
+/* What each durable test works with: the worker's side on the primary (WAIT 1), the gateway
+ * client, the flow's context, show "1" with a hold of A1, A2 by alice. */
+typedef struct {
+    th_t t;
+    seatd_payment_t *pay;
+    seatd_booking_ctx_t ctx;
+    char hold[SEATD_ID_MAX];
+} fx_t;
+
+static void fx_open(fx_t *x)
+{
+    open_on(&x->t, primary.port, 1);
+    x->pay = gateway_client(&x->t);
+    x->ctx = (seatd_booking_ctx_t){
+        .loop = x->t.loop, .store = x->t.store, .payment = x->pay, .horizon_ms = 60000};
+    show_and_hold(&x->t, x->hold, sizeof(x->hold));
+}
+
+static void fx_close(fx_t *x)
+{
+    seatd_payment_close(x->pay);
+    cr_assert_eq(th_close(&x->t), 0);
+}
+
 static void durable_setup(void)
 {
     gw_start();
@@ -164,20 +188,16 @@ TestSuite(booking_flow, .timeout = 120);
 Test(booking_flow, a_begin_no_replica_acknowledged_charges_nothing_and_frees_the_hold,
      .init = durable_setup, .fini = durable_teardown)
 {
-    th_t t;
-    open_on(&t, primary.port, 1);
-    seatd_payment_t *pay = gateway_client(&t);
-    seatd_booking_ctx_t ctx = {
-        .loop = t.loop, .store = t.store, .payment = pay, .horizon_ms = 60000};
-    char hold[SEATD_ID_MAX], bid[SEATD_ID_MAX];
-    show_and_hold(&t, hold, sizeof(hold));
+    fx_t x;
+    fx_open(&x);
+    char bid[SEATD_ID_MAX];
     cr_assert_eq(seatd_keys_new_id(bid, "1", 'b'), 0);
 
     cr_assert_eq(kill(replica.pid, SIGSTOP), 0); /* the primary is on its own */
     end_t e = {0};
-    seatd_booking_pay_args_t a = pay_args(hold, bid);
-    cr_assert_eq(seatd_booking_pay(&ctx, &a, on_end, &e), 0);
-    wait_end(&t, &e);
+    seatd_booking_pay_args_t a = pay_args(x.hold, bid);
+    cr_assert_eq(seatd_booking_pay(&x.ctx, &a, on_end, &e), 0);
+    wait_end(&x.t, &e);
     cr_assert_eq(kill(replica.pid, SIGCONT), 0);
 
     cr_assert_eq(e.outcome, SEATD_BOOKING_REFUSED, "outcome %s",
@@ -187,7 +207,7 @@ Test(booking_flow, a_begin_no_replica_acknowledged_charges_nothing_and_frees_the
     redisReply *st = on_port(primary.port, "HGET {s:1}:booking:%s status", bid);
     cr_assert_str_eq(st->str, "FAILED", "the begun booking is failed again");
     freeReplyObject(st);
-    st = on_port(primary.port, "HGET {s:1}:hold:%s status", hold);
+    st = on_port(primary.port, "HGET {s:1}:hold:%s status", x.hold);
     cr_assert_str_eq(st->str, "HELD", "the seats stay held for a retry");
     freeReplyObject(st);
 
@@ -196,28 +216,23 @@ Test(booking_flow, a_begin_no_replica_acknowledged_charges_nothing_and_frees_the
     cr_assert_eq(seatd_keys_new_id(bid2, "1", 'b'), 0);
     end_t e2 = {0};
     a.booking_id = bid2;
-    cr_assert_eq(seatd_booking_pay(&ctx, &a, on_end, &e2), 0);
-    wait_end(&t, &e2);
+    cr_assert_eq(seatd_booking_pay(&x.ctx, &a, on_end, &e2), 0);
+    wait_end(&x.t, &e2);
     cr_assert_eq(e2.outcome, SEATD_BOOKING_CONFIRMED, "outcome %s",
                  seatd_booking_outcome_name(e2.outcome));
     cr_assert_eq(gw_lookup(bid2, NULL), 200);
-    seatd_payment_close(pay);
-    cr_assert_eq(th_close(&t), 0);
+    fx_close(&x);
 }
 
 Test(booking_flow, a_confirm_no_replica_acknowledged_is_pending_not_confirmed,
      .init = durable_setup, .fini = durable_teardown)
 {
-    th_t t;
+    fx_t x;
     th_res_t r = {0};
-    open_on(&t, primary.port, 1);
-    seatd_payment_t *pay = gateway_client(&t);
-    seatd_booking_ctx_t ctx = {
-        .loop = t.loop, .store = t.store, .payment = pay, .horizon_ms = 60000};
-    char hold[SEATD_ID_MAX], bid[SEATD_ID_MAX];
-    show_and_hold(&t, hold, sizeof(hold));
-    int rc = th_book_begin(&t, &r, "1", hold, "alice", 60000);
+    fx_open(&x);
+    int rc = th_book_begin(&x.t, &r, "1", x.hold, "alice", 60000);
     cr_assert_eq(rc, 0, "a durable begin: %s", seatd_err_name(rc));
+    char bid[SEATD_ID_MAX];
     snprintf(bid, sizeof(bid), "%s", th_get(&r, "bookingId"));
     cr_assert_eq(gw_charge(bid, "tok_ok"), 201);
 
@@ -225,40 +240,34 @@ Test(booking_flow, a_confirm_no_replica_acknowledged_is_pending_not_confirmed,
     seatd_payment_result_t paid = {.outcome = SEATD_PAY_APPROVED, .amount = AMOUNT};
     snprintf(paid.charge_id, sizeof(paid.charge_id), "ch_test1");
     end_t e = {0};
-    cr_assert_eq(seatd_booking_settle(&ctx, bid, &paid, NULL, on_end, &e), 0);
-    wait_end(&t, &e);
+    cr_assert_eq(seatd_booking_settle(&x.ctx, bid, &paid, NULL, on_end, &e), 0);
+    wait_end(&x.t, &e);
     cr_assert_eq(kill(replica.pid, SIGCONT), 0);
     cr_assert_eq(e.outcome, SEATD_BOOKING_PENDING, "not CONFIRMED: a failover could undo it (%s)",
                  seatd_booking_outcome_name(e.outcome));
     /* The replica, in sync again, has the booking PENDING_PAYMENT in {s}:pending or already
      * CONFIRMED: never lost, and settled by reconciliation wherever it survives. */
-    seatd_payment_close(pay);
     th_res_clear(&r);
-    cr_assert_eq(th_close(&t), 0);
+    fx_close(&x);
 }
 
-Test(booking_flow, durable_steps_with_the_replica_in_sync_confirm_at_once,
-     .init = durable_setup, .fini = durable_teardown)
+Test(booking_flow, durable_steps_with_the_replica_in_sync_confirm_at_once, .init = durable_setup,
+     .fini = durable_teardown)
 {
-    th_t t;
-    open_on(&t, primary.port, 1);
-    seatd_payment_t *pay = gateway_client(&t);
-    seatd_booking_ctx_t ctx = {
-        .loop = t.loop, .store = t.store, .payment = pay, .horizon_ms = 60000};
-    char hold[SEATD_ID_MAX], bid[SEATD_ID_MAX];
-    show_and_hold(&t, hold, sizeof(hold));
+    fx_t x;
+    fx_open(&x);
+    char bid[SEATD_ID_MAX];
     cr_assert_eq(seatd_keys_new_id(bid, "1", 'b'), 0);
     end_t e = {0};
-    seatd_booking_pay_args_t a = pay_args(hold, bid);
-    cr_assert_eq(seatd_booking_pay(&ctx, &a, on_end, &e), 0);
-    wait_end(&t, &e);
+    seatd_booking_pay_args_t a = pay_args(x.hold, bid);
+    cr_assert_eq(seatd_booking_pay(&x.ctx, &a, on_end, &e), 0);
+    wait_end(&x.t, &e);
     cr_assert_eq(e.outcome, SEATD_BOOKING_CONFIRMED);
     redisReply *st = on_port(replica.port, "HGET {s:1}:booking:%s status", bid);
     cr_assert(st && st->type == REDIS_REPLY_STRING && strcmp(st->str, "CONFIRMED") == 0,
               "the replica has the confirmation before the buyer is told");
     freeReplyObject(st);
-    seatd_payment_close(pay);
-    cr_assert_eq(th_close(&t), 0);
+    fx_close(&x);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -340,8 +349,9 @@ Test(booking_flow, a_charge_whose_booking_is_gone_is_refunded_once_and_shown_to_
     redisContext *c = seatd_test_redis_connect();
     assert_lost_and_refunded(c, bid);
     th_res_t r = {0};
-    cr_assert_eq(th_finish(&t, &r, seatd_store_booking_get(t.store, bid, "alice", th_on_result, &r)),
-                 0, "its buyer reads it: not a 404");
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_booking_get(t.store, bid, "alice", th_on_result, &r)), 0,
+        "its buyer reads it: not a 404");
     th_res_clear(&r);
     redisFree(c);
     seatd_payment_close(pay);

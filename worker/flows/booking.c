@@ -27,24 +27,25 @@ typedef struct flow_s {
     char owner[65];
     char currency[8];
     char method[SEATD_PAY_SOURCE_MAX];
-    char *seat_ids;                      /* owned; "" when unknown */
-    char charge_id[64];                  /* the charge being settled */
-    char decline[64];                    /* the gateway's decline code */
-    char refund_key[SEATD_ID_MAX + 8];   /* "refund-<bookingId>": one refund per booking */
-    char cancel_key[SEATD_ID_MAX + 8];   /* "cancel-<bookingId>": a cancellation's refund */
-    int64_t amount;                      /* charged (or to charge), minor units */
-    int64_t window_ms, cap, cap_window;  /* book_begin's payment window and decline cap */
-    int keep_attempt;                    /* booking.h seatd_booking_end_t */
-    int in_call;                         /* the public call that started the flow runs */
-    int deferred;                        /* it ended during that call: 'timer' delivers it */
-    seatd_booking_outcome_t d_outcome;   /* the deferred end */
+    char *seat_ids;                     /* owned; "" when unknown */
+    char charge_id[64];                 /* the charge being settled */
+    char decline[64];                   /* the gateway's decline code */
+    char refund_key[SEATD_ID_MAX + 8];  /* "refund-<bookingId>": one refund per booking */
+    char cancel_key[SEATD_ID_MAX + 8];  /* "cancel-<bookingId>": a cancellation's refund */
+    int64_t amount;                     /* charged (or to charge), minor units */
+    int64_t window_ms, cap, cap_window; /* book_begin's payment window and decline cap */
+    int keep_attempt;                   /* booking.h seatd_booking_end_t */
+    int cancelling;                     /* a cancellation: its refund is "cancel-<id>" */
+    int in_call;                        /* the public call that started the flow runs */
+    int deferred;                       /* it ended during that call: 'timer' delivers it */
+    seatd_booking_outcome_t d_outcome;  /* the deferred end */
     int d_err;
     uv_timer_t timer; /* delivers an end reached before the starting call returned */
 } flow_t;
 
 static const char *const outcome_names[] = {
     "confirmed", "pending",  "declined", "refunded", "refund_owed",
-    "failed",    "deferred", "replayed", "refused",     "cancelled",
+    "failed",    "deferred", "replayed", "refused",  "cancelled",
 };
 
 const char *seatd_booking_outcome_name(seatd_booking_outcome_t o)
@@ -53,13 +54,12 @@ const char *seatd_booking_outcome_name(seatd_booking_outcome_t o)
 }
 
 /* Returns a flow for booking 'booking_id' (its show parsed from it), or NULL if the id is bad. */
-static flow_t *flow_new(const seatd_booking_ctx_t *ctx, const char *booking_id,
-                        seatd_booking_cb cb, void *data)
+static flow_t *flow_new(const seatd_booking_ctx_t *ctx, const char *booking_id, seatd_booking_cb cb,
+                        void *data)
 {
     char show[SEATD_ID_MAX];
     if (ctx == NULL || ctx->loop == NULL || ctx->store == NULL || ctx->payment == NULL ||
-        cb == NULL ||
-        booking_id == NULL || seatd_keys_parse_id(booking_id, 'b', show) < 0)
+        cb == NULL || booking_id == NULL || seatd_keys_parse_id(booking_id, 'b', show) < 0)
         return NULL;
     flow_t *f = seatd_calloc(1, sizeof(*f));
     f->ctx = *ctx;
@@ -148,25 +148,29 @@ static void log_step(const flow_t *f, int level, const char *msg, int err)
 
 /* ------------------------------------------------------------------- refunds (written once) */
 
+/* The refund of 'f' is made (or was made before): the booking says so. */
 static void on_refund_recorded(const seatd_store_result_t *res, void *data)
 {
     flow_t *f = data;
     if (res->err)
         log_step(f, SEATD_LOG_WARN, "refund made, not recorded yet; reconciliation records it",
                  res->err);
-    finish(f, SEATD_BOOKING_REFUNDED, 0, NULL);
+    finish(f, f->cancelling ? SEATD_BOOKING_CANCELLED : SEATD_BOOKING_REFUNDED, 0, NULL);
 }
 
-/* The whole charge is back: the booking says so (FAILED, refund, refundStatus "succeeded";
- * it leaves {s}:pending, {s}:refunds and {s}:failed). */
+/* Records the refund: a charge not confirmed is back whole (the booking FAILED, refund,
+ * refundStatus "succeeded"; it leaves {s}:pending, {s}:refunds and {s}:failed); a
+ * cancellation's refund is confirmed (refundStatus "succeeded"). */
 static void record_refund(flow_t *f)
 {
-    int rc = seatd_store_book_fail_refunded(f->ctx.store, f->booking_id, "seats_lost_refunded",
-                                            f->amount, f->refund_key, on_refund_recorded, f);
+    int rc = f->cancelling ? seatd_store_refund_done(f->ctx.store, f->booking_id, f->cancel_key,
+                                                     on_refund_recorded, f)
+                           : seatd_store_book_fail_refunded(f->ctx.store, f->booking_id,
+                                                            "seats_lost_refunded", f->amount,
+                                                            f->refund_key, on_refund_recorded, f);
     if (rc < 0) {
-        log_step(f, SEATD_LOG_WARN, "refund made, not recorded yet; reconciliation records it",
-                 rc);
-        finish(f, SEATD_BOOKING_REFUNDED, 0, NULL);
+        log_step(f, SEATD_LOG_WARN, "refund made, not recorded yet; reconciliation records it", rc);
+        finish(f, f->cancelling ? SEATD_BOOKING_CANCELLED : SEATD_BOOKING_REFUNDED, 0, NULL);
     }
 }
 
@@ -178,20 +182,23 @@ static void on_refund(const seatd_payment_result_t *res, void *data)
         record_refund(f);
         return;
     }
-    /* Still owed and on record (PENDING_PAYMENT, or FAILED in {s}:refunds): reconciliation
-     * asks again by the same key. */
+    /* Still owed and on record (PENDING_PAYMENT, FAILED or CANCELLED in {s}:refunds):
+     * reconciliation asks again by the same key. */
     seatd_log(SEATD_LOG_ERROR, NULL, "refund not confirmed; reconciliation will retry",
               "\"booking\":\"%s\",\"charge\":\"%s\",\"code\":\"%s\"", f->booking_id, f->charge_id,
               res->code);
     finish(f, SEATD_BOOKING_REFUND_OWED, 0, NULL);
 }
 
-/* Refunds the whole charge under "refund-<bookingId>". Every caller sends the very same
- * request (key, charge, amount, reason), so the gateway refunds once and replays the rest. */
+/* Refunds 'f->amount' of charge 'f->charge_id': the whole charge of a booking not confirmed,
+ * under "refund-<bookingId>", or a cancellation's refund by the show's policy, under
+ * "cancel-<bookingId>". Every caller sends the very same request (key, charge, amount,
+ * reason), so the gateway refunds once and replays the rest. */
 static void refund(flow_t *f)
 {
-    int rc = seatd_payment_refund(f->ctx.payment, f->refund_key, f->charge_id, f->amount,
-                                  "booking_not_confirmed", on_refund, f);
+    int rc = seatd_payment_refund(
+        f->ctx.payment, f->cancelling ? f->cancel_key : f->refund_key, f->charge_id, f->amount,
+        f->cancelling ? "cancelled" : "booking_not_confirmed", on_refund, f);
     if (rc < 0) {
         log_step(f, SEATD_LOG_ERROR, "refund not sent; reconciliation will retry", rc);
         finish(f, SEATD_BOOKING_REFUND_OWED, 0, NULL);
@@ -226,8 +233,8 @@ static void record_late_charge(flow_t *f)
 {
     seatd_log(SEATD_LOG_WARN, NULL, "a charge landed after the booking failed; refunding",
               "\"booking\":\"%s\",\"charge\":\"%s\"", f->booking_id, f->charge_id);
-    int rc = seatd_store_late_charge(f->ctx.store, f->booking_id, f->charge_id,
-                                     on_refund_on_record, f);
+    int rc =
+        seatd_store_late_charge(f->ctx.store, f->booking_id, f->charge_id, on_refund_on_record, f);
     if (rc < 0) {
         log_step(f, SEATD_LOG_WARN, "late charge not recorded; not refunded yet", rc);
         finish(f, SEATD_BOOKING_PENDING, 0, NULL);
@@ -270,8 +277,7 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
          * {s}:pending: reconciliation settles it there. Until then: 202. */
         seatd_seatmap_invalidate(f->show_id, res->booking.version);
         seatd_metrics_inc(SEATD_METRIC_CONFIRM_NOT_DURABLE);
-        log_step(f, SEATD_LOG_WARN, "confirm not on a replica in time; answered pending",
-                 res->err);
+        log_step(f, SEATD_LOG_WARN, "confirm not on a replica in time; answered pending", res->err);
         finish(f, SEATD_BOOKING_PENDING, 0, NULL);
         return;
     case SEATD_EEXPIRED:
@@ -392,9 +398,10 @@ int seatd_booking_settle(const seatd_booking_ctx_t *ctx, const char *booking_id,
     return returned(f);
 }
 
-int seatd_booking_refund_owed(const seatd_booking_ctx_t *ctx, const char *booking_id,
-                              const char *charge_id, int64_t amount, seatd_booking_cb cb,
-                              void *data)
+/* Starts a refund on record of charge 'charge_id' ('amount'); see the two callers. */
+static int refund_on_record(const seatd_booking_ctx_t *ctx, const char *booking_id,
+                            const char *charge_id, int64_t amount, int cancelling,
+                            seatd_booking_cb cb, void *data)
 {
     if (charge_id == NULL || charge_id[0] == '\0' || amount < 1)
         return SEATD_EINVAL;
@@ -403,8 +410,23 @@ int seatd_booking_refund_owed(const seatd_booking_ctx_t *ctx, const char *bookin
         return SEATD_EINVAL;
     snprintf(f->charge_id, sizeof(f->charge_id), "%s", charge_id);
     f->amount = amount;
+    f->cancelling = cancelling;
     refund(f);
     return returned(f);
+}
+
+int seatd_booking_refund_owed(const seatd_booking_ctx_t *ctx, const char *booking_id,
+                              const char *charge_id, int64_t amount, seatd_booking_cb cb,
+                              void *data)
+{
+    return refund_on_record(ctx, booking_id, charge_id, amount, 0, cb, data);
+}
+
+int seatd_booking_refund_cancel(const seatd_booking_ctx_t *ctx, const char *booking_id,
+                                const char *charge_id, int64_t amount, seatd_booking_cb cb,
+                                void *data)
+{
+    return refund_on_record(ctx, booking_id, charge_id, amount, 1, cb, data);
 }
 
 /* ------------------------------------------------------------------- begin, then charge */
@@ -428,7 +450,7 @@ static void charge(flow_t *f)
     snprintf(desc, sizeof(desc), "seatd show %s seats %.*s", f->show_id, DESC_SEATS_MAX,
              f->seat_ids);
     int seats_fit = strlen(f->seat_ids) <= SEATD_PAY_TEXT_MAX;
-    const char *meta[] = {"owner",   f->owner, "holdId", f->hold_id, seats_fit ? "seatIds" : NULL,
+    const char *meta[] = {"owner",     f->owner, "holdId", f->hold_id, seats_fit ? "seatIds" : NULL,
                           f->seat_ids, NULL};
     int rc = seatd_payment_charge_ex(f->ctx.payment, f->booking_id, f->amount, f->currency,
                                      f->method, desc, meta, on_charge, f);
@@ -457,8 +479,8 @@ static void on_indexed(const seatd_store_result_t *res, void *data)
  * from the outbox. */
 static void index_booking(flow_t *f)
 {
-    int rc = seatd_store_me_add(f->ctx.store, f->owner, "bookings", f->booking_id, 0, on_indexed,
-                                f);
+    int rc =
+        seatd_store_me_add(f->ctx.store, f->owner, "bookings", f->booking_id, 0, on_indexed, f);
     if (rc < 0) {
         seatd_metrics_inc(SEATD_METRIC_BOOKING_INDEX_ERROR);
         charge(f);
@@ -540,41 +562,6 @@ int seatd_booking_pay(const seatd_booking_ctx_t *ctx, const seatd_booking_pay_ar
 
 /* --------------------------------------------------------------------------- cancellation */
 
-static void on_cancel_recorded(const seatd_store_result_t *res, void *data)
-{
-    flow_t *f = data;
-    if (res->err)
-        log_step(f, SEATD_LOG_WARN, "cancel refund made, not recorded; reconciliation will",
-                 res->err);
-    finish(f, SEATD_BOOKING_CANCELLED, 0, NULL);
-}
-
-static void on_cancel_refund(const seatd_payment_result_t *res, void *data)
-{
-    flow_t *f = data;
-    if (res->outcome == SEATD_PAY_APPROVED ||
-        (res->outcome == SEATD_PAY_DECLINED && strcmp(res->code, "charge_already_refunded") == 0)) {
-        int rc = seatd_store_refund_done(f->ctx.store, f->booking_id, f->cancel_key,
-                                         on_cancel_recorded, f);
-        if (rc < 0)
-            finish(f, SEATD_BOOKING_CANCELLED, 0, NULL); /* the record follows (reconciliation) */
-        return;
-    }
-    seatd_log(SEATD_LOG_WARN, NULL, "cancel refund not confirmed; reconciliation will retry",
-              "\"booking\":\"%s\",\"code\":\"%s\"", f->booking_id, res->code);
-    finish(f, SEATD_BOOKING_REFUND_OWED, 0, NULL);
-}
-
-/* A repeat cancel sends the same request again: the gateway answers the first refund (same
- * key, same body) and refunds nothing more. */
-static void refund_cancel(flow_t *f)
-{
-    int rc = seatd_payment_refund(f->ctx.payment, f->cancel_key, f->charge_id, f->amount,
-                                  "cancelled", on_cancel_refund, f);
-    if (rc < 0)
-        finish(f, SEATD_BOOKING_REFUND_OWED, 0, NULL);
-}
-
 static void on_cancelled(const seatd_store_result_t *res, void *data)
 {
     flow_t *f = data;
@@ -587,38 +574,24 @@ static void on_cancelled(const seatd_store_result_t *res, void *data)
     if (strcmp(b->refund_status, "pending") == 0 && b->refund > 0 && b->payment_ref[0]) {
         snprintf(f->charge_id, sizeof(f->charge_id), "%s", b->payment_ref);
         f->amount = b->refund;
-        refund_cancel(f);
+        refund(f);
         return;
     }
     finish(f, SEATD_BOOKING_CANCELLED, 0, NULL);
 }
 
-int seatd_booking_cancel(const seatd_booking_ctx_t *ctx, const char *booking_id,
-                         const char *owner, seatd_booking_cb cb, void *data)
+int seatd_booking_cancel(const seatd_booking_ctx_t *ctx, const char *booking_id, const char *owner,
+                         seatd_booking_cb cb, void *data)
 {
     flow_t *f = flow_new(ctx, booking_id, cb, data);
     if (f == NULL)
         return SEATD_ENOTFOUND;
+    f->cancelling = 1;
     int rc = seatd_store_cancel_by_policy(ctx->store, f->booking_id, owner, on_cancelled, f);
     if (rc < 0) {
         flow_free(f);
         return rc;
     }
-    return returned(f);
-}
-
-int seatd_booking_refund_cancel(const seatd_booking_ctx_t *ctx, const char *booking_id,
-                                const char *charge_id, int64_t amount, seatd_booking_cb cb,
-                                void *data)
-{
-    if (charge_id == NULL || charge_id[0] == '\0' || amount < 1)
-        return SEATD_EINVAL;
-    flow_t *f = flow_new(ctx, booking_id, cb, data);
-    if (f == NULL)
-        return SEATD_EINVAL;
-    snprintf(f->charge_id, sizeof(f->charge_id), "%s", charge_id);
-    f->amount = amount;
-    refund_cancel(f);
     return returned(f);
 }
 
