@@ -68,6 +68,7 @@ typedef struct conn_s {
     char retry_after[16];     /* the answer's Retry-After (--log) */
     size_t retry_after_len;   /* its length */
     char idem[48];            /* the hold's idempotency key (--idem), "" without */
+    char seats[40];           /* the hold's seat ids, comma-separated (--log) */
     char body[CONN_BODY];     /* the first CONN_BODY-1 bytes of the answer body */
     size_t body_len;          /* their count */
     char wbuf[CONN_WBUF];     /* the request */
@@ -202,12 +203,12 @@ static void log_outcome(conn_t *c, int status)
     static const char *const names[] = {"hold", "book", "release", "seatmap"};
     if (p->loglen > sizeof p->logbuf - 512)
         log_flush(p);
-    int n = snprintf(p->logbuf + p->loglen, sizeof p->logbuf - p->loglen,
-                     "%lld %s %d u%d %s %s %s %s %llu\n",
-                     (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, names[c->op], status,
-                     c->user, c->op == SEATD_BENCH_OP_HOLD && c->idem[0] ? c->idem : "-", id,
-                     c->retry_after_len ? c->retry_after : "-", info,
-                     (unsigned long long)(seatd_bench_now_us() - c->t0));
+    int n = snprintf(
+        p->logbuf + p->loglen, sizeof p->logbuf - p->loglen, "%lld %s %d u%d %s %s %s %s %llu %s\n",
+        (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, names[c->op], status, c->user,
+        c->op == SEATD_BENCH_OP_HOLD && c->idem[0] ? c->idem : "-", id,
+        c->retry_after_len ? c->retry_after : "-", info,
+        (unsigned long long)(seatd_bench_now_us() - c->t0), c->seats[0] ? c->seats : "-");
     if (n > 0 && (size_t)n < sizeof p->logbuf - p->loglen)
         p->loglen += (size_t)n;
 }
@@ -277,10 +278,12 @@ static void format_hold(conn_t *c)
     c->user = (int)seatd_bench_rng_range(&p->rng, 0, p->cfg->users - 1);
     char body[256];
     size_t bl = (size_t)snprintf(body, sizeof body, "{\"seatIds\":[");
+    size_t sl = 0;
     for (int k = 0; k < n; k++) {
         char id[8];
         seatd_bench_seat_id(idx[k], id);
         bl += (size_t)snprintf(body + bl, sizeof body - bl, "%s\"%s\"", k ? "," : "", id);
+        sl += (size_t)snprintf(c->seats + sl, sizeof c->seats - sl, "%s%s", k ? "," : "", id);
     }
     c->idem[0] = '\0';
     c->hold_id[0] = '\0';

@@ -19,7 +19,9 @@
  * from the list (default tok_ok); --idem sends a unique idempotencyKey with every hold;
  * --log FILE appends one line per answered (or dropped) hold, booking and release:
  *   <wall ms> <op> <http status, 0: no answer> <user> <idempotency key|-> <holdId/bookingId|->
- *   <Retry-After|-> <problem slug or booking status|-> <latency us>
+ *   <Retry-After|-> <problem slug or booking status|-> <latency us> <seat ids|->
+ * (the seat ids, comma-separated, are the hold's: on a booking or release line, those of the
+ * hold it acts on);
  * (each load process writes its own lines; lines are not in time order across processes).
  *
  * --warmup S runs S seconds first without measuring (connections, caches, nginx's upstream

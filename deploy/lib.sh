@@ -42,6 +42,13 @@ worker_listening() { # worker_listening N: worker N of this stack accepts reques
     esac
 }
 
+# node_addr <port>: the loopback address of the cluster node on <port> (deploy/up, cluster mode):
+# 127.1.<port / 256>.<port % 256>. Each node listens there (and on 127.0.0.1), announces it to
+# the cluster and sends its replication and cluster-bus traffic from it, so that one node's
+# links to the others can be cut on their own (tests/faults/run partition) while workers and
+# tools, which connect from 127.0.0.1, still reach it.
+node_addr() { echo "127.1.$(($1 / 256)).$(($1 % 256))"; }
+
 redis_nodes() { # every Redis port of this stack: one, or each node of its cluster
     if [ -s "$SEATD_RUN_DIR/redis-nodes" ]; then
         tr ',' '\n' < "$SEATD_RUN_DIR/redis-nodes" | sed 's/.*://'
