@@ -73,11 +73,12 @@
     XX(RECONCILE_DEFERRED, "seatd_reconcile_bookings_total", "outcome=\"deferred\"", "")           \
     XX(RECONCILE_PENDING, "seatd_reconcile_bookings_total", "outcome=\"pending\"", "")             \
     XX(LEDGER_CHARGES, "seatd_ledger_charges_total", "outcome=\"checked\"",                        \
-       "Gateway charges the ledger walk looked at: checked (a CONFIRMED booking or nothing owed), "  \
+       "Gateway charges the ledger walk looked at: checked (a CONFIRMED booking or nothing "       \
+       "owed), "                                                                                   \
        "refunded (no booking, or one not CONFIRMED, past the grace period)")                       \
     XX(LEDGER_REFUNDED, "seatd_ledger_charges_total", "outcome=\"refunded\"", "")                  \
     XX(BOOKING_NOT_DURABLE, "seatd_bookings_not_durable_total", "step=\"begin\"",                  \
-       "Bookings whose step was not on a replica in time (--redis-wait-replicas): begin (nothing "   \
+       "Bookings whose step was not on a replica in time (--redis-wait-replicas): begin (nothing " \
        "charged, 503) and confirm (answered 202 PENDING_PAYMENT, settled by reconciliation)")      \
     XX(CONFIRM_NOT_DURABLE, "seatd_bookings_not_durable_total", "step=\"confirm\"", "")            \
     XX(SEATMAP_REDIS_READ, "seatd_seatmap_redis_reads_total", "",                                  \

@@ -28,10 +28,10 @@
 #include <string.h>
 #include <uv.h>
 
-#define PAY_URL_MAX 512              /* longest base URL we accept */
+#define PAY_URL_MAX 512               /* longest base URL we accept */
 #define PAY_MAX_RESPONSE (256 * 1024) /* a gateway answer larger than this is an error */
 #define PAY_META_MAX 8                /* metadata entries on one charge */
-#define PAY_MAX_TIMEOUT_MS 600000    /* longest per-request timeout */
+#define PAY_MAX_TIMEOUT_MS 600000     /* longest per-request timeout */
 
 enum pay_kind_e { PAY_CHARGE, PAY_LOOKUP, PAY_REFUND, PAY_LIST };
 
@@ -46,11 +46,11 @@ static const int kind_outcome_metric[][4] = {
      SEATD_METRIC_PAY_LOOKUP_UNKNOWN, SEATD_METRIC_PAY_LOOKUP_NOT_FOUND},
     {SEATD_METRIC_PAY_REFUND_APPROVED, SEATD_METRIC_PAY_REFUND_DECLINED,
      SEATD_METRIC_PAY_REFUND_UNKNOWN, SEATD_METRIC_PAY_REFUND_NOT_FOUND},
-    {SEATD_METRIC_PAY_LIST_APPROVED, SEATD_METRIC_PAY_LIST_DECLINED,
-     SEATD_METRIC_PAY_LIST_UNKNOWN, SEATD_METRIC_PAY_LIST_NOT_FOUND},
+    {SEATD_METRIC_PAY_LIST_APPROVED, SEATD_METRIC_PAY_LIST_DECLINED, SEATD_METRIC_PAY_LIST_UNKNOWN,
+     SEATD_METRIC_PAY_LIST_NOT_FOUND},
 };
-static const int kind_hist[] = {SEATD_HIST_PAY_CHARGE, SEATD_HIST_PAY_LOOKUP,
-                                SEATD_HIST_PAY_REFUND, SEATD_HIST_PAY_LIST};
+static const int kind_hist[] = {SEATD_HIST_PAY_CHARGE, SEATD_HIST_PAY_LOOKUP, SEATD_HIST_PAY_REFUND,
+                                SEATD_HIST_PAY_LIST};
 
 typedef struct pay_req_s pay_req_t;
 typedef struct pay_sock_s pay_sock_t;
@@ -734,8 +734,8 @@ int seatd_payment_list(seatd_payment_t *p, const char *starting_after, int limit
     snprintf(path, sizeof(path), "/v1/charges?limit=%d%s%s", limit,
              starting_after && starting_after[0] ? "&startingAfter=" : "",
              starting_after ? starting_after : "");
-    return req_start(p, PAY_LIST, starting_after && starting_after[0] ? starting_after : "-",
-                     path, NULL, cb, data);
+    return req_start(p, PAY_LIST, starting_after && starting_after[0] ? starting_after : "-", path,
+                     NULL, cb, data);
 }
 
 int seatd_payment_refund(seatd_payment_t *p, const char *idem_key, const char *charge_id,

@@ -17,11 +17,11 @@
 #include "rds.h"
 #include "store.h"
 
-#define LEDGER_PAGE 100       /* charges asked for per page of the ledger */
+#define LEDGER_PAGE 100         /* charges asked for per page of the ledger */
 #define LEDGER_PAGES_PER_RUN 20 /* pages walked at most per period */
-#define DUE_BATCH 20       /* due entries per show per tick */
-#define HINT_PAGE "199"    /* hinted shows read per bucket per tick (ZRANGE 0..199) */
-#define CATALOGUE_PAGE 100 /* catalogue shows checked per rescan */
+#define DUE_BATCH 20            /* due entries per show per tick */
+#define HINT_PAGE "199"         /* hinted shows read per bucket per tick (ZRANGE 0..199) */
+#define CATALOGUE_PAGE 100      /* catalogue shows checked per rescan */
 
 struct seatd_reconcile_s {
     uv_timer_t timer;
@@ -139,8 +139,9 @@ static void on_settled(const seatd_booking_end_t *end, void *data)
     case SEATD_BOOKING_FAILED:
     case SEATD_BOOKING_CANCELLED:
         rc->settled++;
-        seatd_log(SEATD_LOG_INFO, NULL, "reconciled booking", "\"booking\":\"%s\",\"outcome\":\"%s\"",
-                  j->bid, seatd_booking_outcome_name(end->outcome));
+        seatd_log(SEATD_LOG_INFO, NULL, "reconciled booking",
+                  "\"booking\":\"%s\",\"outcome\":\"%s\"", j->bid,
+                  seatd_booking_outcome_name(end->outcome));
         break;
     case SEATD_BOOKING_DEFERRED:
         rc->deferred++; /* not charged yet, within the horizon: next tick */
@@ -349,12 +350,12 @@ typedef struct walk_s walk_t;
 /* One charge of a page, copied out of the gateway's answer. */
 typedef struct {
     walk_t *w;
-    char id[64];                 /* "ch_…" */
-    char bid[SEATD_ID_MAX];      /* its idempotency key: the booking id */
+    char id[64];            /* "ch_…" */
+    char bid[SEATD_ID_MAX]; /* its idempotency key: the booking id */
     char owner[65], hold[SEATD_ID_MAX], currency[8];
-    char *seats;                 /* owned */
+    char *seats; /* owned */
     long long amount, refunded;
-    int done;                    /* nothing is owed on it (any more) */
+    int done; /* nothing is owed on it (any more) */
 } walk_item_t;
 
 struct walk_s {
@@ -364,7 +365,7 @@ struct walk_s {
     size_t looked; /* items looked at (the rest are younger than the grace period) */
     size_t left;   /* lookups still running */
     int has_more;
-    int pages;     /* pages walked in this run */
+    int pages; /* pages walked in this run */
 };
 
 static void walk_next_page(seatd_reconcile_t *rc, const char *after, int pages);
@@ -426,8 +427,8 @@ static void walk_page_done(walk_t *w)
         const char *argv[] = {"SET", SEATD_KEY_LEDGER_CURSOR, after};
         walk_started(rc, seatd_rds_callv(rc->rds, 3, argv, NULL, on_cursor_set, rc));
     }
-    int more = !rc->closing && k == w->n && w->n > 0 && w->has_more &&
-               w->pages < LEDGER_PAGES_PER_RUN;
+    int more =
+        !rc->closing && k == w->n && w->n > 0 && w->has_more && w->pages < LEDGER_PAGES_PER_RUN;
     int pages = w->pages;
     walk_free(w);
     if (more)
@@ -480,14 +481,13 @@ static void on_walk_booking(const seatd_store_result_t *res, void *data)
         walk_item_end(it, 0);
         return;
     }
-    seatd_payment_result_t paid = {.outcome = SEATD_PAY_APPROVED,
-                                   .amount = it->amount,
-                                   .refunded = it->refunded};
+    seatd_payment_result_t paid = {
+        .outcome = SEATD_PAY_APPROVED, .amount = it->amount, .refunded = it->refunded};
     snprintf(paid.charge_id, sizeof(paid.charge_id), "%s", it->id);
     seatd_booking_meta_t meta = {
         .owner = it->owner, .hold_id = it->hold, .seat_ids = it->seats, .currency = it->currency};
-    if (walk_started(rc, seatd_booking_settle(&rc->flow, it->bid, &paid, &meta, on_walk_settled,
-                                              it))) {
+    if (walk_started(rc,
+                     seatd_booking_settle(&rc->flow, it->bid, &paid, &meta, on_walk_settled, it))) {
         walk_op_done(rc); /* the lookup ends; the flow carries the item on */
         return;
     }
@@ -546,8 +546,8 @@ static void on_page(const seatd_payment_result_t *res, void *data)
             continue;
         }
         /* (No callback runs before this function returns: 'left' can be counted up here.) */
-        if (walk_started(rc, seatd_store_booking_get(rc->store, it->bid, NULL, on_walk_booking,
-                                                     it)))
+        if (walk_started(rc,
+                         seatd_store_booking_get(rc->store, it->bid, NULL, on_walk_booking, it)))
             w->left++; /* else not done: looked at again next run */
     }
     if (w->left == 0)

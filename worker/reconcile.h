@@ -67,12 +67,12 @@ struct seatd_payment_s;
 typedef struct seatd_reconcile_s seatd_reconcile_t;
 
 typedef struct seatd_reconcile_opts_s {
-    int64_t interval_ms; /* tick period (> 0) */
-    int64_t min_age_ms;  /* a booking is due after this long PENDING_PAYMENT (>= 0) */
-    int rescan_every;    /* ticks between catalogue pages (>= 1) */
-    int64_t horizon_ms;  /* the charge horizon: a booking the gateway does not know is failed
-                            only once it began this long ago, and a failed booking's charge is
-                            looked for once it began this long ago (>= 0) */
+    int64_t interval_ms;        /* tick period (> 0) */
+    int64_t min_age_ms;         /* a booking is due after this long PENDING_PAYMENT (>= 0) */
+    int rescan_every;           /* ticks between catalogue pages (>= 1) */
+    int64_t horizon_ms;         /* the charge horizon: a booking the gateway does not know is failed
+                                   only once it began this long ago, and a failed booking's charge is
+                                   looked for once it began this long ago (>= 0) */
     int64_t ledger_interval_ms; /* the ledger walk's period; 0: no walk */
     int64_t ledger_grace_ms;    /* a charge is settled by the walk once this old; 0: the
                                    charge horizon */

@@ -433,8 +433,8 @@ static void decode_error(decoded_t *d, const char *s, size_t len)
     /* Redis's own transient states: replaying its AOF, a busy script, a read-only replica
      * after failover, out of memory under noeviction, a primary fenced for want of a replica
      * (min-replicas-to-write). Retry later, elsewhere: 503. */
-    static const char *transient[] = {"LOADING",  "BUSY",        "READONLY",  "OOM", "MASTERDOWN",
-                                      "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS"};
+    static const char *transient[] = {"LOADING",    "BUSY",     "READONLY",    "OOM",
+                                      "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS"};
     for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
         if ((size_t)(wend - p) == strlen(transient[i]) &&
             memcmp(p, transient[i], (size_t)(wend - p)) == 0)

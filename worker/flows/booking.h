@@ -69,14 +69,14 @@ typedef enum seatd_booking_outcome_e {
 /* The end of a flow; everything borrowed until the callback returns. */
 typedef struct seatd_booking_end_s {
     seatd_booking_outcome_t outcome;
-    int err;                              /* REFUSED: the reason (SEATD_E*); otherwise 0 */
+    int err;                                /* REFUSED: the reason (SEATD_E*); otherwise 0 */
     const struct seatd_store_result_s *res; /* REFUSED by the store: its result (detail, words,
                                                a RATELIMIT's ms); REPLAYED: the booking;
                                                NULL otherwise */
-    const char *booking_id;               /* "" when none began */
-    const char *status;                   /* REPLAYED: the booking's status; else "" */
-    const char *decline_code;             /* DECLINED: the gateway's code; else "" */
-    int64_t version;                      /* CONFIRMED: the seat map version that shows it */
+    const char *booking_id;                 /* "" when none began */
+    const char *status;                     /* REPLAYED: the booking's status; else "" */
+    const char *decline_code;               /* DECLINED: the gateway's code; else "" */
+    int64_t version;                        /* CONFIRMED: the seat map version that shows it */
     int keep_attempt; /* 1: the card was declined or its answer is unknown (a decline cap keeps
                          the attempt); 0: approved or never charged (give it back) */
 } seatd_booking_end_t;
@@ -176,10 +176,11 @@ SEATD_MUSTCHECK int seatd_booking_refund_cancel(const seatd_booking_ctx_t *ctx,
  * later loop turn) or an error (then it never runs).
  */
 #define SEATD_BOOKING_WAIT_POLL_MS 100
-SEATD_MUSTCHECK int seatd_booking_wait_settled(
-    struct uv_loop_s *loop, struct seatd_store_s *store, const char *booking_id,
-    uint64_t wait_ms, int (*wanted)(void *data),
-    void (*cb)(const struct seatd_store_result_s *res, void *data), void *data);
+SEATD_MUSTCHECK int
+seatd_booking_wait_settled(struct uv_loop_s *loop, struct seatd_store_s *store,
+                           const char *booking_id, uint64_t wait_ms, int (*wanted)(void *data),
+                           void (*cb)(const struct seatd_store_result_s *res, void *data),
+                           void *data);
 
 /* The outcome's name ("confirmed", "pending", …), for logs. */
 const char *seatd_booking_outcome_name(seatd_booking_outcome_t o);

@@ -295,10 +295,9 @@ static int still_waiting(void *data)
 static void wait_for_outcome(book_op_t *op)
 {
     seatd_app_t *app = op->app;
-    step_started(op, seatd_booking_wait_settled(
-                         app->loop, app->store, op->booking_id,
-                         (uint64_t)app->cfg->payment_timeout_ms + 1000, still_waiting,
-                         on_booking_final, op));
+    step_started(op, seatd_booking_wait_settled(app->loop, app->store, op->booking_id,
+                                                (uint64_t)app->cfg->payment_timeout_ms + 1000,
+                                                still_waiting, on_booking_final, op));
 }
 
 /* The fingerprint an Idempotency-Key is claimed with: the hold and the card. */
@@ -482,7 +481,6 @@ static void begin_booking(book_op_t *op)
         counters_give(op);
     step_started(op, rc);
 }
-
 
 static void on_user_counter(const seatd_store_result_t *res, void *data)
 {
@@ -772,9 +770,8 @@ int seatd_handle_bookings_cancel(seatd_req_t *r)
     op->r = r;
     op->app = seatd__app(r);
     snprintf(op->booking_id, sizeof(op->booking_id), "%s", id);
-    int rc = seatd__step_begin(
-        &op->r, seatd_booking_cancel(op->app->booking, op->booking_id, seatd__sub(r),
-                                     on_cancel_done, op));
+    int rc = seatd__step_begin(&op->r, seatd_booking_cancel(op->app->booking, op->booking_id,
+                                                            seatd__sub(r), on_cancel_done, op));
     if (rc < 0)
         free(op);
     return rc;
