@@ -54,14 +54,69 @@
     queueTimer: null,
     queueTick: null,
     queueBusy: false,
+    queueBooked: [],       // queued show: the seats this buyer has booked on it (this visit or before)
+    queueBookedKnown: false, // ... once read from My tickets (until then a lapsed turn is not called lapsed)
   };
   const QUEUE_POLL_MS = 15000;     // a waiting page re-reads its place this often (the WebSocket is the fast path)
 
   /* ---------------------------------------------------------------- helpers */
 
-  function money(minor) {
+  /* Money: amounts come in minor units (cents) with a currency (ISO 4217) on bookings; a show
+   * names none today, so its prices are in the service's currency, EUR. Formatted for the
+   * buyer's locale (the browser's), e.g. "€18.00" (en), "18,00 €" (de). */
+  const DEFAULT_CURRENCY = 'EUR';
+  const moneyFormats = new Map();
+
+  function moneyFormat(currency) {
+    const cur = typeof currency === 'string' && /^[A-Za-z]{3}$/.test(currency) ? currency.toUpperCase() : DEFAULT_CURRENCY;
+    if (!moneyFormats.has(cur)) {
+      let f;
+      try {
+        f = new Intl.NumberFormat(undefined, { style: 'currency', currency: cur });
+      } catch (_) {
+        f = new Intl.NumberFormat(undefined, { style: 'currency', currency: DEFAULT_CURRENCY });
+      }
+      // Minor units per major unit: 100 for EUR, 1 for JPY.
+      moneyFormats.set(cur, { f, scale: 10 ** f.resolvedOptions().maximumFractionDigits });
+    }
+    return moneyFormats.get(cur);
+  }
+
+  function money(minor, currency) {
     if (typeof minor !== 'number' || !isFinite(minor)) return '';
-    return (minor / 100).toFixed(2);
+    const { f, scale } = moneyFormat(currency);
+    return f.format(minor / scale);
+  }
+
+  /* "€12.00–€26.00" (the locale's way of writing a range), or one price. */
+  function moneyRange(lo, hi, currency) {
+    if (lo === hi) return money(lo, currency);
+    const { f, scale } = moneyFormat(currency);
+    if (typeof f.formatRange === 'function') {
+      try { return f.formatRange(lo / scale, hi / scale); } catch (_) { /* below */ }
+    }
+    return `${money(lo, currency)}–${money(hi, currency)}`;
+  }
+
+  function showCurrency(show) {
+    return (show && show.currency) || DEFAULT_CURRENCY;
+  }
+
+  /* The lowest and highest price of a show's tiers, written for the catalogue; '' without any. */
+  function priceRangeText(show) {
+    const prices = Object.values((show && show.priceTiers) || {}).filter((p) => typeof p === 'number' && isFinite(p));
+    if (!prices.length) return '';
+    return moneyRange(Math.min(...prices), Math.max(...prices), showCurrency(show));
+  }
+
+  /* A price of the show on screen. */
+  function showMoney(minor) {
+    return money(minor, showCurrency(state.show));
+  }
+
+  /* "VIP", "Premium": a tier's name as the legend and the tier choice write it. */
+  function tierName(t) {
+    return t.length <= 3 ? t.toUpperCase() : t.charAt(0).toUpperCase() + t.slice(1);
   }
 
   function tierPrice(tier) {
@@ -185,17 +240,69 @@
 
   /* ---------------------------------------------------------------- messages */
 
-  function say(text, kind) {
+  /* The picker's messages are a toast at the bottom of the window (#notice): a refusal must be
+   * seen where the buyer is looking, and on a phone the page is far longer than the screen.
+   * Good news and information go away by themselves after a while; a refusal stays until the
+   * buyer dismisses it or does something else. 'opts.persist' keeps information too. */
+  const NOTICE_MS = 8000;
+  const notice = { timer: null, faded: false, used: null };   // faded: the text went away by itself
+  // The control the buyer used last (a button is disabled while its request runs, so the
+  // focus is no guide to it).
+  document.addEventListener('pointerdown', (ev) => {
+    const t = ev.target && ev.target.closest && ev.target.closest('button, select, input, a, [data-seat]');
+    notice.used = t ? { el: t, at: Date.now() } : null;
+  }, true);
+  document.addEventListener('focusin', (ev) => { notice.used = { el: ev.target, at: Date.now() }; });
+
+  function say(text, kind, opts) {
     const m = $('message');
+    clearTimeout(notice.timer);
+    notice.faded = false;
     if (!text) {
-      m.hidden = true;
       m.textContent = '';
+      delete m.dataset.kind;
+      updateNotice();
       return;
     }
-    m.hidden = false;
-    m.dataset.kind = kind || 'info';
+    kind = kind || 'info';
+    m.dataset.kind = kind;
+    $('notice').dataset.kind = kind;
     m.setAttribute('role', kind === 'error' ? 'alert' : 'status');
+    $('notice').hidden = false;   // shown first, so that the live region announces the text
     m.textContent = text;
+    updateNotice();
+    keepClear();
+    if (kind !== 'error' && !(opts && opts.persist)) {
+      notice.timer = setTimeout(() => {
+        if (!$('alternatives').hidden) return;   // proposals wait for the buyer
+        notice.faded = true;
+        updateNotice();
+      }, NOTICE_MS);
+    }
+  }
+
+  /* The toast must not hide the control the buyer just used (on a phone, "Find best seats"
+   * sits at the bottom of the screen): scroll it up above the toast, into the room that
+   * updateNotice() made under the page. */
+  function keepClear() {
+    const n = $('notice');
+    const a = notice.used && Date.now() - notice.used.at < 30000 ? notice.used.el : null;
+    if (n.hidden || !a || !a.isConnected || n.contains(a) || !$('picker').contains(a)) return;
+    const r = a.getBoundingClientRect();
+    const top = n.getBoundingClientRect().top;
+    if (r.height && r.top >= 0 && r.bottom > top - 8 && r.top < window.innerHeight) {
+      window.scrollBy(0, Math.min(r.top, r.bottom - top + 12));
+    }
+  }
+
+  /* Shows the toast while it has something to say, and leaves room under the page for it, so
+   * that nothing at the bottom of the page has to stay behind it. */
+  function updateNotice() {
+    const n = $('notice');
+    n.hidden = !((!notice.faded && $('message').textContent) || !$('alternatives').hidden);
+    const room = n.hidden ? 0 : Math.ceil(n.getBoundingClientRect().height) + 24;
+    document.body.style.paddingBottom = room ? `${room}px` : '';
+    document.documentElement.style.scrollPaddingBottom = room ? `${room}px` : '';
   }
 
   /* ---------------------------------------------------------------- the session
@@ -703,6 +810,7 @@
       if (then) then();
       else resumeHold();
       if (queued() && !state.queue && storedTicket()) fetchPlace();
+      if (queued()) loadQueueBookings();
     }
   }
 
@@ -741,9 +849,11 @@
       const li = el('li');
       const a = el('a', { href: '/?show=' + encodeURIComponent(s.id) });
       a.append(el('span', { class: 'show-name' }, s.title || `Show ${s.id}`));
-      const meta = [formatWhen(s.startsAt), s.seatCount ? `${s.seatCount} seats` : '']
+      const meta = [formatWhen(s.startsAt), s.seatCount ? `${s.seatCount.toLocaleString()} seats` : '']
         .filter(Boolean).join(' · ');
       a.append(el('span', { class: 'muted' }, meta));
+      const prices = priceRangeText(s);
+      if (prices) a.append(el('span', { class: 'show-price' }, prices));
       li.append(a);
       list.append(li);
     }
@@ -775,7 +885,7 @@
     const price = tierPrice(seat.tier);
     return `Row ${seat.row} seat ${seat.number}, ${seat.tier}` +
       (seat.accessible ? ', wheelchair space' : '') +
-      (price != null ? `, ${money(price)}` : '') + `, ${STATUS_WORDS[status] || status}`;
+      (price != null ? `, ${showMoney(price)}` : '') + `, ${STATUS_WORDS[status] || status}`;
   }
 
   function paintSeat(id) {
@@ -784,14 +894,18 @@
     if (!e || !seat) return;
     const s = displayStatus(id);
     const extra = (seat.accessible ? ' accessible' : '') + (companionIds.has(id) ? ' companion' : '');
-    if (e.dataset.status === s && e.dataset.extra === extra) return;
+    const locked = mapLocked ? '1' : '';
+    if (e.dataset.status === s && e.dataset.extra === extra && (e.dataset.locked || '') === locked) return;
+    e.dataset.locked = locked;
     e.dataset.status = s;
     e.dataset.extra = extra;
     e.setAttribute('class', `seat ${s} tier-${seat.tierIndex}${extra}`);
     e.setAttribute('aria-label', seatLabel(seat, s));
     e.setAttribute('aria-pressed', s === 'selected' ? 'true' : 'false');
-    e.setAttribute('aria-disabled', s === 'available' || s === 'selected' ? 'false' : 'true');
+    e.setAttribute('aria-disabled', !mapLocked && (s === 'available' || s === 'selected') ? 'false' : 'true');
   }
+
+  let mapLocked = false;   // a queued show outside the buyer's turn: no seat can be chosen
 
   /* The companion seats of the wheelchair spaces the buyer has selected or holds. */
   let companionIds = new Set();
@@ -858,21 +972,28 @@
       class: 'screen-label', x: LABEL_W + cols / 2, y: 1.45, 'text-anchor': 'middle',
     }, 'SCREEN'));
 
-    // Rows: labels at the left of each row's first seat.
+    // Rows: their letters in the left column, drawn on the rail (#row-rail), a narrow SVG of
+    // the same scale laid over that column and kept at the left edge of the scroller, so that
+    // a hall wider than the screen still says which row is which when scrolled sideways.
+    const rail = $('row-rail');
+    rail.textContent = '';
+    rail.setAttribute('viewBox', `0 0 ${LABEL_W} ${height}`);
+    rail.dataset.units = String(LABEL_W);
+    rail.append(svg('rect', { class: 'rail-bg', x: 0, y: SCREEN_H - 0.1, width: LABEL_W, height: rows + 0.3, rx: 0.25 }));
     const rowsByName = new Map();
     for (const s of seats) {
       if (!rowsByName.has(s.row)) rowsByName.set(s.row, []);
       rowsByName.get(s.row).push(s);
     }
-    const labels = svg('g', { class: 'row-labels', 'aria-hidden': 'true' });
+    const labels = svg('g', { class: 'row-labels' });
     for (const [name, list] of rowsByName) {
       const y = list.reduce((a, s) => a + s.y, 0) / list.length;
       const cy = SCREEN_H + (y - g.minY) / g.pitch + 0.5;
       labels.append(svg('text', {
-        x: LABEL_W / 2, y: cy, 'text-anchor': 'middle', 'dominant-baseline': 'central',
+        x: LABEL_W / 2, y: cy, 'text-anchor': 'middle', 'dominant-baseline': 'central', 'data-row': name,
       }, name));
     }
-    map.append(labels);
+    rail.append(labels);
 
     const group = svg('g', { class: 'seats' });
     for (const s of seats) {
@@ -924,8 +1045,11 @@
     const minUnit = coarse ? 32 : 0;
     const w = Math.min(Math.max(box, units * minUnit), units * 44);
     map.style.width = `${Math.floor(w)}px`;
-    state.unitPx = w / units;
-    map.classList.toggle('dense', state.unitPx < 17);
+    state.unitPx = Math.floor(w) / units;
+    const rail = $('row-rail');
+    rail.style.width = `${LABEL_W * state.unitPx}px`;
+    rail.style.marginRight = `${-LABEL_W * state.unitPx}px`;
+    $('map-inner').classList.toggle('dense', state.unitPx < 17);
     const scroller = $('map-scroll');
     if (!scroller.dataset.centred && scroller.scrollWidth > scroller.clientWidth) {
       // A hall wider than the phone: start in the middle, where most people want to sit.
@@ -938,12 +1062,12 @@
     const legend = $('legend');
     legend.textContent = '';
     for (const t of tiers) {
-      const s = state.layout.find((x) => x.tier === t);
       const price = tierPrice(t);
       const li = el('li');
-      li.append(el('span', { class: `swatch seat-swatch available tier-${s ? s.tierIndex : 0}`, 'aria-hidden': 'true' }));
-      li.append(el('span', {}, t.length <= 3 ? t.toUpperCase() : t.charAt(0).toUpperCase() + t.slice(1)));
-      if (price != null) li.append(el('strong', { class: 'price' }, money(price)));
+      // The colour drawMap() gave the tier's seats (also for a tier with no seat in this hall).
+      li.append(el('span', { class: `swatch seat-swatch available tier-${tiers.indexOf(t) % 4}`, 'aria-hidden': 'true' }));
+      li.append(el('span', {}, tierName(t)));
+      if (price != null) li.append(el('strong', { class: 'price' }, showMoney(price)));
       legend.append(li);
     }
     for (const [cls, word] of [['selected', 'Selected'], ['mine', 'Held for you'], ['held', 'Held'], ['booked', 'Sold']]) {
@@ -1011,6 +1135,15 @@
       if (status === 'available') say('Pay for or release the seats you hold before choosing more.', 'info');
       return;
     }
+    if (!mayShop()) {
+      // A queued show sells only during the buyer's turn: nothing to select before (or after).
+      if (status === 'available' || status === 'selected') say(queueBlockedText(), 'info');
+      else {
+        const seat = state.seatById.get(id);
+        say(`Row ${seat.row} seat ${seat.number} is ${TAKEN_WORDS[status] || status}.`, 'info');
+      }
+      return;
+    }
     if (state.phase === 'ticket') setPhase('select');
     if (status === 'selected') {
       state.selected.delete(id);
@@ -1049,6 +1182,11 @@
         moveFocus(id, ev.key);
       }
     });
+    // Scrolled sideways: the rail of row letters gets a backing, as it now lies over seats.
+    const scroller = $('map-scroll');
+    scroller.addEventListener('scroll', () => {
+      $('map-inner').classList.toggle('scrolled', scroller.scrollLeft > 1);
+    }, { passive: true });
     if (window.ResizeObserver) new ResizeObserver(sizeMap).observe($('map-scroll'));
     else window.addEventListener('resize', sizeMap);
   }
@@ -1206,7 +1344,23 @@
    */
 
   function queued() { return !!(state.show && state.show.queue); }
-  function mayShop() { return !queued() || (state.queue && state.queue.state === 'ADMITTED'); }
+  /* An admission that is still good on the server's clock (the room's deadline). */
+  function admissionLive() {
+    const q = state.queue;
+    return !!(q && q.state === 'ADMITTED' && q.admission && (!q.expiresAt || q.expiresAt > serverNow()));
+  }
+  function mayShop() { return !queued() || admissionLive(); }
+
+  /* Why a seat of a queued show cannot be chosen right now, in the buyer's words. */
+  function queueBlockedText() {
+    const q = state.queue;
+    if (state.queueBooked.length && !admissionLive()) return 'You have booked your seats for this show: your tickets are under My tickets.';
+    if (!q) return 'Join the queue first: you can choose seats once it is your turn.';
+    if (q.state === 'WAITING') return 'You are in the queue: you can choose seats once it is your turn.';
+    if (q.state === 'SOLD_OUT') return 'Sold out: every seat of this show has been sold.';
+    if (q.state === 'CLOSED') return 'Sales for this show have closed.';
+    return 'Your turn has passed: join the queue again to choose seats.';
+  }
   function queueKey() { return 'seatd.queue.' + state.showId; }
 
   function rememberTicket(ticket) {
@@ -1319,12 +1473,28 @@
 
   function renderQueue() {
     const panel = $('queue-panel');
+    clearTimeout(state.queueTick);
     if (!queued()) { panel.hidden = true; return; }
     panel.hidden = false;
     const q = state.queue;
     const opens = state.show.queue.opensAt;
-    let text = '', detail = '', progress = null, join = null;
-    if (!q) {
+    let text = '', detail = '', progress = null, join = null, shown = q ? q.state : 'NONE';
+    // What the buyer did with their turn comes first: seats held or bought are theirs whatever
+    // the admission does next (it lapses after admissionSeconds, bought or not), so neither a
+    // countdown nor "your turn has passed" belongs beside them.
+    if (state.phase === 'hold' && state.hold) {
+      shown = 'HOLDING';
+      text = 'Your seats are held.';
+      detail = 'Pay before the hold\'s own timer below runs out; the waiting room\'s time limit no longer applies to them.';
+    } else if (state.phase === 'ticket' || (state.queueBooked.length && !admissionLive())) {
+      shown = 'BOOKED';
+      text = state.queueBooked.length
+        ? `You booked ${seatListText(state.queueBooked)} for this show.`
+        : 'You booked your seats for this show.';
+      detail = admissionLive()
+        ? 'Your tickets are under My tickets. Your turn in the waiting room is still on: "Pick more seats" to add seats.'
+        : 'Your tickets are under My tickets.';
+    } else if (!q) {
       text = 'Tickets for this show are sold through a waiting room.';
       detail = Date.parse(opens) > serverNow()
         ? `The sale opens ${formatWhen(opens)}. Everyone who joins before then gets a random place in line at the opening: there is no need to rush.`
@@ -1338,21 +1508,30 @@
       text = ahead ? `You are number ${q.number.toLocaleString()} in line: ${ahead.toLocaleString()} ahead of you.` : 'You are next.';
       progress = q.number ? Math.min(1, q.admittedThrough / q.number) : 0;
       detail = q.eta != null && q.eta > 0 ? `About ${q.eta < 90 ? q.eta + ' seconds' : Math.round(q.eta / 60) + ' minutes'} to go. Keep this page open.` : 'Keep this page open: it tells you when it is your turn.';
-    } else if (q.state === 'ADMITTED') {
+    } else if (q.state === 'ADMITTED' && admissionLive()) {
       text = `It is your turn! Choose your seats within ${mmss((q.expiresAt || 0) - serverNow())}.`;
       progress = 1;
       detail = 'Hold seats before the time is up; once held, you have the hold\'s own time to pay.';
+      state.queueTick = setTimeout(renderQueue, 1000);
+    } else if (q.state === 'ADMITTED') {
+      // The deadline passed on our clock; the server's word (EXPIRED) is on its way.
+      shown = 'EXPIRED';
+      text = 'Your turn has ended.';
+      detail = 'Checking your place…';
     } else if (q.state === 'SOLD_OUT') {
       text = 'Sold out: every seat of this show has been sold.';
       detail = 'Nobody further in line will be let in. If seats come back, the queue moves on and this page tells you.';
+    } else if (q.state === 'EXPIRED' && !state.queueBookedKnown) {
+      text = 'Your turn has ended.';
+      detail = 'Checking your bookings…';
     } else if (q.state === 'EXPIRED') {
       text = 'Your turn has passed.';
-      detail = 'No seats were held in time. Join again for a place at the back of the line.';
+      detail = 'Join again for a place at the back of the line.';
       join = 'Join again';
     } else if (q.state === 'CLOSED') {
       text = 'Sales for this show have closed.';
     }
-    panel.dataset.state = q ? q.state : 'NONE';
+    panel.dataset.state = shown;
     $('queue-text').textContent = text;
     $('queue-detail').textContent = detail;
     const bar = $('queue-progress');
@@ -1361,10 +1540,38 @@
     const btn = $('queue-join');
     btn.hidden = !join;
     if (join) btn.textContent = join;
-    if (q && q.state === 'ADMITTED') {
-      clearTimeout(state.queueTick);
-      state.queueTick = setTimeout(renderQueue, 1000);
+    // After a purchase, more seats only while the turn lasts.
+    $('again-btn').hidden = !mayShop();
+    $('queue-tickets').hidden = !(shown === 'BOOKED' && state.phase !== 'ticket');
+    lockMap();
+  }
+
+  /* Seats of a queued show can be chosen only during the buyer's turn. */
+  function lockMap() {
+    const locked = !mayShop();
+    $('map').classList.toggle('locked', locked);
+    if (locked === mapLocked && !(locked && state.selected.size)) return;
+    mapLocked = locked;
+    if (locked) state.selected.clear();
+    paintAll();
+    renderPanel();
+  }
+
+  /* The seats this buyer booked on this queued show before (another visit, another tab). */
+  async function loadQueueBookings() {
+    if (!queued() || !state.session) return;
+    const res = await authApi('GET', '/v1/me/bookings?limit=50');
+    state.queueBookedKnown = true;   // an error too: the buyer is not kept waiting for it
+    if (res.status !== 200) { renderQueue(); return; }
+    const seats = new Set(state.queueBooked);
+    for (const b of listOf(res.body, 'bookings')) {
+      if (b && String(b.showId) === String(state.showId) && b.status === 'CONFIRMED' && Array.isArray(b.seatIds)) {
+        for (const id of b.seatIds) seats.add(id);
+      }
     }
+    state.queueBooked = [...seats];
+    renderQueue();
+    if (state.phase === 'select') setPhase('select');
   }
 
   function initQueue() {
@@ -1372,6 +1579,7 @@
     $('queue-join').addEventListener('click', joinQueue);
     renderQueue();
     if (state.session && storedTicket()) fetchPlace();
+    loadQueueBookings();
   }
 
   /* ---------------------------------------------------------------- the panel */
@@ -1381,6 +1589,7 @@
     $('panel-select').hidden = phase !== 'select' || !mayShop();
     $('panel-hold').hidden = phase !== 'hold';
     $('panel-ticket').hidden = phase !== 'ticket';
+    renderQueue();
     renderPanel();
   }
 
@@ -1410,7 +1619,7 @@
         ? `${sel.length} seat${sel.length === 1 ? '' : 's'}: ${seatListText(sel)}`
         : `Tap available seats to select them (up to ${MAX_SELECT}).`;
       const t = totalOf(sel);
-      $('selection-total').textContent = sel.length && t != null ? `Total ${money(t)}` : '';
+      $('selection-total').textContent = sel.length && t != null ? `Total ${showMoney(t)}` : '';
       $('hold-btn').disabled = !sel.length || state.busy;
       $('clear-btn').disabled = !sel.length || state.busy;
       $('hold-btn').textContent = state.busy ? 'Holding…' : (sel.length > 1 ? `Hold ${sel.length} seats` : 'Hold seats');
@@ -1426,7 +1635,7 @@
     } else if (state.phase === 'hold' && state.hold) {
       $('hold-seats').textContent = seatListText(state.hold.seatIds);
       const t = totalOf(state.hold.seatIds);
-      $('hold-total').textContent = t != null ? `Total ${money(t)}` : '';
+      $('hold-total').textContent = t != null ? `Total ${showMoney(t)}` : '';
       $('hold-split').hidden = !state.hold.split;
       $('pay-btn').disabled = state.busy;
       $('release-btn').disabled = state.busy;
@@ -1468,6 +1677,11 @@
       box.append(b);
     }
     box.hidden = !blocks.length;
+    if (blocks.length) {   // proposals wait for the buyer
+      clearTimeout(notice.timer);
+      notice.faded = false;
+    }
+    updateNotice();
   }
 
   function validBlocks(list) {
@@ -1518,7 +1732,7 @@
     const tier = $('best-tier');
     for (const t of Object.keys((state.show && state.show.priceTiers) || {})) {
       const p = tierPrice(t);
-      tier.append(el('option', { value: t }, t.charAt(0).toUpperCase() + t.slice(1) + (p != null ? ` (${money(p)})` : '')));
+      tier.append(el('option', { value: t }, tierName(t) + (p != null ? ` (${showMoney(p)})` : '')));
     }
     $('best-form').addEventListener('submit', (ev) => { ev.preventDefault(); holdBest(); });
   }
@@ -1598,11 +1812,28 @@
       fetchPlace();
       return;
     }
+    if (res.status === 422 && /\/seat-limit$/.test(String((res.body && res.body.type) || ''))) {
+      say(seatLimitText(res.body), 'error');
+      return;
+    }
     if (res.status === 401) {
       openAccount({ why: 'Your session has ended. Sign in again to hold these seats.', then: named ? hold : holdBest });
     }
     say(problemText(res, 'Could not hold these seats.'), 'error');
     if (res.status === 409) refreshSeats(false);
+  }
+
+  /* "you have 10 seats of this show; 2 more would pass the limit of 10", in the buyer's words. */
+  function seatLimitText(p) {
+    const m = /have (\d+) seats?\D+(\d+) more\D+limit of (\d+)/.exec(String((p && p.detail) || ''));
+    if (!m) return 'You have reached the most seats one buyer may have for this show (held and booked together).';
+    const [have, max] = [Number(m[1]), Number(m[3])];
+    if (have >= max) {
+      return `You already have ${have} seats for this show (held or booked): that is the most one buyer may have.`;
+    }
+    const left = max - have;
+    return `You already have ${have} seats for this show (held or booked); one buyer may have ${max}, ` +
+      `so you can add ${left} more.`;
   }
 
   function remainingMs() {
@@ -1679,7 +1910,7 @@
     state.busy = true;
     state.paying = true;
     renderPanel();
-    say('Paying…', 'info');
+    say('Paying…', 'info', { persist: true });
     const res = await authApi('POST', '/v1/bookings', { holdId: h.holdId, paymentMethod: $('card-select').value });
     state.paying = false;
     state.busy = false;
@@ -1689,7 +1920,7 @@
       return;
     }
     if (res.status === 202 && res.body && res.body.bookingId) {
-      say('Payment pending: waiting for the card issuer…', 'info');
+      say('Payment pending: waiting for the card issuer…', 'info', { persist: true });
       state.busy = true;
       renderPanel();
       await pollBooking(res.body.bookingId);
@@ -1754,7 +1985,7 @@
     }
     state.busy = false;
     renderPanel();
-    say(`Payment still pending. Your booking reference is ${bookingId}; check back in a minute.`, 'info');
+    say(`Payment still pending. Your booking reference is ${bookingId}; check back in a minute.`, 'info', { persist: true });
   }
 
   async function confirmed(booking, full) {
@@ -1769,6 +2000,7 @@
     for (const id of seats) {
       state.myBooked.add(id);
       state.status.set(id, 'booked');
+      if (queued() && !state.queueBooked.includes(id)) state.queueBooked.push(id);
     }
     state.hold = null;
     paintAll();
@@ -1794,7 +2026,7 @@
       dl.append(el('dd', cls ? { class: cls } : {}, v));
     };
     row('Seats', seatsText, 'ticket-seats');
-    if (typeof b.amount === 'number') row('Paid', money(b.amount) + (b.currency ? ` ${b.currency}` : ''), 'ticket-amount');
+    if (typeof b.amount === 'number') row('Paid', money(b.amount, b.currency || showCurrency(show)), 'ticket-amount');
     row('Booking', b.bookingId || '', 'ticket-id');
     row('Status', STATUS_TEXT[b.status] || b.status || '', 'ticket-status');
     parts.push(dl);
@@ -1832,10 +2064,29 @@
 
   const BOOKINGS_PAGE = 10;
   const STATUS_TEXT = {
-    CONFIRMED: 'Confirmed', PENDING_PAYMENT: 'Payment pending', FAILED: 'Payment failed', CANCELLED: 'Cancelled',
+    CONFIRMED: 'Confirmed', PENDING_PAYMENT: 'Payment pending', FAILED: 'Not booked', CANCELLED: 'Cancelled',
     HELD: 'Held', BOOKED: 'Booked',
   };
-  const mine = { cursor: null, loading: false, holdsTimer: null, generation: 0 };
+  /* byHold: hold id -> {li, attempts}: the booking listed for a hold, which its declined
+   * attempts join; loose: declined attempts whose hold has no booking listed (yet). */
+  const mine = { cursor: null, loading: false, holdsTimer: null, generation: 0, byHold: new Map(), loose: [] };
+
+  /* A FAILED booking whose charge was given back (or is being given back): money that moved. */
+  function isRefunded(b) {
+    return b.status === 'FAILED' && (!!b.refundStatus || /refund/i.test(b.reason || '') ||
+      (typeof b.refund === 'number' && b.refund > 0));
+  }
+
+  /* A payment attempt that took no money (a declined card, a payment that never went through):
+   * an attempt of a booking, never a booking of its own. */
+  function isAttempt(b) {
+    return b.status === 'FAILED' && !isRefunded(b);
+  }
+
+  function reasonWords(reason) {
+    const r = String(reason || '').replace(/[^a-z0-9_]/gi, ' ').replace(/_/g, ' ').trim().toLowerCase();
+    return r || 'declined';
+  }
   const showCache = new Map();
 
   /* The items of a list answer, whatever it calls them. */
@@ -1891,6 +2142,9 @@
     clearInterval(mine.holdsTimer);
     $('my-holds').textContent = '';
     $('my-bookings').textContent = '';
+    mine.byHold = new Map();
+    mine.loose = [];
+    renderLooseAttempts();
     $('tickets').dataset.loaded = 'false';
     if (!state.session) {
       $('tickets-lists').hidden = true;
@@ -1955,6 +2209,14 @@
     const q = new URLSearchParams({ limit: String(BOOKINGS_PAGE) });
     if (!first && mine.cursor) q.set('cursor', mine.cursor);
     const res = await authApi('GET', `/v1/me/bookings?${q}`);
+    // A FAILED entry of the list may not say why (the list carries fewer fields than the
+    // booking): its own resource does, and whether money was given back.
+    const items = res.status === 200 ? listOf(res.body, 'bookings') : [];
+    await Promise.all(items.map(async (b, i) => {
+      if (!b || b.status !== 'FAILED' || !b.bookingId || 'reason' in b || 'refundStatus' in b) return;
+      const r = await authApi('GET', `/v1/bookings/${encodeURIComponent(b.bookingId)}`);
+      if (r.status === 200 && r.body && r.body.bookingId === b.bookingId) items[i] = Object.assign({}, b, r.body);
+    }));
     mine.loading = false;
     done();
     if (gen !== mine.generation) return;
@@ -1965,10 +2227,26 @@
       if (!res.signedOut) ticketsSay(problemText(res, 'Could not load your bookings.'), 'error');
       return;
     }
-    for (const b of listOf(res.body, 'bookings')) {
-      if (!b || !b.bookingId || list.querySelector(`[data-booking-id="${CSS.escape(b.bookingId)}"]`)) continue;
-      list.append(bookingItem(b));
+    for (const b of items) {
+      if (!b || !b.bookingId || list.querySelector(`[data-booking-id="${CSS.escape(b.bookingId)}"]`) ||
+          mine.loose.some((x) => x.bookingId === b.bookingId)) continue;
+      if (isAttempt(b)) {
+        const owner = b.holdId && mine.byHold.get(b.holdId);
+        if (owner) addAttempt(owner, b);
+        else mine.loose.push(b);
+        continue;
+      }
+      const li = bookingItem(b);
+      list.append(li);
+      if (b.holdId && !mine.byHold.has(b.holdId)) {
+        const owner = { li, attempts: [] };
+        mine.byHold.set(b.holdId, owner);
+        // Attempts listed before their booking (the order of filing is not the order of paying).
+        for (const a of mine.loose.filter((x) => x.holdId === b.holdId)) addAttempt(owner, a);
+        mine.loose = mine.loose.filter((x) => x.holdId !== b.holdId);
+      }
     }
+    renderLooseAttempts();
     const c = res.body && (res.body.nextCursor != null ? res.body.nextCursor : res.body.cursor);
     // null on the last page
     mine.cursor = (typeof c === 'string' && c) || (typeof c === 'number' && String(c)) || null;
@@ -1976,19 +2254,63 @@
     $('bookings-empty').hidden = list.children.length > 0;
   }
 
+  /* A declined attempt joins the booking of its hold: "1 earlier card payment was declined". */
+  function addAttempt(owner, a) {
+    owner.attempts.push(a);
+    let note = owner.li.querySelector('.my-attempts');
+    if (!note) {
+      note = el('p', { class: 'muted my-attempts' });
+      owner.li.querySelector('.my-facts').after(note);
+    }
+    const n = owner.attempts.length;
+    const why = [...new Set(owner.attempts.map((x) => reasonWords(x.reason)))].join(', ');
+    note.dataset.attempts = String(n);
+    note.textContent = `${n === 1 ? 'An earlier payment attempt' : `${n} earlier payment attempts`} ` +
+      `for these seats ${n === 1 ? 'was' : 'were'} not accepted (${why}); nothing was charged for ${n === 1 ? 'it' : 'them'}.`;
+  }
+
+  /* Declined attempts of holds that were never paid: not bookings, so not listed as such. */
+  function renderLooseAttempts() {
+    let note = $('bookings-attempts');
+    if (!mine.loose.length) {
+      if (note) note.remove();
+      return;
+    }
+    if (!note) {
+      note = el('p', { id: 'bookings-attempts', class: 'muted my-attempts' });
+      $('my-bookings').after(note);
+    }
+    const n = mine.loose.length;
+    const why = [...new Set(mine.loose.map((x) => reasonWords(x.reason)))].join(', ');
+    note.textContent = `${n === 1 ? 'One payment attempt' : `${n} payment attempts`} ` +
+      `(${why}) made no booking and charged nothing, so ${n === 1 ? 'it is' : 'they are'} not listed.`;
+  }
+
   function bookingItem(b) {
-    const li = el('li', { class: 'my-item booking', 'data-booking-id': b.bookingId, 'data-status': b.status || '' });
+    const refunded = isRefunded(b);
+    const li = el('li', { class: 'my-item booking', 'data-booking-id': b.bookingId, 'data-status': refunded ? 'REFUNDED' : (b.status || '') });
     li.append(el('p', { class: 'my-title' }, b.showId != null ? `Show ${b.showId}` : 'Booking'));
     li.append(el('p', { class: 'muted my-when' }));
     const dl = el('dl', { class: 'my-facts' });
     const row = (k, v, cls) => dl.append(el('dt', {}, k), el('dd', cls ? { class: cls } : {}, v));
     row('Seats', seatIdsText(b.seatIds), 'my-seats');
-    row('Status', STATUS_TEXT[b.status] || String(b.status || '').toLowerCase().replace(/_/g, ' '), 'my-status');
+    let status = STATUS_TEXT[b.status] || String(b.status || '').toLowerCase().replace(/_/g, ' ');
+    if (refunded) status = b.refundStatus === 'pending' ? 'Not booked: refund on its way' : 'Not booked: refunded';
+    row('Status', status, 'my-status');
     if (typeof b.amount === 'number') {
-      row(b.status === 'CONFIRMED' ? 'Paid' : 'Amount', money(b.amount) + (b.currency ? ` ${b.currency}` : ''));
+      const given = refunded && typeof b.refund === 'number' && b.refund > 0 ? b.refund : b.amount;
+      row(b.status === 'CONFIRMED' ? 'Paid' : refunded ? (b.refundStatus === 'pending' ? 'To refund' : 'Refunded') : 'Amount',
+        money(refunded ? given : b.amount, b.currency), 'my-amount');
     }
+    if (b.status === 'CANCELLED' && typeof b.refund === 'number') row('Refund', money(b.refund, b.currency), 'my-refund-amount');
     row('Booking', b.bookingId, 'ticket-id');
     li.append(dl);
+    if (refunded) {
+      li.append(el('p', { class: 'muted my-refund' },
+        /seats_lost/.test(b.reason || '')
+          ? 'The seats were lost before the payment completed, so the charge was given back.'
+          : 'The payment did not lead to a booking, so the charge was given back.'));
+    }
     if (b.status === 'CONFIRMED') {
       const ticket = el('div', { class: 'ticket', hidden: '' });
       const btn = el('button', { class: 'btn show-ticket', type: 'button', 'aria-expanded': 'false' }, 'Show ticket');
@@ -2069,6 +2391,7 @@
     $('pay-btn').addEventListener('click', pay);
     $('release-btn').addEventListener('click', release);
     $('again-btn').addEventListener('click', () => { setPhase('select'); say(''); });
+    $('notice-close').addEventListener('click', () => { say(''); showAlternatives([]); });
     initBestForm();
     initQueue();
     setPhase('select');
