@@ -288,11 +288,13 @@ static const fn_row_t fn_rows[] = {
      * would be a replay and revoke the family) */
     {"seatd_me_add", SEATD_RDS_IDEMPOTENT},
     /* the money path (README "Durability"): a booking's begin is on a replica before its card
-     * is charged, its confirm before the buyer hears 201, a lost booking's record before its
-     * refund is asked for */
+     * is charged, its confirm before the buyer hears 201, a lost booking's record and a
+     * cancellation before their refund is asked for */
     {"seatd_book_begin", SEATD_RDS_DURABLE},
     {"seatd_book_confirm", SEATD_RDS_DURABLE},
     {"seatd_book_lost", SEATD_RDS_DURABLE},
+    /* a cancellation is on a replica before its refund is made */
+    {"seatd_cancel", SEATD_RDS_DURABLE},
 };
 
 static unsigned fn_flags(const char *fn, int nargs, const char **args, const size_t *arglens)

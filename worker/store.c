@@ -691,8 +691,8 @@ static void file_hints(const store_op_t *op, const seatd_store_result_t *res)
     /* A failed operation files nothing and must not reach the store: the replies of calls
      * still in flight when the Redis client closes arrive (as errors) after
      * seatd_store_free(). */
-    if (res->err != 0 || op->hints == 0)
-        return;
+    if ((res->err != 0 && res->err != SEATD_ENOTDURABLE) || op->hints == 0)
+        return; /* (a write not yet on a replica was made: its need is filed) */
     seatd_rds_t *rds = op->st->hints;
     const seatd_booking_result_t *b = &res->booking;
     if (rds == NULL)

@@ -270,6 +270,37 @@ Test(booking_flow, durable_steps_with_the_replica_in_sync_confirm_at_once, .init
     fx_close(&x);
 }
 
+Test(booking_flow, a_cancellation_no_replica_acknowledged_refunds_nothing_yet,
+     .init = durable_setup, .fini = durable_teardown)
+{
+    fx_t x;
+    fx_open(&x);
+    char bid[SEATD_ID_MAX];
+    cr_assert_eq(seatd_keys_new_id(bid, "1", 'b'), 0);
+    end_t e = {0};
+    seatd_booking_pay_args_t a = pay_args(x.hold, bid);
+    cr_assert_eq(seatd_booking_pay(&x.ctx, &a, on_end, &e), 0);
+    wait_end(&x.t, &e);
+    cr_assert_eq(e.outcome, SEATD_BOOKING_CONFIRMED);
+
+    cr_assert_eq(kill(replica.pid, SIGSTOP), 0);
+    end_t c = {0};
+    cr_assert_eq(seatd_booking_cancel(&x.ctx, bid, "alice", on_end, &c), 0);
+    wait_end(&x.t, &c);
+    cr_assert_eq(kill(replica.pid, SIGCONT), 0);
+    cr_assert_eq(c.outcome, SEATD_BOOKING_REFUSED, "%s", seatd_booking_outcome_name(c.outcome));
+    cr_assert_eq(c.err, SEATD_ENOTDURABLE);
+    cr_assert_eq(gw_refunds_of(bid), 0, "no refund before the cancellation is on a replica");
+
+    /* Cancelling again, the replica back: the cancellation answers the same, refunded once. */
+    end_t c2 = {0};
+    cr_assert_eq(seatd_booking_cancel(&x.ctx, bid, "alice", on_end, &c2), 0);
+    wait_end(&x.t, &c2);
+    cr_assert_eq(c2.outcome, SEATD_BOOKING_CANCELLED, "%s", seatd_booking_outcome_name(c2.outcome));
+    cr_assert_eq(gw_refunds_of(bid), 1);
+    fx_close(&x);
+}
+
 /* ---------------------------------------------------------------------------------------
  * Every charge ends CONFIRMED or refunded, visibly to its buyer
  * --------------------------------------------------------------------------------------- */

@@ -566,7 +566,12 @@ static void on_cancelled(const seatd_store_result_t *res, void *data)
 {
     flow_t *f = data;
     const seatd_booking_result_t *b = &res->booking;
+    if (res->err == SEATD_ENOTDURABLE)
+        seatd_seatmap_invalidate(f->show_id, b->version); /* this primary's map changed */
     if (res->err) {
+        /* Refused, or not on a replica in time (a failover may undo it): nothing is refunded
+         * now. A cancellation that stands leaves its refund owed in {s}:refunds, where
+         * reconciliation finds it; the buyer is answered 503 and may cancel again. */
         finish(f, SEATD_BOOKING_REFUSED, res->err, res);
         return;
     }
