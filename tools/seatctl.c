@@ -3,8 +3,17 @@
  *
  * Writes go through the HTTP API with an admin token (minted from SEATD_JWT_SECRET, or given
  * with --token / SEATD_TOKEN), so every change is a seatd Function run by a worker, exactly as
- * for a buyer. Redis is read directly, read-only, for inspection only (`seat who`, `audit`):
- * plain reads and EVAL_RO probes, never a write.
+ * for a buyer; public reads (show list, show get) send no token. Redis is read directly,
+ * read-only, for inspection only (`seat who`, `audit`): plain reads and EVAL_RO probes, never
+ * a write.
+ *
+ * The stack is found as deploy/lib.sh finds it: SEATD_PORT (8080) gives the API
+ * (http://127.0.0.1:PORT), Redis (127.0.0.1:SEATD_REDIS_PORT, PORT + 1000) and the runtime
+ * folder (SEATD_RUN_DIR, else run/PORT in the current folder or beside the binary's build
+ * folder), whose jwt_secret and redis-admin.pass stand in for SEATD_JWT_SECRET and
+ * REDISCLI_AUTH. Anything given explicitly (--url, SEATD_URL, --redis, SEATD_REDIS, --token,
+ * SEATD_TOKEN, SEATD_JWT_SECRET, --redis-pass, REDISCLI_AUTH) wins. One line on stderr says
+ * which stack a command talks to.
  *
  * Every command prints a human-readable answer, or with --json one JSON document on stdout
  * (on failure too: the API's problem+json, or {"error":…}). Exit status: 0 ok, 1 not found
@@ -27,14 +36,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #define EXIT_OK 0
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2
 
-#define DEFAULT_URL "http://127.0.0.1:8080"
-#define DEFAULT_REDIS "127.0.0.1:9080"
+#define DEFAULT_PORT 8080      /* deploy/lib.sh's SEATD_PORT */
+#define REDIS_PORT_OFFSET 1000 /* deploy/lib.sh: SEATD_REDIS_PORT = SEATD_PORT + 1000 */
+#define SECRET_FILE_MAX 4096
 #define ADMIN_TOKEN_TTL_S 300
 #define MAX_PRICES 16
 #define MAX_ARGS 4
@@ -124,6 +136,7 @@ typedef int (*cmd_fn)(opts_t *o);
 static int cmd_token(opts_t *o);
 static int cmd_show_create(opts_t *o);
 static int cmd_show_list(opts_t *o);
+static int cmd_show_get(opts_t *o);
 static int cmd_seat_who(opts_t *o);
 static int cmd_hold_show(opts_t *o);
 static int cmd_hold_release(opts_t *o);
@@ -153,7 +166,11 @@ static const struct command_s {
      "  override title, startsAt, holdTtlSeconds, priceTiers (one --price per tier, amounts\n"
      "  in minor units) and salesCloseAt. Prints the new show's id.\n"},
     {"show", "list", cmd_show_list, O_HTTP | O_PAGE | O_SIZE, 0, "show list [--page N] [--size N]",
-     "Lists the upcoming shows (GET /v1/shows), every page unless --page is given.\n"},
+     "Lists the upcoming shows (GET /v1/shows), every page unless --page is given.\n"
+     "  A public read: no token is sent, none is needed.\n"},
+    {"show", "get", cmd_show_get, O_HTTP, 1, "show get SHOW",
+     "Prints show SHOW (GET /v1/shows/{id}): title, times, hold TTL, prices, seat count.\n"
+     "  A public read: no token is sent, none is needed.\n"},
     {"seat", "who", cmd_seat_who, O_RDS, 2, "seat who SHOW SEAT",
      "Who holds or booked seat SEAT of show SHOW, and for how long: reads Redis (the\n"
      "  seat key, its hold record, the bitmaps, Redis's clock) in one read-only step.\n"
@@ -186,8 +203,9 @@ static const struct command_s {
      "  access tokens (POST /v1/auth/login) carry role \"admin\". Prints the user id.\n"},
     {"token", NULL, cmd_token, O_SUB | O_ROLE | O_TTL, 0,
      "token --sub USER [--role admin] [--ttl SECONDS]",
-     "Prints a bearer token for USER signed with SEATD_JWT_SECRET (at least 32 bytes);\n"
-     "  --ttl defaults to 3600 seconds, --role admin grants the admin role.\n"},
+     "Prints a bearer token for USER signed with SEATD_JWT_SECRET (at least 32 bytes),\n"
+     "  else with the stack's secret (the runtime folder's jwt_secret); --ttl defaults to\n"
+     "  3600 seconds, --role admin grants the admin role.\n"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -197,16 +215,25 @@ static void usage(FILE *out)
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %s\n", commands[i].synopsis);
     fputs("\nOptions:\n"
-          "  --url URL          the API (nginx), default $SEATD_URL or " DEFAULT_URL "\n"
+          "  --url URL          the API (nginx), default $SEATD_URL, else the stack's:\n"
+          "                     http://127.0.0.1:$SEATD_PORT\n"
           "  --token JWT        an admin token, default $SEATD_TOKEN, else one is minted\n"
-          "                     from $SEATD_JWT_SECRET (sub \"seatctl\", 5 minutes)\n"
+          "                     (sub \"seatctl\", 5 minutes) from $SEATD_JWT_SECRET, else from\n"
+          "                     the runtime folder's jwt_secret; public reads (show list,\n"
+          "                     show get) send none\n"
           "  --redis ADDR       host:port or a unix socket path (seat who, audit), default\n"
-          "                     $SEATD_REDIS or " DEFAULT_REDIS "\n"
-          "                     (on a Redis Cluster: any node)\n"
+          "                     $SEATD_REDIS, else the stack's: 127.0.0.1:$SEATD_REDIS_PORT\n"
+          "                     (SEATD_PORT + 1000; on a Redis Cluster: any node)\n"
           "  --redis-user USER  Redis ACL user (default: the default user)\n"
-          "  --redis-pass PASS  Redis password, default $REDISCLI_AUTH\n"
+          "  --redis-pass PASS  Redis password, default $REDISCLI_AUTH, else the runtime\n"
+          "                     folder's redis-admin.pass\n"
           "  --json             one JSON document on stdout\n"
           "  --help             this help, or a command's (seatctl seat who --help)\n"
+          "\nThe stack (as deploy/up and deploy/lib.sh find it):\n"
+          "  SEATD_PORT         its port (default 8080): the API, Redis (+1000), the folder\n"
+          "  SEATD_RUN_DIR      its runtime folder (default run/$SEATD_PORT, in the current\n"
+          "                     folder or beside the build folder of this binary)\n"
+          "  Explicit options and variables win. One line on stderr names the stack.\n"
           "\nExit status: 0 ok, 1 not found or a failed check, 2 usage error.\n",
           out);
 }
@@ -319,6 +346,179 @@ static const char *tstr(const cJSON *o, const char *name)
 }
 
 /* ---------------------------------------------------------------------------------------
+ * The stack: found as deploy/lib.sh finds it, from SEATD_PORT
+ * --------------------------------------------------------------------------------------- */
+
+static struct {
+    int port;             /* SEATD_PORT, or DEFAULT_PORT */
+    int port_given;       /* SEATD_PORT was set */
+    char run[4096];       /* the runtime folder: SEATD_RUN_DIR or run/<port> (may not exist) */
+    char run_shown[4096]; /* 'run' as printed */
+    int run_given;        /* SEATD_RUN_DIR was set */
+    int run_used;         /* a secret was read from it */
+    int announced;        /* the stack line was printed */
+} stack;
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Reads SEATD_PORT and finds the runtime folder: SEATD_RUN_DIR, else run/<port> in the current
+ * folder, else run/<port> in the parent of this binary's folder (build/seatctl of a checkout).
+ * Returns 0, or EXIT_USAGE for a SEATD_PORT that is no port. */
+static int stack_init(void)
+{
+    const char *p = getenv("SEATD_PORT");
+    stack.port = DEFAULT_PORT;
+    if (p && p[0]) {
+        char *end = NULL;
+        errno = 0;
+        long n = strtol(p, &end, 10);
+        if (*end != '\0' || errno || n < 1 || n > 65535)
+            return usage_error("SEATD_PORT must be a port number (1-65535), not '%s'", p);
+        stack.port = (int)n;
+        stack.port_given = 1;
+    }
+    const char *dir = getenv("SEATD_RUN_DIR");
+    if (dir && dir[0]) {
+        stack.run_given = 1;
+        snprintf(stack.run, sizeof stack.run, "%s", dir);
+        snprintf(stack.run_shown, sizeof stack.run_shown, "%s", dir);
+        return 0;
+    }
+    snprintf(stack.run, sizeof stack.run, "run/%d", stack.port);
+    snprintf(stack.run_shown, sizeof stack.run_shown, "run/%d", stack.port);
+    if (is_dir(stack.run))
+        return 0;
+    char exe[2048];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return 0;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0'; /* the binary's folder */
+    slash = strrchr(exe, '/');
+    if (!slash)
+        return 0;
+    *slash = '\0'; /* its parent: the checkout */
+    char beside[4096];
+    snprintf(beside, sizeof beside, "%s/run/%d", exe[0] ? exe : "", stack.port);
+    if (is_dir(beside)) {
+        snprintf(stack.run, sizeof stack.run, "%s", beside);
+        snprintf(stack.run_shown, sizeof stack.run_shown, "%s", beside);
+    }
+    return 0;
+}
+
+/* Reads file 'name' of the runtime folder (a secret: its first line) into 'out' ('n' bytes).
+ * Returns 0, or -1 with 'why' set. */
+static int stack_secret(const char *name, char *out, size_t n, char *why, size_t whylen)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", stack.run, name);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(why, whylen, "%.300s/%s: %s", stack.run_shown, name, strerror(errno));
+        return -1;
+    }
+    size_t len = fread(out, 1, n - 1, f);
+    fclose(f);
+    out[len] = '\0';
+    out[strcspn(out, "\r\n")] = '\0';
+    if (!out[0]) {
+        snprintf(why, whylen, "%.300s/%s is empty", stack.run_shown, name);
+        return -1;
+    }
+    stack.run_used = 1;
+    return 0;
+}
+
+/* The JWT secret: $SEATD_JWT_SECRET, else (when 'may_use_run') the runtime folder's
+ * jwt_secret, into 'out' ('n' bytes). Returns 0, or -1 with 'why' set. */
+static int jwt_secret(int may_use_run, char *out, size_t n, char *why, size_t whylen)
+{
+    const char *secret = getenv("SEATD_JWT_SECRET");
+    if (secret && secret[0]) {
+        snprintf(out, n, "%s", secret);
+    } else if (!may_use_run) {
+        snprintf(why, whylen, "SEATD_JWT_SECRET is not set");
+        return -1;
+    } else if (stack_secret("jwt_secret", out, n, why, whylen) < 0) {
+        return -1;
+    }
+    if (strlen(out) < SEATD_AUTH_MIN_SECRET) {
+        snprintf(why, whylen, "the JWT secret (%s) is shorter than %d bytes",
+                 secret && secret[0] ? "SEATD_JWT_SECRET" : "the runtime folder's jwt_secret",
+                 SEATD_AUTH_MIN_SECRET);
+        return -1;
+    }
+    return 0;
+}
+
+/* Says once, on stderr, which stack this run talks to: 'target' (the API's or Redis's
+ * address, borrowed) and where it came from: 'explicit' (the option or variable that named
+ * it, or NULL when it is SEATD_PORT's) and the runtime folder. */
+static void announce(const char *target, const char *explicit)
+{
+    if (stack.announced)
+        return;
+    stack.announced = 1;
+    if (explicit && stack.run_used)
+        fprintf(stderr, "seatctl: stack %s (%s; secrets from %s)\n", target, explicit,
+                stack.run_shown);
+    else if (explicit)
+        fprintf(stderr, "seatctl: stack %s (%s)\n", target, explicit);
+    else if (is_dir(stack.run))
+        fprintf(stderr, "seatctl: stack %s (%s)\n", target, stack.run_shown);
+    else
+        fprintf(stderr, "seatctl: stack %s (%sno runtime folder %s)\n", target,
+                stack.port_given ? "" : "SEATD_PORT unset: 8080; ", stack.run_shown);
+}
+
+/* The API's base URL (no trailing '/') into 'out' ('n' bytes): --url, $SEATD_URL, or the
+ * stack's http://127.0.0.1:PORT. Returns the option or variable that named it, or NULL. */
+static const char *api_url(const opts_t *o, char *out, size_t n)
+{
+    const char *from = o->url ? "--url" : "SEATD_URL";
+    const char *base = o->url ? o->url : getenv("SEATD_URL");
+    if (base && base[0]) {
+        size_t blen = strlen(base);
+        while (blen > 0 && base[blen - 1] == '/')
+            blen--;
+        snprintf(out, n, "%.*s", (int)blen, base);
+        return from;
+    }
+    snprintf(out, n, "http://127.0.0.1:%d", stack.port);
+    return NULL;
+}
+
+/* Redis's address into 'out' ('n' bytes): --redis, $SEATD_REDIS, or the stack's
+ * 127.0.0.1:$SEATD_REDIS_PORT (SEATD_PORT + 1000). Returns the option or variable that named
+ * it, or NULL. */
+static const char *redis_addr(const opts_t *o, char *out, size_t n)
+{
+    const char *from = o->redis ? "--redis" : "SEATD_REDIS";
+    const char *addr = o->redis ? o->redis : getenv("SEATD_REDIS");
+    if (addr && addr[0]) {
+        snprintf(out, n, "%s", addr);
+        return from;
+    }
+    const char *rp = getenv("SEATD_REDIS_PORT");
+    long port = stack.port + REDIS_PORT_OFFSET;
+    if (rp && rp[0]) {
+        char *end = NULL;
+        long v = strtol(rp, &end, 10);
+        if (*end == '\0' && v >= 1 && v <= 65535)
+            port = v;
+    }
+    snprintf(out, n, "127.0.0.1:%ld", port);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------
  * HTTP (libcurl)
  * --------------------------------------------------------------------------------------- */
 
@@ -350,54 +550,57 @@ static void http_res_free(http_res_t *res)
     cJSON_Delete(res->json);
 }
 
-/* The admin token: --token, $SEATD_TOKEN, or minted from $SEATD_JWT_SECRET. Owned. */
-static char *admin_token(const opts_t *o, char *why, size_t whylen)
+/* The admin token: --token, $SEATD_TOKEN, or minted from the JWT secret (jwt_secret());
+ * the runtime folder's only when 'may_use_run'. Owned, or NULL with 'why' set. */
+static char *admin_token(const opts_t *o, int may_use_run, char *why, size_t whylen)
 {
     const char *t = o->token ? o->token : getenv("SEATD_TOKEN");
     if (t && t[0])
         return strdup(t);
-    const char *secret = getenv("SEATD_JWT_SECRET");
-    if (secret == NULL || strlen(secret) < SEATD_AUTH_MIN_SECRET) {
+    char secret[SECRET_FILE_MAX], err[512];
+    if (jwt_secret(may_use_run, secret, sizeof secret, err, sizeof err) < 0) {
         snprintf(why, whylen,
-                 "no admin token: give --token, set SEATD_TOKEN, or set SEATD_JWT_SECRET "
-                 "(at least %d bytes) to mint one",
-                 SEATD_AUTH_MIN_SECRET);
+                 "no admin token (%.120s): give --token, or set SEATD_TOKEN, SEATD_JWT_SECRET, "
+                 "or the stack's SEATD_PORT / SEATD_RUN_DIR",
+                 err);
         return NULL;
     }
     seatd_auth_t *auth = NULL;
     char *token = NULL;
     if (seatd_auth_new(secret, strlen(secret), &auth) < 0 ||
         seatd_auth_sign(auth, "seatctl", 1, ADMIN_TOKEN_TTL_S, &token) < 0)
-        snprintf(why, whylen, "cannot mint an admin token from SEATD_JWT_SECRET");
+        snprintf(why, whylen, "cannot mint an admin token from the JWT secret");
+    memset(secret, 0, sizeof secret);
     seatd_auth_free(auth);
     return token;
 }
 
-/* 'method' 'path' with 'body' (JSON, may be NULL) as admin. Returns 0 when an answer came
- * (any status), -1 otherwise ('res->err' says why). */
+/* 'method' 'path' with 'body' (JSON, may be NULL): as admin, or with no token at all for a
+ * public read ('public_read'). Returns 0 when an answer came (any status), -1 otherwise
+ * ('res->err' says why). */
 static int http_call(const opts_t *o, const char *method, const char *path, const char *body,
-                     http_res_t *res)
+                     int public_read, http_res_t *res)
 {
     memset(res, 0, sizeof *res);
-    char *token = admin_token(o, res->err, sizeof res->err);
-    if (!token)
+    char base[2048];
+    const char *explicit = api_url(o, base, sizeof base);
+    char *token = NULL;
+    if (!public_read)
+        token = admin_token(o, !explicit || stack.run_given, res->err, sizeof res->err);
+    announce(strncmp(base, "http://", 7) == 0 ? base + 7 : base, explicit);
+    if (!public_read && !token)
         return -1;
-    const char *base = o->url ? o->url : getenv("SEATD_URL");
-    if (!base || !base[0])
-        base = DEFAULT_URL;
-    size_t blen = strlen(base);
-    while (blen > 0 && base[blen - 1] == '/')
-        blen--;
-    char url[2048], auth[4096];
-    snprintf(url, sizeof url, "%.*s%s", (int)blen, base, path);
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    char url[4096], auth[4096];
+    snprintf(url, sizeof url, "%s%s", base, path);
+    if (token)
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
     free(token);
     CURL *c = curl_easy_init();
     if (!c) {
         snprintf(res->err, sizeof res->err, "libcurl failed to start");
         return -1;
     }
-    struct curl_slist *h = curl_slist_append(NULL, auth);
+    struct curl_slist *h = public_read ? NULL : curl_slist_append(NULL, auth);
     h = curl_slist_append(h, "Accept: application/json");
     if (body)
         h = curl_slist_append(h, "Content-Type: application/json");
@@ -429,14 +632,15 @@ static int http_call(const opts_t *o, const char *method, const char *path, cons
 }
 
 /*
- * Runs one admin call and settles the failures: no answer, or a non-2xx status (the
- * problem's title and detail on stderr; with --json the problem itself on stdout). Returns
- * -1 when the call succeeded ('res' holds the answer, to be freed), else the exit status.
+ * Runs one call (as admin, or a public read without a token) and settles the failures: no
+ * answer, or a non-2xx status (the problem's title and detail on stderr; with --json the
+ * problem itself on stdout). Returns -1 when the call succeeded ('res' holds the answer, to
+ * be freed), else the exit status.
  */
-static int http_admin(const opts_t *o, const char *method, const char *path, const char *body,
-                      http_res_t *res)
+static int http_generic(const opts_t *o, const char *method, const char *path, const char *body,
+                        int public_read, http_res_t *res)
 {
-    if (http_call(o, method, path, body, res) < 0) {
+    if (http_call(o, method, path, body, public_read, res) < 0) {
         int rc = fail(o, "%s %s: %s", method, path, res->err);
         http_res_free(res);
         return rc;
@@ -446,7 +650,7 @@ static int http_admin(const opts_t *o, const char *method, const char *path, con
     const char *title = tstr(res->json, "title"), *detail = tstr(res->json, "detail");
     fprintf(stderr, "seatctl: %s %s: %ld %s%s%s\n", method, path, res->status,
             title[0] ? title : "failed", detail[0] ? ": " : "", detail);
-    if (res->status == 401 || res->status == 403)
+    if (!public_read && (res->status == 401 || res->status == 403))
         fprintf(stderr, "seatctl: the token is not an admin token of this stack\n");
     if (o->json) {
         if (res->json) {
@@ -461,6 +665,18 @@ static int http_admin(const opts_t *o, const char *method, const char *path, con
     }
     http_res_free(res);
     return EXIT_FAIL;
+}
+
+static int http_admin(const opts_t *o, const char *method, const char *path, const char *body,
+                      http_res_t *res)
+{
+    return http_generic(o, method, path, body, 0, res);
+}
+
+/* A public read (GET, no token). */
+static int http_public(const opts_t *o, const char *path, http_res_t *res)
+{
+    return http_generic(o, "GET", path, NULL, 1, res);
 }
 
 /* Prints an answer's members as "name: value" lines (arrays comma-joined). */
@@ -486,6 +702,20 @@ static void print_record(const cJSON *o)
             printf("\n");
         } else if (cJSON_IsBool(m)) {
             printf("%-14s %s\n", m->string, cJSON_IsTrue(m) ? "true" : "false");
+        } else if (cJSON_IsObject(m)) { /* {"standard":1200,"vip":2500}: standard=1200,vip=2500 */
+            printf("%-14s ", m->string);
+            const cJSON *e = NULL;
+            int first = 1;
+            cJSON_ArrayForEach(e, m)
+            {
+                if (cJSON_IsNumber(e))
+                    printf("%s%s=%.0f", first ? "" : ",", e->string, e->valuedouble);
+                else
+                    printf("%s%s=%s", first ? "" : ",", e->string,
+                           cJSON_IsString(e) ? e->valuestring : "...");
+                first = 0;
+            }
+            printf("\n");
         }
     }
 }
@@ -678,7 +908,7 @@ static int cmd_show_list(opts_t *o)
         char path[96];
         snprintf(path, sizeof path, "/v1/shows?page=%ld&size=%ld", page, size);
         http_res_t res;
-        int rc = http_admin(o, "GET", path, NULL, &res);
+        int rc = http_public(o, path, &res);
         if (rc >= 0) {
             cJSON_Delete(items);
             return rc;
@@ -710,6 +940,19 @@ static int cmd_show_list(opts_t *o)
     printf("%d of %.0f upcoming shows\n", cJSON_GetArraySize(items), total);
     cJSON_Delete(items);
     return EXIT_OK;
+}
+
+static int cmd_show_get(opts_t *o)
+{
+    int rc = check_show_id(o->args[0]);
+    if (rc)
+        return rc;
+    char path[96];
+    snprintf(path, sizeof path, "/v1/shows/%s", o->args[0]);
+    http_res_t res;
+    if ((rc = http_public(o, path, &res)) >= 0)
+        return rc;
+    return print_answer(o, &res);
 }
 
 static int64_t iso_ms(const cJSON *o, const char *name)
@@ -793,10 +1036,9 @@ static int cmd_reap(opts_t *o)
  * redirections from the node given (tools/redis_sync.h): every key of a show shares its slot. */
 static seatd_redis_t *redis_open(const opts_t *o)
 {
-    const char *addr = o->redis ? o->redis : getenv("SEATD_REDIS");
-    if (!addr || !addr[0])
-        addr = DEFAULT_REDIS;
-    char host[256];
+    char addr[1024];
+    const char *explicit = redis_addr(o, addr, sizeof addr);
+    char host[1024];
     int port = 0;
     if (strncmp(addr, "unix:", 5) == 0 || addr[0] == '/') {
         snprintf(host, sizeof host, "%s", addr[0] == '/' ? addr : addr + 5);
@@ -809,7 +1051,16 @@ static seatd_redis_t *redis_open(const opts_t *o)
         }
         snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
     }
+    /* The password: --redis-pass, $REDISCLI_AUTH, else the stack's admin password (deploy/up's
+     * default user) when Redis is the stack's or its runtime folder was named. */
     const char *pass = o->redis_pass ? o->redis_pass : getenv("REDISCLI_AUTH");
+    char file_pass[SECRET_FILE_MAX], why[512];
+    if ((!pass || !pass[0]) && (!explicit || stack.run_given) && is_dir(stack.run) &&
+        stack_secret("redis-admin.pass", file_pass, sizeof file_pass, why, sizeof why) == 0)
+        pass = file_pass;
+    char target[1100];
+    snprintf(target, sizeof target, "redis %s", addr);
+    announce(target, explicit);
     seatd_redis_opts_t ro = {.host = host,
                              .port = port,
                              .user = pass && pass[0] ? o->redis_user : NULL,
@@ -817,6 +1068,7 @@ static seatd_redis_t *redis_open(const opts_t *o)
                              .timeout_ms = 60000};
     char err[512];
     seatd_redis_t *c = seatd_redis_connect(&ro, err, sizeof err);
+    memset(file_pass, 0, sizeof file_pass);
     if (!c)
         fail(o, "redis %s: %s", addr, err);
     return c;
@@ -1115,11 +1367,21 @@ static int cmd_token(opts_t *o)
         return usage_error("token needs --sub USER");
     if (o->role != NULL && strcmp(o->role, "admin") != 0)
         return usage_error("the only role is 'admin'");
-    const char *secret = getenv("SEATD_JWT_SECRET");
-    if (secret == NULL || strlen(secret) < SEATD_AUTH_MIN_SECRET)
-        return fail(o, "SEATD_JWT_SECRET must be set to at least %d bytes", SEATD_AUTH_MIN_SECRET);
+    char secret[SECRET_FILE_MAX], why[512];
+    if (jwt_secret(1, secret, sizeof secret, why, sizeof why) < 0)
+        return fail(o,
+                    "no JWT secret (%s): set SEATD_JWT_SECRET (at least %d bytes), or SEATD_PORT "
+                    "/ SEATD_RUN_DIR for the stack whose runtime folder holds jwt_secret",
+                    why, SEATD_AUTH_MIN_SECRET);
+    if (stack.run_used) { /* say whose secret signed it */
+        char target[64];
+        snprintf(target, sizeof target, "127.0.0.1:%d", stack.port);
+        announce(target, NULL);
+    }
     seatd_auth_t *auth = NULL;
-    if (seatd_auth_new(secret, strlen(secret), &auth) < 0)
+    int bad = seatd_auth_new(secret, strlen(secret), &auth) < 0;
+    memset(secret, 0, sizeof secret);
+    if (bad)
         return fail(o, "bad secret");
     char *token = NULL;
     int rc = seatd_auth_sign(auth, o->sub, o->role != NULL, ttl, &token);
@@ -1293,8 +1555,11 @@ int main(int argc, char **argv)
         return usage_error("usage: seatctl %s", cmd->synopsis);
     for (int i = 0; i < o.nargs; i++)
         o.args[i] = words[skip + i];
+    int rc = stack_init();
+    if (rc)
+        return rc;
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    int rc = cmd->fn(&o);
+    rc = cmd->fn(&o);
     curl_global_cleanup();
     return rc;
 }

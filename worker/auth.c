@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -172,12 +173,13 @@ static cJSON *parse_segment(const char *json, size_t len)
     return doc;
 }
 
-static int check_header(const char *json, size_t len)
+/* Judges a decoded header: SEATD_AUTH_FAULT_NONE, MALFORMED (not a JSON object) or ALGORITHM. */
+static seatd_auth_fault_t check_header(const char *json, size_t len)
 {
     cJSON *h = parse_segment(json, len);
-    int rc = SEATD_EUNAUTH;
+    seatd_auth_fault_t why = SEATD_AUTH_FAULT_ALGORITHM;
     if (h == NULL)
-        goto out;
+        return SEATD_AUTH_FAULT_MALFORMED;
     const cJSON *alg = cJSON_GetObjectItemCaseSensitive(h, "alg");
     if (!cJSON_IsString(alg) || strcmp(alg->valuestring, "HS256") != 0)
         goto out;
@@ -187,10 +189,10 @@ static int check_header(const char *json, size_t len)
     /* "crit" names extensions we would have to understand; we understand none. */
     if (cJSON_GetObjectItemCaseSensitive(h, "crit") != NULL)
         goto out;
-    rc = 0;
+    why = SEATD_AUTH_FAULT_NONE;
 out:
     cJSON_Delete(h);
-    return rc;
+    return why;
 }
 
 static int is_admin(const cJSON *claims)
@@ -206,25 +208,30 @@ static int is_admin(const cJSON *claims)
     return 0;
 }
 
-static int check_claims(const char *json, size_t len, int64_t now, seatd_principal_t *out)
+/* Judges the claims of a token whose signature verified; fills '*out' when they pass.
+ * Returns SEATD_AUTH_FAULT_NONE, MALFORMED, CLAIMS, EXPIRED or NOT_YET_VALID. */
+static seatd_auth_fault_t check_claims(const char *json, size_t len, int64_t now,
+                                       seatd_principal_t *out)
 {
     cJSON *c = parse_segment(json, len);
-    int rc = SEATD_EUNAUTH;
+    seatd_auth_fault_t why = SEATD_AUTH_FAULT_CLAIMS;
     int64_t exp = 0, nbf = 0, iat = 0;
     if (c == NULL)
-        goto out;
+        return SEATD_AUTH_FAULT_MALFORMED;
     if (numeric_claim(c, "exp", &exp) != 1)
         goto out; /* exp is required */
-    if (now >= exp + SEATD_AUTH_LEEWAY_S)
-        goto out;
-    int has = numeric_claim(c, "nbf", &nbf);
-    if (has < 0 || (has == 1 && now + SEATD_AUTH_LEEWAY_S < nbf))
-        goto out;
-    has = numeric_claim(c, "iat", &iat);
-    if (has < 0 || (has == 1 && now + SEATD_AUTH_LEEWAY_S < iat))
+    int has_nbf = numeric_claim(c, "nbf", &nbf), has_iat = numeric_claim(c, "iat", &iat);
+    if (has_nbf < 0 || has_iat < 0)
         goto out;
     const cJSON *sub = cJSON_GetObjectItemCaseSensitive(c, "sub");
     if (!cJSON_IsString(sub) || !valid_sub(sub->valuestring))
+        goto out;
+    why = SEATD_AUTH_FAULT_EXPIRED;
+    if (now >= exp + SEATD_AUTH_LEEWAY_S)
+        goto out;
+    why = SEATD_AUTH_FAULT_NOT_YET_VALID;
+    if ((has_nbf == 1 && now + SEATD_AUTH_LEEWAY_S < nbf) ||
+        (has_iat == 1 && now + SEATD_AUTH_LEEWAY_S < iat))
         goto out;
     memset(out, 0, sizeof(*out));
     memcpy(out->sub, sub->valuestring, strlen(sub->valuestring) + 1);
@@ -235,11 +242,24 @@ static int check_claims(const char *json, size_t len, int64_t now, seatd_princip
         out->valid_from = nbf - SEATD_AUTH_LEEWAY_S;
     if (iat && iat - SEATD_AUTH_LEEWAY_S > out->valid_from)
         out->valid_from = iat - SEATD_AUTH_LEEWAY_S;
-    rc = 0;
+    why = SEATD_AUTH_FAULT_NONE;
 out:
     cJSON_Delete(c);
-    return rc;
+    return why;
 }
+
+/* What each fault says: the problem's detail and, for a token that was sent, the RFC 6750
+ * error_description (which allows no '"' or '\\'). */
+static const char *const fault_text[] = {
+    [SEATD_AUTH_FAULT_NONE] = "the token is valid",
+    [SEATD_AUTH_FAULT_MISSING] = "no bearer token: send Authorization: Bearer <token>",
+    [SEATD_AUTH_FAULT_MALFORMED] = "the token is malformed (not a JWT)",
+    [SEATD_AUTH_FAULT_ALGORITHM] = "the token is not signed with HS256",
+    [SEATD_AUTH_FAULT_SIGNATURE] = "the token has a bad signature (not signed by this service)",
+    [SEATD_AUTH_FAULT_EXPIRED] = "the token has expired",
+    [SEATD_AUTH_FAULT_NOT_YET_VALID] = "the token is not valid yet (nbf or iat in the future)",
+    [SEATD_AUTH_FAULT_CLAIMS] = "the token lacks a valid exp or sub claim",
+};
 
 /* ----------------------------------------------------------------------------------------
  * API
@@ -293,38 +313,72 @@ void seatd_auth_cache_stats(const seatd_auth_t *auth, unsigned long long *hits,
         seatd_token_cache_stats(auth->verified, hits, misses);
 }
 
-int seatd_auth_verify(const seatd_auth_t *auth, const char *token, seatd_principal_t *out)
+const char *seatd_auth_fault_text(seatd_auth_fault_t why)
 {
-    if (auth == NULL || token == NULL)
+    if ((unsigned)why >= sizeof(fault_text) / sizeof(fault_text[0]))
+        why = SEATD_AUTH_FAULT_MALFORMED;
+    return fault_text[why];
+}
+
+void seatd_auth_challenge(seatd_auth_fault_t why, char *out, size_t n)
+{
+    if (why == SEATD_AUTH_FAULT_MISSING || why == SEATD_AUTH_FAULT_NONE)
+        snprintf(out, n, "Bearer");
+    else
+        snprintf(out, n, "Bearer error=\"invalid_token\", error_description=\"%s\"",
+                 seatd_auth_fault_text(why));
+}
+
+/* The cached verification (see auth.h); '*why' set on failure. */
+static int verify(const seatd_auth_t *auth, const char *token, seatd_principal_t *out,
+                  seatd_auth_fault_t *why)
+{
+    if (auth == NULL || token == NULL) {
+        *why = SEATD_AUTH_FAULT_MISSING;
         return SEATD_EUNAUTH;
+    }
     int64_t now = now_s(auth);
     size_t len = strnlen(token, SEATD_AUTH_MAX_TOKEN + 1);
     if (len <= SEATD_AUTH_MAX_TOKEN && seatd_token_cache_get(auth->verified, token, len, now, out))
         return 0;
-    int rc = seatd_auth_verify_at(auth, token, now, out);
+    int rc = seatd_auth_verify_at_why(auth, token, now, out, why);
     if (rc == 0)
         seatd_token_cache_put(auth->verified, token, len, out, out->valid_from, out->valid_until);
     return rc;
 }
 
+int seatd_auth_verify(const seatd_auth_t *auth, const char *token, seatd_principal_t *out)
+{
+    seatd_auth_fault_t why;
+    return verify(auth, token, out, &why);
+}
+
 int seatd_auth_verify_at(const seatd_auth_t *auth, const char *token, int64_t now,
                          seatd_principal_t *out)
 {
+    return seatd_auth_verify_at_why(auth, token, now, out, NULL);
+}
+
+int seatd_auth_verify_at_why(const seatd_auth_t *auth, const char *token, int64_t now,
+                             seatd_principal_t *out, seatd_auth_fault_t *why_out)
+{
     unsigned char *header = NULL, *claims = NULL, *sig = NULL;
     size_t header_len = 0, claims_len = 0, sig_len = 0;
-    int rc = SEATD_EUNAUTH;
+    seatd_auth_fault_t why = SEATD_AUTH_FAULT_MALFORMED;
 
-    if (auth == NULL || token == NULL)
-        return SEATD_EUNAUTH;
+    if (auth == NULL || token == NULL) {
+        why = SEATD_AUTH_FAULT_MISSING;
+        goto out;
+    }
     size_t len = strnlen(token, SEATD_AUTH_MAX_TOKEN + 1);
     if (len == 0 || len > SEATD_AUTH_MAX_TOKEN)
-        return SEATD_EUNAUTH;
+        goto out;
     const char *dot1 = memchr(token, '.', len);
     if (dot1 == NULL)
-        return SEATD_EUNAUTH;
+        goto out;
     const char *dot2 = memchr(dot1 + 1, '.', len - (size_t)(dot1 + 1 - token));
     if (dot2 == NULL || memchr(dot2 + 1, '.', len - (size_t)(dot2 + 1 - token)) != NULL)
-        return SEATD_EUNAUTH;
+        goto out;
 
     /* The header this server signs with, {"alg":"HS256","typ":"JWT"}, is recognised by its
      * encoded bytes: no decode and no JSON parse for it. Any other header is decoded and
@@ -338,8 +392,9 @@ int seatd_auth_verify_at(const seatd_auth_t *auth, const char *token, int64_t no
         if (header == NULL || header_len == 0 || strlen((char *)header) != header_len)
             goto out;
         /* Algorithm first: nothing else in the token is trusted before it says HS256. */
-        if (check_header((char *)header, header_len) < 0)
+        if ((why = check_header((char *)header, header_len)) != SEATD_AUTH_FAULT_NONE)
             goto out;
+        why = SEATD_AUTH_FAULT_MALFORMED;
     }
     claims = b64url_decode(dot1 + 1, (size_t)(dot2 - dot1 - 1), &claims_len);
     sig = b64url_decode(dot2 + 1, len - (size_t)(dot2 + 1 - token), &sig_len);
@@ -348,24 +403,38 @@ int seatd_auth_verify_at(const seatd_auth_t *auth, const char *token, int64_t no
     unsigned char mac[SHA256_LEN];
     if (hmac(auth, token, (size_t)(dot2 - token), mac) < 0)
         goto out;
+    why = SEATD_AUTH_FAULT_SIGNATURE;
     if (sig_len != SHA256_LEN || CRYPTO_memcmp(mac, sig, SHA256_LEN) != 0)
         goto out;
-    rc = check_claims((char *)claims, claims_len, now, out);
+    why = check_claims((char *)claims, claims_len, now, out);
 out:
     free(sig);
     free(claims);
     free(header);
-    return rc;
+    if (why_out)
+        *why_out = why;
+    return why == SEATD_AUTH_FAULT_NONE ? 0 : SEATD_EUNAUTH;
 }
 
 int seatd_auth_verify_bearer(const seatd_auth_t *auth, const char *header, seatd_principal_t *out)
 {
-    if (header == NULL || strncasecmp(header, "Bearer ", 7) != 0)
-        return SEATD_EUNAUTH;
-    const char *p = header + 7;
-    while (*p == ' ')
-        p++;
-    return seatd_auth_verify(auth, p, out);
+    return seatd_auth_verify_bearer_why(auth, header, out, NULL);
+}
+
+int seatd_auth_verify_bearer_why(const seatd_auth_t *auth, const char *header,
+                                 seatd_principal_t *out, seatd_auth_fault_t *why_out)
+{
+    seatd_auth_fault_t why = SEATD_AUTH_FAULT_MISSING;
+    int rc = SEATD_EUNAUTH;
+    if (header != NULL && strncasecmp(header, "Bearer ", 7) == 0) {
+        const char *p = header + 7;
+        while (*p == ' ')
+            p++;
+        rc = verify(auth, p, out, &why);
+    }
+    if (why_out)
+        *why_out = rc == 0 ? SEATD_AUTH_FAULT_NONE : why;
+    return rc;
 }
 
 int seatd_auth_sign(const seatd_auth_t *auth, const char *sub, int admin, int64_t ttl_s, char **out)

@@ -82,6 +82,49 @@ SEATD_MUSTCHECK int seatd_auth_verify_bearer(const seatd_auth_t *auth, const cha
                                              seatd_principal_t *out);
 
 /*
+ * Why a token was refused, for the 401's problem detail and its RFC 6750 challenge
+ * (seatd_auth_fault_text(), seatd_auth_challenge()). Only a token whose signature verified is
+ * judged EXPIRED, NOT_YET_VALID or CLAIMS: nobody learns anything about the claims of a token
+ * this stack did not sign.
+ */
+typedef enum seatd_auth_fault_e {
+    SEATD_AUTH_FAULT_NONE = 0,      /* verified */
+    SEATD_AUTH_FAULT_MISSING,       /* no Authorization header, or another scheme than Bearer */
+    SEATD_AUTH_FAULT_MALFORMED,     /* not a compact JWS: three base64url parts, JSON, size */
+    SEATD_AUTH_FAULT_ALGORITHM,     /* a header other than HS256 ("none", RS256, "crit", ...) */
+    SEATD_AUTH_FAULT_SIGNATURE,     /* the signature does not verify under this secret */
+    SEATD_AUTH_FAULT_EXPIRED,       /* now >= "exp" + leeway */
+    SEATD_AUTH_FAULT_NOT_YET_VALID, /* now < "nbf" or "iat" - leeway */
+    SEATD_AUTH_FAULT_CLAIMS,        /* no integral "exp", or no valid "sub" */
+} seatd_auth_fault_t;
+
+#define SEATD_AUTH_CHALLENGE_MAX 160 /* bytes, NUL included, of seatd_auth_challenge() */
+
+/*
+ * As seatd_auth_verify_bearer(), and on failure '*why' (may be NULL) says why. Returns 0
+ * (then '*why' is SEATD_AUTH_FAULT_NONE) or SEATD_EUNAUTH.
+ */
+SEATD_MUSTCHECK int seatd_auth_verify_bearer_why(const seatd_auth_t *auth, const char *header,
+                                                 seatd_principal_t *out, seatd_auth_fault_t *why);
+
+/* As seatd_auth_verify_at(), and on failure '*why' (may be NULL) says why. */
+SEATD_MUSTCHECK int seatd_auth_verify_at_why(const seatd_auth_t *auth, const char *token,
+                                             int64_t now, seatd_principal_t *out,
+                                             seatd_auth_fault_t *why);
+
+/* A sentence for the 401's problem detail: "the token has expired", "the token is
+ * malformed", "the token has a bad signature", ... Returns a static string. */
+const char *seatd_auth_fault_text(seatd_auth_fault_t why);
+
+/*
+ * The WWW-Authenticate value for a 401 refused for 'why' (RFC 6750 section 3), into 'out'
+ * ('n' bytes, at most SEATD_AUTH_CHALLENGE_MAX needed): "Bearer" when no bearer token was
+ * sent (no error code, as section 3.1 asks), else
+ * Bearer error="invalid_token", error_description="<seatd_auth_fault_text()>".
+ */
+void seatd_auth_challenge(seatd_auth_fault_t why, char *out, size_t n);
+
+/*
  * Mints an HS256 token for 'sub' (borrowed; must be a valid user id) with role "admin" when
  * 'admin' is non-zero, "iat" = now and "exp" = now + 'ttl_s' (> 0), now being the clock, and
  * a random "jti", so that no two tokens are alike. Returns 0 and an owned NUL-terminated

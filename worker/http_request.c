@@ -697,8 +697,9 @@ static void finish_problem(seatd_req_t *r, int err, const char *detail, const cJ
     if ((status == 429 || status == 503) &&
         !(r->resp_headers.data && strstr(r->resp_headers.data, "Retry-After:")))
         seatd_req_add_header(r, "Retry-After", "1"); /* unless the handler set its own */
-    if (status == 401)
-        seatd_req_add_header(r, "WWW-Authenticate", "Bearer");
+    if (status == 401 &&
+        !(r->resp_headers.data && strstr(r->resp_headers.data, "WWW-Authenticate:")))
+        seatd_req_add_header(r, "WWW-Authenticate", "Bearer"); /* unless a challenge was set */
     seatd_req_finish(r, status, "application/problem+json", text.data, text.len);
     seatd_buf_free(&text);
 }

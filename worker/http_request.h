@@ -102,7 +102,7 @@ void seatd_req_finish_json(seatd_req_t *r, int status, struct cJSON *root);
  *  "detail":'detail' (omitted when NULL),"instance":<request path>, ...every member of 'extra'}.
  * Takes 'extra' (an object, may be NULL; e.g. {"conflictingSeats":[...]}); 'detail' borrowed.
  * Adds "Retry-After: 1" for 429 and 503 (unless a Retry-After was added), "WWW-Authenticate:
- * Bearer" for 401.
+ * Bearer" for 401 (unless a WWW-Authenticate was added).
  */
 void seatd_req_finish_problem(seatd_req_t *r, int err, const char *detail, struct cJSON *extra);
 /* The same with the extra members already written: 'members' is JSON text of object members

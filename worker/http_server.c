@@ -481,10 +481,17 @@ static int route_and_run(seatd_http_server_t *srv, seatd_req_t *r)
     int flags = m.route->flags;
     if (flags & (SEATD_ROUTE_AUTH | SEATD_ROUTE_ADMIN)) {
         seatd_principal_t who;
+        seatd_auth_fault_t why = SEATD_AUTH_FAULT_MISSING;
         if (srv->opts.auth == NULL ||
-            seatd_auth_verify_bearer(srv->opts.auth, seatd_req_header(r, "authorization"), &who) <
-                0)
+            seatd_auth_verify_bearer_why(srv->opts.auth, seatd_req_header(r, "authorization"), &who,
+                                         &why) < 0) {
+            /* Say why (RFC 6750 section 3: the challenge's error and error_description). */
+            char challenge[SEATD_AUTH_CHALLENGE_MAX];
+            seatd_auth_challenge(why, challenge, sizeof(challenge));
+            seatd_req_add_header(r, "WWW-Authenticate", challenge);
+            seatd_req_finish_problem(r, SEATD_EUNAUTH, seatd_auth_fault_text(why), NULL);
             return SEATD_EUNAUTH;
+        }
         seatd__req_set_principal(r, &who);
         if ((flags & SEATD_ROUTE_ADMIN) && !who.admin)
             return SEATD_EFORBIDDEN;

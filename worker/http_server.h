@@ -4,10 +4,11 @@
  * Each connection owns a stream handle (TCP or unix socket), a timer, a read buffer, a
  * seatd_req_parser_t and at most one running request. The pipeline for each request runs in
  * a fixed order (STYLE rule 20): parse -> route (404 / 405 with Allow) -> auth when the route
- * has SEATD_ROUTE_AUTH or SEATD_ROUTE_ADMIN (401 with WWW-Authenticate: Bearer; 403 without
- * the admin role) -> handler -> finish -> one JSON log line -> route stats and the on_finish
- * hook. Keep-alive and pipelining are supported: pipelined requests are answered in order,
- * and the next one starts only after the current one finished. "Connection: close" and
+ * has SEATD_ROUTE_AUTH or SEATD_ROUTE_ADMIN (401 with WWW-Authenticate: Bearer, for a token
+ * that was sent with error="invalid_token" and the reason, RFC 6750, which the problem's detail
+ * gives too; 403 without the admin role) -> handler -> finish -> one JSON log line -> route stats
+ * and the on_finish hook. Keep-alive and pipelining are supported: pipelined requests are answered
+ * in order, and the next one starts only after the current one finished. "Connection: close" and
  * HTTP/1.0 are honoured; Content-Length is always sent.
  *
  * Limits: the request line plus headers (431), header count (431), body (413), connections

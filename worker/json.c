@@ -10,24 +10,49 @@
 #include <string.h>
 #include <strings.h>
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* Records in 'err' (may be NULL) that 'what' is wrong at byte 'offset' of 'text'. Returns
+ * SEATD_EBADJSON. */
+static int bad_at(seatd_json_error_t *err, const char *what, const char *text, size_t offset)
+{
+    if (err == NULL)
+        return SEATD_EBADJSON;
+    memset(err, 0, sizeof(*err));
+    err->what = what;
+    err->has_position = 1;
+    err->offset = offset;
+    err->line = 1;
+    size_t line_start = 0;
+    for (size_t i = 0; i < offset; i++)
+        if (text[i] == '\n') {
+            err->line++;
+            line_start = i + 1;
+        }
+    err->column = offset - line_start + 1;
+    return SEATD_EBADJSON;
+}
+
 /*
  * One pass over the text before cJSON sees it: bounds the nesting depth (cJSON's own limit
  * is 1000) and rejects NUL bytes and "\u0000" escapes (cJSON would silently truncate the
  * string there, so "a\u0000b" would read as "a").
  */
-static int prescan(const char *text, size_t len)
+static int prescan(const char *text, size_t len, seatd_json_error_t *err)
 {
     int depth = 0, in_string = 0;
     /* No NUL anywhere, escaped or not (found by fuzz/fuzz_json_body: "\\<NUL>"). */
-    if (memchr(text, '\0', len) != NULL)
-        return SEATD_EBADJSON;
+    const char *nul = memchr(text, '\0', len);
+    if (nul != NULL)
+        return bad_at(err, "a NUL byte", text, (size_t)(nul - text));
     for (size_t i = 0; i < len; i++) {
         char c = text[i];
         if (in_string) {
             if (c == '\\') {
                 if (i + 1 < len && text[i + 1] == 'u' && i + 5 < len &&
                     memcmp(text + i + 2, "0000", 4) == 0)
-                    return SEATD_EBADJSON;
+                    return bad_at(err, "a \\u0000 escape", text, i);
                 i++; /* skip the escaped character */
             } else if (c == '"') {
                 in_string = 0;
@@ -38,7 +63,8 @@ static int prescan(const char *text, size_t len)
             in_string = 1;
         else if (c == '{' || c == '[') {
             if (++depth > SEATD_JSON_MAX_DEPTH)
-                return SEATD_EBADJSON;
+                return bad_at(err, "nesting deeper than " STR(SEATD_JSON_MAX_DEPTH) " levels", text,
+                              i);
         } else if (c == '}' || c == ']')
             depth--;
     }
@@ -51,13 +77,13 @@ static int by_name(const void *a, const void *b)
 }
 
 /*
- * 1 when an object of the tree names a member twice ({"seatIds":["A3"],"seatIds":["A4"]}).
- * cJSON keeps both and every getter reads the first, while a proxy, a log or another parser
- * may read the last: the request one of them saw is not the one that ran. Small objects are
- * compared pairwise, larger ones sorted (a 4 MiB object of distinct names stays n log n).
+ * The first member name an object of the tree names twice ({"seatIds":["A3"],"seatIds":["A4"]}),
+ * or NULL. cJSON keeps both and every getter reads the first, while a proxy, a log or another
+ * parser may read the last: the request one of them saw is not the one that ran. Small objects
+ * are compared pairwise, larger ones sorted (a 4 MiB object of distinct names stays n log n).
  * The depth is bounded by prescan().
  */
-static int has_duplicate_names(const cJSON *node)
+static const char *duplicate_name(const cJSON *node)
 {
     for (; node; node = node->next) {
         if (cJSON_IsObject(node)) {
@@ -68,44 +94,77 @@ static int has_duplicate_names(const cJSON *node)
                 for (const cJSON *a = node->child; a; a = a->next)
                     for (const cJSON *b = a->next; b; b = b->next)
                         if (strcmp(a->string, b->string) == 0)
-                            return 1;
+                            return a->string;
             } else if (n > 8) {
                 const char **names = seatd_malloc(n * sizeof(*names));
                 size_t i = 0;
                 for (const cJSON *c = node->child; c; c = c->next)
                     names[i++] = c->string;
                 qsort(names, n, sizeof(*names), by_name);
-                int dup = 0;
+                const char *dup = NULL;
                 for (i = 1; i < n && !dup; i++)
-                    dup = strcmp(names[i - 1], names[i]) == 0;
+                    if (strcmp(names[i - 1], names[i]) == 0)
+                        dup = names[i];
                 free(names);
                 if (dup)
-                    return 1;
+                    return dup;
             }
         }
-        if ((cJSON_IsObject(node) || cJSON_IsArray(node)) && has_duplicate_names(node->child))
-            return 1;
+        if (cJSON_IsObject(node) || cJSON_IsArray(node)) {
+            const char *dup = duplicate_name(node->child);
+            if (dup)
+                return dup;
+        }
     }
-    return 0;
+    return NULL;
+}
+
+/* 'name' is short plain ASCII that may be repeated in a detail as it is. */
+static int plain_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n >= sizeof(((seatd_json_error_t *)0)->member))
+        return 0;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_' || *p == '-' || *p == '.'))
+            return 0;
+    return 1;
 }
 
 int seatd_json_parse(const char *text, size_t len, cJSON **out)
 {
+    return seatd_json_parse_why(text, len, out, NULL);
+}
+
+int seatd_json_parse_why(const char *text, size_t len, cJSON **out, seatd_json_error_t *err)
+{
     *out = NULL;
-    if (text == NULL || len == 0 || prescan(text, len) < 0)
-        return SEATD_EBADJSON;
+    if (text == NULL || len == 0)
+        return bad_at(err, "no JSON value", "", 0);
+    int rc = prescan(text, len, err);
+    if (rc < 0)
+        return rc;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (root == NULL)
-        return SEATD_EBADJSON;
+    if (root == NULL) /* 'end': where cJSON's parser stopped (cJSON_GetErrorPtr()) */
+        return bad_at(err, "a syntax error", text,
+                      end && end >= text && end < text + len ? (size_t)(end - text) : len - 1);
     /* Only whitespace may follow the value. */
     for (const char *p = end; p < text + len; p++) {
         if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
             cJSON_Delete(root);
-            return SEATD_EBADJSON;
+            return bad_at(err, "more after the JSON value", text, (size_t)(p - text));
         }
     }
-    if (has_duplicate_names(root)) {
+    const char *dup = duplicate_name(root);
+    if (dup) {
+        if (err) {
+            memset(err, 0, sizeof(*err));
+            err->what = "a member named twice in one object";
+            if (plain_name(dup))
+                snprintf(err->member, sizeof(err->member), "%s", dup);
+        }
         cJSON_Delete(root);
         return SEATD_EBADJSON;
     }
@@ -144,12 +203,21 @@ int seatd_json_parse_body_or_reply(seatd_req_t *r, cJSON **out)
         return SEATD_EMEDIATYPE;
     }
     cJSON *root = NULL;
-    if (seatd_json_parse(body, len, &root) < 0) {
-        char detail[128];
-        snprintf(detail, sizeof(detail),
-                 "the body is not valid JSON (or names a member twice, or is nested deeper "
-                 "than %d levels)",
-                 SEATD_JSON_MAX_DEPTH);
+    seatd_json_error_t err;
+    if (seatd_json_parse_why(body, len, &root, &err) < 0) {
+        /* Say what and where: "the body is not valid JSON: a syntax error at line 1, column 14
+         * (byte 13)". */
+        char detail[192];
+        if (err.has_position)
+            snprintf(detail, sizeof(detail),
+                     "the body is not valid JSON: %s at line %zu, column %zu (byte %zu)", err.what,
+                     err.line, err.column, err.offset);
+        else if (err.member[0])
+            snprintf(detail, sizeof(detail),
+                     "the body is not valid JSON: member \"%s\" is named twice in one object",
+                     err.member);
+        else
+            snprintf(detail, sizeof(detail), "the body is not valid JSON: %s", err.what);
         seatd_req_finish_problem(r, SEATD_EBADJSON, detail, NULL);
         return SEATD_EBADJSON;
     }

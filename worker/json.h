@@ -40,11 +40,27 @@ struct cJSON;
  */
 SEATD_MUSTCHECK int seatd_json_parse(const char *text, size_t len, struct cJSON **out);
 
+/* Where and why a text is not JSON seatd accepts (seatd_json_parse_why()). */
+typedef struct seatd_json_error_s {
+    const char *what; /* static: "a syntax error", "a \\u0000 escape", ... */
+    int has_position; /* 0: no one place is at fault (a member named twice) */
+    size_t offset;    /* the byte at fault, from 0 */
+    size_t line;      /* its line, from 1 */
+    size_t column;    /* its column in bytes, from 1 */
+    char member[40];  /* a member named twice: its name when short and plain ASCII, else "" */
+} seatd_json_error_t;
+
+/* As seatd_json_parse(), and on failure '*err' says what is wrong and where (the position
+ * cJSON's parser stopped at, or the byte seatd's own checks refused). */
+SEATD_MUSTCHECK int seatd_json_parse_why(const char *text, size_t len, struct cJSON **out,
+                                         seatd_json_error_t *err);
+
 /*
  * Parses the request body into an owned '*out' (cJSON_Delete it). The body must be present,
  * sent with Content-Type application/json (parameters such as charset allowed; else 415
  * unsupported-media-type), be valid JSON nested at most SEATD_JSON_MAX_DEPTH deep, and be an
- * object (else 400 malformed-json). On failure the request is answered, '*out' is NULL and
+ * object (else 400 malformed-json, whose detail says what is wrong and where: "line 1, column
+ * 14 (byte 13)"). On failure the request is answered, '*out' is NULL and
  * the return is SEATD_EMEDIATYPE or SEATD_EBADJSON. A 415 names what is accepted
  * ("Accept-Post: application/json" on POST, "Accept-Patch" on PATCH).
  */

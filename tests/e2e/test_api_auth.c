@@ -1,10 +1,13 @@
-/* End-to-end: identity. Strangers see 404, no token is 401, a customer on an admin route 403. */
+/* End-to-end: identity. Strangers see 404, no token is 401, a customer on an admin route 403;
+ * a refused token is told why (the problem's detail, RFC 6750's challenge). */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "auth.h"
 #include "e2e.h"
 
 TestSuite(api_auth, .timeout = 60);
@@ -73,4 +76,62 @@ Test(api_auth, no_token_is_401_and_a_customer_on_an_admin_route_is_403)
     cr_assert_eq(e2e_call("POST", "/v1/shows", "customer", "{\"title\":\"x\"}", NULL, &res), 0);
     assert_problem(&res, 403);
     e2e_res_free(&res);
+}
+
+static int64_t an_hour_ago(void *data)
+{
+    (void)data;
+    return (int64_t)time(NULL) - 3600;
+}
+
+/* GET /v1/me/holds with 'authorization' (a header line, or NULL for none): 401, its problem's
+ * detail contains 'detail' and its WWW-Authenticate is 'challenge'. */
+static void assert_refused(const char *authorization, const char *detail, const char *challenge)
+{
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("GET", "/v1/me/holds", NULL, NULL, authorization, &res), 0);
+    assert_problem(&res, 401);
+    const char *d = e2e_str(&res, "detail");
+    cr_assert(strstr(d, detail) != NULL, "the detail '%s' does not say '%s'", d, detail);
+    const char *h = seatd_test_http_header(&res.http, "www-authenticate");
+    cr_assert(h && strcmp(h, challenge) == 0, "WWW-Authenticate '%s', wanted '%s'", h ? h : "",
+              challenge);
+    e2e_res_free(&res);
+}
+
+Test(api_auth, a_refused_token_says_why)
+{
+    char line[1400];
+    /* Expired: signed by this stack an hour ago for a minute. */
+    seatd_auth_t *auth = NULL;
+    const char *secret = getenv("SEATD_JWT_SECRET");
+    cr_assert_eq(seatd_auth_new(secret, strlen(secret), &auth), 0);
+    seatd_auth_set_clock(auth, an_hour_ago, NULL);
+    char *t = NULL;
+    cr_assert_eq(seatd_auth_sign(auth, "late-larry", 0, 60, &t), 0);
+    seatd_auth_free(auth);
+    snprintf(line, sizeof(line), "Authorization: Bearer %s\r\n", t);
+    free(t);
+    assert_refused(line, "the token has expired",
+                   "Bearer error=\"invalid_token\", error_description=\"the token has expired\"");
+
+    /* A bad signature: another secret. */
+    const char *other = "another secret, 32 bytes or more, not the stack's";
+    cr_assert_eq(seatd_auth_new(other, strlen(other), &auth), 0);
+    cr_assert_eq(seatd_auth_sign(auth, "forger", 0, 600, &t), 0);
+    seatd_auth_free(auth);
+    snprintf(line, sizeof(line), "Authorization: Bearer %s\r\n", t);
+    free(t);
+    assert_refused(line, "the token has a bad signature",
+                   "Bearer error=\"invalid_token\", error_description=\"the token has a bad "
+                   "signature (not signed by this service)\"");
+
+    /* Malformed. */
+    assert_refused("Authorization: Bearer not.a.token\r\n", "the token is malformed",
+                   "Bearer error=\"invalid_token\", error_description=\"the token is malformed "
+                   "(not a JWT)\"");
+
+    /* No token: no error code (RFC 6750 section 3.1), and the detail says what to send. */
+    assert_refused(NULL, "no bearer token: send Authorization: Bearer <token>", "Bearer");
+    assert_refused("Authorization: Basic YTpi\r\n", "no bearer token", "Bearer");
 }

@@ -564,3 +564,94 @@ Test(api_bad_input, holds_and_bookings_after_sales_close_are_409_sales_closed)
     free(before);
     free(after);
 }
+
+/* ---------------------------------------------------------------------------------------
+ * Issue 32: a refusal says what is wrong: where a body stops being JSON, which hold is
+ * unknown, what a cursor must be.
+ * --------------------------------------------------------------------------------------- */
+
+/* The problem's "detail" contains 'want'. */
+static void assert_detail(const e2e_res_t *res, const char *want, const char *name)
+{
+    const char *d = e2e_str(res, "detail");
+    cr_assert(strstr(d, want) != NULL, "%s: the detail '%s' does not say '%s'", name, d, want);
+}
+
+Test(api_bad_input, a_malformed_body_says_where)
+{
+    char show[32], path[96];
+    cr_assert_eq(e2e_create_show(1, 5, 300, show), 0);
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    static const struct {
+        const char *body, *want;
+    } bodies[] = {
+        {"{\"seatIds\":[\"A1\",]}", "a syntax error at line 1, column 18 (byte 17)"},
+        {"{\n  \"seatIds\": [\"A1\"]\n  \"idempotencyKey\": \"k1\"\n}",
+         "a syntax error at line 3, column 3 (byte 24)"},
+        {"{\"seatIds\":[\"A1\"]} {}", "more after the JSON value at line 1, column 20 (byte 19)"},
+        {"{\"seatIds\":[\"A1\"],\"seatIds\":[\"A2\"]}", "member \"seatIds\" is named twice"},
+    };
+    e2e_res_t res;
+    for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        cr_assert_eq(e2e_call("POST", path, "fuzzer", bodies[i].body, NULL, &res), 0);
+        assert_problem(&res, 400, "malformed-json", bodies[i].body);
+        assert_detail(&res, bodies[i].want, bodies[i].body);
+        e2e_res_free(&res);
+    }
+}
+
+Test(api_bad_input, an_unknown_hold_id_is_named)
+{
+    e2e_res_t res;
+    /* A hold id of the right shape that names no hold. */
+    const char *ghost = "1-h0123456789abcdef0123";
+    char body[160];
+    snprintf(body, sizeof(body), "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_ok\"}", ghost);
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", "fuzzer", body, NULL, &res), 0);
+    assert_problem(&res, 404, "not-found", "unknown hold");
+    assert_detail(&res, "no hold 1-h0123456789abcdef0123 of yours", "unknown hold");
+    cr_assert_str_eq(e2e_str(&res, "holdId"), ghost);
+    e2e_res_free(&res);
+
+    /* Someone else's hold reads the same (never 403, nothing about its owner). */
+    char show[32], hold_id[64];
+    cr_assert_eq(e2e_create_show(1, 5, 300, show), 0);
+    e2e_hold(show, "holder", "[\"A2\"]", hold_id, sizeof(hold_id));
+    snprintf(body, sizeof(body), "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_ok\"}", hold_id);
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", "fuzzer", body, NULL, &res), 0);
+    assert_problem(&res, 404, "not-found", "someone else's hold");
+    char want[96];
+    snprintf(want, sizeof(want), "no hold %s of yours", hold_id);
+    assert_detail(&res, want, "someone else's hold");
+    e2e_res_free(&res);
+
+    /* Not a hold id at all (deploy/up's "<holdId>" pasted as it is): said so, not echoed. */
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", "fuzzer",
+                          "{\"holdId\":\"<holdId>\",\"paymentMethod\":\"tok_ok\"}", NULL, &res),
+                 0);
+    assert_problem(&res, 404, "not-found", "not a hold id");
+    assert_detail(&res, "holdId is not a hold id (<show>-h<20 hex digits>", "not a hold id");
+    cr_assert_null(strstr(e2e_str(&res, "detail"), "<holdId>"));
+    e2e_res_free(&res);
+}
+
+Test(api_bad_input, a_bad_cursor_or_limit_says_what_it_must_be)
+{
+    static const struct {
+        const char *query, *param, *want;
+    } queries[] = {
+        {"cursor=abc", "cursor", "query parameter 'cursor' must be the nextCursor"},
+        {"cursor=%E2%80%A6", "cursor", "query parameter 'cursor' must be the nextCursor"},
+        {"limit=0", "limit", "query parameter 'limit' must be an integer in [1, 100]"},
+    };
+    e2e_res_t res;
+    for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
+        char path[96];
+        snprintf(path, sizeof(path), "/v1/me/bookings?%s", queries[i].query);
+        cr_assert_eq(e2e_call("GET", path, "cursor-carl", NULL, NULL, &res), 0);
+        assert_problem(&res, 400, "bad-request", queries[i].query);
+        assert_detail(&res, queries[i].want, queries[i].query);
+        assert_invalid_params(&res, (const char *const[]){queries[i].param, NULL});
+        e2e_res_free(&res);
+    }
+}

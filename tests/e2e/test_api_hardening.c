@@ -5,11 +5,12 @@
  * the page's security headers and an access log without tokens.
  *
  * Suite api_hardening_defaults starts a stack of its own with deploy/up's DEFAULT limits (the
- * e2e stack lifts them for the other suites) and proves each one triggers: hold and booking
- * rate limits per address, limit_conn per address (WebSocket and plain), the worker's per-user
- * hold limit, the header timeout, worker_processes auto. Requests come from distinct loopback
- * source addresses (127.0.x.y) so each limit is met on its own. That stack has one Redis node
- * even when the suites run on a cluster: the limits under test are the edge's.
+ * e2e stack lifts them for the other suites) and proves each one triggers: hold, booking and
+ * ?minVersion= read rate limits per address, limit_conn per address (WebSocket and plain), the
+ * worker's per-user hold limit, the header timeout, worker_processes auto; each 429 of nginx's
+ * names its limit in its detail. Requests come from distinct loopback source addresses
+ * (127.0.x.y) so each limit is met on its own. That stack has one Redis node even when the
+ * suites run on a cluster: the limits under test are the edge's.
  */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -160,6 +161,15 @@ static void assert_problem(const raw_res_t *r, const char *what)
               "%s: no problem type: %s", what, r->body);
     cr_assert(cJSON_IsNumber(status) && status->valueint == r->status,
               "%s: body status differs from %d: %s", what, r->status, r->body);
+    cJSON_Delete(j);
+}
+
+/* 'r''s problem has a "detail" that contains 'want' (which limit a 429 met). */
+static void assert_detail(const raw_res_t *r, const char *what, const char *want)
+{
+    cJSON *j = cJSON_Parse(r->body);
+    const char *d = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "detail"));
+    cr_assert(d && strstr(d, want), "%s: the detail does not say '%s': %s", what, want, r->body);
     cJSON_Delete(j);
 }
 
@@ -630,6 +640,7 @@ static void shell_env(const hstack_t *s, char *out, size_t size)
     snprintf(out, size,
              "env -u SEATD_HOLD_RATE -u SEATD_HOLD_BURST -u SEATD_BOOKING_RATE "
              "-u SEATD_BOOKING_BURST -u SEATD_CONN_PER_ADDR -u SEATD_WS_CONN_PER_ADDR "
+             "-u SEATD_MINV_RATE -u SEATD_MINV_BURST "
              "-u SEATD_HOLD_RATE_PER_USER -u SEATD_HOLD_RATE_WINDOW_MS -u SEATD_JWT_SECRET "
              "-u SEATD_REDIS_PORT -u SEATD_GATEWAY_PORT -u SEATD_METRICS_PORT -u SEATD_REDIS_USER "
              "-u SEATD_REDIS_PASSWORD_FILE -u SEATD_WORKER_ARGS -u SEATD_NGINX_ACCESS_LOG "
@@ -791,6 +802,9 @@ Test(api_hardening_defaults, the_default_limits_trigger)
     cr_assert_geq(n, 1, "hold creation from one address is not rate-limited (%d)", n);
     fprintf(stderr, "defaults: hold creation from one address: 429 after %d requests\n", n);
     assert_problem(&r, "the hold rate limit");
+    assert_detail(&r, "the hold rate limit",
+                  "too many hold requests from one address: at most 5 a "
+                  "second (bursts of 10)");
     cr_assert_not_null(raw_header(&r, "retry-after"));
 
     /* 2. Booking attempts per address. */
@@ -801,6 +815,8 @@ Test(api_hardening_defaults, the_default_limits_trigger)
     cr_assert_geq(n, 1, "booking attempts from one address are not rate-limited (%d)", n);
     fprintf(stderr, "defaults: booking POSTs from one address: 429 after %d requests\n", n);
     assert_problem(&r, "the booking rate limit");
+    assert_detail(&r, "the booking rate limit",
+                  "too many booking attempts from one address: at most 1 a second (bursts of 5)");
     cr_assert_not_null(raw_header(&r, "retry-after"));
 
     /* 3. The worker's per-user hold limit: one user from many addresses (so no address
@@ -851,6 +867,8 @@ Test(api_hardening_defaults, the_default_limits_trigger)
     cr_assert(refused, "%d WebSockets from one address were all accepted", nfds);
     cr_assert_eq(nfds, 8);
     assert_problem(&r, "the WebSocket connection limit");
+    assert_detail(&r, "the WebSocket connection limit",
+                  "too many live seat maps (WebSockets) open at once from one address: at most 8");
     for (int i = 0; i < nfds; i++)
         close(fds[i]);
     nfds = 0;
@@ -873,9 +891,22 @@ Test(api_hardening_defaults, the_default_limits_trigger)
     }
     cr_assert(limited, "64 open requests from one address did not block the 65th");
     assert_problem(&r, "the connection limit");
+    assert_detail(&r, "the connection limit",
+                  "too many requests open at once from one address: at most 64");
     for (int i = 0; i < nfds; i++)
         close(fds[i]);
     nfds = 0;
+
+    /* 5b. Seat-status reads that bypass the cache (?minVersion=) per address. */
+    snprintf(req, sizeof(req),
+             "GET /v1/shows/%s/seats?minVersion=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+             show);
+    n = until_429("127.0.0.9", s.port, req, 200, &r);
+    cr_assert_geq(n, 1, "minVersion reads from one address are not rate-limited (%d)", n);
+    assert_problem(&r, "the minVersion read limit");
+    assert_detail(&r, "the minVersion read limit",
+                  "too many seat-status reads with a query string (?minVersion=) from one "
+                  "address: at most 10 a second (bursts of 20)");
 
     /* 6. A client trickling its headers is cut off by the short header timeout (the old
      * default kept it 60 s). */

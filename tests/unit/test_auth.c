@@ -409,3 +409,59 @@ Test(auth, a_remembered_token_is_still_refused_outside_its_window)
     cr_assert_eq(seatd_auth_verify(auth, t, &who), SEATD_EUNAUTH);
     free(t);
 }
+
+/* A refusal says why (the 401's detail and its RFC 6750 challenge); claims are judged only
+ * once the signature verified. */
+Test(auth, a_refused_token_says_why)
+{
+    static const struct {
+        const char *header, *claims, *key;
+        seatd_auth_fault_t want;
+    } cases[] = {
+        {"{\"alg\":\"HS256\"}", "{\"sub\":\"a\",\"exp\":1800000100}", SECRET,
+         SEATD_AUTH_FAULT_NONE},
+        {"{\"alg\":\"HS256\"}", "{\"sub\":\"a\",\"exp\":1799999000}", SECRET,
+         SEATD_AUTH_FAULT_EXPIRED},
+        {"{\"alg\":\"HS256\"}", "{\"sub\":\"a\",\"exp\":1799999000}",
+         "another secret of 32 bytes!!!!!", SEATD_AUTH_FAULT_SIGNATURE},
+        {"{\"alg\":\"HS256\"}", "{\"sub\":\"a\",\"exp\":1800000100,\"nbf\":1800000500}", SECRET,
+         SEATD_AUTH_FAULT_NOT_YET_VALID},
+        {"{\"alg\":\"HS256\"}", "{\"exp\":1800000100}", SECRET, SEATD_AUTH_FAULT_CLAIMS},
+        {"{\"alg\":\"none\"}", "{\"sub\":\"a\",\"exp\":1800000100}", NULL,
+         SEATD_AUTH_FAULT_ALGORITHM},
+        {"{\"alg\":\"HS256\"}", "not json", SECRET, SEATD_AUTH_FAULT_MALFORMED},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *t = make_token(cases[i].header, cases[i].claims, cases[i].key);
+        seatd_principal_t who;
+        seatd_auth_fault_t why = (seatd_auth_fault_t)-1;
+        int rc = seatd_auth_verify_at_why(auth, t, NOW, &who, &why);
+        cr_assert_eq(why, cases[i].want, "case %zu: fault %d", i, (int)why);
+        cr_assert_eq(rc, cases[i].want == SEATD_AUTH_FAULT_NONE ? 0 : SEATD_EUNAUTH);
+        free(t);
+    }
+    seatd_principal_t who;
+    seatd_auth_fault_t why;
+    cr_assert_eq(seatd_auth_verify_bearer_why(auth, NULL, &who, &why), SEATD_EUNAUTH);
+    cr_assert_eq(why, SEATD_AUTH_FAULT_MISSING);
+    cr_assert_eq(seatd_auth_verify_bearer_why(auth, "Basic eA==", &who, &why), SEATD_EUNAUTH);
+    cr_assert_eq(why, SEATD_AUTH_FAULT_MISSING);
+    cr_assert_eq(seatd_auth_verify_bearer_why(auth, "Bearer a.b", &who, &why), SEATD_EUNAUTH);
+    cr_assert_eq(why, SEATD_AUTH_FAULT_MALFORMED);
+
+    char c[SEATD_AUTH_CHALLENGE_MAX];
+    seatd_auth_challenge(SEATD_AUTH_FAULT_MISSING, c, sizeof(c));
+    cr_assert_str_eq(c, "Bearer");
+    seatd_auth_challenge(SEATD_AUTH_FAULT_EXPIRED, c, sizeof(c));
+    cr_assert_str_eq(c,
+                     "Bearer error=\"invalid_token\", error_description=\"the token has expired\"");
+    cr_assert_str_eq(seatd_auth_fault_text(SEATD_AUTH_FAULT_SIGNATURE),
+                     "the token has a bad signature (not signed by this service)");
+    /* Every description fits the challenge and is legal in it (no '"', no '\\'). */
+    for (int f = SEATD_AUTH_FAULT_MALFORMED; f <= SEATD_AUTH_FAULT_CLAIMS; f++) {
+        const char *d = seatd_auth_fault_text((seatd_auth_fault_t)f);
+        cr_assert(strpbrk(d, "\"\\") == NULL, "%s", d);
+        seatd_auth_challenge((seatd_auth_fault_t)f, c, sizeof(c));
+        cr_assert(strstr(c, d) != NULL && c[strlen(c) - 1] == '"', "%s", c);
+    }
+}

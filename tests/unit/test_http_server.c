@@ -280,6 +280,10 @@ Test(http_server, runs_the_pipeline_route_auth_handler)
                      "application/problem+json");
     cr_assert_str_eq(seatd_test_http_header(&calls[3].res, "allow"), "GET, HEAD");
     cr_assert_str_eq(seatd_test_http_header(&calls[4].res, "www-authenticate"), "Bearer");
+    cr_assert_str_eq(seatd_test_http_header(&calls[5].res, "www-authenticate"),
+                     "Bearer error=\"invalid_token\", error_description=\"the token is malformed "
+                     "(not a JWT)\"");
+    cr_assert(strstr(calls[5].res.body, "\"detail\":\"the token is malformed"));
     cr_assert_str_eq(calls[6].res.body, "user1");
     cr_assert_str_eq(calls[8].res.body, "root");
     cr_assert(strstr(calls[9].res.body, "seat-conflict"));

@@ -145,6 +145,41 @@ static cJSON *obj(const char *text)
     return o;
 }
 
+/* A body that is not JSON is answered with what is wrong and where: line, column and byte. */
+Test(json, a_malformed_body_is_refused_with_what_and_where)
+{
+    static const struct {
+        const char *body, *want;
+    } cases[] = {
+        {"{\"holdId\":\"x\",}", "a syntax error at line 1, column 15 (byte 14)"},
+        {"{\n  \"holdId\": \"x\"\n  \"paymentMethod\": 1}", "a syntax error at line 3, column 3"},
+        {"{\"a\":1} x", "more after the JSON value at line 1, column 9 (byte 8)"},
+        {"{\"a\":\"x\\u0000\"}", "a \\u0000 escape at line 1, column 8 (byte 7)"},
+        {"{\"a\":[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]}", "nesting deeper than 16 levels at line 1, "
+                                                      "column 21 (byte 20)"},
+        {"{\"seatIds\":[\"A1\"],\"seatIds\":[\"A2\"]}", "member \"seatIds\" is named twice"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        seatd_req_t *r = req_with_body("application/json", cases[i].body);
+        cJSON *out = NULL;
+        cr_assert_eq(seatd_json_parse_body_or_reply(r, &out), SEATD_EBADJSON);
+        cr_assert_eq(status_of(r), 400);
+        char *d = detail_of(r);
+        cr_assert(strstr(d, cases[i].want) != NULL, "case %zu: '%s' does not say '%s'", i, d,
+                  cases[i].want);
+        free(d);
+        seatd_req_free(r);
+    }
+    /* The position cJSON reports is the one seatd_json_parse_why() gives. */
+    seatd_json_error_t err;
+    cJSON *doc = NULL;
+    cr_assert_eq(seatd_json_parse_why("[1,,2]", 6, &doc, &err), SEATD_EBADJSON);
+    cr_assert(err.has_position);
+    cr_assert_eq(err.offset, 3);
+    cr_assert_eq(err.line, 1);
+    cr_assert_eq(err.column, 4);
+}
+
 Test(json, get_string_reads_and_bounds_strings)
 {
     cJSON *o = obj("{\"holdId\":\"42-h1\",\"n\":3,\"e\":\"\",\"long\":\"abcdef\"}");

@@ -844,6 +844,21 @@ static int valid_cursor(const char *c)
     return c[digits] == '.' && n >= 1 && n <= 64 && id[n] == '\0';
 }
 
+/* Answers 400 naming query parameter 'name' and what it must be ('reason', borrowed). */
+static int bad_query_param(seatd_req_t *r, const char *name, const char *reason)
+{
+    char detail[192];
+    snprintf(detail, sizeof(detail), "query parameter '%s' %s", name, reason);
+    cJSON *extra = cJSON_CreateObject();
+    cJSON *params = cJSON_AddArrayToObject(extra, "invalidParams");
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "name", name);
+    cJSON_AddStringToObject(p, "reason", reason);
+    cJSON_AddItemToArray(params, p);
+    seatd_req_finish_problem(r, SEATD_EINVAL, detail, extra);
+    return SEATD_EINVAL;
+}
+
 int seatd_handle_me_bookings(seatd_req_t *r)
 {
     long long limit = ME_BOOKINGS_DEFAULT;
@@ -851,12 +866,17 @@ int seatd_handle_me_bookings(seatd_req_t *r)
     if (l) {
         char *end = NULL;
         limit = strtoll(l, &end, 10);
-        if (!*l || *end || limit < 1 || limit > ME_BOOKINGS_MAX)
-            return SEATD_EINVAL;
+        if (!*l || *end || limit < 1 || limit > ME_BOOKINGS_MAX) {
+            char reason[64];
+            snprintf(reason, sizeof(reason), "must be an integer in [1, %d]", ME_BOOKINGS_MAX);
+            return bad_query_param(r, "limit", reason);
+        }
     }
     const char *cursor = seatd_req_query(r, "cursor");
     if (cursor && !valid_cursor(cursor))
-        return SEATD_EINVAL;
+        return bad_query_param(r, "cursor",
+                               "must be the nextCursor of the previous page, as it was given "
+                               "(\"<digits>.<id>\"); leave it out for the first page");
     int rc = seatd_store_me_list(seatd__app(r)->store, seatd__sub(r), "bookings", cursor,
                                  (int)limit, on_me_index, r);
     return seatd__step_begin(&r, rc);

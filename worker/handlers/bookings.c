@@ -592,6 +592,13 @@ static void on_hold_for_booking(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
     seatd_req_t *r = op->r;
+    if (res->err == SEATD_ENOTFOUND) { /* name the hold the body gave */
+        seatd__step_end(&op->r);
+        if (op->r)
+            seatd__reply_no_hold(op->r, op->hold_id);
+        book_op_free(op);
+        return;
+    }
     if (step_gone_or_failed(op, res))
         return;
     op->seat_csv = seatd_strdup(res->hold.seat_ids);
@@ -666,8 +673,9 @@ int seatd_handle_bookings_create(seatd_req_t *r)
         return 0;
     }
     if (seatd_keys_parse_id(hold_id, 'h', op->show_id) < 0) {
+        seatd__reply_no_hold(r, hold_id);
         book_op_free(op);
-        return SEATD_ENOTFOUND;
+        return 0;
     }
     snprintf(op->hold_id, sizeof(op->hold_id), "%s", hold_id);
     snprintf(op->method, sizeof(op->method), "%s", method);

@@ -171,6 +171,25 @@ void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
     seatd_req_finish_problem(r, res->err, detail, extra);
 }
 
+void seatd__reply_no_hold(seatd_req_t *r, const char *hold_id)
+{
+    char show[SEATD_ID_MAX], msg[160];
+    if (hold_id && seatd_keys_parse_id(hold_id, 'h', show) == 0) {
+        snprintf(msg, sizeof(msg),
+                 "no hold %s of yours: holdId must name a hold you made (POST "
+                 "/v1/shows/{id}/holds)",
+                 hold_id);
+        cJSON *extra = cJSON_CreateObject();
+        cJSON_AddStringToObject(extra, "holdId", hold_id);
+        seatd_req_finish_problem(r, SEATD_ENOTFOUND, msg, extra);
+        return;
+    }
+    seatd_req_finish_problem(r, SEATD_ENOTFOUND,
+                             "no such hold: holdId is not a hold id (<show>-h<20 hex digits>, as "
+                             "POST /v1/shows/{id}/holds answered)",
+                             NULL);
+}
+
 static void on_version_floor(const seatd_store_result_t *res, void *data)
 {
     char *show_id = data;

@@ -30,6 +30,11 @@ const char *seatd__sub(seatd_req_t *r);
  * own text may name keys or internals, so it is logged (debug; warn for 5xx), never sent. */
 void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res);
 
+/* Answers 'r' 404 not-found for a body's "holdId" ('hold_id', borrowed) that names no hold of
+ * the caller's: the detail names the hold when 'hold_id' is a valid hold id (then the problem
+ * carries "holdId" too), else says what a hold id looks like (never echoing other text). */
+void seatd__reply_no_hold(seatd_req_t *r, const char *hold_id);
+
 /*
  * The one idiom for an asynchronous step of a request (a store call, a payment, a layout
  * read: an operation whose callback runs later). '*rp' is the step's request pointer, which
