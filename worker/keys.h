@@ -144,6 +144,8 @@ SEATD_MUSTCHECK int seatd_keys_email(char *out, const char *email);
 /* The ledger walk's cursor (reconcile.h): the id of the last gateway charge it has settled. A
  * string key of its own slot. */
 #define SEATD_KEY_LEDGER_CURSOR "seatd:ledger:cursor"
+/* Which worker walks the ledger this period: SET NX PX <period> (reconcile.c). */
+#define SEATD_KEY_LEDGER_LEASE "seatd:ledger:lease"
 #define SEATD_KEY_QUEUES "seatd:queues" /* waiting rooms the sweepers advance (hints.h) */
 /* The bucket of show 'show_id' (0..SEATD_HINT_BUCKETS-1), or -1 if the id is invalid. */
 int seatd_keys_hint_bucket(const char *show_id);

@@ -578,14 +578,37 @@ static void on_cursor(const struct redisReply *reply, int err, void *data)
     walk_op_done(rc);
 }
 
+/* The lease is this worker's for the period (or another worker walks: nothing to do). */
+/* Starts a walk from the cursor; 0 if it could not start. */
+static int walk_from_cursor(seatd_reconcile_t *rc)
+{
+    const char *argv[] = {"GET", SEATD_KEY_LEDGER_CURSOR};
+    return walk_started(rc, seatd_rds_callv(rc->rds, 2, argv, NULL, on_cursor, rc));
+}
+
+static void on_lease(const struct redisReply *reply, int err, void *data)
+{
+    seatd_reconcile_t *rc = data;
+    const char *ok = err ? NULL : seatd_rds_reply_str(reply, NULL);
+    if (rc->closing || ok == NULL || strcmp(ok, "OK") != 0 || !walk_from_cursor(rc))
+        walk_end_run(rc);
+    walk_op_done(rc);
+}
+
+/* One worker walks the ledger per period: the first to take the lease (SET NX PX, expiring
+ * with the period), so that N workers cost the gateway and Redis what one does. Every step is
+ * idempotent, so two walkers (a lease that ran out under a slow walk) are merely wasteful. */
 static void on_ledger_tick(uv_timer_t *t)
 {
     seatd_reconcile_t *rc = t->data;
     if (rc->closing || rc->walking)
         return;
     rc->walking = 1;
-    const char *argv[] = {"GET", SEATD_KEY_LEDGER_CURSOR};
-    if (!walk_started(rc, seatd_rds_callv(rc->rds, 2, argv, NULL, on_cursor, rc)))
+    char px[24];
+    snprintf(px, sizeof(px), "%lld",
+             (long long)(rc->o.ledger_interval_ms > 0 ? rc->o.ledger_interval_ms : 1000));
+    const char *argv[] = {"SET", SEATD_KEY_LEDGER_LEASE, "1", "NX", "PX", px};
+    if (!walk_started(rc, seatd_rds_callv(rc->rds, 6, argv, NULL, on_lease, rc)))
         rc->walking = 0;
 }
 
@@ -641,8 +664,11 @@ void seatd_reconcile_close(seatd_reconcile_t *rc)
 
 void seatd_reconcile_walk_ledger(seatd_reconcile_t *rc)
 {
-    if (rc)
-        on_ledger_tick(&rc->ledger_timer);
+    if (rc == NULL || rc->closing || rc->walking)
+        return;
+    rc->walking = 1; /* without the lease: the caller asks for this walk */
+    if (!walk_from_cursor(rc))
+        rc->walking = 0;
 }
 
 unsigned long seatd_reconcile_ledger_refunds(const seatd_reconcile_t *rc)

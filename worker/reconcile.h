@@ -38,7 +38,8 @@
  * Finding work in the gateway's ledger (the ledger walk, every 'ledger_interval_ms'): Redis's
  * own sets cannot name a booking that was lost with its primary, but the gateway still has its
  * charge. The walk pages through the gateway's charges (seatd_payment_list) from a cursor kept
- * in Redis (SEATD_KEY_LEDGER_CURSOR: the last charge with nothing owed on it), oldest first. A
+ * in Redis (SEATD_KEY_LEDGER_CURSOR: the last charge with nothing owed on it), oldest first, by
+ * one worker per period (the first to take SEATD_KEY_LEDGER_LEASE, SET NX PX the period). A
  * succeeded charge not refunded whole, at least 'ledger_grace_ms' old, whose booking is missing,
  * PENDING_PAYMENT or FAILED goes through the flow as the gateway lists it: confirmed if its
  * seats are still held for it, else refunded whole - a missing booking is first written down
@@ -94,8 +95,8 @@ unsigned long seatd_reconcile_settled(const seatd_reconcile_t *rc);
  * within the charge horizon, for tests and logs. */
 unsigned long seatd_reconcile_deferred(const seatd_reconcile_t *rc);
 
-/* Starts one walk of the gateway's ledger now (unless one is under way), as the timer does;
- * for tests. */
+/* Starts one walk of the gateway's ledger now (unless one is under way), as the timer does
+ * but without taking the period's lease (one walker per period across workers); for tests. */
 void seatd_reconcile_walk_ledger(seatd_reconcile_t *rc);
 
 /* 1 while a walk of the ledger is under way. */
