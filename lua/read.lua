@@ -42,6 +42,13 @@ seatd_booking_get
   (startsAt is the show's, for tickets; version: the show version of the booking's last seat
   change, confirm or cancel, "" before: a client's ?minVersion= for its own change)
   Errors: NOTFOUND (missing, or another owner's)
+
+seatd_bookings_status
+  KEYS[1] {s:<id>}:meta   ARGV[1..n] booking ids of that show (n <= 100)
+  Returns {"status", s1, "status", s2, …}: each booking's status in the order asked, "" for
+  one that does not exist (the ledger walk: one call per show for a page of charges, where a
+  seatd_booking_get per charge would cost a booking's worth of Redis calls again)
+  Errors: NOSHOW (not a show's meta key), INVAL (more than 100 ids)
 ]]
 
 local function show_get(keys, args)
@@ -131,6 +138,22 @@ local function booking_get(keys, args)
         'refundPercent', 'startsAt', 'version', 'lateCharge'})
 end
 
+local function bookings_status(keys, args)
+    local p = show_prefix(keys[1])
+    if not p then
+        return fail('NOSHOW', keys[1])
+    end
+    if #args > 100 then
+        return fail('INVAL', 'at most 100 booking ids')
+    end
+    local out = {}
+    for i = 1, #args do
+        out[#out + 1] = 'status'
+        out[#out + 1] = redis.call('HGET', p .. ':booking:' .. args[i], 'status') or ''
+    end
+    return out
+end
+
 redis.register_function{function_name='seatd_show_get', callback=show_get, flags={'no-writes'}}
 redis.register_function{function_name='seatd_layout_get', callback=layout_get,
     flags={'no-writes'}}
@@ -141,4 +164,6 @@ redis.register_function{function_name='seatd_list_shows', callback=list_shows,
 redis.register_function{function_name='seatd_seatmap', callback=seatmap, flags={'no-writes'}}
 redis.register_function{function_name='seatd_hold_get', callback=hold_get, flags={'no-writes'}}
 redis.register_function{function_name='seatd_booking_get', callback=booking_get,
+    flags={'no-writes'}}
+redis.register_function{function_name='seatd_bookings_status', callback=bookings_status,
     flags={'no-writes'}}

@@ -437,22 +437,23 @@ static void walk_page_done(walk_t *w)
         walk_end_run(rc);
 }
 
+/* Item 'it' is settled ('done': nothing is owed on it any more) or left for the next run; the
+ * page ends with its last item (which frees 'it'). */
 static void walk_item_end(walk_item_t *it, int done)
 {
     walk_t *w = it->w;
-    seatd_reconcile_t *rc = w->rc;
     it->done = done;
     if (--w->left == 0)
         walk_page_done(w);
-    walk_op_done(rc);
 }
 
 static void on_walk_settled(const seatd_booking_end_t *end, void *data)
 {
     walk_item_t *it = data;
+    seatd_reconcile_t *rc = it->w->rc;
     int done = end->outcome == SEATD_BOOKING_CONFIRMED || end->outcome == SEATD_BOOKING_REFUNDED;
     if (end->outcome == SEATD_BOOKING_REFUNDED) {
-        it->w->rc->ledger_refunds++;
+        rc->ledger_refunds++;
         seatd_metrics_inc(SEATD_METRIC_LEDGER_REFUNDED);
         seatd_log(SEATD_LOG_WARN, NULL, "ledger walk: charge refunded, its booking not confirmed",
                   "\"booking\":\"%s\",\"charge\":\"%s\",\"owner\":\"%s\",\"amount\":%lld", it->bid,
@@ -462,22 +463,27 @@ static void on_walk_settled(const seatd_booking_end_t *end, void *data)
                   "\"booking\":\"%s\",\"charge\":\"%s\"", it->bid, it->id);
     }
     walk_item_end(it, done);
+    walk_op_done(rc);
 }
 
+/* The charges of one page whose bookings are of one show: their statuses are read in one call. */
+typedef struct {
+    size_t n;
+    walk_item_t *items[LEDGER_PAGE];
+} walk_batch_t;
+
 /* What the store has of a charge's booking decides: CONFIRMED or CANCELLED owe nothing here;
- * missing, PENDING_PAYMENT or FAILED go through the flow with the charge as the gateway lists
- * it; a Redis failure leaves the charge for the next run. */
-static void on_walk_booking(const seatd_store_result_t *res, void *data)
+ * missing (""), PENDING_PAYMENT or FAILED go through the flow with the charge as the gateway
+ * lists it. */
+static void walk_item_status(walk_item_t *it, const char *st)
 {
-    walk_item_t *it = data;
     seatd_reconcile_t *rc = it->w->rc;
     seatd_metrics_inc(SEATD_METRIC_LEDGER_CHARGES);
-    const char *st = res->booking.status;
-    if (res->err == 0 && (strcmp(st, "CONFIRMED") == 0 || strcmp(st, "CANCELLED") == 0)) {
+    if (strcmp(st, "CONFIRMED") == 0 || strcmp(st, "CANCELLED") == 0) {
         walk_item_end(it, 1);
         return;
     }
-    if (rc->closing || (res->err && res->err != SEATD_ENOTFOUND)) {
+    if (rc->closing) {
         walk_item_end(it, 0);
         return;
     }
@@ -486,12 +492,51 @@ static void on_walk_booking(const seatd_store_result_t *res, void *data)
     snprintf(paid.charge_id, sizeof(paid.charge_id), "%s", it->id);
     seatd_booking_meta_t meta = {
         .owner = it->owner, .hold_id = it->hold, .seat_ids = it->seats, .currency = it->currency};
-    if (walk_started(rc,
-                     seatd_booking_settle(&rc->flow, it->bid, &paid, &meta, on_walk_settled, it))) {
-        walk_op_done(rc); /* the lookup ends; the flow carries the item on */
-        return;
+    if (!walk_started(rc,
+                      seatd_booking_settle(&rc->flow, it->bid, &paid, &meta, on_walk_settled, it)))
+        walk_item_end(it, 0);
+}
+
+/* A batch's statuses are back; a Redis failure leaves its charges for the next run. (The
+ * flow's callbacks never run inside the call that starts them, so the page, which ends with
+ * its last item, outlives this loop until its last item.) */
+static void on_walk_statuses(const seatd_store_result_t *res, void *data)
+{
+    walk_batch_t *b = data;
+    seatd_reconcile_t *rc = b->items[0]->w->rc;
+    int ok = res->err == 0 && res->statuses.n == b->n;
+    for (size_t i = 0; i < b->n; i++)
+        if (ok)
+            walk_item_status(b->items[i], res->statuses.status[i]);
+        else
+            walk_item_end(b->items[i], 0);
+    free(b);
+    walk_op_done(rc);
+}
+
+/* Reads, in one call, the statuses of the bookings of the items of 'w' marked in 'todo' whose
+ * show is that of item 'first' (marked), and unmarks them; each is counted in 'left' when the
+ * call starts, or left not done for the next run. (No callback runs before on_page returns.) */
+static void walk_ask_show(walk_t *w, size_t first, unsigned char *todo)
+{
+    char show[SEATD_ID_MAX], other[SEATD_ID_MAX];
+    const char *ids[LEDGER_PAGE];
+    if (seatd_keys_parse_id(w->items[first].bid, 'b', show) < 0)
+        return; /* (checked by walk_item_init) */
+    walk_batch_t *b = seatd_calloc(1, sizeof(*b));
+    for (size_t i = first; i < w->looked; i++) {
+        if (!todo[i] || seatd_keys_parse_id(w->items[i].bid, 'b', other) < 0 ||
+            strcmp(other, show) != 0)
+            continue;
+        todo[i] = 0;
+        ids[b->n] = w->items[i].bid;
+        b->items[b->n++] = &w->items[i];
     }
-    walk_item_end(it, 0);
+    if (walk_started(
+            w->rc, seatd_store_bookings_status(w->rc->store, show, b->n, ids, on_walk_statuses, b)))
+        w->left += b->n;
+    else
+        free(b);
 }
 
 /* Copies charge 'c' into item 'it'; 1 if it must be looked at (a succeeded charge of a seatd
@@ -531,25 +576,25 @@ static void on_page(const seatd_payment_result_t *res, void *data)
     }
     const seatd_payment_page_t *page = res->page;
     long long young = wall_ms() - rc->o.ledger_grace_ms;
-    w->items = seatd_calloc(page->n ? page->n : 1, sizeof(*w->items));
-    w->n = page->n;
-    w->has_more = page->has_more;
-    for (size_t i = 0; i < page->n; i++) {
+    w->n = page->n < LEDGER_PAGE ? page->n : LEDGER_PAGE; /* (a gateway may send more) */
+    w->items = seatd_calloc(w->n ? w->n : 1, sizeof(*w->items));
+    w->has_more = page->has_more || page->n > w->n;
+    unsigned char todo[LEDGER_PAGE] = {0}; /* its booking's status is to be read */
+    for (size_t i = 0; i < w->n; i++) {
         const seatd_payment_charge_t *c = &page->charges[i];
         walk_item_t *it = &w->items[i];
         int owed = walk_item_init(it, w, c);
         if (owed && c->created_ms > young)
             break; /* the normal path may still be settling it, and everything after it */
         w->looked = i + 1;
-        if (!owed || rc->closing) {
+        if (!owed || rc->closing)
             it->done = !rc->closing;
-            continue;
-        }
-        /* (No callback runs before this function returns: 'left' can be counted up here.) */
-        if (walk_started(rc,
-                         seatd_store_booking_get(rc->store, it->bid, NULL, on_walk_booking, it)))
-            w->left++; /* else not done: looked at again next run */
+        else
+            todo[i] = 1;
     }
+    for (size_t i = 0; i < w->looked; i++)
+        if (todo[i])
+            walk_ask_show(w, i, todo);
     if (w->left == 0)
         walk_page_done(w);
     walk_op_done(rc);

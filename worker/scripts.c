@@ -281,6 +281,7 @@ static const fn_row_t fn_rows[] = {
     {"seatd_seatmap", SEATD_RDS_IDEMPOTENT},
     {"seatd_hold_get", SEATD_RDS_IDEMPOTENT},
     {"seatd_booking_get", SEATD_RDS_IDEMPOTENT},
+    {"seatd_bookings_status", SEATD_RDS_IDEMPOTENT},
     {"seatd_email_get", SEATD_RDS_IDEMPOTENT},
     {"seatd_user_get", SEATD_RDS_IDEMPOTENT},
     {"seatd_me_list", SEATD_RDS_IDEMPOTENT},

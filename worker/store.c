@@ -86,6 +86,7 @@ typedef enum {
     KIND_REMOVED,
     KIND_ACCOUNT,
     KIND_QUEUE,
+    KIND_STATUSES,
     KIND_COUNT
 } kind_t;
 
@@ -264,13 +265,18 @@ static const field_t queue_fields[] = {
     {NULL, F_STR, 0, NOAUX, 0},
 };
 
+static const field_t statuses_fields[] = {
+    LIST("status", statuses.status, statuses.n),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+
 static const field_t *const kind_fields[KIND_COUNT] = {
     [KIND_QUEUE] = queue_fields,     [KIND_SHOW] = show_fields,
     [KIND_PAGE] = page_fields,       [KIND_SEATMAP] = seatmap_fields,
     [KIND_HOLD] = hold_fields,       [KIND_BOOKING] = booking_fields,
     [KIND_PENDING] = pending_fields, [KIND_REAP] = reap_fields,
     [KIND_ATTEMPT] = attempt_fields, [KIND_REMOVED] = removed_fields,
-    [KIND_ACCOUNT] = account_fields,
+    [KIND_ACCOUNT] = account_fields, [KIND_STATUSES] = statuses_fields,
 };
 
 #define MAX_LISTS 3 /* F_LIST fields per kind */
@@ -1518,6 +1524,22 @@ int seatd_store_refund_done(seatd_store_t *st, const char *booking_id, const cha
                             seatd_store_cb cb, void *data)
 {
     return booking_text_call(st, "seatd_refund_done", 0, booking_id, refund_ref, cb, data);
+}
+
+int seatd_store_bookings_status(seatd_store_t *st, const char *show_id, size_t n,
+                                const char *const *booking_ids, seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX], show[SEATD_ID_MAX];
+    int rc = seatd_keys_show(key, show_id, "meta");
+    if (rc < 0)
+        return rc;
+    if (n < 1 || n > SEATD_STORE_STATUSES_MAX || booking_ids == NULL)
+        return SEATD_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (seatd_keys_parse_id(booking_ids[i], 'b', show) < 0 || strcmp(show, show_id) != 0)
+            return SEATD_EBADID;
+    return fcall(op_new(st, KIND_STATUSES, cb, data), "seatd_bookings_status", key, (int)n,
+                 (const char **)booking_ids, NULL, on_reply);
 }
 
 int seatd_store_pending_due(seatd_store_t *st, const char *show_id, int64_t min_age_ms,

@@ -165,6 +165,11 @@ typedef struct seatd_queue_result_s { /* queue_join, queue_status, queue_advance
     int joined; /* queue_join: 1 when this call gave a place (new, or after a lapsed one) */
 } seatd_queue_result_t;
 
+typedef struct seatd_statuses_result_s { /* bookings_status */
+    size_t n;
+    const char *const *status; /* one per id asked, in order: "CONFIRMED", … or "" (missing) */
+} seatd_statuses_result_t;
+
 typedef struct seatd_store_result_s {
     int err;            /* 0, or a negative SEATD_E* code */
     const char *detail; /* the error text after the word ("" if none); borrowed */
@@ -181,6 +186,7 @@ typedef struct seatd_store_result_s {
     seatd_attempt_result_t attempt;
     seatd_account_result_t account;
     seatd_queue_result_t queue;
+    seatd_statuses_result_t statuses;
     int removed; /* hint_clear: 1 when the hint was dropped */
     /* success: the raw name/value pairs, for tests and diagnostics only */
     size_t nfields;
@@ -397,6 +403,15 @@ SEATD_MUSTCHECK int seatd_store_cancel_by_policy(seatd_store_t *st, const char *
  * refundStatus. Errors: NOTFOUND, STATE. */
 SEATD_MUSTCHECK int seatd_store_refund_done(seatd_store_t *st, const char *booking_id,
                                             const char *refund_ref, seatd_store_cb cb, void *data);
+
+/* The status of each of the 'n' bookings 'booking_ids' (1..SEATD_STORE_STATUSES_MAX), all of
+ * show 'show_id': one no-writes call for what would otherwise be one booking_get each (the
+ * ledger walk). Result: res->statuses, in the order asked ("" for a booking that does not
+ * exist). Errors: BADID (an id not of the show), INVAL (n out of range). */
+#define SEATD_STORE_STATUSES_MAX 100
+SEATD_MUSTCHECK int seatd_store_bookings_status(seatd_store_t *st, const char *show_id, size_t n,
+                                                const char *const *booking_ids, seatd_store_cb cb,
+                                                void *data);
 
 /* What reconciliation must settle in show 'show_id': bookings PENDING_PAYMENT for at least
  * 'min_age_ms' (Redis clock), cancelled bookings whose refund is unconfirmed and, when

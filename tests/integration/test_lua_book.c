@@ -83,6 +83,44 @@ Test(lua_book, begin_then_confirm_books_the_seats_once)
     cr_assert_eq(th_close(&t), 0);
 }
 
+Test(lua_book, bookings_status_reads_a_shows_bookings_in_one_call_in_the_order_asked)
+{
+    th_t t;
+    th_res_t r = {0};
+    char hold_id[SEATD_ID_MAX], booking[SEATD_ID_MAX];
+    hold_two(&t, &r, hold_id);
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold_id, "alice", 60000), 0);
+    snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
+    const char *ids[] = {"1-b00000000000000000000", booking, booking};
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_bookings_status(t.store, "1", 3, ids, th_on_result, &r)), 0);
+    cr_assert_eq(r.nfields, 3);
+    cr_assert_str_eq(r.names[0], "status");
+    cr_assert_str_eq(r.values[0], "", "a booking that does not exist reads as \"\"");
+    cr_assert_str_eq(r.values[1], "PENDING_PAYMENT");
+    cr_assert_eq(th_book_confirm(&t, &r, booking), 0);
+    th_res_clear(&r);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_bookings_status(t.store, "1", 3, ids, th_on_result, &r)), 0);
+    cr_assert_str_eq(r.values[2], "CONFIRMED");
+    th_res_clear(&r);
+
+    /* Refused before Redis: another show's id, no ids, more than a page. */
+    const char *other[] = {booking, "2-b00000000000000000000"};
+    cr_assert_eq(seatd_store_bookings_status(t.store, "1", 2, other, th_on_result, &r),
+                 SEATD_EBADID);
+    cr_assert_eq(seatd_store_bookings_status(t.store, "1", 0, ids, th_on_result, &r), SEATD_EINVAL);
+    const char *many[SEATD_STORE_STATUSES_MAX + 1];
+    for (size_t i = 0; i <= SEATD_STORE_STATUSES_MAX; i++)
+        many[i] = booking;
+    cr_assert_eq(seatd_store_bookings_status(t.store, "1", SEATD_STORE_STATUSES_MAX + 1, many,
+                                             th_on_result, &r),
+                 SEATD_EINVAL);
+    cr_assert_eq(r.done, 0, "no callback for a call refused before Redis");
+    cr_assert_eq(th_close(&t), 0);
+}
+
 Test(lua_book, a_stranger_cannot_book_or_release_another_users_hold)
 {
     th_t t;
