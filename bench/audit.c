@@ -44,7 +44,7 @@ static redisReply *cmd(redisContext *c, const char *fmt, const char *prefix)
 }
 
 /* The name of the reap function: "seatd_reap" on a single node, "seatd_v<version>_reap" on a
- * cluster, where the library is versioned (worker/scripts.c): the one FUNCTION LIST shows. */
+ * cluster, where the library is versioned (worker/store/scripts.c): the one FUNCTION LIST shows. */
 static void reap_function(redisContext *c, char *out, size_t size)
 {
     snprintf(out, size, "seatd_reap");

@@ -1,7 +1,7 @@
 /*
  * jwt.h - mints HS256 bearer tokens for the load generator's virtual users.
  *
- * The same shape as seatd_auth_sign() (worker/auth.h): header {"alg":"HS256","typ":"JWT"},
+ * The same shape as seatd_auth_sign() (worker/http/auth.h): header {"alg":"HS256","typ":"JWT"},
  * claims sub, iat, exp and, for admins, "role":"admin". The load generator mints its own
  * tokens so it can speak as thousands of users without running seatctl thousands of times.
  *

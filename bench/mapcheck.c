@@ -38,9 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "http/auth.h"
 #include "http_client.h"
-#include "mem.h"
+#include "base/mem.h"
 
 #define MAX_OBS (1 << 20) /* observations per kind */
 

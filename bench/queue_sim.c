@@ -44,12 +44,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "admission.h"
-#include "auth.h"
-#include "buf.h"
-#include "keys.h"
-#include "mem.h"
-#include "ws_codec.h"
+#include "domain/admission.h"
+#include "http/auth.h"
+#include "base/buf.h"
+#include "domain/keys.h"
+#include "base/mem.h"
+#include "http/ws_codec.h"
 
 #define MAX_WATCHERS 20000
 #define MAX_USERS 1000000

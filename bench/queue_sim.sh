@@ -48,7 +48,7 @@ status=0
     --users "${QS_USERS:-100000}" --watchers "$WATCHERS" --procs "${QS_PROCS:-4}" \
     --shoppers "${QS_SHOPPERS:-8}" --open-in "${QS_OPEN_IN:-25}" --abandon "${QS_ABANDON:-10}" || status=$?
 # The live map's frames: one snapshot per watcher at its connection, deltas after that
-# however fast the opening sells (worker/live.c keeps a tick's versions for its delta).
+# however fast the opening sells (worker/flows/live.c keeps a tick's versions for its delta).
 curl -s -m 2 "http://127.0.0.1:$HPORT/metrics" | awk -v w="$WATCHERS" '
     $1 == "seatd_live_frames_total" { f = $2 } $1 == "seatd_live_snapshots_total" { s = $2 }
     END { printf "queue_sim live_frames=%.0f snapshots=%.0f (first ones: %d)\n", f, s, w }'

@@ -37,10 +37,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "buf.h"
-#include "mem.h"
-#include "ws_codec.h"
+#include "http/auth.h"
+#include "base/buf.h"
+#include "base/mem.h"
+#include "http/ws_codec.h"
 
 #define MAX_SEATS 4096
 #define MAX_SAMPLES (1 << 22) /* latency samples across all clients */

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission.h"
-#include "keys.h"
-#include "mem.h"
+#include "domain/admission.h"
+#include "domain/keys.h"
+#include "base/mem.h"
 #include "fuzz_check.h"
 
 #define FUZZ_SECRET "seatd-fuzz-secret-0123456789abcdef"

@@ -22,10 +22,10 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "auth.h"
-#include "buf.h"
-#include "keys.h"
-#include "mem.h"
+#include "http/auth.h"
+#include "base/buf.h"
+#include "domain/keys.h"
+#include "base/mem.h"
 #include "fuzz_check.h"
 
 #define FUZZ_SECRET "seatd-fuzz-secret-0123456789abcdef" /* 34 bytes */

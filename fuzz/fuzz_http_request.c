@@ -23,10 +23,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "buf.h"
-#include "errors.h"
-#include "http_request.h"
-#include "mem.h"
+#include "base/buf.h"
+#include "base/errors.h"
+#include "http/http_request.h"
+#include "base/mem.h"
 #include "fuzz_check.h"
 
 #define LARGE_MAX 4096 /* the large-body route's limit in this harness */

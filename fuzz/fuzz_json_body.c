@@ -23,14 +23,14 @@
 
 #include <cjson/cJSON.h>
 
-#include "buf.h"
-#include "http_request.h"
-#include "json.h"
-#include "keys.h"
-#include "layout.h"
-#include "mem.h"
-#include "seats.h"
-#include "timefmt.h"
+#include "base/buf.h"
+#include "http/http_request.h"
+#include "http/json.h"
+#include "domain/keys.h"
+#include "domain/layout.h"
+#include "base/mem.h"
+#include "domain/seats.h"
+#include "base/timefmt.h"
 #include "fuzz_check.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

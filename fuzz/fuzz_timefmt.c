@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timefmt.h"
+#include "base/timefmt.h"
 #include "fuzz_check.h"
 
 #define MAX_MS 253402300799999LL /* 9999-12-31T23:59:59.999Z */

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "buf.h"
+#include "base/buf.h"
 #include "fuzz_check.h"
-#include "ws_codec.h"
+#include "http/ws_codec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

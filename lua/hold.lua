@@ -3,7 +3,7 @@ hold.lua - seatd_hold: holds a set of seats, all or nothing.
 
   KEYS[1]  {s:<id>}:meta
   KEYS[2]  optional {s:<id>}:qadmit: present when the worker verified the request's signed
-           admission (worker/admission.h) for this owner and show. A queued show (meta
+           admission (worker/domain/admission.h) for this owner and show. A queued show (meta
            queueOpensAt, queue.lua) refuses a hold without it, or whose owner's admission is
            no longer live on Redis's clock: QUEUE_REQUIRED, checked after sales close and
            before any write; a hold made removes the owner from {s}:qpend.
@@ -48,7 +48,7 @@ orphan seats, alternatives. Everything seatd_hold does, in the same order, plus:
              idempotency fingerprint of a best-available hold: a replay answers the seats the
              first call chose)
   ARGV[8]    P, the number of seat/bit pairs that follow (named: >= 1; best: 0)
-  ARGV[9…]   P pairs as seatd_hold's, then the candidates written by worker/best.c, each one
+  ARGV[9…]   P pairs as seatd_hold's, then the candidates written by worker/domain/best.c, each one
              argument "<kind>|<tier>|<id:bit,…>|<left id:bit,…>|<right id:bit,…>" (kinds: b
              whole block, p piece of a split, n run of a named hold; left and right are the up
              to 2 nearest seats of the same row segment, nearest first)
@@ -63,7 +63,7 @@ orphan seats, alternatives. Everything seatd_hold does, in the same order, plus:
   same size when N is even) in the same tier, disjoint from it; else NO_BLOCK.
   Refusals of a named hold (CONFLICT, ORPHAN_SEAT) are a reply, not an error: they carry the
   show's held and booked bitmaps as this script leaves them (after reaping), so the worker can
-  propose alternatives that were free when the script ran (worker/best.c) without the script
+  propose alternatives that were free when the script ran (worker/domain/best.c) without the script
   judging blocks one by one (that was three quarters of its time under contention):
            {"refused", "CONFLICT <seat…>" | "ORPHAN_SEAT <seat…>", "asked", "A1,A2",
             "orphanRule", "0"|"1", "booked", <bitmap>, "held", <bitmap>}
@@ -549,7 +549,7 @@ in turn exactly as its own call would be (its own checks, all or nothing, its ow
 delta), and they share what does not change between them: the show's meta fields, Redis's
 clock (one instant for the batch) and the reaping of due holds (done once, by the first).
 A worker sends the holds that arrive for a show within one turn of its loop together
-(worker/store.c): a call's fixed cost, paid once per batch instead of once per hold, was most
+(worker/store/store.c): a call's fixed cost, paid once per batch instead of once per hold, was most
 of Redis's time per refused hold when a show opens.
 
   KEYS[1]  {s:<id>}:meta

@@ -3,7 +3,7 @@
 lib.lua - shared helpers of the seatd Redis Functions library, and seatd_ping.
 
 All lua/*.lua files are concatenated (lib.lua first) into one library named "seatd" and
-loaded with FUNCTION LOAD REPLACE; see worker/scripts.h. The helpers below are locals of the
+loaded with FUNCTION LOAD REPLACE; see worker/store/scripts.h. The helpers below are locals of the
 one library chunk, so every function file can use them; nothing is global.
 
 Conventions (keys.h documents every key):
@@ -32,7 +32,7 @@ local RETENTION_MS = 3600 * 1000  -- terminal holds are kept this long for GET /
 local IDEM_TTL_MS = 24 * 3600 * 1000
 local REAP_BATCH = 100            -- due holds reaped lazily per script
 local REAP_BATCH_TEXT = '100'     -- the same, as a command argument (no tostring at load time)
--- MAX_SEATS_PER_HOLD (the hard cap of seats in one hold) is declared in worker/seats.h and
+-- MAX_SEATS_PER_HOLD (the hard cap of seats in one hold) is declared in worker/domain/seats.h and
 -- generated right after this file (cmake/embed_lua.cmake).
 
 local function now_ms()

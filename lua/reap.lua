@@ -9,7 +9,7 @@ reap.lua - seatd_reap: ends up to 'max' holds of one show whose deadline has com
   Returns  {"reaped", n, "version", v, "due", remaining due holds,
             "next", the earliest deadline (epoch ms) in the expiry set or "" when it is empty,
             "now", Redis's clock (epoch ms)}
-  The sweeper (worker/sweeper.c) files the show under "next" in seatd:due.
+  The sweeper (worker/flows/sweeper.c) files the show under "next" in seatd:due.
   Errors   NOSHOW, INVAL
 ]]
 

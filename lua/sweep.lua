@@ -1,8 +1,8 @@
 --[[
-sweep.lua - seatd_sweep_claim: hands due shows to one sweeper (worker/sweeper.c).
+sweep.lua - seatd_sweep_claim: hands due shows to one sweeper (worker/flows/sweeper.c).
 
   seatd:due:{hN} is a hint index, outside every show's slot (split in buckets by the shows'
-  slots, worker/keys.h): show id -> the earliest deadline
+  slots, worker/domain/keys.h): show id -> the earliest deadline
   (epoch ms, Redis's clock) at which that show may have a hold to reap. Workers add to it with
   ZADD LT after a hold (score 0: "look soon"), the sweeper files each show it reaped under the
   "next" deadline seatd_reap returned. Claiming removes the members, so two workers never

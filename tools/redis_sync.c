@@ -10,8 +10,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "rds_slot.h"
-#include "mem.h"
+#include "domain/rds_slot.h"
+#include "base/mem.h"
 
 #define MAX_NODES 64
 #define SLOTS 16384

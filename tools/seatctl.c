@@ -19,12 +19,12 @@
  * (on failure too: the API's problem+json, or {"error":…}). Exit status: 0 ok, 1 not found
  * or a failed check (or the API/Redis refused or failed), 2 usage error.
  */
-#include "auth.h"
-#include "keys.h"
-#include "mem.h"
+#include "http/auth.h"
+#include "domain/keys.h"
+#include "base/mem.h"
 #include "redis_sync.h"
 #include "show_audit.h"
-#include "timefmt.h"
+#include "base/timefmt.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>

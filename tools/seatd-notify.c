@@ -81,8 +81,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "keys.h"
+#include "base/buf.h"
+#include "domain/keys.h"
 #include "redis_sync.h"
 
 #define DEFAULT_BATCH 1000

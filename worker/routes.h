@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "router.h"
+#include "http/router.h"
 
 extern seatd_route_t seatd_routes[];
 extern const size_t seatd_nroutes;

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "buf.h"
+#include "http/auth.h"
+#include "base/buf.h"
 
 static int env_int(const char *name)
 {

@@ -71,7 +71,7 @@ struct redisContext *e2e_redis_node(int port);
 /* 1 when the node on 'c' is a primary (ROLE). */
 int e2e_redis_node_is_primary(struct redisContext *c);
 /* The name the stack's Functions library registers seatd's function 'fn' (e.g. "seatd_hold")
- * under: 'fn' itself on one node, "seatd_v<hash>_hold" on a cluster (worker/scripts.c), read
+ * under: 'fn' itself on one node, "seatd_v<hash>_hold" on a cluster (worker/store/scripts.c), read
  * from FUNCTION LIST; into 'out' ('size' bytes). */
 void e2e_function_name(seatd_redis_t *c, const char *fn, char *out, size_t size);
 /* Every key of show 'id' with its type and DUMP, sorted, as one owned string (free()). */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "auth.h"
+#include "http/auth.h"
 #include "e2e.h"
 
 TestSuite(api_auth, .timeout = 60);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "base/buf.h"
 #include "e2e.h"
 
 /* Decodes standard base64 'b64' into 'out' (owned, free()); returns the byte count. */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "base/buf.h"
 #include "e2e.h"
 
 TestSuite(api_bad_input, .timeout = 60);

@@ -14,10 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "http/auth.h"
 #include "child_exit.h"
 #include "e2e.h"
-#include "ticket.h"
+#include "domain/ticket.h"
 
 TestSuite(api_bookings, .timeout = 90);
 

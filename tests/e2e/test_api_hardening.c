@@ -32,8 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "buf.h"
+#include "http/auth.h"
+#include "base/buf.h"
 #include "e2e.h"
 
 TestSuite(api_hardening, .timeout = 120);

@@ -17,7 +17,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "buf.h"
+#include "base/buf.h"
 #include "e2e.h"
 
 TestSuite(api_metrics, .timeout = 60);

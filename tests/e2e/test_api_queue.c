@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "../integration/test_live_client.h"
-#include "admission.h"
+#include "domain/admission.h"
 #include "e2e.h"
 
 TestSuite(api_queue, .timeout = 60);

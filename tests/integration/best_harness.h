@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "best.h"
-#include "layout.h"
+#include "domain/best.h"
+#include "domain/layout.h"
 #include "store_harness.h"
 
 #define TB_SEATS 22

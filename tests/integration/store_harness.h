@@ -17,13 +17,13 @@
 #include <time.h>
 #include <uv.h>
 
-#include "keys.h"
-#include "log.h"
+#include "domain/keys.h"
+#include "base/log.h"
 #include "loop.h"
-#include "rds.h"
+#include "clients/rds.h"
 #include "redis_fixture.h"
-#include "scripts.h"
-#include "store.h"
+#include "store/scripts.h"
+#include "store/store.h"
 
 #define TH_MAX_FIELDS 64
 #define TH_WAIT_MS 5000

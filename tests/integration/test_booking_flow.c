@@ -17,8 +17,8 @@
 
 #include "flows/booking.h"
 #include "gateway_harness.h"
-#include "payment.h"
-#include "reconcile.h"
+#include "clients/payment.h"
+#include "flows/reconcile.h"
 #include "store_harness.h"
 
 #define WAIT_MS 20000

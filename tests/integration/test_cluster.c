@@ -13,11 +13,11 @@
 #include <uv.h>
 
 #include "cluster_fixture.h"
-#include "errors.h"
-#include "log.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "loop.h"
-#include "rds.h"
-#include "rds_slot.h"
+#include "clients/rds.h"
+#include "domain/rds_slot.h"
 
 static seatd_test_cluster_t cl;
 
@@ -630,7 +630,7 @@ Test(cluster, a_hold_during_a_migration_waits_for_the_handover_and_never_takes_a
  * Deltas: classic PUBLISH is broadcast over the cluster bus
  * ------------------------------------------------------------------------------------- */
 
-#include "pubsub.h"
+#include "clients/pubsub.h"
 
 typedef struct sub_s {
     int subscribed, messages, lost;

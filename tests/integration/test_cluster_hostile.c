@@ -14,10 +14,10 @@
 #include <signal.h>
 #include <uv.h>
 
-#include "log.h"
-#include "pubsub.h"
+#include "base/log.h"
+#include "clients/pubsub.h"
 #include "loop.h"
-#include "rds.h"
+#include "clients/rds.h"
 #include "redis_fixture.h"
 
 typedef enum {

@@ -1,4 +1,4 @@
-/* Integration tests for worker/hold_batch.c and lua/hold.lua's seatd_hold_batch: the holds
+/* Integration tests for worker/store/hold_batch.c and lua/hold.lua's seatd_hold_batch: the holds
  * of one show queued in one turn of the loop go to Redis as one call, each decided as its own
  * call would be, and each caller gets its own answer. Against the runner's redis-server. */
 #include <criterion/criterion.h>

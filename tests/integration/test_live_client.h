@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "ws_codec.h"
+#include "base/buf.h"
+#include "http/ws_codec.h"
 
 #define WSC_MAX_QUEUE 1024
 

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "best.h"
-#include "layout.h"
+#include "domain/best.h"
+#include "domain/layout.h"
 #include "best_harness.h"
 
 static void setup(void)

@@ -3,7 +3,7 @@
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 
-#include "layout.h"
+#include "domain/layout.h"
 #include "racer.h"
 #include "store_harness.h"
 

@@ -1,7 +1,7 @@
 /* Integration tests for lua/create_show.lua and the read-only functions of lua/read.lua. */
 #include <criterion/criterion.h>
 
-#include "layout.h"
+#include "domain/layout.h"
 #include "store_harness.h"
 
 static const char *const seats3[] = {"B1", "B2", "B3", NULL};

@@ -17,10 +17,10 @@
 
 #include "best_harness.h"
 #include "gateway_harness.h"
-#include "payment.h"
+#include "clients/payment.h"
 #include "racer.h"
-#include "reconcile.h"
-#include "seats.h"
+#include "flows/reconcile.h"
+#include "domain/seats.h"
 #include "store_harness.h"
 
 #define WORKERS 4 /* racers 1..WORKERS; 0 is the subscriber, WORKERS + 1 the reconciler */

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "cluster_fixture.h"
-#include "rds_slot.h"
+#include "domain/rds_slot.h"
 #include "redis_fixture.h"
 
 #ifndef SEATD_NOTIFY_BIN

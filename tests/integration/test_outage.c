@@ -20,19 +20,19 @@
 #include <uv.h>
 
 #include "app.h"
-#include "auth.h"
+#include "http/auth.h"
 #include "child_exit.h"
-#include "config.h"
+#include "domain/config.h"
 #include "handlers/handlers.h"
 #include "http_client.h"
-#include "http_server.h"
-#include "log.h"
-#include "mem.h"
-#include "rds.h"
+#include "http/http_server.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "clients/rds.h"
 #include "redis_fixture.h"
 #include "routes.h"
-#include "scripts.h"
-#include "store.h"
+#include "store/scripts.h"
+#include "store/store.h"
 
 #define OUT_SECRET "outage-secret-outage-secret-outage-0123"
 #define OUT_REDIS_TIMEOUT_MS 300

@@ -1,5 +1,6 @@
 /*
- * test_payment.c - worker/payment.c against the real fake gateway (deploy/gateway/gateway.js).
+ * test_payment.c - worker/clients/payment.c against the real fake gateway
+ * (deploy/gateway/gateway.js).
  *
  * Each test starts its own gateway (node, a free loopback port, a ledger in a fresh temp dir,
  * GATEWAY_SLOW_MS=1500) in .init and stops it in .fini, so tests share nothing. The client
@@ -29,10 +30,10 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "buf.h"
-#include "errors.h"
-#include "metrics.h"
-#include "payment.h"
+#include "base/buf.h"
+#include "base/errors.h"
+#include "base/metrics.h"
+#include "clients/payment.h"
 
 #ifndef SEATD_SOURCE_DIR
 #error "SEATD_SOURCE_DIR must name the source tree (tests/CMakeLists.txt)"
@@ -816,7 +817,7 @@ Test(payment, gateway_refuses_malformed_charges_with_400_and_records_nothing)
 /* The reconciler against the gateway (issue 9): the charge horizon and late charges        */
 /* ---------------------------------------------------------------------------------------- */
 
-#include "reconcile.h"
+#include "flows/reconcile.h"
 #include "store_harness.h"
 
 static void reconcile_init(void)

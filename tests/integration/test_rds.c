@@ -1,5 +1,5 @@
 /*
- * test_rds.c - the Redis client (worker/rds.c) against a real redis-server.
+ * test_rds.c - the Redis client (worker/clients/rds.c) against a real redis-server.
  *
  * Every test counts its callbacks and asserts the exact counts, runs its loop under a
  * watchdog, and ends with seatd_test_loop_free() == 0 (uv_loop_close() succeeded, nothing
@@ -13,11 +13,11 @@
 #include <string.h>
 #include <uv.h>
 
-#include "errors.h"
-#include "log.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "loop.h"
-#include "metrics.h"
-#include "rds.h"
+#include "base/metrics.h"
+#include "clients/rds.h"
 #include "redis_fixture.h"
 
 static void setup(void)

@@ -1,5 +1,5 @@
 /*
- * test_reconcile.c - worker/reconcile.c against a real redis-server and a real HTTP gateway.
+ * test_reconcile.c - worker/flows/reconcile.c against a real redis-server and a real HTTP gateway.
  *
  * One table: each gateway answer to "was booking B charged?" x each state the booking is in
  * when the reconciler asks -> the state it must end in. The answers come from real servers:
@@ -27,8 +27,8 @@
 #include <criterion/criterion.h>
 
 #include "gateway_harness.h"
-#include "payment.h"
-#include "reconcile.h"
+#include "clients/payment.h"
+#include "flows/reconcile.h"
 #include "store_harness.h"
 
 #define WAIT_MS 30000 /* any wait: only an event that never comes reaches it */

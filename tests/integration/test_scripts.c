@@ -1,5 +1,5 @@
 /*
- * test_scripts.c - the Functions library glue (worker/scripts.c) against a real redis-server:
+ * test_scripts.c - the Functions library glue (worker/store/scripts.c) against a real redis-server:
  * loaded on connect, reloaded and retried when missing, recovered after a restart.
  */
 #include <criterion/criterion.h>
@@ -9,12 +9,12 @@
 #include <string.h>
 #include <uv.h>
 
-#include "errors.h"
-#include "log.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "loop.h"
-#include "rds.h"
+#include "clients/rds.h"
 #include "redis_fixture.h"
-#include "scripts.h"
+#include "store/scripts.h"
 
 static void setup(void)
 {

@@ -10,7 +10,7 @@
 #include <hiredis/hiredis.h>
 
 #include "store_harness.h"
-#include "sweeper.h"
+#include "flows/sweeper.h"
 
 static void sweeper_init(void)
 {

@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "buf.h"
+#include "base/buf.h"
 
 #define IO_TIMEOUT_MS 5000
 

@@ -1,10 +1,10 @@
-/* Unit tests for worker/account.c: email normalisation, the password policy (NIST SP 800-63B),
- * refresh-token and id shapes. */
+/* Unit tests for worker/domain/account.c: email normalisation, the password policy (NIST SP
+ * 800-63B), refresh-token and id shapes. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "account.h"
+#include "domain/account.h"
 
 static int norm(const char *in, char *out)
 {

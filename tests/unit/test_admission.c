@@ -1,9 +1,9 @@
-/* Unit tests for worker/admission.c: signed admissions to a waiting room. */
+/* Unit tests for worker/domain/admission.c: signed admissions to a waiting room. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission.h"
+#include "domain/admission.h"
 
 static const char secret[] = "0123456789abcdef0123456789abcdef-test";
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
+#include "http/auth.h"
 
 #define SECRET "0123456789abcdef0123456789abcdef" /* 32 bytes */
 #define NOW 1800000000LL

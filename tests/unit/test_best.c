@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "best.h"
-#include "buf.h"
-#include "layout.h"
+#include "domain/best.h"
+#include "base/buf.h"
+#include "domain/layout.h"
 
 /* One row A1..A8 at x 1..4 and 6..9 (an aisle after A4), y 3; 'extra' is added to A8. */
 static seatd_layout_t *row_with_aisle(const char *extra)

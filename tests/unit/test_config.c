@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "domain/config.h"
 
 #define GOOD_SECRET "0123456789abcdef0123456789abcdef"
 

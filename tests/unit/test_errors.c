@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "errors.h"
+#include "base/errors.h"
 
 Test(errors, maps_codes_to_http_status_and_type)
 {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fmt.h"
+#include "base/fmt.h"
 
 Test(fmt, writes_integers_as_printf_does)
 {

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "buf.h"
-#include "http_request.h"
-#include "mem.h"
-#include "router.h"
+#include "http/auth.h"
+#include "base/buf.h"
+#include "http/http_request.h"
+#include "base/mem.h"
+#include "http/router.h"
 
 /* Feeds 'raw' in pieces of 'step' bytes (0: all at once) until a request completes or an
  * error occurs. Returns the feed's code; '*out' gets the request, '*used' the bytes used. */

@@ -14,10 +14,10 @@
 #include <uv.h>
 
 #include "../support/http_client.h"
-#include "auth.h"
-#include "http_request.h"
-#include "http_server.h"
-#include "router.h"
+#include "http/auth.h"
+#include "http/http_request.h"
+#include "http/http_server.h"
+#include "http/router.h"
 
 #define SECRET "0123456789abcdef0123456789abcdef"
 

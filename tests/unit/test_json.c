@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_request.h"
-#include "json.h"
+#include "http/http_request.h"
+#include "http/json.h"
 
 /* A request with 'body' and 'ctype', as the parser would build it. */
 static seatd_req_t *req_with_body(const char *ctype, const char *body)

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "keys.h"
-#include "rds_slot.h"
+#include "domain/keys.h"
+#include "domain/rds_slot.h"
 
 typedef struct {
     const char *text;          /* candidate id */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout.h"
+#include "domain/layout.h"
 
 typedef struct {
     const char *name;  /* behaviour */

@@ -2,9 +2,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "buf.h"
-#include "errors.h"
-#include "metrics.h"
+#include "base/buf.h"
+#include "base/errors.h"
+#include "base/metrics.h"
 
 /* The rendered tables, owned by the caller (seatd_buf_free). */
 static seatd_buf_t render(void)

@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "app.h"
-#include "buf.h"
-#include "metrics.h"
-#include "metrics_render.h"
-#include "router.h"
+#include "base/buf.h"
+#include "base/metrics.h"
+#include "flows/metrics_render.h"
+#include "http/router.h"
 #include "routes.h"
 
 static int handler(seatd_req_t *r)

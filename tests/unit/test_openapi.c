@@ -1,6 +1,6 @@
 /*
  * Unit tests for api/openapi.json against the tables it describes: the route tables
- * (worker/routes.c) and the problem table (worker/errors.h). A route or a problem type added
+ * (worker/routes.c) and the problem table (worker/base/errors.h). A route or a problem type added
  * to either without the document fails here; so does an operation the document describes
  * that no route serves (unless nginx answers it itself: "x-served-by": "nginx").
  */
@@ -12,8 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "errors.h"
-#include "router.h"
+#include "base/errors.h"
+#include "http/router.h"
 #include "routes.h"
 
 #define PROBLEM_BASE "https://seatd.dev/problems/"
@@ -261,7 +261,7 @@ Test(openapi, lists_no_worker_problem_type_that_the_error_table_lacks)
         int found = 0;
         for (int e = SEATD__EBASE + 1; e < SEATD__ELAST && !found; e++)
             found = strcmp(seatd_err_type(e), t->string) == 0;
-        cr_assert(found, "x-problem-types lists %s, which worker/errors.h does not have",
+        cr_assert(found, "x-problem-types lists %s, which worker/base/errors.h does not have",
                   t->string);
     }
 }

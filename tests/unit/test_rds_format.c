@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "rds_cluster.h"
+#include "base/buf.h"
+#include "clients/rds_cluster.h"
 
 static void check_same(int argc, const char **argv, const size_t *lens)
 {

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "rds_slot.h"
+#include "domain/rds_slot.h"
 
 static unsigned slot(const char *k)
 {

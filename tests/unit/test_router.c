@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "router.h"
+#include "http/router.h"
 
 static int h_list(seatd_req_t *r)
 {

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "../support/http_client.h"
-#include "layout.h"
-#include "seatmap.h"
+#include "domain/layout.h"
+#include "domain/seatmap.h"
 
 static void fini(void)
 {

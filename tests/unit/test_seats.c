@@ -3,8 +3,8 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
-#include "layout.h"
-#include "seats.h"
+#include "domain/layout.h"
+#include "domain/seats.h"
 
 typedef struct {
     const char *name;   /* behaviour */

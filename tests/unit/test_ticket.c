@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ticket.h"
+#include "domain/ticket.h"
 
 static unsigned char key[SEATD_TICKET_KEY_LEN];
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "timefmt.h"
+#include "base/timefmt.h"
 
 Test(timefmt, parses_utc_timestamps_to_epoch_ms)
 {

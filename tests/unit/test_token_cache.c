@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "token_cache.h"
+#include "http/token_cache.h"
 
 static seatd_principal_t principal(const char *sub, int admin)
 {

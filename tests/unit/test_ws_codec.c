@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "buf.h"
-#include "ws_codec.h"
+#include "base/buf.h"
+#include "http/ws_codec.h"
 
 Test(ws_codec, computes_the_accept_key_of_the_rfc_example)
 {

@@ -1,18 +1,18 @@
 /* booking.c - the money path of a booking, once; see booking.h. */
-#include "booking.h"
+#include "flows/booking.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
 
-#include "keys.h"
-#include "log.h"
-#include "mem.h"
-#include "metrics.h"
-#include "payment.h"
-#include "seatmap.h"
-#include "store.h"
+#include "domain/keys.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/metrics.h"
+#include "clients/payment.h"
+#include "domain/seatmap.h"
+#include "store/store.h"
 
 #define DESC_SEATS_MAX 80 /* seat ids quoted in a charge's description */
 

@@ -32,7 +32,7 @@
 
 #include <stdint.h>
 
-#include "errors.h"
+#include "base/errors.h"
 
 struct uv_loop_s;
 struct seatd_store_s;

@@ -26,19 +26,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "account.h"
+#include "domain/account.h"
 #include "app.h"
-#include "auth.h"
+#include "http/auth.h"
 #include "common.h"
-#include "config.h"
+#include "domain/config.h"
 #include "handlers.h"
-#include "http_request.h"
-#include "json.h"
-#include "keys.h"
-#include "log.h"
-#include "mem.h"
-#include "passwd.h"
-#include "router.h"
+#include "http/http_request.h"
+#include "http/json.h"
+#include "domain/keys.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "domain/passwd.h"
+#include "http/router.h"
 
 #define EMAIL_RAW_MAX 320 /* bytes of the email field before normalising */
 #define ADDR_MAX 64

@@ -21,9 +21,9 @@
 #include "app.h"
 #include "common.h"
 #include "handlers.h"
-#include "http_request.h"
-#include "keys.h"
-#include "seatmap.h"
+#include "http/http_request.h"
+#include "domain/keys.h"
+#include "domain/seatmap.h"
 
 #define REAP_MAX 10000 /* holds per call: seatd_reap's own bound */
 

@@ -7,19 +7,19 @@
 #include <string.h>
 
 #include "app.h"
-#include "auth.h"
-#include "buf.h"
-#include "fmt.h"
-#include "http_request.h"
-#include "json.h"
-#include "keys.h"
-#include "layout.h"
-#include "log.h"
-#include "mem.h"
-#include "metrics.h"
-#include "seatmap.h"
-#include "seats.h"
-#include "timefmt.h"
+#include "http/auth.h"
+#include "base/buf.h"
+#include "base/fmt.h"
+#include "http/http_request.h"
+#include "http/json.h"
+#include "domain/keys.h"
+#include "domain/layout.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/metrics.h"
+#include "domain/seatmap.h"
+#include "domain/seats.h"
+#include "base/timefmt.h"
 
 seatd_app_t *seatd__app(seatd_req_t *r)
 {

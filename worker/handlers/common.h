@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "store.h"
+#include "store/store.h"
 
 typedef struct seatd_req_s seatd_req_t;
 struct seatd_app_s;

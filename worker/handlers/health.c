@@ -4,14 +4,14 @@
 #include <uv.h>
 
 #include "app.h"
-#include "buf.h"
+#include "base/buf.h"
 #include "common.h"
-#include "config.h"
+#include "domain/config.h"
 #include "handlers.h"
-#include "http_request.h"
-#include "mem.h"
-#include "metrics_render.h"
-#include "rds.h"
+#include "http/http_request.h"
+#include "base/mem.h"
+#include "flows/metrics_render.h"
+#include "clients/rds.h"
 
 /*
  * /healthz is ready only when Redis answers a PING within --health-timeout-ms: a connected

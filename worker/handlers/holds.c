@@ -10,23 +10,23 @@
 #include <string.h>
 #include <uv.h>
 
-#include "admission.h"
+#include "domain/admission.h"
 #include "app.h"
-#include "best.h"
+#include "domain/best.h"
 #include "common.h"
-#include "config.h"
-#include "fmt.h"
+#include "domain/config.h"
+#include "base/fmt.h"
 #include "handlers.h"
-#include "http_request.h"
-#include "json.h"
-#include "keys.h"
-#include "layout.h"
-#include "log.h"
-#include "mem.h"
-#include "metrics.h"
-#include "rds.h"
-#include "seatmap.h"
-#include "seats.h"
+#include "http/http_request.h"
+#include "http/json.h"
+#include "domain/keys.h"
+#include "domain/layout.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/metrics.h"
+#include "clients/rds.h"
+#include "domain/seatmap.h"
+#include "domain/seats.h"
 
 /* Seat ids accepted into the normaliser: more than any hold allows, so that "too many" gets
  * its own error rather than a generic shape error; the body limit bounds it anyway. */

@@ -1,6 +1,6 @@
 /*
  * live.c (handlers) - GET /v1/shows/{id}/seats/ws: the WebSocket upgrade into the live seat
- * map (worker/live.h has the protocol).
+ * map (worker/flows/live.h has the protocol).
  *
  * Watching needs no token: the seat map is public, like GET /v1/shows/{id}/seats.
  */
@@ -10,11 +10,11 @@
 #include "app.h"
 #include "common.h"
 #include "handlers.h"
-#include "http_request.h"
-#include "keys.h"
-#include "live.h"
-#include "mem.h"
-#include "ws_codec.h"
+#include "http/http_request.h"
+#include "domain/keys.h"
+#include "flows/live.h"
+#include "base/mem.h"
+#include "http/ws_codec.h"
 
 typedef struct {
     long long since; /* ?since=, or -1 */

@@ -12,14 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission.h"
+#include "domain/admission.h"
 #include "app.h"
 #include "common.h"
-#include "config.h"
+#include "domain/config.h"
 #include "handlers.h"
-#include "http_request.h"
-#include "keys.h"
-#include "metrics.h"
+#include "http/http_request.h"
+#include "domain/keys.h"
+#include "base/metrics.h"
 
 /* The answer for a place: the user's state, position and, once admitted, the admission. */
 static cJSON *queue_to_json(seatd_req_t *r, const char *show_id, const seatd_queue_result_t *q)

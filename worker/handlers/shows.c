@@ -10,19 +10,19 @@
 #include <string.h>
 
 #include "app.h"
-#include "buf.h"
+#include "base/buf.h"
 #include "common.h"
-#include "config.h"
+#include "domain/config.h"
 #include "handlers.h"
-#include "http_request.h"
-#include "json.h"
-#include "keys.h"
-#include "layout.h"
-#include "mem.h"
-#include "metrics.h"
-#include "refund_policy.h"
-#include "seats.h"
-#include "timefmt.h"
+#include "http/http_request.h"
+#include "http/json.h"
+#include "domain/keys.h"
+#include "domain/layout.h"
+#include "base/mem.h"
+#include "base/metrics.h"
+#include "domain/refund_policy.h"
+#include "domain/seats.h"
+#include "base/timefmt.h"
 
 #define SHOWS_PAGE_MAX 100
 #define TITLE_MAX 200
