@@ -21,7 +21,7 @@
 #include "flows/live.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "domain/passwd.h"
+#include "clients/passwd.h"
 #include "clients/payment.h"
 #include "clients/pubsub.h"
 #include "clients/rds.h"

@@ -1,10 +1,10 @@
-/* Unit tests for worker/domain/passwd.c: argon2id at OWASP's parameters, on libuv's thread pool. */
+/* Unit tests for worker/clients/passwd.c: argon2id at OWASP's parameters, on libuv's thread pool. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 #include <uv.h>
 
-#include "domain/passwd.h"
+#include "clients/passwd.h"
 
 Test(passwd, hashes_with_argon2id_at_owasp_parameters_and_verifies)
 {

@@ -1,7 +1,6 @@
 /* config.c - the settings table and the code that walks it; see config.h. */
 #include "domain/config.h"
 #include "base/log.h"
-#include "domain/passwd.h"
 #include "domain/seats.h"
 
 #include <errno.h>

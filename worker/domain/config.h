@@ -19,8 +19,9 @@
 #include "base/buf.h"
 #include "base/errors.h"
 
-#define SEATD_CONFIG_STR_MAX 256    /* bytes for string settings, NUL included */
-#define SEATD_CONFIG_SECRET_MAX 512 /* bytes for the JWT secret, NUL included */
+#define SEATD_CONFIG_STR_MAX 256     /* bytes for string settings, NUL included */
+#define SEATD_CONFIG_SECRET_MAX 512  /* bytes for the JWT secret, NUL included */
+#define SEATD_PASSWD_IN_FLIGHT_MAX 4 /* --hash-concurrency's bound: libuv's pool has 4 threads */
 
 typedef struct seatd_config_s {
     char listen[SEATD_CONFIG_STR_MAX];         /* --listen: "127.0.0.1:8081" or "unix:/path" */

@@ -37,7 +37,7 @@
 #include "domain/keys.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "domain/passwd.h"
+#include "clients/passwd.h"
 #include "http/router.h"
 
 #define EMAIL_RAW_MAX 320 /* bytes of the email field before normalising */

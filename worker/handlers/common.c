@@ -14,6 +14,7 @@
 #include "http/json.h"
 #include "domain/keys.h"
 #include "domain/layout.h"
+#include "flows/layout_fetch.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/metrics.h"
@@ -246,92 +247,36 @@ int seatd__done(seatd_req_t *r, const seatd_store_result_t *res)
  * Layouts
  * --------------------------------------------------------------------------------------- */
 
-/*
- * A cold worker (just started, or a show it has not served yet) may get hundreds of requests
- * for one show before its layout arrives: they wait on one fetch per show instead of each
- * reading the ~160 KB layout (one Redis read per show, many waiters).
- */
+/* A request waiting for its show's layout (flows/layout_fetch.h). */
 typedef struct layout_waiter_s {
     seatd_req_t *r;
     seatd__layout_cont cont;
     void (*fail)(void *ctx);
     void *ctx;
-    struct layout_waiter_s *next;
 } layout_waiter_t;
 
-typedef struct layout_fetch_s {
-    char show_id[SEATD_ID_MAX];
-    layout_waiter_t *waiters; /* newest first */
-    struct layout_fetch_s *next;
-} layout_fetch_t;
-
-static layout_fetch_t *fetches; /* in flight */
-
-static layout_fetch_t *fetch_find(const char *show_id)
+static void on_layout_fetched(const seatd_store_result_t *res, const seatd_layout_t *l, int why,
+                              void *data)
 {
-    for (layout_fetch_t *f = fetches; f; f = f->next)
-        if (strcmp(f->show_id, show_id) == 0)
-            return f;
-    return NULL;
-}
-
-static void fetch_unlink(layout_fetch_t *f)
-{
-    layout_fetch_t **pp = &fetches;
-    while (*pp != f)
-        pp = &(*pp)->next;
-    *pp = f->next;
-}
-
-/* The parsed layout of a seatd_store_layout_get() answer, or NULL. */
-static seatd_layout_t *layout_from_result(const seatd_store_result_t *res)
-{
-    cJSON *doc = cJSON_Parse(res->show.layout);
-    seatd_layout_t *l = NULL;
-    char why[128];
-    if (doc && seatd_layout_from_json(cJSON_GetObjectItemCaseSensitive(doc, "seats"), NULL, &l, why,
-                                      sizeof(why)) < 0)
-        l = NULL;
-    cJSON_Delete(doc);
-    return l;
-}
-
-static void on_layout(const seatd_store_result_t *res, void *data)
-{
-    layout_fetch_t *f = data;
-    fetch_unlink(f); /* before any continuation runs: a new request starts a new fetch */
-    seatd_layout_t *l = res->err ? NULL : layout_from_result(res);
-    if (l)
-        seatd_layout_cache_put(f->show_id, l);
-    /* Oldest waiter first: the list was built newest first. */
-    layout_waiter_t *rev = NULL;
-    for (layout_waiter_t *w = f->waiters, *next; w; w = next) {
-        next = w->next;
-        w->next = rev;
-        rev = w;
+    layout_waiter_t *w = data;
+    if (seatd__step_end(&w->r)) {
+        if (w->fail)
+            w->fail(w->ctx);
+    } else if (res->err) {
+        seatd__reply_store_error(w->r, res);
+        if (w->fail)
+            w->fail(w->ctx);
+    } else if (l == NULL) {
+        seatd_req_finish_problem(w->r, why,
+                                 why == SEATD_EOVERLOAD ? "too many shows read at once, retry"
+                                                        : "the stored layout is unreadable",
+                                 NULL);
+        if (w->fail)
+            w->fail(w->ctx);
+    } else {
+        w->cont(w->r, l, w->ctx);
     }
-    for (layout_waiter_t *w = rev, *next; w; w = next) {
-        next = w->next;
-        const seatd_layout_t *cached = l ? seatd_layout_cache_get(f->show_id) : NULL;
-        if (seatd__step_end(&w->r)) {
-            if (w->fail)
-                w->fail(w->ctx);
-        } else if (res->err) {
-            seatd__reply_store_error(w->r, res);
-            if (w->fail)
-                w->fail(w->ctx);
-        } else if (cached == NULL) {
-            seatd_req_finish_problem(
-                w->r, l ? SEATD_EOVERLOAD : SEATD_EINTERNAL,
-                l ? "too many shows read at once, retry" : "the stored layout is unreadable", NULL);
-            if (w->fail)
-                w->fail(w->ctx);
-        } else {
-            w->cont(w->r, cached, w->ctx);
-        }
-        free(w);
-    }
-    free(f);
+    free(w);
 }
 
 int seatd__with_layout(seatd_req_t *r, const char *show_id, seatd__layout_cont cont,
@@ -344,25 +289,13 @@ int seatd__with_layout(seatd_req_t *r, const char *show_id, seatd__layout_cont c
         cont(r, l, ctx);
         return 0;
     }
-    layout_fetch_t *f = fetch_find(show_id);
-    if (f == NULL) {
-        f = seatd_calloc(1, sizeof(*f));
-        snprintf(f->show_id, sizeof(f->show_id), "%s", show_id);
-        f->next = fetches; /* listed first: the answer may come before the call returns */
-        fetches = f;
-        int rc = seatd_store_layout_get(seatd__app(r)->store, show_id, on_layout, f);
-        if (rc < 0) {
-            fetch_unlink(f);
-            free(f);
-            return rc;
-        }
-        seatd_metrics_inc(SEATD_METRIC_LAYOUT_FETCH);
-    } else {
-        seatd_metrics_inc(SEATD_METRIC_LAYOUT_COALESCED);
-    }
     layout_waiter_t *w = seatd_calloc(1, sizeof(*w));
-    *w = (layout_waiter_t){.r = r, .cont = cont, .fail = fail, .ctx = ctx, .next = f->waiters};
-    f->waiters = w;
+    *w = (layout_waiter_t){.r = r, .cont = cont, .fail = fail, .ctx = ctx};
+    int rc = seatd_layout_fetch(seatd__app(r)->store, show_id, on_layout_fetched, w);
+    if (rc < 0) {
+        free(w);
+        return rc;
+    }
     return seatd__step_begin(&w->r, 0);
 }
 

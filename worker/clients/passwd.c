@@ -11,7 +11,7 @@
  * worker saturate a small machine's cores and caches), and a pool thread that hashes lowers its own
  * priority to nice 19 once, so the scheduler runs it on what the loops leave.
  */
-#include "domain/passwd.h"
+#include "clients/passwd.h"
 
 #include <argon2.h>
 #include <openssl/crypto.h>

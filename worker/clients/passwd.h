@@ -24,13 +24,13 @@
 #include <stddef.h>
 
 #include "base/errors.h"
+#include "domain/config.h" /* SEATD_PASSWD_IN_FLIGHT_MAX */
 
 #define SEATD_PASSWD_M_KIB 19456
 #define SEATD_PASSWD_T 2
 #define SEATD_PASSWD_P 1
 #define SEATD_PASSWD_ENCODED_MAX 128 /* bytes of an encoded hash, NUL included */
 #define SEATD_PASSWD_IN_FLIGHT 1     /* default: hashes on the thread pool at once, per process */
-#define SEATD_PASSWD_IN_FLIGHT_MAX 4 /* libuv's pool has 4 threads */
 
 struct uv_loop_s;
 
