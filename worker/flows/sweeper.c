@@ -1,5 +1,6 @@
 /* sweeper.c - prompt reaping of due holds across workers; see sweeper.h. */
 #include "flows/sweeper.h"
+#include "store/functions.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -319,7 +320,8 @@ static void lease_call(seatd_sweeper_t *sw, const char *verb)
     const char *args[] = {verb, sw->token, ttl};
     op_t *op = op_new(sw, NULL, 0);
     sw->rescan_busy = 1;
-    if (seatd_scripts_fcall(sw->scripts, "seatd_lease", 1, keys, 3, args, NULL, on_lease, op) < 0) {
+    if (seatd_scripts_fcall(sw->scripts, SEATD_FN_LEASE, 1, keys, 3, args, NULL, on_lease, op) <
+        0) {
         sw->rescan_busy = 0;
         sw->stats.errors++;
         op_done(op);
@@ -352,7 +354,7 @@ static void rescan_step(seatd_sweeper_t *sw)
         snprintf(max, sizeof(max), "%d", sw->ro.page);
         const char *keys[] = {SEATD_KEY_CATALOGUE};
         const char *args[] = {retention, max};
-        rc = seatd_scripts_fcall(sw->scripts, "seatd_catalogue_prune", 1, keys, 2, args, NULL,
+        rc = seatd_scripts_fcall(sw->scripts, SEATD_FN_CATALOGUE_PRUNE, 1, keys, 2, args, NULL,
                                  on_pruned, op);
     } else {
         char start[24], stop[24];
@@ -487,7 +489,7 @@ static void on_timer(uv_timer_t *t)
         const char *keys[] = {key};
         const char *args[] = {CLAIM_MAX};
         op_t *op = op_new(sw, NULL, 1);
-        if (seatd_scripts_fcall(sw->scripts, "seatd_sweep_claim", 1, keys, 1, args, NULL, on_claim,
+        if (seatd_scripts_fcall(sw->scripts, SEATD_FN_SWEEP_CLAIM, 1, keys, 1, args, NULL, on_claim,
                                 op) < 0) {
             sw->stats.errors++;
             sw->sweep_failed = 1;

@@ -1,5 +1,6 @@
 /* hold_batch.c - the holds of one show sent to Redis together; see hold_batch.h. */
 #include "store/hold_batch.h"
+#include "store/functions.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -232,7 +233,7 @@ static void send_batch(seatd_hold_batch_t *b, batch_t *bt)
         s->to[i].data = it->data;
     }
     const char *keys[2] = {bt->key, bt->qkey};
-    int rc = seatd_scripts_fcall(b->scripts, "seatd_hold_batch", admitted ? 2 : 1, keys, (int)argc,
+    int rc = seatd_scripts_fcall(b->scripts, SEATD_FN_HOLD_BATCH, admitted ? 2 : 1, keys, (int)argc,
                                  args, NULL, on_sent_reply, s);
     for (size_t i = 0; i < bt->n; i++)
         free(bt->items[i].argv);

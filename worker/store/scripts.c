@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE /* memmem */
 #include "store/scripts.h"
+#include "store/functions.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -263,49 +264,26 @@ unsigned long seatd_scripts_load_count(const seatd_scripts_t *s)
 /*
  * How the rds client may treat an FCALL (rds.h): which functions are safe to run twice, so
  * that a call sent on a connection that was then lost may be resent (cluster mode), and which
- * are acknowledged only after WAIT (--redis-wait-replicas). Not in the table: never resent
- * after it may have run, no WAIT.
+ * are acknowledged only after WAIT (--redis-wait-replicas): functions.h's table, and the
+ * holds' rule below.
  */
 typedef struct fn_row_s {
     const char *fn;
     unsigned flags;
 } fn_row_t;
 
-static const fn_row_t fn_rows[] = {
-    /* no-writes functions */
-    {"seatd_ping", SEATD_RDS_IDEMPOTENT},
-    {"seatd_show_get", SEATD_RDS_IDEMPOTENT},
-    {"seatd_layout_get", SEATD_RDS_IDEMPOTENT},
-    {"seatd_layout_fetch", SEATD_RDS_IDEMPOTENT},
-    {"seatd_list_shows", SEATD_RDS_IDEMPOTENT},
-    {"seatd_seatmap", SEATD_RDS_IDEMPOTENT},
-    {"seatd_hold_get", SEATD_RDS_IDEMPOTENT},
-    {"seatd_booking_get", SEATD_RDS_IDEMPOTENT},
-    {"seatd_bookings_status", SEATD_RDS_IDEMPOTENT},
-    {"seatd_email_get", SEATD_RDS_IDEMPOTENT},
-    {"seatd_user_get", SEATD_RDS_IDEMPOTENT},
-    {"seatd_me_list", SEATD_RDS_IDEMPOTENT},
-    /* a repeat only moves the entry's score (never seatd_session_refresh: a resent refresh
-     * would be a replay and revoke the family) */
-    {"seatd_me_add", SEATD_RDS_IDEMPOTENT},
-    /* the money path (README "Durability"): a booking's begin is on a replica before its card
-     * is charged, its confirm before the buyer hears 201, a lost booking's record and a
-     * cancellation before their refund is asked for */
-    {"seatd_book_begin", SEATD_RDS_DURABLE},
-    {"seatd_book_confirm", SEATD_RDS_DURABLE},
-    {"seatd_book_lost", SEATD_RDS_DURABLE},
-    /* a cancellation is on a replica before its refund is made */
-    {"seatd_cancel", SEATD_RDS_DURABLE},
-};
+#define FN_ROW(fn, flags) {fn, flags},
+static const fn_row_t fn_rows[] = {SEATD_FUNCTIONS(FN_ROW)};
+#undef FN_ROW
 
 static unsigned fn_flags(const char *fn, int nargs, const char **args, const size_t *arglens)
 {
-    if (strcmp(fn, "seatd_hold") == 0 || strcmp(fn, "seatd_hold_sell") == 0) {
+    if (strcmp(fn, SEATD_FN_HOLD) == 0 || strcmp(fn, SEATD_FN_HOLD_SELL) == 0) {
         /* ARGV[5] is the idempotency key: with one, a second run answers the first result. */
         size_t len = nargs >= 5 && args[4] ? (arglens ? arglens[4] : strlen(args[4])) : 0;
         return len ? SEATD_RDS_IDEMPOTENT : 0;
     }
-    if (strcmp(fn, "seatd_hold_batch") == 0) {
+    if (strcmp(fn, SEATD_FN_HOLD_BATCH) == 0) {
         /* n, then each hold: its argument count, its admission flag, its arguments. The batch
          * may run twice only when each of its holds may (each has an idempotency key). */
         long n = nargs > 0 && args[0] ? strtol(args[0], NULL, 10) : 0;

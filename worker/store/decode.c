@@ -1,0 +1,581 @@
+/* decode.c - a reply of the seatd Functions decoded once: raw pairs, then the typed member
+ * of the operation's kind from the field tables; errors and refusals (store.h). */
+#include "store/store_internal.h"
+
+#include <assert.h>
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "domain/best.h"
+#include "base/buf.h"
+#include "base/fmt.h"
+#include "store/hints.h"
+#include "store/hold_batch.h"
+#include "domain/keys.h"
+#include "domain/layout.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "clients/rds.h"
+#include "domain/seats.h"
+
+/* ---------------------------------------------------------------------- results */
+
+typedef enum {
+    F_STR,   /* const char *, "" when missing */
+    F_INT,   /* int64_t; 'aux': its int has_ flag, set when the value is a number */
+    F_FLAG,  /* int: 1 iff the value is the number 1 */
+    F_BYTES, /* const unsigned char *, 'aux': its size_t length */
+    F_LIST   /* const char *const *, the values of a repeated name; 'aux': their size_t count */
+} ftype_t;
+
+#define NOAUX SIZE_MAX
+
+/* One field of a typed result: the reply's name -> the member at 'off'. */
+typedef struct field_s {
+    const char *name;
+    ftype_t type;
+    size_t off;
+    size_t aux;
+    int64_t dflt; /* F_INT: when missing or not a number */
+} field_t;
+
+#define OFF(m) offsetof(seatd_store_result_t, m)
+#define STR(n, m)                                                                                  \
+    {                                                                                              \
+        n, F_STR, OFF(m), NOAUX, 0                                                                 \
+    }
+#define INT(n, m)                                                                                  \
+    {                                                                                              \
+        n, F_INT, OFF(m), NOAUX, 0                                                                 \
+    }
+#define INT_OR(n, m, d)                                                                            \
+    {                                                                                              \
+        n, F_INT, OFF(m), NOAUX, d                                                                 \
+    }
+#define INT_HAS(n, m, h)                                                                           \
+    {                                                                                              \
+        n, F_INT, OFF(m), OFF(h), 0                                                                \
+    }
+#define FLAG(n, m)                                                                                 \
+    {                                                                                              \
+        n, F_FLAG, OFF(m), NOAUX, 0                                                                \
+    }
+#define BYTES(n, m, l)                                                                             \
+    {                                                                                              \
+        n, F_BYTES, OFF(m), OFF(l), 0                                                              \
+    }
+#define LIST(n, m, c)                                                                              \
+    {                                                                                              \
+        n, F_LIST, OFF(m), OFF(c), 0                                                               \
+    }
+
+/* The reply fields of each kind, as the scripts name them (the lua/ files). */
+static const field_t show_fields[] = {
+    STR("showId", show.show_id),
+    STR("title", show.title),
+    STR("priceTiers", show.price_tiers),
+    STR("extra", show.extra),
+    STR("layoutHash", show.layout_hash),
+    STR("layout", show.layout),
+    INT("startsAt", show.starts_at_ms),
+    INT_HAS("salesCloseAt", show.sales_close_at_ms, show.has_sales_close_at),
+    INT("holdTtlMs", show.hold_ttl_ms),
+    INT("seatCount", show.seat_count),
+    INT("version", show.version),
+    INT("createdAt", show.created_at_ms),
+    FLAG("catalogued", show.catalogued),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t page_fields[] = {
+    INT("total", page.total),
+    LIST("id", page.ids, page.nids),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t seatmap_fields[] = {
+    INT("version", seatmap.version),
+    INT("seatCount", seatmap.seat_count),
+    BYTES("held", seatmap.held, seatmap.held_len),
+    BYTES("booked", seatmap.booked, seatmap.booked_len),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t hold_fields[] = {
+    STR("holdId", hold.hold_id),
+    STR("showId", hold.show_id),
+    STR("owner", hold.owner),
+    STR("seatIds", hold.seat_ids),
+    STR("status", hold.status),
+    STR("bookingId", hold.booking_id),
+    INT("expiresAt", hold.expires_at_ms),
+    INT("createdAt", hold.created_at_ms),
+    INT("version", hold.version),
+    FLAG("replayed", hold.replayed),
+    FLAG("split", hold.split),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t booking_fields[] = {
+    STR("bookingId", booking.booking_id),
+    STR("showId", booking.show_id),
+    STR("holdId", booking.hold_id),
+    STR("owner", booking.owner),
+    STR("seatIds", booking.seat_ids),
+    STR("currency", booking.currency),
+    STR("status", booking.status),
+    STR("paymentRef", booking.payment_ref),
+    STR("reason", booking.reason),
+    STR("refundStatus", booking.refund_status),
+    STR("lateCharge", booking.late_charge),
+    INT_HAS("amount", booking.amount, booking.has_amount),
+    INT_HAS("refund", booking.refund, booking.has_refund),
+    INT_HAS("version", booking.version, booking.has_version),
+    INT("createdAt", booking.created_at_ms),
+    INT("confirmedAt", booking.confirmed_at_ms),
+    INT("failedAt", booking.failed_at_ms),
+    INT("cancelledAt", booking.cancelled_at_ms),
+    INT("startsAt", booking.starts_at_ms),
+    FLAG("replayed", booking.replayed),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t pending_fields[] = {
+    INT_OR("remaining", pending.remaining, -1),
+    LIST("booking", pending.bookings, pending.nbookings),
+    LIST("refund", pending.refunds, pending.nrefunds),
+    LIST("late", pending.late, pending.nlate),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t reap_fields[] = {
+    INT("reaped", reap.reaped), INT("version", reap.version), INT("due", reap.due),
+    INT("now", reap.now_ms),    STR("next", reap.next),       {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t attempt_fields[] = {
+    FLAG("ok", attempt.ok),
+    INT("count", attempt.count),
+    INT_OR("retryAfterMs", attempt.retry_after_ms, 1000),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+static const field_t removed_fields[] = {
+    FLAG("removed", removed),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+
+static const field_t account_fields[] = {
+    STR("userId", account.user_id),
+    STR("email", account.email),
+    STR("name", account.name),
+    STR("hash", account.hash),
+    FLAG("admin", account.admin),
+    INT("createdAt", account.created_at_ms),
+    STR("familyId", account.family_id),
+    INT("expiresAt", account.expires_at_ms),
+    FLAG("removed", account.removed),
+    FLAG("revoked", account.revoked),
+    INT("score", account.score),
+    LIST("id", account.ids, account.nentries),
+    LIST("score", account.scores, account.nentries),
+    FLAG("more", account.more),
+    STR("outcome", account.outcome),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+
+static const field_t queue_fields[] = {
+    STR("ticket", queue.ticket),
+    STR("state", queue.state),
+    STR("queueState", queue.queue_state),
+    STR("rate", queue.rate),
+    INT("position", queue.position),
+    INT("number", queue.number),
+    INT("admittedThrough", queue.admitted_through),
+    INT("opensAt", queue.opens_at_ms),
+    INT("expiresAt", queue.expires_at_ms),
+    INT("waiting", queue.waiting),
+    INT("available", queue.available),
+    INT("admitted", queue.admitted),
+    INT("active", queue.active),
+    INT("salesCloseAt", queue.sales_close_at_ms),
+    FLAG("joined", queue.joined),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+
+static const field_t statuses_fields[] = {
+    LIST("status", statuses.status, statuses.n),
+    {NULL, F_STR, 0, NOAUX, 0},
+};
+
+static const field_t *const kind_fields[KIND_COUNT] = {
+    [KIND_QUEUE] = queue_fields,     [KIND_SHOW] = show_fields,
+    [KIND_PAGE] = page_fields,       [KIND_SEATMAP] = seatmap_fields,
+    [KIND_HOLD] = hold_fields,       [KIND_BOOKING] = booking_fields,
+    [KIND_PENDING] = pending_fields, [KIND_REAP] = reap_fields,
+    [KIND_ATTEMPT] = attempt_fields, [KIND_REMOVED] = removed_fields,
+    [KIND_ACCOUNT] = account_fields, [KIND_STATUSES] = statuses_fields,
+};
+
+void store__decoded_free(decoded_t *d)
+{
+    free(d->detail_block);
+    free(d->names);
+    free(d->values);
+    free(d->lens);
+    free(d->ints);
+    for (int i = 0; i < MAX_LISTS; i++)
+        free(d->lists[i]);
+}
+
+/* The raw value of field 'name' or NULL (the internal links of a chain). */
+const char *store__raw_get(const seatd_store_result_t *res, const char *name, size_t *len)
+{
+    for (size_t i = 0; res != NULL && i < res->nfields; i++) {
+        if (strcmp(res->names[i], name) == 0) {
+            if (len != NULL)
+                *len = res->lens[i];
+            return res->values[i];
+        }
+    }
+    return NULL;
+}
+
+static int parse_int(const char *v, int64_t *out)
+{
+    if (v == NULL || *v == '\0')
+        return 0;
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (*end != '\0')
+        return 0;
+    *out = (int64_t)n;
+    return 1;
+}
+
+static void *member(seatd_store_result_t *res, size_t off)
+{
+    return (char *)res + off;
+}
+
+static void set_ptr(seatd_store_result_t *res, size_t off, const void *p)
+{
+    memcpy(member(res, off), &p, sizeof(p));
+}
+
+/* Fills the typed member of 'kind' from the raw pairs: every field read once, here. */
+void store__decode_typed(decoded_t *d, kind_t kind)
+{
+    static const char *const none[1] = {NULL};
+    seatd_store_result_t *res = &d->res;
+    int nlists = 0;
+    for (const field_t *f = kind_fields[kind]; f != NULL && f->name != NULL; f++) {
+        const char *v = NULL;
+        size_t len = 0;
+        switch (f->type) {
+        case F_STR:
+            v = store__raw_get(res, f->name, NULL);
+            set_ptr(res, f->off, v ? v : "");
+            break;
+        case F_BYTES:
+            v = store__raw_get(res, f->name, &len);
+            set_ptr(res, f->off, v ? v : "");
+            *(size_t *)member(res, f->aux) = v ? len : 0;
+            break;
+        case F_INT: {
+            int64_t n = f->dflt;
+            int ok = parse_int(store__raw_get(res, f->name, NULL), &n);
+            *(int64_t *)member(res, f->off) = ok ? n : f->dflt;
+            if (f->aux != NOAUX)
+                *(int *)member(res, f->aux) = ok;
+            break;
+        }
+        case F_FLAG: {
+            int64_t n = 0;
+            *(int *)member(res, f->off) =
+                parse_int(store__raw_get(res, f->name, NULL), &n) && n == 1;
+            break;
+        }
+        case F_LIST: {
+            assert(nlists < MAX_LISTS);
+            size_t n = 0;
+            for (size_t i = 0; i < res->nfields; i++)
+                n += strcmp(res->names[i], f->name) == 0;
+            const char **list = n ? seatd_calloc(n, sizeof(*list)) : NULL;
+            d->lists[nlists++] = list;
+            n = 0;
+            for (size_t i = 0; i < res->nfields; i++)
+                if (strcmp(res->names[i], f->name) == 0)
+                    list[n++] = res->values[i];
+            set_ptr(res, f->off, list ? (const char *const *)list : none);
+            *(size_t *)member(res, f->aux) = n;
+            break;
+        }
+        }
+    }
+}
+
+/* Sets the error detail of 'd' to 'text' ('len' bytes, or up to a NUL before) and its words
+ * (split at spaces), replacing any it had: the words, the detail and the copy the words point
+ * into are one allocation. */
+static void set_detail(decoded_t *d, const char *text, size_t len)
+{
+    len = strnlen(text, len);
+    size_t max_words = len / 2 + 1; /* words have a space between them */
+    char *block = seatd_malloc(max_words * sizeof(const char *) + 2 * (len + 1));
+    const char **words = (const char **)(void *)block;
+    char *detail = block + max_words * sizeof(*words);
+    char *wordbuf = detail + len + 1;
+    memcpy(detail, text, len);
+    detail[len] = '\0';
+    memcpy(wordbuf, text, len);
+    wordbuf[len] = '\0';
+    size_t nw = 0;
+    char *q = wordbuf;
+    while (*q) {
+        while (*q == ' ')
+            *q++ = '\0';
+        if (*q == '\0')
+            break;
+        words[nw++] = q;
+        while (*q && *q != ' ')
+            q++;
+    }
+    free(d->detail_block); /* after the copy: 'text' may be the old detail */
+    d->detail_block = block;
+    d->res.detail = detail;
+    d->res.words = words;
+    d->res.nwords = nw;
+}
+
+/* An error reply "<WORD> detail…" (possibly "ERR <WORD> …") -> err, detail, words. */
+static void decode_error(decoded_t *d, const char *s, size_t len)
+{
+    const char *p = s, *end = s + len;
+    if (len >= 4 && memcmp(s, "ERR ", 4) == 0)
+        p += 4;
+    const char *sp = memchr(p, ' ', (size_t)(end - p));
+    const char *wend = sp ? sp : end;
+    d->res.err = seatd_err_from_lua_word(p, (unsigned long)(wend - p));
+    /* Redis's own transient states: replaying its AOF, a busy script, a read-only replica
+     * after failover, out of memory under noeviction, a primary fenced for want of a replica
+     * (min-replicas-to-write). Retry later, elsewhere: 503. */
+    static const char *transient[] = {"LOADING",    "BUSY",     "READONLY",    "OOM",
+                                      "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS"};
+    for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
+        if ((size_t)(wend - p) == strlen(transient[i]) &&
+            memcmp(p, transient[i], (size_t)(wend - p)) == 0)
+            d->res.err = SEATD_EUNAVAILABLE;
+    if (d->res.err == SEATD_EINTERNAL || d->res.err == SEATD_EUNAVAILABLE) {
+        seatd_buf_t b = SEATD_BUF_INIT;
+        seatd_buf_json_escape(&b, s, len > 200 ? 200 : len);
+        seatd_log(SEATD_LOG_WARN, NULL, "unexpected redis error", "\"reply\":\"%s\"",
+                  b.data ? b.data : "");
+        seatd_buf_free(&b);
+    }
+    const char *rest = sp ? sp + 1 : end;
+    size_t rlen = (size_t)(end - rest);
+    if (rlen == 1 && rest[0] == '-')
+        rlen = 0; /* the scripts' "no detail" placeholder */
+    set_detail(d, rest, rlen);
+    /* The show's layout is not the one this worker cached (a show id re-created after a
+     * flush): forget every cached layout so the next request reads the real one. Nothing
+     * was written: the hold function checks the hash before its first write. */
+    if (d->res.err == SEATD_EINVAL && strcmp(d->res.detail, "layout mismatch") == 0)
+        seatd_layout_cache_clear();
+}
+
+/* In a batch the bitmaps come once, for all its refusals (hold_batch.h). */
+static void refusal_maps_from_batch(decoded_t *d)
+{
+    const struct redisReply *shared = seatd_hold_batch_shared();
+    if (shared == NULL || d->maps.booked != NULL || d->maps.held != NULL)
+        return;
+    for (size_t i = 0; i + 1 < seatd_rds_reply_elements(shared); i += 2) {
+        const char *name = seatd_rds_reply_str(seatd_rds_reply_element(shared, i), NULL);
+        size_t len = 0;
+        const char *v = seatd_rds_reply_str(seatd_rds_reply_element(shared, i + 1), &len);
+        if (name == NULL || v == NULL)
+            continue;
+        if (strcmp(name, "booked") == 0) {
+            d->maps.booked = (const unsigned char *)v;
+            d->maps.booked_len = len;
+        } else if (strcmp(name, "held") == 0) {
+            d->maps.held = (const unsigned char *)v;
+            d->maps.held_len = len;
+        }
+    }
+}
+
+/* A refusal of seatd_hold_sell (lua/hold.lua refuse()): {"refused", "<WORD> <seat…>", "asked",
+ * …, "orphanRule", …, "booked", <bitmap>, "held", <bitmap>} -> the error of its first value,
+ * with the rest kept for store__propose_alternatives(). */
+static void decode_refusal(decoded_t *d)
+{
+    seatd_store_result_t *res = &d->res;
+    for (size_t i = 1; i < res->nfields; i++) {
+        const char *name = res->names[i];
+        if (strcmp(name, "asked") == 0) {
+            d->asked = res->values[i];
+        } else if (strcmp(name, "orphanRule") == 0) {
+            d->orphan_rule = strcmp(res->values[i], "1") == 0;
+        } else if (strcmp(name, "booked") == 0) {
+            d->maps.booked = (const unsigned char *)res->values[i];
+            d->maps.booked_len = res->lens[i];
+        } else if (strcmp(name, "held") == 0) {
+            d->maps.held = (const unsigned char *)res->values[i];
+            d->maps.held_len = res->lens[i];
+        }
+    }
+    refusal_maps_from_batch(d);
+    d->refused = 1;
+    decode_error(d, res->values[0], res->lens[0]);
+    res->nfields = 0; /* a failure carries no fields */
+}
+
+/* A refusal within seatd_hold_batch's answer (lua/hold.lua refuse()), one text:
+ * "refused <orphanRule 0|1>\n<WORD> <seat…>\n<asked>" -> as decode_refusal(), the bitmaps
+ * from the batch. Returns 0, or SEATD_EPROTO when 's' is not one. */
+static int decode_refusal_text(decoded_t *d, const char *s, size_t len)
+{
+    static const char prefix[] = "refused ";
+    const size_t plen = sizeof(prefix) - 1;
+    if (len < plen + 2 || memcmp(s, prefix, plen) != 0 || (s[plen] != '0' && s[plen] != '1') ||
+        s[plen + 1] != '\n')
+        return SEATD_EPROTO;
+    const char *line = s + plen + 2, *end = s + len;
+    const char *nl = memchr(line, '\n', (size_t)(end - line));
+    if (nl == NULL || nl == line)
+        return SEATD_EPROTO;
+    d->orphan_rule = s[plen] == '1';
+    d->asked = nl + 1; /* the reply's last line: its end is the string's NUL */
+    refusal_maps_from_batch(d);
+    d->refused = 1;
+    decode_error(d, line, (size_t)(nl - line));
+    d->res.nfields = 0;
+    return 0;
+}
+
+/* An array of name/value pairs -> the raw fields. Returns 0 or SEATD_EPROTO. */
+static int decode_fields(decoded_t *d, const struct redisReply *r)
+{
+    size_t elements = seatd_rds_reply_elements(r);
+    if (elements % 2 != 0 || elements / 2 > MAX_DECODED_FIELDS)
+        return SEATD_EPROTO;
+    size_t n = elements / 2;
+    d->names = seatd_calloc(n + 1, sizeof(*d->names));
+    d->values = seatd_calloc(n + 1, sizeof(*d->values));
+    d->lens = seatd_calloc(n + 1, sizeof(*d->lens));
+    d->ints = seatd_calloc(n + 1, sizeof(*d->ints));
+    for (size_t i = 0; i < n; i++) {
+        const struct redisReply *k = seatd_rds_reply_element(r, 2 * i);
+        const struct redisReply *v = seatd_rds_reply_element(r, 2 * i + 1);
+        int kt = seatd_rds_reply_type(k);
+        if (kt != SEATD_RDS_REPLY_STRING && kt != SEATD_RDS_REPLY_STATUS)
+            return SEATD_EPROTO;
+        d->names[i] = seatd_rds_reply_str(k, NULL);
+        switch (seatd_rds_reply_type(v)) {
+        case SEATD_RDS_REPLY_STRING:
+        case SEATD_RDS_REPLY_STATUS:
+            d->values[i] = seatd_rds_reply_str(v, &d->lens[i]);
+            break;
+        case SEATD_RDS_REPLY_INTEGER:
+            snprintf(d->ints[i], sizeof(d->ints[i]), "%lld", seatd_rds_reply_integer(v));
+            d->values[i] = d->ints[i];
+            d->lens[i] = strlen(d->ints[i]);
+            break;
+        case SEATD_RDS_REPLY_NIL:
+            d->values[i] = "";
+            d->lens[i] = 0;
+            break;
+        default:
+            return SEATD_EPROTO;
+        }
+    }
+    d->res.nfields = n;
+    d->res.names = d->names;
+    d->res.values = d->values;
+    d->res.lens = d->lens;
+    return 0;
+}
+
+/* Decodes 'r' (or 'err') into 'd': the error, or the raw pairs and the typed member of
+ * 'kind'. 'd' is freed with store__decoded_free(). */
+void store__decode(decoded_t *d, const struct redisReply *r, int err, kind_t kind)
+{
+    memset(d, 0, sizeof(*d));
+    d->res.detail = "";
+    int type = seatd_rds_reply_type(r);
+    if (err != 0 && !(err == SEATD_ENOTDURABLE && r != NULL)) {
+        d->res.err = err;
+    } else if (r == NULL) {
+        d->res.err = SEATD_EPROTO;
+    } else if (type == SEATD_RDS_REPLY_ERROR) {
+        size_t len = 0;
+        const char *s = seatd_rds_reply_str(r, &len);
+        decode_error(d, s ? s : "", s ? len : 0);
+    } else if (type == SEATD_RDS_REPLY_STRING) {
+        size_t len = 0;
+        const char *s = seatd_rds_reply_str(r, &len);
+        if (s == NULL || decode_refusal_text(d, s, len) < 0)
+            d->res.err = SEATD_EPROTO;
+    } else if (type != SEATD_RDS_REPLY_ARRAY) {
+        d->res.err = SEATD_EPROTO;
+    } else {
+        int rc = decode_fields(d, r);
+        if (rc < 0) {
+            d->res.err = rc;
+            d->res.nfields = 0;
+        } else if (d->res.nfields > 0 && strcmp(d->res.names[0], "refused") == 0) {
+            decode_refusal(d);
+        }
+    }
+    /* A write the script made that is not on a replica yet: decoded as a success, reported
+     * as SEATD_ENOTDURABLE with its result (the booking flow reads both). */
+    if (err == SEATD_ENOTDURABLE && d->res.err == 0)
+        d->res.err = SEATD_ENOTDURABLE;
+    store__decode_typed(d, kind); /* on failure too: no NULL string in the operation's member */
+}
+
+/*
+ * A refused named hold of show 'show_id' (decode_refusal): the alternatives to the seats it
+ * asked, blocks free in the bitmaps the script read when it refused (best.c, on this worker's
+ * cached layout of the show, which the hold was made with), appended to the error's detail
+ * and words as "alt=<id>,<id>…", the words the script itself used to write.
+ */
+void store__propose_alternatives(decoded_t *d, const char *show_id)
+{
+    const seatd_layout_t *l = seatd_layout_cache_get(show_id);
+    if (!d->refused || d->asked == NULL || l == NULL)
+        return;
+    const char *ids[SEATD_SEATS_MAX_PER_HOLD];
+    char small[512]; /* the seats asked, split here unless they are longer */
+    size_t asked_len = strlen(d->asked);
+    char *asked =
+        asked_len < sizeof(small) ? memcpy(small, d->asked, asked_len + 1) : seatd_strdup(d->asked);
+    size_t n = 0;
+    for (char *save = NULL, *id = strtok_r(asked, ",", &save); id && n < SEATD_SEATS_MAX_PER_HOLD;
+         id = strtok_r(NULL, ",", &save))
+        ids[n++] = id;
+    seatd_best_list_t alts = {0};
+    seatd_best_alternatives(l, ids, n, &d->maps, d->orphan_rule, &alts);
+    if (asked != small)
+        free(asked);
+    if (alts.n == 0) {
+        seatd_best_list_free(&alts);
+        return;
+    }
+    size_t need = strlen(d->res.detail);
+    for (size_t i = 0; i < alts.n; i++)
+        need += strlen(alts.items[i]) + sizeof(" alt=");
+    seatd_buf_t b = SEATD_BUF_INIT;
+    seatd_buf_reserve(&b, need);
+    seatd_buf_puts(&b, d->res.detail);
+    for (size_t i = 0; i < alts.n; i++) {
+        if (b.len > 0)
+            seatd_buf_puts(&b, " ");
+        seatd_buf_puts(&b, "alt=");
+        seatd_buf_puts(&b, alts.items[i]);
+    }
+    seatd_best_list_free(&alts);
+    set_detail(d, b.data, b.len); /* detail and words again, from the longer text */
+    seatd_buf_free(&b);
+}
