@@ -1,4 +1,5 @@
-/* Unit tests for worker/clients/passwd.c: argon2id at OWASP's parameters, on libuv's thread pool. */
+/* Unit tests for worker/clients/passwd.c: argon2id at OWASP's parameters, on libuv's thread pool.
+ */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
