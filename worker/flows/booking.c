@@ -219,9 +219,9 @@ static void on_refund_on_record(const seatd_store_result_t *res, void *data)
          * ledger walk). */
         log_step(f, SEATD_LOG_WARN, "refund owed not recorded; not refunded yet", res->err);
         finish(f, SEATD_BOOKING_PENDING, 0, NULL);
-    } else if (strcmp(b->status, "FAILED") != 0) {
+    } else if (b->state != SEATD_BOOKING_ST_FAILED) {
         finish(f, SEATD_BOOKING_PENDING, 0, NULL); /* it exists after all, and is not FAILED */
-    } else if (strcmp(b->refund_status, "pending") != 0) {
+    } else if (b->refund_state != SEATD_REFUND_ST_PENDING) {
         finish(f, SEATD_BOOKING_REFUNDED, 0, NULL); /* refunded already */
     } else {
         refund(f);
@@ -289,7 +289,7 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
         record_lost_booking(f);
         return;
     case SEATD_ESTATE:
-        if (res->nwords > 0 && strcmp(res->words[0], "FAILED") == 0) {
+        if (res->booking.state == SEATD_BOOKING_ST_FAILED) {
             record_late_charge(f);
             return;
         }
@@ -327,7 +327,7 @@ static void on_declined(const seatd_store_result_t *res, void *data)
 static void on_not_charged(const seatd_store_result_t *res, void *data)
 {
     flow_t *f = data;
-    if (res->err == 0 && strcmp(res->booking.status, "PENDING_PAYMENT") == 0)
+    if (res->err == 0 && res->booking.state == SEATD_BOOKING_ST_PENDING_PAYMENT)
         finish(f, SEATD_BOOKING_DEFERRED, 0, NULL); /* within the horizon */
     else if (res->err == 0)
         finish(f, SEATD_BOOKING_FAILED, 0, NULL);
@@ -576,7 +576,7 @@ static void on_cancelled(const seatd_store_result_t *res, void *data)
         return;
     }
     seatd_seatmap_invalidate(f->show_id, b->version);
-    if (strcmp(b->refund_status, "pending") == 0 && b->refund > 0 && b->payment_ref[0]) {
+    if (b->refund_state == SEATD_REFUND_ST_PENDING && b->refund > 0 && b->payment_ref[0]) {
         snprintf(f->charge_id, sizeof(f->charge_id), "%s", b->payment_ref);
         f->amount = b->refund;
         refund(f);
@@ -643,7 +643,7 @@ static void on_settle_timer(uv_timer_t *t)
 static void on_settle_read(const seatd_store_result_t *res, void *data)
 {
     settle_wait_t *w = data;
-    if (res->err == 0 && strcmp(res->booking.status, "PENDING_PAYMENT") == 0 &&
+    if (res->err == 0 && res->booking.state == SEATD_BOOKING_ST_PENDING_PAYMENT &&
         uv_now(w->timer.loop) < w->until_ms) {
         uv_timer_start(&w->timer, on_settle_timer, SEATD_BOOKING_WAIT_POLL_MS, 0);
         return;

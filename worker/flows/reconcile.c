@@ -211,20 +211,19 @@ static void on_refund_owed(const seatd_store_result_t *res, void *data)
     job_t *j = data;
     seatd_reconcile_t *rc = j->rc;
     const seatd_booking_result_t *b = &res->booking;
-    const char *st = b->status, *rs = b->refund_status, *ref = b->payment_ref;
+    const char *ref = b->payment_ref;
+    int refund_owed = res->err == 0 && b->refund_state == SEATD_REFUND_ST_PENDING;
     if (rc->closing) {
         job_end(j);
         return;
     }
-    if (res->err == 0 && strcmp(st, "FAILED") == 0 && strcmp(rs, "pending") == 0 &&
-        b->late_charge[0]) {
+    if (refund_owed && b->state == SEATD_BOOKING_ST_FAILED && b->late_charge[0]) {
         /* A late charge or a lost booking's charge, on record: the flow refunds it whole. */
         job_step(j, seatd_booking_refund_owed(&rc->flow, j->bid, b->late_charge, b->amount,
                                               on_settled, j));
         return;
     }
-    if (res->err == 0 && strcmp(st, "CANCELLED") == 0 && strcmp(rs, "pending") == 0 && ref[0] &&
-        b->refund > 0) {
+    if (refund_owed && b->state == SEATD_BOOKING_ST_CANCELLED && ref[0] && b->refund > 0) {
         /* A cancellation's refund by the show's policy, under "cancel-<bookingId>". */
         job_step(j, seatd_booking_refund_cancel(&rc->flow, j->bid, ref, b->refund, on_settled, j));
         return;
@@ -479,7 +478,8 @@ static void walk_item_status(walk_item_t *it, const char *st)
 {
     seatd_reconcile_t *rc = it->w->rc;
     seatd_metrics_inc(SEATD_METRIC_LEDGER_CHARGES);
-    if (strcmp(st, "CONFIRMED") == 0 || strcmp(st, "CANCELLED") == 0) {
+    seatd_booking_state_t state = seatd_store_booking_state(st);
+    if (state == SEATD_BOOKING_ST_CONFIRMED || state == SEATD_BOOKING_ST_CANCELLED) {
         walk_item_end(it, 1);
         return;
     }

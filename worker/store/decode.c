@@ -262,6 +262,39 @@ static void set_ptr(seatd_store_result_t *res, size_t off, const void *p)
 }
 
 /* Fills the typed member of 'kind' from the raw pairs: every field read once, here. */
+seatd_booking_state_t seatd_store_booking_state(const char *word)
+{
+    static const struct {
+        const char *word;
+        seatd_booking_state_t state;
+    } words[] = {{"PENDING_PAYMENT", SEATD_BOOKING_ST_PENDING_PAYMENT},
+                 {"CONFIRMED", SEATD_BOOKING_ST_CONFIRMED},
+                 {"FAILED", SEATD_BOOKING_ST_FAILED},
+                 {"CANCELLED", SEATD_BOOKING_ST_CANCELLED}};
+    for (size_t i = 0; word && i < sizeof(words) / sizeof(words[0]); i++)
+        if (strcmp(word, words[i].word) == 0)
+            return words[i].state;
+    return SEATD_BOOKING_ST_NONE;
+}
+
+static seatd_refund_state_t refund_state(const char *word)
+{
+    return strcmp(word, "pending") == 0     ? SEATD_REFUND_ST_PENDING
+           : strcmp(word, "succeeded") == 0 ? SEATD_REFUND_ST_SUCCEEDED
+                                            : SEATD_REFUND_ST_NONE;
+}
+
+/* The enums of the kind's member, from its words (decode_typed). */
+static void decode_states(seatd_store_result_t *res, kind_t kind)
+{
+    if (kind == KIND_BOOKING) {
+        /* A STATE error's first word is the state the booking was found in. */
+        res->booking.state = seatd_store_booking_state(
+            res->err == SEATD_ESTATE && res->nwords > 0 ? res->words[0] : res->booking.status);
+        res->booking.refund_state = refund_state(res->booking.refund_status);
+    }
+}
+
 void store__decode_typed(decoded_t *d, kind_t kind)
 {
     static const char *const none[1] = {NULL};
@@ -311,6 +344,7 @@ void store__decode_typed(decoded_t *d, kind_t kind)
         }
         }
     }
+    decode_states(res, kind);
 }
 
 /* Sets the error detail of 'd' to 'text' ('len' bytes, or up to a NUL before) and its words

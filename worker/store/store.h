@@ -81,6 +81,25 @@ typedef struct seatd_hold_result_s { /* hold, hold_get, release, release_unclaim
     int split;    /* hold (best available): the seats are two blocks, not one */
 } seatd_hold_result_t;
 
+/* A booking's status and its refund's, decoded once here (the words stay beside them for the
+ * API, which shows them as they are): nothing above the store compares status words. */
+typedef enum {
+    SEATD_BOOKING_ST_NONE = 0,        /* missing, or a word this worker does not know */
+    SEATD_BOOKING_ST_PENDING_PAYMENT, /* begun, its charge not settled */
+    SEATD_BOOKING_ST_CONFIRMED,
+    SEATD_BOOKING_ST_FAILED,
+    SEATD_BOOKING_ST_CANCELLED
+} seatd_booking_state_t;
+
+typedef enum {
+    SEATD_REFUND_ST_NONE = 0, /* no refund ("", "none") */
+    SEATD_REFUND_ST_PENDING,  /* owed: written down, not confirmed by the gateway */
+    SEATD_REFUND_ST_SUCCEEDED
+} seatd_refund_state_t;
+
+/* The state of status word 'word' (NULL or unknown: SEATD_BOOKING_ST_NONE). */
+seatd_booking_state_t seatd_store_booking_state(const char *word);
+
 typedef struct seatd_booking_result_s { /* book_*, booking_get, cancel*, refund_done, late_charge */
     const char *booking_id;
     const char *show_id;
@@ -91,9 +110,12 @@ typedef struct seatd_booking_result_s { /* book_*, booking_get, cancel*, refund_
     const char *status;
     const char *payment_ref;
     const char *reason;
-    const char *refund_status; /* "pending", "succeeded", "none" or "" */
-    const char *late_charge;   /* the charge id of a late charge, or "" */
-    int64_t amount;            /* valid when has_amount */
+    const char *refund_status;         /* "pending", "succeeded", "none" or "" */
+    seatd_booking_state_t state;       /* 'status', decoded; with a STATE error, the state the
+                                          booking was found in */
+    seatd_refund_state_t refund_state; /* 'refund_status', decoded */
+    const char *late_charge;           /* the charge id of a late charge, or "" */
+    int64_t amount;                    /* valid when has_amount */
     int has_amount;
     int64_t refund; /* valid when has_refund */
     int has_refund;
