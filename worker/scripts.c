@@ -288,7 +288,7 @@ static const fn_row_t fn_rows[] = {
     /* a repeat only moves the entry's score (never seatd_session_refresh: a resent refresh
      * would be a replay and revoke the family) */
     {"seatd_me_add", SEATD_RDS_IDEMPOTENT},
-    /* the money path (README "Durability"): a booking's begin is on a replica before its card
+    /* the money path (docs/durability.md): a booking's begin is on a replica before its card
      * is charged, its confirm before the buyer hears 201, a lost booking's record and a
      * cancellation before their refund is asked for */
     {"seatd_book_begin", SEATD_RDS_DURABLE},
