@@ -26,7 +26,7 @@ successful charge (none, or declined): nothing can land any more, the watch ends
 
 seatd_book_lost: a succeeded charge whose booking does not exist in its show (lost with a
 primary that was cut off, or died, before the booking reached a replica: the gateway's ledger
-is the backstop, README "Durability"): the booking's record is written, FAILED, with the refund
+is the backstop, docs/durability.md): the booking's record is written, FAILED, with the refund
 it is owed, before the refund is asked for, so that its buyer sees what happened (GET
 /v1/bookings/{id}: FAILED, refundStatus "pending", then "succeeded" once seatd_book_fail records
 the refund) and reconciliation retries the refund from {s}:refunds until it is recorded.

@@ -1,5 +1,5 @@
 /*
- * seatctl.c - the operator's tool (README "seatctl").
+ * seatctl.c - the operator's tool (docs/operations.md, "seatctl").
  *
  * Writes go through the HTTP API with an admin token (minted from SEATD_JWT_SECRET, or given
  * with --token / SEATD_TOKEN), so every change is a seatd Function run by a worker, exactly as

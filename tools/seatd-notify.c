@@ -38,7 +38,7 @@
  * not sent). A claim left "sending" by a consumer that died between claim and "done" is
  * resolved by looking for the event id in the log itself (the receiver is idempotent).
  *
- * Nothing a failover can take back is announced (DESIGN.md, "When the network splits") when
+ * Nothing a failover can take back is announced (docs/design.md, "When the network splits") when
  * --wait-replicas N is above 0 (SEATD_REDIS_WAIT_REPLICAS; 0, the default, is off). A primary
  * cut off by a partition keeps accepting writes for a few seconds, and all it took then is
  * discarded when its replica is promoted: a booking.confirmed written there and announced would

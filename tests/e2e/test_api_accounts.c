@@ -257,7 +257,7 @@ static int book_as(const char *sub, const char *hold)
     return status;
 }
 
-/* Retrying a booking (the README's advice) and booking a released hold file nothing in the
+/* Retrying a booking (docs/api.md's advice) and booking a released hold file nothing in the
  * buyer's list: before, each such request filed its own fresh booking id, whose booking never
  * began, and a page of those came back empty while the real ticket sat on a later page. */
 Test(api_accounts, replayed_and_refused_bookings_file_nothing_in_the_buyers_list)

@@ -335,7 +335,7 @@ Test(api_bookings, a_declined_booking_replayed_with_its_key_answers_the_same_dec
     e2e_res_free(&res);
 }
 
-/* A refused request records nothing (README): a booking refused before anything began (a
+/* A refused request records nothing (docs/api.md): a booking refused before anything began (a
  * hold released, or one that does not exist) leaves its Idempotency-Key free for the
  * corrected request, which was a 422 idempotency-key-reuse for a day. A key that bought
  * something stays taken. */

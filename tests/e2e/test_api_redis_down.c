@@ -185,7 +185,7 @@ Test(api_redis_down, a_hung_redis_answers_503_and_leaves_no_refused_hold_held)
 }
 
 /* ---------------------------------------------------------------------------------------
- * Redis lost acknowledged writes (README "Durability": with appendfsync everysec a crash may
+ * Redis lost acknowledged writes (docs/durability.md: with appendfsync everysec a crash may
  * lose the last second; a failover may lose the writes a replica had not received). The
  * seat map then follows Redis, not the lost state, and no version number is used twice.
  * Before: every worker answered the lost state (A2, A3 held) for as long as the show stayed

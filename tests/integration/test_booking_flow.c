@@ -1,7 +1,7 @@
 /*
  * test_booking_flow.c - worker/flows/booking.c and the ledger walk (reconcile.h) against real
  * redis-servers and the real fake gateway: what a booking promises when a Redis primary can
- * lose its writes (DESIGN.md "When the network splits").
+ * lose its writes (docs/design.md "When the network splits").
  *
  *   - durable: a primary with one replica of its own (two redis-servers started here, the
  *     second REPLICAOF the first), the worker's client with WAIT 1. The replica is stopped

@@ -3,7 +3,7 @@
  * catalogue with no cap on the number of streams (it stopped silently at 4,096 before), and
  * forgets the streams of shows that left the catalogue once they are drained. With
  * --wait-replicas, an event is announced only once a replica of its show's node acknowledged
- * it (DESIGN.md, "When the network splits").
+ * it (docs/design.md, "When the network splits").
  *
  * The consumer is the real binary, run against the runner's redis-server with a small
  * --batch so the walk takes several pages; events are written straight into the streams as

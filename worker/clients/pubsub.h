@@ -50,7 +50,7 @@ void seatd_pubsub_set_auth(const char *user, const char *password);
 /* Cluster mode: subscribers connect to one of these nodes ("host:port,host:port"; copied;
  * NULL or "" = off) instead of their own address, the next one after each failure. Classic
  * PUBLISH is broadcast to every node over the cluster bus, so one connection to any node
- * hears every show's deltas (README, "Redis Cluster"). Process-wide, set once at start-up. */
+ * hears every show's deltas (docs/cluster.md). Process-wide, set once at start-up. */
 void seatd_pubsub_set_nodes(const char *list);
 
 /* Returns an owned subscriber connecting to 'host':'port' or to 'unix_path' when it is not

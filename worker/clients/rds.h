@@ -42,8 +42,8 @@
  * Durability (opts.wait_replicas > 0): a command flagged SEATD_RDS_DURABLE is followed, on the
  * same connection, by WAIT wait_replicas wait_ms; its callback runs once WAIT answers, with
  * the command's own reply. When fewer replicas acknowledged in time the write ran on the
- * primary but a failover can still undo it (a primary cut off from its replica, README
- * "Durability"): the callback gets the reply AND err == SEATD_ENOTDURABLE (the one case where
+ * primary but a failover can still undo it (a primary cut off from its replica,
+ * docs/durability.md): the callback gets the reply AND err == SEATD_ENOTDURABLE (the one case where
  * both are set), a WARN is logged and the 'wait_short' stat counts it. The caller decides:
  * the booking flow charges nothing after a begin that is not durable, and answers 202 after
  * a confirm that is not. An error reply (the script refused) is delivered with err 0.

@@ -3,7 +3,7 @@
  * refund. The HTTP handler (POST /v1/bookings) and reconciliation both call it, and render or
  * count the typed outcome it ends with.
  *
- * What it promises (DESIGN.md "When the network splits", README "Durability"):
+ * What it promises (docs/design.md "When the network splits", docs/durability.md):
  *   - Charge only what a failover cannot forget: with replicas configured
  *     (--redis-wait-replicas), book_begin is on a replica (WAIT) before the card is charged.
  *     A begin that is not is failed again at once (the hold HELD again) and nothing is

@@ -7,7 +7,8 @@
  * ETag = the version; If-None-Match answers 304. Cache-Control allows a shared cache to serve
  * an answer for 1 s and 1 s more while it refreshes it: nginx keeps that micro-cache in front
  * (nginx/seatd.conf.in), tells browsers no-cache, and lets a ?minVersion= request bypass and
- * refresh it. The bound is SEATD_SEATMAP_SHARED_CACHE below; README "Freshness".
+ * refresh it. The bound is SEATD_SEATMAP_SHARED_CACHE below; docs/api.md, "The seat status
+ * and how fresh it is".
  */
 #include <stdio.h>
 #include <stdlib.h>

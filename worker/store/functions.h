@@ -8,7 +8,7 @@
  *   SEATD_RDS_IDEMPOTENT  safe to run twice: a call sent on a connection that was then lost
  *                         may be resent (cluster mode);
  *   SEATD_RDS_DURABLE     acknowledged only after WAIT (--redis-wait-replicas): the money
- *                         path (README "Durability");
+ *                         path (docs/durability.md);
  *   0                     never resent after it may have run, no WAIT. (seatd_hold,
  *                         seatd_hold_sell and seatd_hold_batch are idempotent exactly when
  *                         their holds carry an idempotency key: scripts.c decides per call.)
