@@ -135,26 +135,44 @@ ports_summary() {
 stack_live_pids() {
     local f pid
     for f in "$SEATD_RUN_DIR"/*.pid; do
-        [ -f "$f" ] || continue
-        pid="$(cat "$f" 2>/dev/null)" || continue
+        pid=""
+        [ -f "$f" ] && read -r pid < "$f" 2>/dev/null
         [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
     done
     return 0
 }
 
-# stack_of_pid <pid>: the runtime folder of the seatd stack that process belongs to (a folder
-# with a pid file holding it, looked for in its working directory, the folders named on its
-# command line and their parents), or nothing.
+# stack_of_pid <pid>: sets STACK_RUN to the runtime folder of the seatd stack that process
+# belongs to (a folder with a pid file holding that pid, looked for beside the files its
+# command line names and in its working directory) and STACK_PORT to that stack's SEATD_PORT
+# (its nginx.conf's listen); returns 1 when it is none. Without a fork: deploy/up answers a
+# taken port within 2 s, and a fork can take 50 ms on a busy machine.
 stack_of_pid() {
-    local pid="$1" d f cands=()
-    d="$(readlink "/proc/$pid/cwd" 2>/dev/null)" && cands+=("$d" "${d%/*}")
-    while read -r -d '' f; do
-        case "$f" in unix:/*) f="${f#unix:}" ;; esac
-        case "$f" in /*) cands+=("${f%/*}" "${f%/*/*}") ;; esac
-    done < <(tr ' ' '\0' < "/proc/$pid/cmdline" 2>/dev/null | tr -s '\0'; printf '\0')
+    local pid="$1" d f w p line words cands=()
+    STACK_RUN="" STACK_PORT=""
+    # (nginx rewrites its command line into one string: the words, not just the arguments.)
+    while IFS= read -r -d '' f; do
+        read -r -a words <<< "$f"
+        for w in "${words[@]}"; do
+            w="${w#unix:}"; w="${w#--*=}"
+            case "$w" in /*/*) cands+=("${w%/*}" "${w%/*/*}") ;; esac
+        done
+    done 2>/dev/null < "/proc/$pid/cmdline"
+    # Redis runs in <runtime folder>/redis (a cluster node: <runtime folder>/redis/node-<port>).
+    cands+=("/proc/$pid/cwd" "/proc/$pid/cwd/.." "/proc/$pid/cwd/../..")
     for d in "${cands[@]}"; do
         for f in "$d"/*.pid; do
-            [ -f "$f" ] && [ "$(cat "$f" 2>/dev/null)" = "$pid" ] && { echo "$d"; return 0; }
+            p=""; [ -f "$f" ] && read -r p 2>/dev/null < "$f"
+            [ "$p" = "$pid" ] || continue
+            STACK_RUN="$d"
+            # The folder's own name, and the stack's port, from its nginx.conf.
+            while read -r line; do
+                case "$line" in
+                    "pid "*/nginx.pid\;) line="${line#pid }"; STACK_RUN="${line%/nginx.pid;}" ;;
+                    "listen 127.0.0.1:"*) line="${line#listen 127.0.0.1:}"; STACK_PORT="${line%% *}"; break ;;
+                esac
+            done 2>/dev/null < "$d/nginx.conf"
+            return 0
         done
     done
     return 1
@@ -244,7 +262,7 @@ check_ports() {
             }
         }')"
     [ -z "$taken" ] && return 0
-    local kind port what laddr state peer users pids moves hint="" fixed=0 n=0 pid cmd run sp root runs=" " it
+    local kind port what laddr state peer users pids moves hint="" fixed=0 n=0 pid p a cmd run root runs=" " it summary
     {
         echo "deploy/up: the stack of SEATD_PORT=$SEATD_PORT cannot start: a port it needs is taken (nothing was started)"
         while IFS=$'\037' read -r kind port what laddr state peer users pids moves; do
@@ -260,21 +278,23 @@ check_ports() {
             fi
             [ -n "$pids" ] || continue
             # The parent (nginx's master) has the lowest pid, mostly: its command line.
-            pid="$(tr ' ' '\n' <<< "$pids" | sort -n | head -1)"
-            cmd="$(tr '\0\n\t' '   ' < "/proc/$pid/cmdline" 2>/dev/null | sed 's/ *$//' | cut -c1-110)"
-            [ -z "$cmd" ] || echo "      pid $pid: $cmd"
+            pid=""
+            for p in $pids; do [ -n "$pid" ] && [ "$pid" -le "$p" ] || pid="$p"; done
+            cmd=""
+            while IFS= read -r -d '' a; do cmd+="$a "; done 2>/dev/null < "/proc/$pid/cmdline"
+            cmd="${cmd//[$'\n\t']/ }"; cmd="${cmd%"${cmd##*[! ]}"}" # (Redis pads it with spaces)
+            [ -z "$cmd" ] || echo "      pid $pid: ${cmd:0:110}"
             # Another seatd stack: say which, and how to stop it.
             run=""
-            for pid in $pids; do run="$(stack_of_pid "$pid")" && break; done
+            for p in $pids; do stack_of_pid "$p" && run="$STACK_RUN" && break; done
             [ -n "$run" ] || continue
             case "$runs" in *" $run "*) echo "      that is the same seatd stack, in $run"; continue ;; esac
             runs+="$run "
-            sp="$(sed -n 's/^ *listen 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$run/nginx.conf" 2>/dev/null | head -1)"
             root="${run%/run/*}"
-            if [ -n "$sp" ] && [ "$run" = "$root/run/$sp" ] && [ -x "$root/deploy/down" ]; then
-                echo "      that is the seatd stack of SEATD_PORT=$sp in $root: stop it with SEATD_PORT=$sp $root/deploy/down"
+            if [ -n "$STACK_PORT" ] && [ "$run" = "$root/run/$STACK_PORT" ] && [ -x "$root/deploy/down" ]; then
+                echo "      that is the seatd stack of SEATD_PORT=$STACK_PORT in $root: stop it with SEATD_PORT=$STACK_PORT $root/deploy/down"
             else
-                echo "      that is the seatd stack in $run: stop it with SEATD_PORT=${sp:-?} SEATD_RUN_DIR=$run deploy/down"
+                echo "      that is the seatd stack in $run: stop it with SEATD_PORT=${STACK_PORT:-?} SEATD_RUN_DIR=$run deploy/down"
             fi
         done <<< "$taken"
         it="that port"; [ "$n" -eq 1 ] || it="those ports"
@@ -285,7 +305,8 @@ check_ports() {
         else
             echo "Free $it, or run this stack with another SEATD_PORT."
         fi
-        ports_summary | sed -n 's/^ports: /This stack uses: /p'
+        summary="$(ports_summary)"; summary="${summary%%$'\n'*}"
+        echo "This stack uses: ${summary#ports: }"
     } >&2
     return 1
 }
