@@ -490,20 +490,34 @@ Test(api_bad_input, holds_and_bookings_after_sales_close_are_409_sales_closed)
 {
     char started[32], cut[32], path[96];
     e2e_res_t res;
-    /* A show that has started, and one whose sales closed before its start. */
-    create_show_at("2020-01-01T20:00:00Z", NULL, started);
-    create_show_at("2030-01-01T20:00:00Z", "2020-01-01T19:00:00Z", cut);
+    /* A show that has started, and one whose sales closed before its start: created (a show
+     * must start, and its sales close, in the future) to start or close in 2 s, then waited
+     * for. */
+    time_t past = time(NULL) + 2;
+    struct tm ptm;
+    gmtime_r(&past, &ptm);
+    char closing[32], closed_at[32], closed_ms[32];
+    strftime(closing, sizeof(closing), "%Y-%m-%dT%H:%M:%SZ", &ptm);
+    strftime(closed_at, sizeof(closed_at), "%Y-%m-%dT%H:%M:%S", &ptm);
+    strftime(closed_ms, sizeof(closed_ms), "%Y-%m-%dT%H:%M:%S.000Z", &ptm);
+    create_show_at(closing, NULL, started);
+    create_show_at("2030-01-01T20:00:00Z", closing, cut);
     snprintf(path, sizeof(path), "/v1/shows/%s", cut);
     cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
-    cr_assert_str_eq(e2e_str(&res, "salesCloseAt"), "2020-01-01T19:00:00.000Z");
+    cr_assert_str_eq(e2e_str(&res, "salesCloseAt"), closed_ms);
     e2e_res_free(&res);
+    seatd_redis_t *rc = e2e_redis();
+    for (long long stop = redis_clock_ms(rc) + 10000, now;
+         (now = redis_clock_ms(rc)) < (long long)past * 1000; usleep(20 * 1000))
+        cr_assert(now < stop);
+    seatd_redis_free(rc);
     const char *shows[] = {started, cut};
     for (size_t i = 0; i < 2; i++) {
         char *before = e2e_show_snapshot(shows[i]);
         snprintf(path, sizeof(path), "/v1/shows/%s/holds", shows[i]);
         cr_assert_eq(e2e_call("POST", path, "late", "{\"seatIds\":[\"A1\"]}", NULL, &res), 0);
         assert_problem(&res, 409, "sales-closed", shows[i]);
-        cr_assert(strstr(e2e_str(&res, "detail"), "2020-01-01T"), "%s", e2e_str(&res, "detail"));
+        cr_assert(strstr(e2e_str(&res, "detail"), closed_at), "%s", e2e_str(&res, "detail"));
         e2e_res_free(&res);
         char *after = e2e_show_snapshot(shows[i]);
         cr_assert_str_eq(before, after, "nothing changed");
