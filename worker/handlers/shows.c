@@ -435,7 +435,7 @@ static cJSON *queue_check(seatd_json_check_t *v, const cJSON *q, int64_t close_m
     if (!cJSON_IsString(opens) || strlen(opens->valuestring) > 40 ||
         seatd_time_parse(opens->valuestring, &opens_ms) < 0 || opens_ms <= 0) {
         seatd_json_check_fail(v, SEATD_EINVAL, "queue.opensAt",
-                              "required: an RFC 3339 UTC time like 2026-12-02T10:00:00Z", NULL);
+                              "required: an RFC 3339 UTC time like 2030-12-02T10:00:00Z", NULL);
         ok = 0;
     } else if (close_ms > 0 && opens_ms >= close_ms) {
         seatd_json_check_fail(v, SEATD_EINVAL, "queue.opensAt", "must be before sales close", NULL);
@@ -470,6 +470,22 @@ static void queue_render(cJSON *o)
     seatd__json_add_time(q, "opensAt", ms);
 }
 
+/* Records that 'name' ('at_ms') is in the past, when it is not after 'now_ms': a show that
+ * has started, or whose sales have closed, could never sell a seat (issue 32: it was created,
+ * never listed, and every hold was 409 sales-closed). The worker's clock decides here; the
+ * scripts' sales-closed check keeps Redis's. */
+static void future_check(seatd_json_check_t *v, const char *name, int64_t at_ms, int64_t now_ms,
+                         const char *must)
+{
+    if (at_ms > now_ms)
+        return;
+    char at[SEATD_TIME_STR_MAX], now[SEATD_TIME_STR_MAX], detail[200];
+    seatd_time_format(at_ms, at);
+    seatd_time_format(now_ms, now);
+    snprintf(detail, sizeof(detail), "'%s' is in the past (%s, now %s): %s", name, at, now, must);
+    seatd_json_check_fail(v, SEATD_EINVAL, name, "is in the past: must be a future time", detail);
+}
+
 int seatd_handle_shows_create(seatd_req_t *r)
 {
     seatd_app_t *app = seatd__app(r);
@@ -484,20 +500,25 @@ int seatd_handle_shows_create(seatd_req_t *r)
     long long ttl_s = 0;
     int64_t close_ms = 0;
     seatd_json_check_text(&v, op->body, "title", TITLE_MAX, 4 * TITLE_MAX, 1, &op->title);
+    const int64_t now_ms = seatd_time_now_ms();
     seatd_json_check_string(&v, op->body, "startsAt", 40, 1, &starts);
     if (starts && seatd_time_parse(starts, &op->starts_at_ms) < 0)
         seatd_json_check_fail(&v, SEATD_EINVAL, "startsAt",
-                              "must be an RFC 3339 UTC time like 2026-12-02T20:00:00Z",
-                              "'startsAt' must be an RFC 3339 UTC time like 2026-12-02T20:00:00Z");
+                              "must be an RFC 3339 UTC time like 2030-12-02T20:00:00Z",
+                              "'startsAt' must be an RFC 3339 UTC time like 2030-12-02T20:00:00Z");
+    else if (starts)
+        future_check(&v, "startsAt", op->starts_at_ms, now_ms, "a show must start in the future");
     seatd_json_check_int(&v, op->body, "holdTtlSeconds", 1, 86400, 0, &ttl_s);
     /* Sales close at startsAt, or at this earlier instant (hold.lua, book_begin.lua). */
     seatd_json_check_string(&v, op->body, "salesCloseAt", 40, 0, &close);
     if (close && (seatd_time_parse(close, &close_ms) < 0 || close_ms <= 0))
         seatd_json_check_fail(&v, SEATD_EINVAL, "salesCloseAt",
-                              "must be an RFC 3339 UTC time like 2026-12-02T19:30:00Z", NULL);
+                              "must be an RFC 3339 UTC time like 2030-12-02T19:30:00Z", NULL);
     else if (close && starts && !seatd_json_check_failed(&v, "startsAt") &&
              close_ms > op->starts_at_ms)
         seatd_json_check_fail(&v, SEATD_EINVAL, "salesCloseAt", "must not be after startsAt", NULL);
+    else if (close)
+        future_check(&v, "salesCloseAt", close_ms, now_ms, "sales must close in the future");
     const cJSON *tiers = cJSON_GetObjectItemCaseSensitive(op->body, "priceTiers");
     int tiers_ok = price_tiers_check(&v, tiers) == 0;
     const cJSON *seats = cJSON_GetObjectItemCaseSensitive(op->body, "seats");
