@@ -5,7 +5,9 @@ book_begin.lua - seatd_book_begin: HELD -> PENDING_PAYMENT, and the booking is c
   ARGV[1]  hold id
   ARGV[2]  owner
   ARGV[3]  booking id (fresh, "<showId>-b<hex>")
-  ARGV[4]  amount (integer, minor units)
+  ARGV[4]  amount (integer, minor units), or "": priced here, each seat at its tier's price
+           (lib.lua, price_seats: the show's {s}:tiers and priceTiers), so that the worker
+           books without reading the hold and the show first
   ARGV[5]  currency
   ARGV[6]  payment method
   ARGV[7]  payment window (ms, > 0)
@@ -29,7 +31,9 @@ book_begin.lua - seatd_book_begin: HELD -> PENDING_PAYMENT, and the booking is c
   a booking already begun keeps its payment window. A hold is expired AT its expiresAt.
   Errors   NOTFOUND (missing, or another owner's), EXPIRED (deadline reached or a seat key
            lost), STATE <status> (released, booked and cancelled), SALES_CLOSED <ms>,
-           RATELIMIT <ms>, INVAL <why>
+           RATELIMIT <ms>, INVAL <why>, UNPRICED <show> (ARGV[4] "" and the show has no
+           seat tiers stored: seatd_show_tiers_put, then again), INTERNAL (a seat without a
+           price)
 ]]
 
 local BOOK_FIELDS = {'bookingId', 'holdId', 'showId', 'status', 'amount', 'seatIds',
@@ -42,7 +46,8 @@ local function book_begin(keys, args)
     end
     local hold_id, owner, booking_id = args[1] or '', args[2] or '', args[3] or ''
     local amount, window = tonumber(args[4]), tonumber(args[7])
-    if booking_id == '' or not amount or amount < 0 or not window or window <= 0 then
+    if booking_id == '' or (args[4] ~= '' and (not amount or amount < 0)) or not window
+        or window <= 0 then
         return fail('INVAL', 'booking id, amount and window')
     end
     local cap, cap_window = tonumber(args[8] or ''), tonumber(args[9] or '')
@@ -64,6 +69,13 @@ local function book_begin(keys, args)
     end
     if redis.call('EXISTS', p .. ':booking:' .. booking_id) == 1 then
         return fail('INVAL', 'booking id in use')
+    end
+    if args[4] == '' then
+        local why
+        amount, why = price_seats(p, keys[1], h.bits)
+        if not amount then
+            return fail(why, why == 'UNPRICED' and show_id or 'a seat has no price')
+        end
     end
     local now = now_ms()
     local meta = redis.call('HMGET', keys[1], 'startsAt', 'salesCloseAt')
@@ -96,7 +108,7 @@ local function book_begin(keys, args)
     local deadline = math.max(held_until, now + window)
     redis.call('HSET', p .. ':booking:' .. booking_id, 'bookingId', booking_id, 'showId', show_id,
         'holdId', hold_id, 'owner', owner, 'seatIds', h.seats, 'bits', h.bits or '',
-        'amount', args[4],
+        'amount', string.format('%d', amount),
         'currency', args[5] or '', 'paymentMethod', args[6] or '', 'status', 'PENDING_PAYMENT',
         'createdAt', now)
     redis.call('ZADD', p .. ':pending', now, booking_id)
@@ -113,7 +125,7 @@ local function book_begin(keys, args)
         'heldUntil', held_until, 'expiresAt', deadline)
     flush(p, changes)
     return {'bookingId', booking_id, 'holdId', hold_id, 'showId', show_id,
-        'status', 'PENDING_PAYMENT', 'amount', args[4], 'seatIds', h.seats,
+        'status', 'PENDING_PAYMENT', 'amount', string.format('%d', amount), 'seatIds', h.seats,
         'expiresAt', tostring(deadline), 'replayed', '0'}
 end
 

@@ -10,7 +10,9 @@ book_confirm.lua - seatd_book_confirm: the payment succeeded; seats HELD -> BOOK
   hold entry -> "booked" count; version + delta ("booked"); one "booking.confirmed" entry
   XADDed to {s}:bookings in the same script (the outbox); the booking leaves {s}:pending.
   Confirming again answers the same.
-  Returns  {"bookingId", id, "status", "CONFIRMED", "version", v, "seatIds", "A1,A2"}
+  Returns  the booking as seatd_booking_get answers it (lib.lua, booking_reply): status
+           CONFIRMED, version the seat map version that shows it booked; so that the worker
+           answers the buyer without reading it again
   Errors   NOTFOUND, EXPIRED (deadline passed or a seat key lost), STATE <status>
 ]]
 
@@ -20,8 +22,7 @@ local function book_confirm(keys, args)
         return booking_id -- the error reply
     end
     if b.status == 'CONFIRMED' then
-        return {'bookingId', booking_id, 'status', 'CONFIRMED', 'version', b.version or '0',
-            'seatIds', b.seatIds}
+        return booking_reply(keys[1], b)
     end
     if b.status ~= 'PENDING_PAYMENT' then
         return fail('STATE', b.status)
@@ -68,8 +69,7 @@ local function book_confirm(keys, args)
         'bookingId', booking_id, 'showId', b.showId, 'holdId', hold_id, 'owner', b.owner,
         'seatIds', b.seatIds, 'amount', b.amount, 'currency', b.currency or '',
         'paymentRef', args[2] or '', 'version', v, 'at', now)
-    return {'bookingId', booking_id, 'status', 'CONFIRMED', 'version', tostring(v),
-        'seatIds', b.seatIds}
+    return booking_reply(keys[1], hgetall(bk))
 end
 
 redis.register_function{function_name='seatd_book_confirm', callback=book_confirm}

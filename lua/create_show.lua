@@ -32,6 +32,10 @@ seatd_create_show
            seatsPerShopper (1..MAX_SEATS_PER_HOLD)} makes it a queued show: queueOpensAt,
            queueMax, queueAdmitMs, queueSeats in the meta (queue.lua, hold.lua)
   ARGV[7]  seatCount (the layout's seats, >= 1)
+  ARGV[8]  optional: tierNames, the layout's tiers comma-joined (each a priceTiers name), and
+  ARGV[9]  each seat's tier, one letter per seat in bit order ('a' = the first tierName):
+           written as the meta's tierNames and {s}:tiers, so that seatd_book_begin prices a
+           booking itself (lib.lua, price_seats)
   Writes {s}:meta (title, startsAt, holdTtlMs, priceTiers, layoutHash, seatCount, createdAt,
   and extra when not "") and {s}:ver = 0. The bitmaps {s}:held and {s}:booked are not
   created: a missing bitmap reads as all zeros (GETBIT, BITCOUNT, seatd_seatmap's ""), the
@@ -39,7 +43,14 @@ seatd_create_show
   show at rest costs its meta, its version and its catalogue entry.
   Returns  {"showId", id, "version", "0", "createdAt", ms}
   Errors   EXISTS (meta exists), EMPTY (no seats), INVAL (bad key, ttl, hash, count,
-           salesCloseAt or queue)
+           salesCloseAt, queue or tiers)
+
+seatd_show_tiers_put
+  KEYS[1]  {s:<id>}:meta   ARGV[1] tierNames   ARGV[2] the seats' tier letters (as above)
+  Stores the seat tiers of a show created before create_show wrote them; a show that has
+  them keeps them (written once, like the layout they come from).
+  Returns  {"showId", id, "created", "0"|"1"}
+  Errors   NOSHOW, INVAL (tiers that do not fit the show: count, letters, prices)
 
 seatd_catalogue_add
   KEYS[1]  seatd:shows       ARGV[1] score (startsAt ms)   ARGV[2] show id
@@ -94,6 +105,23 @@ local function valid_queue(qx)
     return q
 end
 
+-- Seat tiers (ARGV 'names', 'codes'): checked against the show's seat count and price tiers
+-- ('prices_text', JSON). Returns true, or nil when anything is off.
+local function valid_tiers(names_text, codes, n, prices_text)
+    local names = split_commas(names_text)
+    local ok, prices = pcall(cjson.decode, prices_text or '')
+    if #names == 0 or #names > 26 or not ok or type(prices) ~= 'table' or #codes ~= n then
+        return nil
+    end
+    for _, name in ipairs(names) do
+        if type(prices[name]) ~= 'number' then
+            return nil
+        end
+    end
+    local last = string.char(96 + #names)
+    return not string.find(codes, '[^a-' .. last .. ']')
+end
+
 local function create_show(keys, args)
     local p, id = show_prefix(keys[1])
     if not p then
@@ -115,6 +143,9 @@ local function create_show(keys, args)
     end
     if n ~= math.floor(n) or n > 100000 then
         return fail('INVAL', 'seatCount')
+    end
+    if (args[8] or '') ~= '' and not valid_tiers(args[8], args[9] or '', n, args[4]) then
+        return fail('INVAL', 'tiers')
     end
     local close, orphan_rule, queue
     if args[6] and args[6] ~= '' then
@@ -154,8 +185,29 @@ local function create_show(keys, args)
         redis.call('HSET', keys[1], 'queueOpensAt', string.format('%d', queue.opens), 'queueMax',
             queue.max, 'queueAdmitMs', queue.admit * 1000, 'queueSeats', queue.seats)
     end
+    if (args[8] or '') ~= '' then
+        redis.call('HSET', keys[1], 'tierNames', args[8])
+        redis.call('SET', p .. ':tiers', args[9])
+    end
     redis.call('SET', p .. ':ver', 0)
     return {'showId', id, 'version', '0', 'createdAt', tostring(now)}
+end
+
+local function show_tiers_put(keys, args)
+    local p, id = show_prefix(keys[1])
+    local m = p and redis.call('HMGET', keys[1], 'seatCount', 'priceTiers', 'tierNames')
+    if not m or not m[1] then
+        return fail('NOSHOW', keys[1])
+    end
+    if m[3] and redis.call('EXISTS', p .. ':tiers') == 1 then
+        return {'showId', id, 'created', '0'}
+    end
+    if not valid_tiers(args[1], args[2] or '', tonumber(m[1]), m[2]) then
+        return fail('INVAL', 'tiers')
+    end
+    redis.call('HSET', keys[1], 'tierNames', args[1])
+    redis.call('SET', p .. ':tiers', args[2])
+    return {'showId', id, 'created', '1'}
 end
 
 local function catalogue_add(keys, args)
@@ -172,5 +224,6 @@ end
 
 redis.register_function{function_name='seatd_layout_put', callback=layout_put}
 redis.register_function{function_name='seatd_create_show', callback=create_show}
+redis.register_function{function_name='seatd_show_tiers_put', callback=show_tiers_put}
 redis.register_function{function_name='seatd_catalogue_add', callback=catalogue_add}
 redis.register_function{function_name='seatd_next_show_id', callback=next_show_id}

@@ -173,6 +173,50 @@ local function reply_fields(t, names)
     return out
 end
 
+-- A booking as seatd_booking_get answers it (read.lua), also the answer of seatd_book_confirm,
+-- so that a confirmed booking is rendered without reading it again. 'b' is its record,
+-- 'meta_key' its show's meta.
+local BOOKING_FIELDS = {'bookingId', 'showId', 'holdId', 'owner', 'seatIds', 'amount',
+    'currency', 'paymentMethod', 'status', 'paymentRef', 'createdAt', 'confirmedAt', 'reason',
+    'refund', 'cancelledAt', 'failedAt', 'refundStatus', 'refundRef', 'refundPercent',
+    'startsAt', 'version', 'lateCharge'}
+local function booking_reply(meta_key, b)
+    b.startsAt = redis.call('HGET', meta_key, 'startsAt') or ''
+    b.version = b.cancelVersion or b.version -- the show version of its last seat change
+    return reply_fields(b, BOOKING_FIELDS)
+end
+
+-- The price of the seats with bits 'bits_text' (comma-joined, the hold's 'bits') in show 'p':
+-- each seat's tier from {s}:tiers (one letter per seat, 'a' = the first of the meta's
+-- tierNames; written at creation, create_show.lua) and its price from the meta's priceTiers.
+-- Returns the amount, or nil and the error word: UNPRICED when the show has no tiers stored
+-- (a show created before seats were priced here: the worker stores them and asks again),
+-- INTERNAL when a seat's tier has no price.
+local function price_seats(p, meta_key, bits_text)
+    local m = redis.call('HMGET', meta_key, 'priceTiers', 'tierNames')
+    local codes = redis.call('GET', p .. ':tiers')
+    local bits = split_commas(bits_text)
+    if not m[1] or not m[2] or not codes or #bits == 0 then
+        return nil, 'UNPRICED'
+    end
+    local ok, prices = pcall(cjson.decode, m[1])
+    if not ok or type(prices) ~= 'table' then
+        return nil, 'INTERNAL'
+    end
+    local names = split_commas(m[2])
+    local amount = 0
+    for _, b in ipairs(bits) do
+        local i = tonumber(b)
+        local code = i and string.byte(codes, i + 1)
+        local price = code and names[code - 96] and prices[names[code - 96]]
+        if type(price) ~= 'number' then
+            return nil, 'INTERNAL'
+        end
+        amount = amount + price
+    end
+    return amount
+end
+
 -- Publishes the accumulated seat changes as one delta with a fresh version. Returns the
 -- version (unchanged when there was nothing to publish). A bitmap left all zeros is deleted:
 -- a missing bitmap reads as zeros everywhere (GETBIT, BITCOUNT, seatd_seatmap's ""), so a

@@ -130,12 +130,7 @@ local function booking_get(keys, args)
     if not b or (args[2] ~= '' and b.owner ~= args[2]) then
         return fail('NOTFOUND', args[1] or '?')
     end
-    b.startsAt = redis.call('HGET', keys[1], 'startsAt') or ''
-    b.version = b.cancelVersion or b.version -- the show version of its last seat change
-    return reply_fields(b, {'bookingId', 'showId', 'holdId', 'owner', 'seatIds', 'amount',
-        'currency', 'paymentMethod', 'status', 'paymentRef', 'createdAt', 'confirmedAt',
-        'reason', 'refund', 'cancelledAt', 'failedAt', 'refundStatus', 'refundRef',
-        'refundPercent', 'startsAt', 'version', 'lateCharge'})
+    return booking_reply(keys[1], b)
 end
 
 local function bookings_status(keys, args)

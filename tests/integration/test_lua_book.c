@@ -1,6 +1,8 @@
 /* Integration tests for book_begin / book_confirm / book_fail / cancel and booking_get. */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 
+#include "domain/layout.h"
 #include "racer.h"
 #include "store_harness.h"
 
@@ -118,6 +120,97 @@ Test(lua_book, bookings_status_reads_a_shows_bookings_in_one_call_in_the_order_a
                                              th_on_result, &r),
                  SEATD_EINVAL);
     cr_assert_eq(r.done, 0, "no callback for a call refused before Redis");
+    cr_assert_eq(th_close(&t), 0);
+}
+
+/* Begins a booking of 'hold_id' priced in Redis (SEATD_BOOK_PRICE_IN_STORE). */
+static int begin_priced_in_store(th_t *t, th_res_t *r, const char *show, const char *hold_id)
+{
+    char booking_id[SEATD_ID_MAX];
+    th_res_clear(r);
+    cr_assert_eq(seatd_keys_new_id(booking_id, show, 'b'), 0);
+    seatd_book_args_t a = {.hold_id = hold_id,
+                           .owner = "alice",
+                           .booking_id = booking_id,
+                           .amount = SEATD_BOOK_PRICE_IN_STORE,
+                           .currency = "EUR",
+                           .payment_method = "tok_ok",
+                           .payment_window_ms = 60000};
+    return th_finish(t, r, seatd_store_book_begin(t->store, &a, th_on_result, r));
+}
+
+Test(lua_book, book_begin_prices_the_holds_seats_by_their_tiers_and_confirm_answers_the_booking)
+{
+    static const char layout[] =
+        "{\"seats\":[{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"tier\":\"standard\",\"x\":1,"
+        "\"y\":0},{\"id\":\"A2\",\"row\":\"A\",\"number\":2,\"tier\":\"premium\",\"x\":2,"
+        "\"y\":0},{\"id\":\"A3\",\"row\":\"A\",\"number\":3,\"tier\":\"premium\",\"x\":3,"
+        "\"y\":0}]}";
+    static const char *const ids[] = {"A1", "A2", "A3", NULL};
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    seatd_show_args_t a = {.show_id = "1",
+                           .title = "Two tiers",
+                           .starts_at_ms = 1800000000000LL,
+                           .hold_ttl_ms = 60000,
+                           .price_tiers_json = "{\"standard\":1200,\"premium\":1800}",
+                           .layout_json = layout,
+                           .seat_ids = ids,
+                           .nseats = 3};
+    cr_assert_eq(th_finish(&t, &r, seatd_store_create_show(t.store, &a, th_on_result, &r)), 0);
+    redisContext *c = seatd_test_redis_connect();
+    char v[64];
+    cr_assert_eq(th_str(c, v, sizeof(v), "GET {s:1}:tiers"), 1);
+    cr_assert_str_eq(v, "abb", "one letter per seat in bit order");
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:meta tierNames"), 1);
+    cr_assert_str_eq(v, "standard,premium");
+
+    const char *two[] = {"A1", "A2", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", two, 0, 0, NULL), 0);
+    char hold_id[SEATD_ID_MAX], booking[SEATD_ID_MAX];
+    snprintf(hold_id, sizeof(hold_id), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(begin_priced_in_store(&t, &r, "1", hold_id), 0);
+    cr_assert_str_eq(th_get(&r, "amount"), "3000", "1200 + 1800");
+    snprintf(booking, sizeof(booking), "%s", th_get(&r, "bookingId"));
+    cr_assert_eq(th_book_confirm(&t, &r, booking), 0);
+    cr_assert_str_eq(th_get(&r, "status"), "CONFIRMED");
+    cr_assert_str_eq(th_get(&r, "amount"), "3000", "confirm answers the whole booking");
+    cr_assert_str_eq(th_get(&r, "owner"), "alice");
+    cr_assert_str_eq(th_get(&r, "currency"), "EUR");
+    cr_assert_str_eq(th_get(&r, "seatIds"), "A1,A2");
+    cr_assert_gt(th_get_ll(&r, "version"), 0);
+    cr_assert_gt(th_get_ll(&r, "confirmedAt"), 0);
+
+    /* A show from before seats were priced in Redis: UNPRICED, nothing begun; its tiers
+     * stored from the layout, then priced. */
+    cr_assert_eq(th_int(c, "DEL {s:1}:tiers"), 1);
+    cr_assert_eq(th_int(c, "HDEL {s:1}:meta tierNames"), 1);
+    const char *three[] = {"A3", NULL};
+    cr_assert_eq(th_hold(&t, &r, "1", "alice", three, 0, 0, NULL), 0);
+    snprintf(hold_id, sizeof(hold_id), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(begin_priced_in_store(&t, &r, "1", hold_id), SEATD_EUNPRICED);
+    cr_assert_eq(th_hold_get(&t, &r, hold_id, "alice"), 0);
+    cr_assert_str_eq(th_get(&r, "status"), "HELD", "an unpriced begin changes nothing");
+    cJSON *doc = cJSON_Parse(layout);
+    seatd_layout_t *l = NULL;
+    cr_assert_eq(
+        seatd_layout_from_json(cJSON_GetObjectItemCaseSensitive(doc, "seats"), NULL, &l, NULL, 0),
+        0);
+    cJSON_Delete(doc);
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_show_tiers_put(t.store, "1", l, th_on_result, &r)),
+                 0);
+    cr_assert_str_eq(th_get(&r, "created"), "1");
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_show_tiers_put(t.store, "1", l, th_on_result, &r)),
+                 0);
+    cr_assert_str_eq(th_get(&r, "created"), "0", "written once");
+    seatd_layout_free(l);
+    cr_assert_eq(begin_priced_in_store(&t, &r, "1", hold_id), 0);
+    cr_assert_str_eq(th_get(&r, "amount"), "1800");
+    th_res_clear(&r);
+    redisFree(c);
     cr_assert_eq(th_close(&t), 0);
 }
 

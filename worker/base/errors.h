@@ -60,6 +60,7 @@
     XX(RATELIMIT, 429, "rate-limited", "RATELIMIT", "too many requests")                           \
     XX(HDRTOOLARGE, 431, "headers-too-large", "HDRTOOLARGE", "request headers are too large")      \
     XX(INTERNAL, 500, "internal", "INTERNAL", "internal error")                                    \
+    XX(UNPRICED, 500, "unpriced", "UNPRICED", "the show's seat prices are not in the store")       \
     XX(PROTO, 502, "bad-upstream-reply", "PROTO", "an upstream answered something unexpected")     \
     XX(PAYMENT, 502, "payment-error", "PAYMENT", "the payment gateway failed")                     \
     XX(UNAVAILABLE, 503, "unavailable", "UNAVAILABLE", "the store is unavailable, retry later")    \

@@ -357,6 +357,39 @@ char *seatd_layout_seats_json(const seatd_layout_t *l)
     return text;
 }
 
+char *seatd_layout_tier_codes(const seatd_layout_t *l, char **names_out)
+{
+    const char *names[SEATD_LAYOUT_TIER_CODES_MAX];
+    size_t nnames = 0, names_len = 0;
+    char *codes = seatd_malloc(l->n + 1);
+    *names_out = NULL;
+    for (size_t i = 0; i < l->n; i++) {
+        const char *tier = l->seats[i].tier;
+        size_t k = 0;
+        while (k < nnames && strcmp(names[k], tier) != 0)
+            k++;
+        if (k == nnames) {
+            if (nnames == SEATD_LAYOUT_TIER_CODES_MAX) {
+                free(codes);
+                return NULL;
+            }
+            names[nnames++] = tier;
+            names_len += strlen(tier) + 1;
+        }
+        codes[i] = (char)('a' + k);
+    }
+    codes[l->n] = '\0';
+    char *joined = seatd_malloc(names_len + 1);
+    joined[0] = '\0';
+    for (size_t k = 0; k < nnames; k++) {
+        if (k)
+            strcat(joined, ",");
+        strcat(joined, names[k]);
+    }
+    *names_out = joined;
+    return codes;
+}
+
 const char *seatd_layout_digest(const seatd_layout_t *l)
 {
     if (l == NULL)

@@ -69,6 +69,14 @@ char *seatd_layout_seats_json(const seatd_layout_t *l);
 #define SEATD_LAYOUT_DIGEST_LEN 64
 const char *seatd_layout_digest(const seatd_layout_t *l);
 
+/* The layout's seat tiers as the store keeps them for pricing (lua/create_show.lua):
+ * '*names_out' gets the distinct tier names, comma-joined, in the order of their first seat;
+ * the return value is one letter per seat in index order, 'a' for the first name, 'b' for
+ * the second, ... Both owned (free()). NULL (and '*names_out' NULL) when the layout has more
+ * than SEATD_LAYOUT_TIER_CODES_MAX tiers. */
+#define SEATD_LAYOUT_TIER_CODES_MAX 26
+char *seatd_layout_tier_codes(const seatd_layout_t *l, char **names_out);
+
 /* A value derived from the layout and kept with it (best.h's seat index): 'aux' is taken and
  * freed with 'aux_free' when the layout is freed; a second set replaces (frees) the first.
  * seatd_layout_aux returns it borrowed until seatd_layout_free, or NULL. */

@@ -7,6 +7,8 @@
 #include <uv.h>
 
 #include "domain/keys.h"
+#include "domain/layout.h"
+#include "flows/layout_fetch.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/metrics.h"
@@ -34,6 +36,7 @@ typedef struct flow_s {
     char cancel_key[SEATD_ID_MAX + 8];  /* "cancel-<bookingId>": a cancellation's refund */
     int64_t amount;                     /* charged (or to charge), minor units */
     int64_t window_ms, cap, cap_window; /* book_begin's payment window and decline cap */
+    int priced;                         /* the show's seat tiers were stored for this begin */
     int keep_attempt;                   /* booking.h seatd_booking_end_t */
     int cancelling;                     /* a cancellation: its refund is "cancel-<id>" */
     int in_call;                        /* the public call that started the flow runs */
@@ -495,6 +498,54 @@ static void on_unbegun(const seatd_store_result_t *res, void *data)
     finish(f, SEATD_BOOKING_REFUSED, SEATD_ENOTDURABLE, NULL);
 }
 
+static void begin(flow_t *f);
+
+static void on_tiers_stored(const seatd_store_result_t *res, void *data)
+{
+    flow_t *f = data;
+    if (res->err) {
+        log_step(f, SEATD_LOG_WARN, "the show's seat tiers not stored; not begun", res->err);
+        finish(f, SEATD_BOOKING_REFUSED, res->err, NULL);
+        return;
+    }
+    begin(f);
+}
+
+/* Stores the show's seat tiers from layout 'l' (a show created before seats were priced in
+ * Redis), then begins again. */
+static void store_tiers(flow_t *f, const seatd_layout_t *l)
+{
+    int rc = seatd_store_show_tiers_put(f->ctx.store, f->show_id, l, on_tiers_stored, f);
+    if (rc < 0)
+        finish(f, SEATD_BOOKING_REFUSED, rc, NULL);
+}
+
+static void on_layout_for_tiers(const seatd_store_result_t *res, const seatd_layout_t *l, int why,
+                                void *data)
+{
+    flow_t *f = data;
+    if (l == NULL) {
+        finish(f, SEATD_BOOKING_REFUSED, res->err ? res->err : why, NULL);
+        return;
+    }
+    store_tiers(f, l);
+}
+
+/* book_begin found the show without seat tiers (SEATD_EUNPRICED): they are stored from its
+ * layout once, and the booking begins again. Nothing began. */
+static void price_show(flow_t *f)
+{
+    f->priced = 1;
+    const seatd_layout_t *l = seatd_layout_cache_get(f->show_id);
+    if (l) {
+        store_tiers(f, l);
+        return;
+    }
+    int rc = seatd_layout_fetch(f->ctx.store, f->show_id, on_layout_for_tiers, f);
+    if (rc < 0)
+        finish(f, SEATD_BOOKING_REFUSED, rc, NULL);
+}
+
 static void on_begin(const seatd_store_result_t *res, void *data)
 {
     flow_t *f = data;
@@ -511,6 +562,10 @@ static void on_begin(const seatd_store_result_t *res, void *data)
             finish(f, SEATD_BOOKING_REFUSED, SEATD_ENOTDURABLE, NULL);
         return;
     }
+    if (res->err == SEATD_EUNPRICED && !f->priced) {
+        price_show(f);
+        return;
+    }
     if (res->err) {
         finish(f, SEATD_BOOKING_REFUSED, res->err, res);
         return;
@@ -522,14 +577,43 @@ static void on_begin(const seatd_store_result_t *res, void *data)
     }
     if (res->booking.has_amount)
         f->amount = res->booking.amount;
+    if (res->booking.seat_ids[0]) {
+        free(f->seat_ids);
+        f->seat_ids = seatd_strdup(res->booking.seat_ids);
+    }
     index_booking(f);
+}
+
+/* Sends book_begin for the flow's booking (its arguments kept in 'f'); < 0 if not sent. */
+static int begin_call(flow_t *f)
+{
+    seatd_book_args_t b = {
+        .hold_id = f->hold_id,
+        .owner = f->owner,
+        .booking_id = f->booking_id,
+        .amount = f->amount,
+        .currency = f->currency,
+        .payment_method = f->method,
+        .payment_window_ms = f->window_ms,
+        .decline_cap = f->cap,
+        .decline_window_ms = f->cap_window,
+    };
+    return seatd_store_book_begin(f->ctx.store, &b, on_begin, f);
+}
+
+static void begin(flow_t *f)
+{
+    int rc = begin_call(f);
+    if (rc < 0)
+        finish(f, SEATD_BOOKING_REFUSED, rc, NULL);
 }
 
 int seatd_booking_pay(const seatd_booking_ctx_t *ctx, const seatd_booking_pay_args_t *a,
                       seatd_booking_cb cb, void *data)
 {
-    if (a == NULL || a->hold_id == NULL || a->owner == NULL || a->amount < 0 ||
-        a->payment_method == NULL || a->currency == NULL)
+    if (a == NULL || a->hold_id == NULL || a->owner == NULL ||
+        (a->amount < 0 && a->amount != SEATD_BOOK_PRICE_IN_STORE) || a->payment_method == NULL ||
+        a->currency == NULL)
         return SEATD_EINVAL;
     flow_t *f = flow_new(ctx, a->booking_id, cb, data);
     if (f == NULL)
@@ -541,18 +625,10 @@ int seatd_booking_pay(const seatd_booking_ctx_t *ctx, const seatd_booking_pay_ar
     free(f->seat_ids);
     f->seat_ids = seatd_strdup(a->seat_ids ? a->seat_ids : "");
     f->amount = a->amount;
-    seatd_book_args_t b = {
-        .hold_id = a->hold_id,
-        .owner = a->owner,
-        .booking_id = a->booking_id,
-        .amount = a->amount,
-        .currency = a->currency,
-        .payment_method = a->payment_method,
-        .payment_window_ms = a->payment_window_ms,
-        .decline_cap = a->decline_cap,
-        .decline_window_ms = a->decline_window_ms,
-    };
-    int rc = seatd_store_book_begin(ctx->store, &b, on_begin, f);
+    f->window_ms = a->payment_window_ms;
+    f->cap = a->decline_cap;
+    f->cap_window = a->decline_window_ms;
+    int rc = begin_call(f);
     if (rc < 0) {
         flow_free(f);
         return rc;

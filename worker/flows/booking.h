@@ -72,7 +72,9 @@ typedef struct seatd_booking_end_s {
     int err;                                /* REFUSED: the reason (SEATD_E*); otherwise 0 */
     const struct seatd_store_result_s *res; /* REFUSED by the store: its result (detail, words,
                                                a RATELIMIT's ms); REPLAYED: the booking;
-                                               NULL otherwise */
+                                               CONFIRMED: the booking as confirmed, whole
+                                               (res->booking), so that it is answered
+                                               without reading it again; NULL otherwise */
     const char *booking_id;                 /* "" when none began */
     const char *status;                     /* REPLAYED: the booking's status; else "" */
     const char *decline_code;               /* DECLINED: the gateway's code; else "" */
@@ -89,8 +91,13 @@ typedef struct seatd_booking_pay_args_s {
     const char *hold_id;
     const char *owner;          /* the buyer (JWT sub) */
     const char *booking_id;     /* fresh, from seatd_keys_new_id() */
-    const char *seat_ids;       /* the hold's seats, comma-joined (charge metadata) */
-    int64_t amount;             /* minor units; 0 confirms at once without a charge */
+    const char *seat_ids;       /* the hold's seats, comma-joined (charge metadata), or NULL:
+                                   book_begin's (the usual case) */
+    int64_t amount;             /* minor units; 0 confirms at once without a charge;
+                                   SEATD_BOOK_PRICE_IN_STORE (the usual case): book_begin
+                                   prices the hold's seats, so the caller reads neither the
+                                   hold nor the show (a show without its seat tiers in Redis
+                                   gets them from its layout first, once) */
     const char *currency;       /* e.g. "EUR" */
     const char *payment_method; /* the card token */
     int64_t payment_window_ms;  /* seats stay held this long while the payment runs */

@@ -36,13 +36,16 @@ int seatd_store_book_begin(seatd_store_t *st, const seatd_book_args_t *a, seatd_
         seatd_keys_parse_id(a->booking_id, 'b', show_b) < 0 || strcmp(show_h, show_b) != 0 ||
         !seatd_keys_valid_sub(a->owner))
         return SEATD_EBADID;
-    if (a->amount < 0 || a->payment_window_ms <= 0 ||
+    if (a->amount < SEATD_BOOK_PRICE_IN_STORE || a->payment_window_ms <= 0 ||
         (a->decline_cap > 0 && a->decline_window_ms <= 0))
         return SEATD_EINVAL;
     int rc = seatd_keys_show(key, show_h, "meta");
     if (rc < 0)
         return rc;
-    snprintf(amount, sizeof(amount), "%" PRId64, a->amount);
+    if (a->amount == SEATD_BOOK_PRICE_IN_STORE)
+        amount[0] = '\0'; /* book_begin.lua prices the hold's seats itself */
+    else
+        snprintf(amount, sizeof(amount), "%" PRId64, a->amount);
     snprintf(win, sizeof(win), "%" PRId64, a->payment_window_ms);
     if (a->decline_cap > 0) {
         snprintf(cap, sizeof(cap), "%" PRId64, a->decline_cap);

@@ -54,6 +54,7 @@
 #define SEATD_FN_CREATE_SHOW "seatd_create_show"
 #define SEATD_FN_LAYOUT_PUT "seatd_layout_put"
 #define SEATD_FN_NEXT_SHOW_ID "seatd_next_show_id"
+#define SEATD_FN_SHOW_TIERS_PUT "seatd_show_tiers_put"
 /* lua/hold.lua */
 #define SEATD_FN_HOLD "seatd_hold"
 #define SEATD_FN_HOLD_BATCH "seatd_hold_batch"
@@ -117,6 +118,7 @@
     XX(SEATD_FN_CREATE_SHOW, 0)                                                                    \
     XX(SEATD_FN_LAYOUT_PUT, 0)                                                                     \
     XX(SEATD_FN_NEXT_SHOW_ID, 0)                                                                   \
+    XX(SEATD_FN_SHOW_TIERS_PUT, SEATD_RDS_IDEMPOTENT) /* written once: a repeat is a no-op */      \
     XX(SEATD_FN_HOLD, 0)                                                                           \
     XX(SEATD_FN_HOLD_BATCH, 0)                                                                     \
     XX(SEATD_FN_HOLD_SELL, 0)                                                                      \

@@ -121,14 +121,26 @@ int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a, seatd
     snprintf(ttl, sizeof(ttl), "%" PRId64, a->hold_ttl_ms);
     snprintf(count, sizeof(count), "%zu", a->nseats);
     const char *hash = seatd_layout_digest(l);
-    const char *show_args[7] = {
-        a->title, starts, ttl, a->price_tiers_json, hash, a->extra_json ? a->extra_json : "",
-        count};
+    /* Each seat's tier, so that seatd_book_begin prices a booking in Redis (none past 26
+     * tiers: such a show's bookings are refused UNPRICED; priceTiers allows 16). */
+    char *tier_names = NULL;
+    char *tier_codes = seatd_layout_tier_codes(l, &tier_names);
+    const char *show_args[9] = {a->title,
+                                starts,
+                                ttl,
+                                a->price_tiers_json,
+                                hash,
+                                a->extra_json ? a->extra_json : "",
+                                count,
+                                tier_names ? tier_names : "",
+                                tier_codes ? tier_codes : ""};
     store_op_t *op = store__op_new(st, KIND_SHOW, cb, data);
     snprintf(op->show_id, sizeof(op->show_id), "%s", a->show_id);
     memcpy(op->starts_at, starts, sizeof(starts));
     memcpy(op->hash, hash, sizeof(op->hash));
-    store__op_keep_args(op, 7, show_args);
+    store__op_keep_args(op, 9, show_args);
+    free(tier_names);
+    free(tier_codes);
     op->layout = l;
     char lkey[SEATD_KEY_MAX];
     store__layout_key(lkey, op->hash);
@@ -136,6 +148,25 @@ int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a, seatd
     const char *put_args[1] = {text};
     rc = store__fcall(op, SEATD_FN_LAYOUT_PUT, lkey, 1, put_args, NULL, on_layout_put);
     free(text);
+    return rc;
+}
+
+int seatd_store_show_tiers_put(seatd_store_t *st, const char *show_id, const seatd_layout_t *l,
+                               seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX];
+    int rc = seatd_keys_show(key, show_id, "meta");
+    if (rc < 0)
+        return rc;
+    char *names = NULL;
+    char *codes = seatd_layout_tier_codes(l, &names);
+    if (codes == NULL)
+        return SEATD_EINVAL;
+    const char *args[2] = {names, codes};
+    rc = store__fcall(store__op_new(st, KIND_SHOW, cb, data), SEATD_FN_SHOW_TIERS_PUT, key, 2, args,
+                      NULL, store__on_reply);
+    free(names);
+    free(codes);
     return rc;
 }
 

@@ -28,6 +28,7 @@
 #include "store/scripts.h"
 
 typedef struct seatd_store_s seatd_store_t;
+struct seatd_layout_s;
 
 /*
  * Typed results. Strings are borrowed like the result, "" when the reply lacks them; numbers
@@ -266,6 +267,13 @@ typedef struct seatd_show_args_s {
 SEATD_MUSTCHECK int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a,
                                             seatd_store_cb cb, void *data);
 
+/* Stores the seat tiers of show 'show_id' from its layout 'l' (borrowed for the call), for a
+ * show created before create_show stored them (seatd_store_book_begin's SEATD_EUNPRICED); a
+ * show that has them keeps them. Result: res->show with showId. Errors: NOSHOW, INVAL. */
+SEATD_MUSTCHECK int seatd_store_show_tiers_put(seatd_store_t *st, const char *show_id,
+                                               const struct seatd_layout_s *l, seatd_store_cb cb,
+                                               void *data);
+
 /* INCR of the show id sequence. Result: res->show with showId. */
 SEATD_MUSTCHECK int seatd_store_next_show_id(seatd_store_t *st, seatd_store_cb cb, void *data);
 
@@ -360,14 +368,18 @@ SEATD_MUSTCHECK int seatd_store_release_unclaimed(seatd_store_t *st, const char 
                                                   const char *owner, seatd_store_cb cb, void *data);
 
 /* book_begin: HELD -> PENDING_PAYMENT; one live booking per hold (a repeat answers the same
- * booking with replayed=1); seat keys extended to cover 'payment_window_ms'.
+ * booking with replayed=1); seat keys extended to cover 'payment_window_ms'. With 'amount'
+ * SEATD_BOOK_PRICE_IN_STORE the hold's seats are priced in Redis, each at its tier's price
+ * (the show's tiers, stored at creation): the caller needs neither the hold nor the show.
  * Result: res->booking with bookingId, holdId, showId, status, amount, seatIds, replayed.
- * Errors: NOTFOUND, EXPIRED, STATE. */
+ * Errors: NOTFOUND, EXPIRED, STATE, UNPRICED (priced in the store, and the show has no tiers
+ * stored: seatd_store_show_tiers_put, then again), INTERNAL (a seat without a price). */
+#define SEATD_BOOK_PRICE_IN_STORE (-1)
 typedef struct seatd_book_args_s {
     const char *hold_id;
     const char *owner;
     const char *booking_id;     /* fresh id from seatd_keys_new_id() */
-    int64_t amount;             /* minor units, computed from the tiers by the caller */
+    int64_t amount;             /* minor units, or SEATD_BOOK_PRICE_IN_STORE */
     const char *currency;       /* e.g. "EUR" */
     const char *payment_method; /* e.g. "tok_ok" */
     int64_t payment_window_ms;
@@ -379,8 +391,8 @@ SEATD_MUSTCHECK int seatd_store_book_begin(seatd_store_t *st, const seatd_book_a
 
 /* book_confirm: seats HELD -> BOOKED iff every seat key still names the hold; booking
  * CONFIRMED; one event on the show's bookings stream. Confirming twice answers the same.
- * Result: res->booking with bookingId, status, version. Errors: NOTFOUND, EXPIRED (seats lost),
- * STATE. */
+ * Result: res->booking, the whole booking as booking_get reads it (version: the seat map
+ * version that shows it booked). Errors: NOTFOUND, EXPIRED (seats lost), STATE. */
 SEATD_MUSTCHECK int seatd_store_book_confirm(seatd_store_t *st, const char *booking_id,
                                              const char *payment_ref, seatd_store_cb cb,
                                              void *data);
