@@ -24,7 +24,7 @@ int seatd_handle_holds_create(seatd_req_t *r);
 int seatd_handle_holds_get(seatd_req_t *r);
 int seatd_handle_holds_delete(seatd_req_t *r);
 
-/* bookings.c */
+/* bookings*.c */
 int seatd_handle_bookings_create(seatd_req_t *r);
 int seatd_handle_bookings_get(seatd_req_t *r);
 int seatd_handle_bookings_cancel(seatd_req_t *r);
