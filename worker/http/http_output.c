@@ -101,9 +101,9 @@ static void conn_queue(seatd_conn_t *c, char *data, size_t len)
 /* Writes the bytes of 'b' on 'c': at once, from 'b' itself, when nothing is queued ahead and
  * the socket takes them all (the usual case: a response fits the socket buffer, and libuv's
  * queued write would turn POLLOUT on and off, an epoll_ctl per response); 'b' is then left
- * empty with its allocation, which a finished request keeps for the next one (http_request.c
- * recycles requests). Only what must wait for the socket is moved out of 'b' and queued. The
- * callers look at writes_pending afterwards (linger). */
+ * empty with its allocation, which a finished request keeps for the next one
+ * (http_request_object.c recycles requests). Only what must wait for the socket is moved out
+ * of 'b' and queued. The callers look at writes_pending afterwards (linger). */
 void http__conn_write(seatd_conn_t *c, seatd_buf_t *b)
 {
     if (c->closing || c->lingering || b->len == 0) {
