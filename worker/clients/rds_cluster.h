@@ -1,6 +1,6 @@
 /*
  * rds_cluster.h - private to the rds module: the Redis Cluster router behind seatd_rds_t in
- * cluster mode (see rds.h), and the few rds.c internals it uses. Nobody else includes this.
+ * cluster mode (see rds.h), and the few rds*.c internals it uses. Nobody else includes this.
  */
 #ifndef SEATD_RDS_CLUSTER_H
 #define SEATD_RDS_CLUSTER_H
@@ -34,11 +34,11 @@ void seatd__rds_set_owner(seatd_rds_t *pool, seatd_rds_t *owner);
 void seatd__rds_free_shell(seatd_rds_t *rds);
 /* rds.c: the owner's ready hook, run for a node pool's connection. */
 void seatd__rds_run_ready(seatd_rds_t *owner, seatd_rds_t *pool, void *conn);
-/* rds.c: appends the RESP form of the command (an array of 'argc' bulk strings) to 'out';
+/* rds_cmd.c: appends the RESP form of the command (an array of 'argc' bulk strings) to 'out';
  * the bytes hiredis's redisFormatCommandArgv writes. */
 void seatd__rds_format_command(int argc, const char *const *argv, const size_t *argvlen,
                                seatd_buf_t *out);
-/* rds.c: a deep copy of 'r' (owned, free with seatd__rds_reply_free), NULL for NULL. */
+/* rds_reply.c: a deep copy of 'r' (owned, free with seatd__rds_reply_free), NULL for NULL. */
 struct redisReply *seatd__rds_reply_dup(const struct redisReply *r);
 void seatd__rds_reply_free(struct redisReply *r);
 

@@ -56,7 +56,7 @@ int seatd__step_end(seatd_req_t **rp);
  * and that was answered), 0 when the handler should answer the success. */
 int seatd__done(seatd_req_t *r, const seatd_store_result_t *res);
 
-/* Files 'id' in the per-user index of its buyer (accounts.c), a store call with store.h's
+/* Files 'id' in the per-user index of its buyer (accounts_me.c), a store call with store.h's
  * contract that never waits for an unreachable shard (seatd_store_me_add). A hold is filed
  * right after it is made, a booking right after it began (never for a refused or replayed
  * request), each waited for before going on, so that the buyer reads their own writes; a

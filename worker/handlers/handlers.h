@@ -24,7 +24,7 @@ int seatd_handle_holds_create(seatd_req_t *r);
 int seatd_handle_holds_get(seatd_req_t *r);
 int seatd_handle_holds_delete(seatd_req_t *r);
 
-/* bookings.c */
+/* bookings*.c */
 int seatd_handle_bookings_create(seatd_req_t *r);
 int seatd_handle_bookings_get(seatd_req_t *r);
 int seatd_handle_bookings_cancel(seatd_req_t *r);
@@ -44,7 +44,7 @@ int seatd_handle_admin_bookings_get(seatd_req_t *r);
 int seatd_handle_admin_bookings_cancel(seatd_req_t *r);
 int seatd_handle_admin_shows_reap(seatd_req_t *r);
 
-/* accounts.c: accounts, token pairs and the buyer's own holds and bookings */
+/* accounts*.c: accounts, token pairs and the buyer's own holds and bookings */
 int seatd_handle_auth_register(seatd_req_t *r);
 int seatd_handle_auth_login(seatd_req_t *r);
 int seatd_handle_auth_refresh(seatd_req_t *r);

@@ -1,13 +1,12 @@
-/* http_request.c - request parsing (http-parser 2.9.4), accessors, responses; see
- * http_request.h. This is the only module that includes <http_parser.h>. */
-#include "http/http_request.h"
-#include "http/auth.h"
-#include "base/fmt.h"
-#include "base/mem.h"
-#include "http/router.h"
+/*
+ * http_request.c - request parsing (http-parser 2.9.4): the parser's state and callbacks,
+ * the bounds they enforce, the request target's decoding and the request id; see
+ * http_request.h. This is the only module that includes <http_parser.h>. The request object
+ * it fills is in http_request_object.c, the answers in http_response.c and http_problem.c.
+ */
+#include "http/http_request_internal.h"
 
 #include <assert.h>
-#include <cjson/cJSON.h>
 #include <http_parser.h>
 #include <openssl/rand.h>
 #include <limits.h>
@@ -20,60 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROBLEM_BASE "https://seatd.dev/problems/"
-
-typedef struct {
-    size_t name_off; /* offset of the NUL-terminated, lower-cased name in 'hdrbuf' */
-    size_t val_off;  /* offset of the NUL-terminated, trimmed value in 'hdrbuf' */
-    size_t name_len; /* bytes of the name */
-    size_t val_len;  /* bytes of the value as received (before trimming) */
-} hdr_t;
-
-/* An owned string handed out by seatd_req_query(), freed with the request. */
-typedef struct strnode_s {
-    struct strnode_s *next; /* next node or NULL */
-    char s[];               /* NUL-terminated */
-} strnode_t;
-
-struct seatd_req_s {
-    /* The request as parsed. */
-    char method[16];                   /* "GET", … */
-    unsigned short http_major;         /* 1 */
-    unsigned short http_minor;         /* 0 or 1 */
-    int keep_alive;                    /* http_should_keep_alive() after the headers */
-    seatd_buf_t url;                   /* the raw request target */
-    char *raw_path;                    /* owned; the path of 'url', still encoded */
-    char *path;                        /* owned; 'raw_path' percent-decoded */
-    char *query;                       /* owned; the raw query string or NULL */
-    seatd_buf_t hdrbuf;                /* header names and values, NUL-separated */
-    hdr_t hdrs[SEATD_REQ_MAX_HEADERS]; /* offsets into 'hdrbuf' */
-    size_t nhdrs;                      /* used entries of 'hdrs' */
-    seatd_buf_t body;                  /* the de-chunked body */
-    char id[SEATD_REQ_ID_MAX + 1];     /* the request id */
-    strnode_t *strings;                /* decoded query values handed out */
-
-    /* Routing and auth. */
-    const seatd_route_t *route;                         /* borrowed from the route table */
-    size_t nparams;                                     /* used entries of 'params' */
-    seatd_route_param_t params[SEATD_ROUTE_MAX_PARAMS]; /* decoded path parameters */
-    seatd_principal_t principal;                        /* valid when 'has_principal' */
-    int has_principal;                                  /* 1 once auth succeeded */
-    void *app;                                          /* the application context */
-
-    /* The response. */
-    seatd_buf_t resp_headers; /* "Name: value\r\n" lines added by the handler */
-    seatd_buf_t response;     /* the rendered response, taken by the server */
-    int status;               /* the answered status, 0 before finish */
-    int force_close;          /* the server asked for Connection: close */
-
-    /* Lifecycle (STYLE rule 19). */
-    unsigned pending;              /* operations in flight */
-    unsigned finished : 1;         /* a finish ran */
-    unsigned detached : 1;         /* the client went away before the finish */
-    unsigned owned : 1;            /* the connection (or parser caller) still owns it */
-    seatd_req_finish_cb finish_cb; /* the server's hook, or NULL */
-    void *finish_data;             /* passed to 'finish_cb' */
-};
+#include "base/fmt.h"
+#include "base/mem.h"
 
 struct seatd_req_parser_s {
     http_parser hp;         /* the http-parser state; hp.data points back here */
@@ -106,7 +53,7 @@ static int hexval(int c)
 
 /* Percent-decodes 'len' bytes of 'in' into an owned string; '+' becomes a space when
  * 'plus'. Returns NULL on a malformed escape or a decoded NUL. */
-static char *pct_decode(const char *in, size_t len, int plus)
+char *req__pct_decode(const char *in, size_t len, int plus)
 {
     char *out = seatd_malloc(len + 1);
     size_t o = 0;
@@ -166,7 +113,7 @@ static int valid_req_id(const char *s)
  * with it a getpid() (OpenSSL's fork check), one in six of nginx's system calls per proxied
  * request. A per-process counter remains the fallback should the generator fail.
  */
-static void generate_id(char *out)
+void req__generate_id(char *out)
 {
     static unsigned char pool[4096];
     static size_t used = sizeof(pool);
@@ -194,546 +141,6 @@ static void generate_id(char *out)
     snprintf(out, SEATD_REQ_ID_MAX + 1, "%08x%08x", prefix, ++counter);
 }
 
-static const char *reason(int status)
-{
-    switch (status) {
-    case 100:
-        return "Continue";
-    case 101:
-        return "Switching Protocols";
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 202:
-        return "Accepted";
-    case 204:
-        return "No Content";
-    case 304:
-        return "Not Modified";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 402:
-        return "Payment Required";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 408:
-        return "Request Timeout";
-    case 409:
-        return "Conflict";
-    case 410:
-        return "Gone";
-    case 413:
-        return "Content Too Large";
-    case 415:
-        return "Unsupported Media Type";
-    case 422:
-        return "Unprocessable Content";
-    case 429:
-        return "Too Many Requests";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 500:
-        return "Internal Server Error";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    default:
-        return "Unknown";
-    }
-}
-
-/* Statuses that never carry a body (RFC 9110 6.4.1); they get no Content-Length either. */
-static int bodyless(int status)
-{
-    return (status >= 100 && status < 200) || status == 204 || status == 304;
-}
-
-/* ----------------------------------------------------------------------------------------
- * Request object
- * ---------------------------------------------------------------------------------------- */
-
-/*
- * Finished requests are recycled, with the allocations of their buffers: a request object is
- * a few kilobytes and a hold request grew five buffers, so allocating them afresh cost a
- * worker ~10 % of its CPU in malloc (and its consolidations). The pool is per thread (every
- * request lives on its loop's thread), bounded in objects and in the buffer size it keeps.
- * Sanitizer builds allocate every request afresh, so a use after free is still caught.
- */
-#if defined(__SANITIZE_ADDRESS__)
-#define REQ_POOL 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define REQ_POOL 0
-#endif
-#endif
-#ifndef REQ_POOL
-#define REQ_POOL 1
-#endif
-#define REQ_POOL_MAX 256        /* idle request objects kept per thread */
-#define REQ_POOL_KEEP_BUF 16384 /* a larger buffer is freed, not kept */
-
-#if REQ_POOL
-static _Thread_local seatd_req_t *req_pool[REQ_POOL_MAX];
-static _Thread_local size_t req_pool_len;
-
-static void keep_buf(seatd_buf_t *b)
-{
-    if (b->cap > REQ_POOL_KEEP_BUF)
-        seatd_buf_free(b);
-    else
-        seatd_buf_reset(b);
-}
-
-#endif
-
-static seatd_req_t *req_new(void)
-{
-    seatd_req_t *r;
-#if REQ_POOL
-    if (req_pool_len > 0) {
-        r = req_pool[--req_pool_len];
-        /* Everything but the kept buffers starts as calloc would give it. */
-        seatd_buf_t url = r->url, hdrbuf = r->hdrbuf, body = r->body,
-                    resp_headers = r->resp_headers, response = r->response;
-        memset(r, 0, offsetof(seatd_req_t, hdrs));
-        memset((char *)r + offsetof(seatd_req_t, nhdrs), 0,
-               sizeof(*r) - offsetof(seatd_req_t, nhdrs));
-        r->url = url;
-        r->hdrbuf = hdrbuf;
-        r->body = body;
-        r->resp_headers = resp_headers;
-        r->response = response;
-        r->owned = 1;
-        return r;
-    }
-#endif
-    r = seatd_calloc(1, sizeof(*r));
-    r->owned = 1;
-    return r;
-}
-
-void seatd_req_free(seatd_req_t *r)
-{
-    if (r == NULL)
-        return;
-    free(r->raw_path);
-    free(r->path);
-    free(r->query);
-    for (strnode_t *n = r->strings, *next; n; n = next) {
-        next = n->next;
-        free(n);
-    }
-#if REQ_POOL
-    if (req_pool_len < REQ_POOL_MAX) {
-        keep_buf(&r->url);
-        keep_buf(&r->hdrbuf);
-        keep_buf(&r->body);
-        keep_buf(&r->resp_headers);
-        keep_buf(&r->response);
-        req_pool[req_pool_len++] = r;
-        return;
-    }
-#endif
-    seatd_buf_free(&r->url);
-    seatd_buf_free(&r->hdrbuf);
-    seatd_buf_free(&r->body);
-    seatd_buf_free(&r->resp_headers);
-    seatd_buf_free(&r->response);
-    free(r);
-}
-
-const char *seatd_req_method(const seatd_req_t *r)
-{
-    return r->method;
-}
-
-const char *seatd_req_path(const seatd_req_t *r)
-{
-    return r->path ? r->path : "";
-}
-
-const char *seatd_req_target(const seatd_req_t *r)
-{
-    return r->url.data ? r->url.data : "";
-}
-
-const char *seatd__req_raw_path(const seatd_req_t *r)
-{
-    return r->raw_path ? r->raw_path : "";
-}
-
-const char *seatd_req_query(const seatd_req_t *r, const char *name)
-{
-    if (r->query == NULL || name == NULL)
-        return NULL;
-    size_t want = strlen(name);
-    const char *p = r->query;
-    while (*p) {
-        const char *amp = strchr(p, '&');
-        size_t len = amp ? (size_t)(amp - p) : strlen(p);
-        const char *eq = memchr(p, '=', len);
-        size_t klen = eq ? (size_t)(eq - p) : len;
-        char *key = pct_decode(p, klen, 1);
-        int hit = key && strlen(key) == want && memcmp(key, name, want) == 0;
-        free(key);
-        if (hit) {
-            const char *v = eq ? eq + 1 : p + len;
-            size_t vlen = eq ? len - klen - 1 : 0;
-            char *val = pct_decode(v, vlen, 1);
-            if (val == NULL)
-                return NULL;
-            size_t n = strlen(val);
-            strnode_t *node = seatd_malloc(sizeof(*node) + n + 1);
-            memcpy(node->s, val, n + 1);
-            free(val);
-            /* The list is const-cast: handing out a borrowed string is logically const. */
-            seatd_req_t *mr = (seatd_req_t *)r;
-            node->next = mr->strings;
-            mr->strings = node;
-            return node->s;
-        }
-        if (amp == NULL)
-            break;
-        p = amp + 1;
-    }
-    return NULL;
-}
-
-const char *seatd_req_header(const seatd_req_t *r, const char *name)
-{
-    for (size_t i = 0; i < r->nhdrs; i++)
-        if (strcasecmp(r->hdrbuf.data + r->hdrs[i].name_off, name) == 0)
-            return r->hdrbuf.data + r->hdrs[i].val_off;
-    return NULL;
-}
-
-const char *seatd_req_body(const seatd_req_t *r, size_t *len)
-{
-    if (len)
-        *len = r->body.len;
-    return r->body.data ? r->body.data : "";
-}
-
-const char *seatd_req_param(const seatd_req_t *r, const char *name)
-{
-    for (size_t i = 0; i < r->nparams; i++)
-        if (strcmp(r->params[i].name, name) == 0)
-            return r->params[i].value;
-    return NULL;
-}
-
-const char *seatd_req_id(const seatd_req_t *r)
-{
-    return r->id;
-}
-
-const seatd_route_t *seatd_req_route(const seatd_req_t *r)
-{
-    return r->route;
-}
-
-const seatd_principal_t *seatd_req_principal(const seatd_req_t *r)
-{
-    return r->has_principal ? &r->principal : NULL;
-}
-
-void *seatd_req_app(const seatd_req_t *r)
-{
-    return r->app;
-}
-
-int seatd_req_http_minor(const seatd_req_t *r)
-{
-    return r->http_major > 1 || r->http_minor >= 1 ? 1 : 0; /* HTTP/1.2 counts as 1.1 */
-}
-
-/* ----------------------------------------------------------------------------------------
- * Server glue
- * ---------------------------------------------------------------------------------------- */
-
-void seatd__req_set_finish_cb(seatd_req_t *r, seatd_req_finish_cb cb, void *data)
-{
-    r->finish_cb = cb;
-    r->finish_data = data;
-}
-
-void seatd__req_set_app(seatd_req_t *r, void *app)
-{
-    r->app = app;
-}
-
-void seatd__req_set_route(seatd_req_t *r, const seatd_route_match_t *m)
-{
-    r->route = m->route;
-    r->nparams = m->nparams;
-    memcpy(r->params, m->params, sizeof(r->params));
-}
-
-void seatd__req_set_principal(seatd_req_t *r, const seatd_principal_t *p)
-{
-    r->principal = *p;
-    r->has_principal = 1;
-}
-
-void seatd__req_set_close(seatd_req_t *r)
-{
-    r->force_close = 1;
-}
-
-int seatd__req_wants_close(const seatd_req_t *r)
-{
-    return r->force_close || !r->keep_alive;
-}
-
-seatd_buf_t *seatd__req_response(seatd_req_t *r)
-{
-    return &r->response;
-}
-
-int seatd__req_status(const seatd_req_t *r)
-{
-    return r->status;
-}
-
-int seatd__req_disown(seatd_req_t *r)
-{
-    assert(r->owned);
-    r->owned = 0;
-    if (!r->finished)
-        r->detached = 1;
-    if (r->pending == 0) {
-        seatd_req_free(r);
-        return 1;
-    }
-    return 0;
-}
-
-/* ----------------------------------------------------------------------------------------
- * Asynchronous operations
- * ---------------------------------------------------------------------------------------- */
-
-void seatd_req_hold(seatd_req_t *r)
-{
-    r->pending++;
-}
-
-int seatd_req_release(seatd_req_t *r)
-{
-    assert(r->pending > 0);
-    r->pending--;
-    if (!r->owned) {
-        if (r->pending == 0)
-            seatd_req_free(r);
-        return 1;
-    }
-    return r->finished || r->detached;
-}
-
-int seatd_req_is_detached(const seatd_req_t *r)
-{
-    return r->detached;
-}
-
-int seatd_req_is_finished(const seatd_req_t *r)
-{
-    return r->finished && !r->detached;
-}
-
-/* ----------------------------------------------------------------------------------------
- * Responses
- * ---------------------------------------------------------------------------------------- */
-
-/* Appends 's' with CR and LF replaced by spaces (no header injection from handler data). */
-static void put_header_text(seatd_buf_t *b, const char *s)
-{
-    for (const char *p = s; *p; p++) {
-        char c = (*p == '\r' || *p == '\n') ? ' ' : *p;
-        seatd_buf_append(b, &c, 1);
-    }
-}
-
-void seatd_req_add_header(seatd_req_t *r, const char *name, const char *value)
-{
-    put_header_text(&r->resp_headers, name);
-    seatd_buf_puts(&r->resp_headers, ": ");
-    put_header_text(&r->resp_headers, value);
-    seatd_buf_puts(&r->resp_headers, "\r\n");
-}
-
-static void render(seatd_req_t *r, int status, const char *content_type, const char *body,
-                   size_t len)
-{
-    seatd_buf_t *b = &r->response;
-    seatd_buf_reset(b);
-    int head = strcmp(r->method, "HEAD") == 0;
-    /* Written piece by piece, not printf'd: every answer goes through here. */
-    seatd_buf_puts(b, "HTTP/1.1 ");
-    seatd_buf_put_uint(b, (unsigned)status);
-    seatd_buf_puts(b, " ");
-    seatd_buf_puts(b, reason(status));
-    seatd_buf_puts(b, "\r\n");
-    if (!bodyless(status)) {
-        if (content_type) {
-            seatd_buf_puts(b, "Content-Type: ");
-            seatd_buf_puts(b, content_type);
-            seatd_buf_puts(b, "\r\n");
-        }
-        seatd_buf_puts(b, "Content-Length: ");
-        seatd_buf_put_uint(b, len);
-        seatd_buf_puts(b, "\r\n");
-    }
-    if (seatd__req_wants_close(r))
-        seatd_buf_puts(b, "Connection: close\r\n");
-    else if (r->http_major == 1 && r->http_minor == 0)
-        seatd_buf_puts(b, "Connection: keep-alive\r\n");
-    seatd_buf_puts(b, "X-Request-Id: ");
-    seatd_buf_puts(b, r->id);
-    seatd_buf_puts(b, "\r\n");
-    if (r->resp_headers.len)
-        seatd_buf_append(b, r->resp_headers.data, r->resp_headers.len);
-    seatd_buf_puts(b, "\r\n");
-    if (!head && !bodyless(status) && len)
-        seatd_buf_append(b, body, len);
-}
-
-void seatd_req_finish(seatd_req_t *r, int status, const char *content_type, const char *body,
-                      size_t len)
-{
-    if (r->detached)
-        return; /* the client went away: nobody to answer */
-    assert(!r->finished && "a request was finished twice");
-    if (status < 100 || status > 599)
-        status = 500;
-    r->finished = 1;
-    r->status = status;
-    render(r, status, content_type, body, len);
-    if (r->finish_cb)
-        r->finish_cb(r, r->finish_data); /* may free 'r' */
-}
-
-void seatd_req_finish_json(seatd_req_t *r, int status, cJSON *root)
-{
-    if (root == NULL) {
-        seatd_req_finish(r, status, NULL, NULL, 0);
-        return;
-    }
-    char *text = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (text == NULL) { /* only on allocation failure, which aborts first; kept for safety */
-        seatd_req_finish(r, 500, NULL, NULL, 0);
-        return;
-    }
-    seatd_req_finish(r, status, "application/json", text, strlen(text));
-    free(text);
-}
-
-/* Whether 'name' is a standard member of a problem document or an earlier member of 'extra'
- * than 'it': such an extra member is left out, never overriding. */
-static int problem_member_taken(const cJSON *extra, const cJSON *it)
-{
-    static const char *const standard[] = {"type", "title", "status", "detail", "instance"};
-    for (size_t i = 0; i < sizeof(standard) / sizeof(standard[0]); i++)
-        if (strcmp(it->string, standard[i]) == 0)
-            return 1;
-    for (const cJSON *e = extra->child; e && e != it; e = e->next)
-        if (e->string && strcmp(e->string, it->string) == 0)
-            return 1;
-    return 0;
-}
-
-/* Writes the RFC 9457 document of 'err' into 'b': the standard members by hand (a 409 is
- * the most frequent answer of an on-sale: no tree, no number formatting), then the members of
- * 'extra' (a cJSON object or NULL; borrowed). */
-static void problem_text(seatd_buf_t *b, int err, const char *detail, const char *instance,
-                         const cJSON *extra, const char *members)
-{
-    seatd_buf_puts(b, "{\"type\":\"" PROBLEM_BASE);
-    seatd_buf_puts(b, seatd_err_type(err));
-    seatd_buf_puts(b, "\"");
-    seatd_buf_json_member(b, "title", seatd_err_message(err));
-    seatd_buf_puts(b, ",\"status\":");
-    seatd_buf_put_uint(b, (unsigned)seatd_err_http_status(err));
-    if (detail)
-        seatd_buf_json_member(b, "detail", detail);
-    if (instance)
-        seatd_buf_json_member(b, "instance", instance);
-    if (cJSON_IsObject(extra)) {
-        for (const cJSON *it = extra->child; it; it = it->next) {
-            if (it->string == NULL || problem_member_taken(extra, it))
-                continue;
-            char *value = cJSON_PrintUnformatted(it);
-            if (value == NULL)
-                continue;
-            seatd_buf_puts(b, ",\"");
-            seatd_buf_json_escape(b, it->string, strlen(it->string));
-            seatd_buf_puts(b, "\":");
-            seatd_buf_puts(b, value);
-            free(value);
-        }
-    }
-    if (members && members[0]) {
-        seatd_buf_puts(b, ",");
-        seatd_buf_puts(b, members);
-    }
-    seatd_buf_puts(b, "}");
-}
-
-static void finish_problem(seatd_req_t *r, int err, const char *detail, const cJSON *extra,
-                           const char *members)
-{
-    int status = seatd_err_http_status(err);
-    seatd_buf_t text = SEATD_BUF_INIT;
-    problem_text(&text, err, detail, r->path ? r->path : NULL, extra, members);
-    if ((status == 429 || status == 503) &&
-        !(r->resp_headers.data && strstr(r->resp_headers.data, "Retry-After:")))
-        seatd_req_add_header(r, "Retry-After", "1"); /* unless the handler set its own */
-    if (status == 401 &&
-        !(r->resp_headers.data && strstr(r->resp_headers.data, "WWW-Authenticate:")))
-        seatd_req_add_header(r, "WWW-Authenticate", "Bearer"); /* unless a challenge was set */
-    seatd_req_finish(r, status, "application/problem+json", text.data, text.len);
-    seatd_buf_free(&text);
-}
-
-void seatd_req_finish_problem(seatd_req_t *r, int err, const char *detail, cJSON *extra)
-{
-    if (!r->detached)
-        finish_problem(r, err, detail, extra, NULL);
-    cJSON_Delete(extra);
-}
-
-void seatd_req_finish_problem_members(seatd_req_t *r, int err, const char *detail,
-                                      const char *members)
-{
-    if (!r->detached)
-        finish_problem(r, err, detail, NULL, members);
-}
-
-void seatd_req_parser_error_response(int err, seatd_buf_t *out)
-{
-    int status = seatd_err_http_status(err);
-    seatd_buf_t text = SEATD_BUF_INIT;
-    problem_text(&text, err, NULL, NULL, NULL, NULL);
-    char id[SEATD_REQ_ID_MAX + 1];
-    generate_id(id);
-    seatd_buf_printf(out,
-                     "HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\nX-Request-Id: %s\r\n%s\r\n",
-                     status, reason(status), text.len, id,
-                     status == 429 || status == 503 ? "Retry-After: 1\r\n" : "");
-    seatd_buf_append(out, text.data, text.len);
-    seatd_buf_free(&text);
-}
-
 /* ----------------------------------------------------------------------------------------
  * Parser callbacks. Data callbacks may fire several times per element: they append.
  * ---------------------------------------------------------------------------------------- */
@@ -754,7 +161,7 @@ static int on_message_begin(http_parser *hp)
 {
     seatd_req_parser_t *p = P(hp);
     assert(p->cur == NULL);
-    p->cur = req_new();
+    p->cur = req__new();
     p->in_message = 1;
     p->headers_done = 0;
     p->complete = 0;
@@ -868,7 +275,7 @@ static int parse_target(seatd_req_t *r)
             seatd_strndup(r->url.data + u.field_data[UF_QUERY].off, u.field_data[UF_QUERY].len);
     if (r->query && !query_well_formed(r->query))
         return SEATD_EINVAL;
-    r->path = pct_decode(r->raw_path, strlen(r->raw_path), 0);
+    r->path = req__pct_decode(r->raw_path, strlen(r->raw_path), 0);
     return r->path ? 0 : SEATD_EINVAL;
 }
 
@@ -926,7 +333,7 @@ static int on_headers_complete(http_parser *hp)
     if (xid && valid_req_id(xid))
         seatd_fmt_copy(r->id, sizeof(r->id), xid);
     else
-        generate_id(r->id);
+        req__generate_id(r->id);
     /* Refuse an announced oversized body before reading any of it. */
     p->body_max = p->lim.max_body;
     if (large_body.max > p->body_max && strcmp(r->method, large_body.method) == 0 && r->raw_path &&

@@ -1,0 +1,223 @@
+/*
+ * live_fanout.c - bringing a show's watchers up to its version: the snapshot frame (cached per
+ * version), the coalesced delta frame (built once per tick and starting version, shared by the
+ * watchers that need the same range, compressed once for those that negotiated
+ * permessage-deflate), and the coalescing tick that flushes the shows with unsent versions.
+ * See live_internal.h.
+ */
+#include "flows/live_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/buf.h"
+#include "base/mem.h"
+
+static const char *const status_name[] = {"available", "held", "booked"};
+
+#define DEFLATE_MIN 256 /* shorter frames go uncompressed: not worth a deflate */
+
+static void frame_reset(frame_t *f)
+{
+    seatd_buf_reset(&f->text);
+    seatd_buf_reset(&f->z);
+    f->z_state = 0;
+}
+
+void live__frame_free(frame_t *f)
+{
+    seatd_buf_free(&f->text);
+    seatd_buf_free(&f->z);
+    f->z_state = 0;
+}
+
+/* Sends 'f', compressed (once for every watcher) to a watcher that negotiated it. */
+static void send_frame(watcher_t *w, frame_t *f)
+{
+    if (w->deflate && f->text.len >= DEFLATE_MIN) {
+        if (f->z_state == 0) {
+            seatd_buf_reset(&f->z);
+            f->z_state = seatd_ws_deflate(f->text.data, f->text.len, &f->z) == 0 ? 1 : -1;
+        }
+        if (f->z_state == 1) {
+            live__send_msg(w, f->z.data, f->z.len, 1);
+            return;
+        }
+    }
+    live__send_msg(w, f->text.data, f->text.len, 0);
+}
+
+/* The snapshot frame of 's' at its current version (cached per version). */
+static frame_t *snapshot_frame(show_t *s)
+{
+    if (s->snap_ver == s->ver && s->snap.text.len > 0)
+        return &s->snap;
+    frame_reset(&s->snap);
+    seatd_buf_t *b = &s->snap.text;
+    seatd_buf_reserve(b, 64 + s->nseats * 24);
+    seatd_buf_printf(b, "{\"type\":\"snapshot\",\"version\":%lld,\"seats\":{", s->ver);
+    for (size_t i = 0; i < s->nseats; i++) /* ids match ^[A-Za-z0-9_-]+$: no escaping */
+        seatd_buf_printf(b, "%s\"%s\":\"%s\"", i ? "," : "", s->ids[i], status_name[s->status[i]]);
+    seatd_buf_puts(b, "}}");
+    s->snap_ver = s->ver;
+    return &s->snap;
+}
+
+/* Builds the delta (from, ver] of 's' into 'out': every change in that range once, the last
+ * status of each seat, in the order seats first changed. Requires the ring to cover it. */
+static void delta_frame(show_t *s, long long from, seatd_buf_t *out)
+{
+    size_t first = (size_t)(s->ring_n - (size_t)(s->ver - from));
+    /* 'seen' maps a seat to its slot in the output list (index + 1), reset afterwards. */
+    seatd_live_t *lv = s->lv;
+    if (lv->seen_cap < s->nseats) {
+        free(lv->seen);
+        lv->seen_cap = s->nseats;
+        lv->seen = seatd_calloc(lv->seen_cap, sizeof(*lv->seen));
+    }
+    uint32_t *seen = lv->seen;
+    uint32_t *order = NULL;
+    uint8_t *last = NULL;
+    size_t norder = 0, ocap = 0;
+    for (size_t k = first; k < s->ring_n; k++) {
+        const ring_entry_t *e = live__ring_at(s, k);
+        for (uint32_t i = 0; i < e->n; i++) {
+            uint32_t idx = e->idx[i];
+            if (seen[idx]) {
+                last[seen[idx] - 1] = e->st[i];
+                continue;
+            }
+            if (norder == ocap) {
+                ocap = ocap ? ocap * 2 : 16;
+                order = seatd_realloc(order, ocap * sizeof(*order));
+                last = seatd_realloc(last, ocap);
+            }
+            order[norder] = idx;
+            last[norder] = e->st[i];
+            seen[idx] = (uint32_t)++norder;
+        }
+    }
+    seatd_buf_printf(out, "{\"type\":\"delta\",\"fromVersion\":%lld,\"version\":%lld,\"changes\":[",
+                     from + 1, s->ver);
+    for (size_t i = 0; i < norder; i++) {
+        seatd_buf_printf(out, "%s{\"seat\":\"%s\",\"status\":\"%s\"}", i ? "," : "",
+                         s->ids[order[i]], status_name[last[i]]);
+        seen[order[i]] = 0;
+    }
+    seatd_buf_puts(out, "]}");
+    free(order);
+    free(last);
+}
+
+/* 1 when the ring holds every version after 'from'. */
+static int ring_covers(const show_t *s, long long from)
+{
+    return from >= 0 && from <= s->ver && (long long)s->ring_n >= s->ver - from;
+}
+
+/*
+ * Brings one watcher up to its show's version: nothing, a delta or a snapshot. 'shared' and
+ * '*shared_v' cache the last delta built during this flush (many watchers share a range).
+ */
+static void flush_watcher(watcher_t *w, frame_t *shared, long long *shared_v)
+{
+    show_t *s = w->show;
+    if (s == NULL || !s->synced || w->closing)
+        return;
+    if (w->sent_ver == s->ver) {
+        if (!w->greeted) { /* a ?since= of the current version: say it is, so the client
+                            * knows its feed is live on a show where nothing happens */
+            char frame[64];
+            int n =
+                snprintf(frame, sizeof(frame), "{\"type\":\"version\",\"version\":%lld}", s->ver);
+            live__send_text(w, frame, (size_t)n);
+            w->greeted = 1;
+        }
+        return;
+    }
+    w->greeted = 1;
+    if (ring_covers(s, w->sent_ver) && w->sent_ver < s->ver) {
+        if (*shared_v != w->sent_ver) {
+            frame_reset(shared);
+            delta_frame(s, w->sent_ver, &shared->text);
+            *shared_v = w->sent_ver;
+        }
+        send_frame(w, shared);
+    } else {
+        w->lv->stats.snapshots++;
+        send_frame(w, snapshot_frame(s));
+    }
+    w->sent_ver = s->ver;
+}
+
+/* Brings one watcher up to date on its own (a reconnect with ?since=, a resync): the delta
+ * it may need is built into a buffer of this call. */
+void live__flush_one(watcher_t *w)
+{
+    frame_t delta = {0}; /* empty buffers */
+    long long delta_v = -2;
+    flush_watcher(w, &delta, &delta_v);
+    live__frame_free(&delta);
+}
+
+static void flush_show(show_t *s)
+{
+    frame_t shared = {0};
+    long long shared_v = -2;
+    for (watcher_t *w = s->watchers, *next; w; w = next) {
+        next = w->next; /* a slow client may be closed (but stays listed until on_closed) */
+        flush_watcher(w, &shared, &shared_v);
+    }
+    live__frame_free(&shared);
+    if (s->synced) {
+        s->flushed_ver = s->ver;
+        live__ring_trim(s);
+    }
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    seatd_live_t *lv = t->data;
+    lv->last_flush_ms = live__now_ms(lv);
+    show_t *list = lv->dirty;
+    lv->dirty = NULL;
+    for (show_t *s = list, *next; s; s = next) {
+        next = s->dnext;
+        s->dirty = 0;
+        s->dnext = NULL;
+        flush_show(s);
+    }
+}
+
+/*
+ * The coalescing period: opts.tick_ms while this worker has few watchers, longer with many,
+ * so that a busy show costs the worker (and nginx, which relays every frame) at most about
+ * FRAMES_PER_S frames a second however many people watch: 500 watchers get a frame every
+ * 250 ms, 2,000 every second (TICK_MAX_MS). Every change still arrives, coalesced.
+ */
+#define FRAMES_PER_S 2000
+#define TICK_MAX_MS 1000
+
+static uint64_t tick_period_ms(const seatd_live_t *lv)
+{
+    uint64_t t = (uint64_t)lv->stats.watchers * 1000 / FRAMES_PER_S;
+    if (t < lv->opts.tick_ms)
+        t = lv->opts.tick_ms;
+    return t < TICK_MAX_MS ? t : TICK_MAX_MS;
+}
+
+/* Marks 's' as having versions some watchers have not been sent, and arms the tick: at once
+ * when the last tick is at least one tick old, else when the tick period is up. */
+void live__mark_dirty(show_t *s)
+{
+    seatd_live_t *lv = s->lv;
+    if (!s->dirty) {
+        s->dirty = 1;
+        s->dnext = lv->dirty;
+        lv->dirty = s;
+    }
+    if (!uv_is_active((uv_handle_t *)&lv->tick) && !lv->closing) {
+        uint64_t now = live__now_ms(lv), next = lv->last_flush_ms + tick_period_ms(lv);
+        uv_timer_start(&lv->tick, on_tick, next > now ? next - now : 0, 0);
+    }
+}
