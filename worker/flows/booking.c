@@ -95,6 +95,8 @@ static void deliver(flow_t *f, seatd_booking_outcome_t outcome, int err,
         .status = outcome == SEATD_BOOKING_REPLAYED && res ? res->booking.status : "",
         .decline_code = outcome == SEATD_BOOKING_DECLINED ? f->decline : "",
         .version = outcome == SEATD_BOOKING_CONFIRMED && res ? res->booking.version : 0,
+        .amount = f->amount > 0 ? f->amount : 0,
+        .seat_ids = f->seat_ids,
         .keep_attempt = f->keep_attempt,
     };
     f->cb(&end, f->data);

@@ -79,8 +79,10 @@ typedef struct seatd_booking_end_s {
     const char *status;                     /* REPLAYED: the booking's status; else "" */
     const char *decline_code;               /* DECLINED: the gateway's code; else "" */
     int64_t version;                        /* CONFIRMED: the seat map version that shows it */
-    int keep_attempt; /* 1: the card was declined or its answer is unknown (a decline cap keeps
-                         the attempt); 0: approved or never charged (give it back) */
+    int64_t amount;       /* what the booking is charged (minor units); REFUSED: unknown (0) */
+    const char *seat_ids; /* its seats, comma-joined; REFUSED: "" */
+    int keep_attempt;     /* 1: the card was declined or its answer is unknown (a decline cap keeps
+                             the attempt); 0: approved or never charged (give it back) */
 } seatd_booking_end_t;
 
 /* Runs exactly once per operation started (return 0), never before the call returned. */

@@ -4,10 +4,12 @@
  * /v1/bookings/{id} and POST /v1/tickets/verify are in bookings_render.c
  * (bookings_internal.h).
  *
- * POST validates the body, claims the Idempotency-Key, reads the hold and prices its seats
- * from the show's tiers, counts one attempt against the buyer's decline cap, and hands the
- * booking to the flow: begin (on a replica before anything is charged) -> charge -> confirm
- * (on a replica before 201) | fail | refund. It renders the flow's outcome:
+ * POST validates the body, claims the Idempotency-Key, counts one attempt against the buyer's
+ * decline cap, and hands the booking to the flow: begin (which prices the hold's seats in
+ * Redis, on a replica before anything is charged) -> charge -> confirm (on a replica before
+ * 201; its answer is the booking the 201 carries) | fail | refund. At most 5 awaited Redis
+ * calls (test_api_booking_calls): the key's claim, the buyer's counter, begin, the buyer's
+ * index, confirm. It renders the flow's outcome:
  *   CONFIRMED 201 with the ticket · PENDING / REFUND_OWED 202 PENDING_PAYMENT with Location
  *   (reconciliation settles it) · DECLINED 402 (the hold HELD again) · REFUNDED 410 (charged,
  *   the seats lost, the charge refunded) · REFUSED: the store's refusal (404, 409, 410, 429),
@@ -79,8 +81,6 @@ void bookings__book_op_free(void *ctx)
     book_op_t *op = ctx;
     idem_release_if_nothing_began(op);
     cJSON_Delete(op->body);
-    cJSON_Delete(op->tiers);
-    free(op->seat_csv);
     free(op);
 }
 
@@ -167,8 +167,8 @@ static void begin_booking(book_op_t *op)
         .hold_id = op->hold_id,
         .owner = op->owner,
         .booking_id = op->booking_id,
-        .seat_ids = op->seat_csv,
-        .amount = op->amount,
+        .seat_ids = NULL, /* book_begin's */
+        .amount = SEATD_BOOK_PRICE_IN_STORE,
         .currency = CURRENCY,
         .payment_method = op->method,
         .payment_window_ms = cfg->payment_window_ms,
@@ -215,95 +215,26 @@ static void on_user_counter(const seatd_store_result_t *res, void *data)
     begin_booking(op);
 }
 
-/* Counts one attempt against the user's decline cap, then begins the booking, which counts
- * one against the hold's when it begins one (not on a replay). An attempt is given back when
- * the charge is approved or never made, so the counters hold declines (and answers unknown)
- * plus attempts in flight, and a request over a cap never reaches the gateway. */
-static void guard_then_begin(book_op_t *op)
+/* Counts one attempt against the user's decline cap, then begins the booking under a fresh
+ * id, which counts one against the hold's when it begins one (not on a replay). An attempt
+ * is given back when the charge is approved or never made, so the counters hold declines
+ * (and answers unknown) plus attempts in flight, and a request over a cap never reaches the
+ * gateway. Returns what starting the count returned (the request is not held yet). */
+static int start_booking(book_op_t *op)
 {
     const seatd_config_t *cfg = op->app->cfg;
     char suffix[SEATD_ID_MAX + 16];
     snprintf(suffix, sizeof(suffix), "declines:%s", op->hold_id);
     int rc = seatd_keys_show(op->hold_ctr, op->show_id, suffix);
-    if (rc == 0 && snprintf(op->user_ctr, sizeof(op->user_ctr), "seatd:declines:%s",
-                            seatd__sub(op->r)) >= (int)sizeof(op->user_ctr))
+    if (rc == 0 && snprintf(op->user_ctr, sizeof(op->user_ctr), "seatd:declines:%s", op->owner) >=
+                       (int)sizeof(op->user_ctr))
         rc = SEATD_EBADID;
+    if (rc == 0)
+        rc = seatd_keys_new_id(op->booking_id, op->show_id, 'b');
     if (rc == 0)
         rc = seatd_store_attempt_nowait(op->app->store, op->user_ctr, 1, cfg->decline_cap_per_user,
                                         cfg->decline_window_ms, on_user_counter, op);
-    bookings__step_started(op, rc);
-}
-
-/* Price of the hold's seats from the show's tiers, computed when the booking starts and then
- * stored on the booking as the amount charged. */
-static void begin_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
-{
-    book_op_t *op = ctx;
-    long long amount = 0;
-    const char *p = op->seat_csv;
-    while (p && *p) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char id[32];
-        snprintf(id, sizeof(id), "%.*s", (int)(len < 31 ? len : 31), p);
-        long idx = seatd_layout_find(l, id);
-        const cJSON *price =
-            idx >= 0 ? cJSON_GetObjectItemCaseSensitive(op->tiers, seatd_layout_seat(l, idx)->tier)
-                     : NULL;
-        if (!cJSON_IsNumber(price)) {
-            seatd_req_finish_problem(r, SEATD_EINTERNAL, "a seat has no price", NULL);
-            bookings__book_op_free(op);
-            return;
-        }
-        amount += (long long)cJSON_GetNumberValue(price);
-        p += len;
-        if (*p == ',')
-            p++;
-    }
-    op->amount = amount;
-    if (seatd_keys_new_id(op->booking_id, op->show_id, 'b') < 0) {
-        seatd_req_finish_problem(r, SEATD_EINTERNAL, NULL, NULL);
-        bookings__book_op_free(op);
-        return;
-    }
-    guard_then_begin(op);
-}
-
-static void on_show_for_booking(const seatd_store_result_t *res, void *data)
-{
-    book_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (bookings__step_gone_or_failed(op, res))
-        return;
-    op->tiers = cJSON_Parse(res->show.price_tiers);
-    if (!cJSON_IsObject(op->tiers)) {
-        seatd_req_finish_problem(r, SEATD_EINTERNAL, "the show has no price tiers", NULL);
-        bookings__book_op_free(op);
-        return;
-    }
-    int rc = seatd__with_layout(r, op->show_id, begin_with_layout, bookings__book_op_free, op);
-    if (rc < 0) {
-        seatd_req_finish_problem(r, rc, NULL, NULL);
-        bookings__book_op_free(op);
-    }
-}
-
-static void on_hold_for_booking(const seatd_store_result_t *res, void *data)
-{
-    book_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (res->err == SEATD_ENOTFOUND) { /* name the hold the body gave */
-        seatd__step_end(&op->r);
-        if (op->r)
-            seatd__reply_no_hold(op->r, op->hold_id);
-        bookings__book_op_free(op);
-        return;
-    }
-    if (bookings__step_gone_or_failed(op, res))
-        return;
-    op->seat_csv = seatd_strdup(res->hold.seat_ids);
-    int rc = seatd_store_show_get(seatd__app(r)->store, op->show_id, on_show_for_booking, op);
-    bookings__step_started(op, rc);
+    return rc;
 }
 
 /* The request's idempotency key is claimed: a replay or a new key goes on to the hold. A
@@ -336,8 +267,7 @@ static void on_book_key_claimed(const seatd_store_result_t *res, void *data)
         bookings__answer_with_booking(op);
         return;
     }
-    bookings__step_started(
-        op, seatd_store_hold_get(op->app->store, op->hold_id, op->owner, on_hold_for_booking, op));
+    bookings__step_started(op, start_booking(op));
 }
 
 int seatd_handle_bookings_create(seatd_req_t *r)
@@ -391,7 +321,7 @@ int seatd_handle_bookings_create(seatd_req_t *r)
         rc = seatd_store_idem_claim(op->app->store, op->owner, "book", idem, fingerprint,
                                     BOOK_IDEM_TTL_MS, on_book_key_claimed, op);
     } else {
-        rc = seatd_store_hold_get(op->app->store, op->hold_id, op->owner, on_hold_for_booking, op);
+        rc = start_booking(op);
     }
     rc = seatd__step_begin(&op->r, rc);
     if (rc < 0)

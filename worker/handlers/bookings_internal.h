@@ -36,9 +36,6 @@ typedef struct {
     int idem_claimed;  /* 'idem' is claimed for this body (released if nothing begins) */
     int begin_sent;    /* book_begin was sent: a booking may have begun */
     int begin_refused; /* ... and the script refused it (a 4xx): nothing began */
-    char *seat_csv;    /* owned: the hold's seats */
-    cJSON *tiers;      /* owned: the show's price tiers */
-    long long amount;  /* minor units */
     char decline[64];
     char hold_ctr[SEATD_KEY_MAX]; /* the per-hold decline counter (book_begin takes it) */
     char user_ctr[SEATD_KEY_MAX]; /* the per-user decline counter */

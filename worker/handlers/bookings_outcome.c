@@ -16,13 +16,14 @@
 #include "base/log.h"
 #include "base/metrics.h"
 
-/* Answers with the booking as the store has it now (after confirm, fail or a replay). */
-static void on_booking_final(const seatd_store_result_t *res, void *data)
+/* Answers with booking 'res' (the store's, after confirm, fail or a replay) and frees 'op'. */
+static void answer_booking(book_op_t *op, const seatd_store_result_t *res)
 {
-    book_op_t *op = data;
-    if (bookings__step_gone_or_failed(op, res))
-        return;
     seatd_req_t *r = op->r;
+    if (r == NULL) {
+        bookings__book_op_free(op);
+        return;
+    }
     const char *status = res->booking.status;
     const char *reason = res->booking.reason;
     cJSON *o = bookings__booking_to_json(op->app->cfg, res);
@@ -54,6 +55,15 @@ static void on_booking_final(const seatd_store_result_t *res, void *data)
         seatd_req_finish_problem(r, SEATD_ESTATE, "the booking did not complete", NULL);
     }
     bookings__book_op_free(op);
+}
+
+/* Answers with the booking as the store has it now. */
+static void on_booking_final(const seatd_store_result_t *res, void *data)
+{
+    book_op_t *op = data;
+    if (bookings__step_gone_or_failed(op, res))
+        return;
+    answer_booking(op, res);
 }
 
 static void wait_for_outcome(book_op_t *op);
@@ -132,7 +142,7 @@ static void answer_declined(book_op_t *op)
  * the confirm is not on a replica yet); reconciliation settles it, and GET /v1/bookings/{id}
  * tells. Answered from what this request knows: the booking as Redis has it now may say
  * CONFIRMED on a primary that a failover can still take back. */
-static void answer_pending(book_op_t *op)
+static void answer_pending(book_op_t *op, const seatd_booking_end_t *end)
 {
     if (op->r) {
         cJSON *o = cJSON_CreateObject();
@@ -140,8 +150,8 @@ static void answer_pending(book_op_t *op)
         cJSON_AddStringToObject(o, "status", "PENDING_PAYMENT");
         cJSON_AddStringToObject(o, "holdId", op->hold_id);
         cJSON_AddStringToObject(o, "showId", op->show_id);
-        seatd__json_add_csv_array(o, "seatIds", op->seat_csv ? op->seat_csv : "");
-        cJSON_AddNumberToObject(o, "amount", (double)op->amount);
+        seatd__json_add_csv_array(o, "seatIds", end->seat_ids);
+        cJSON_AddNumberToObject(o, "amount", (double)end->amount);
         cJSON_AddStringToObject(o, "currency", CURRENCY);
         char loc[96];
         snprintf(loc, sizeof(loc), "/v1/bookings/%s", op->booking_id);
@@ -175,6 +185,11 @@ static void answer_refused(book_op_t *op, const seatd_booking_end_t *end)
         return;
     }
     seatd_metrics_inc(seatd_metrics_booking_outcome(end->err));
+    if (op->r && end->err == SEATD_ENOTFOUND) { /* name the hold the body gave */
+        seatd__reply_no_hold(op->r, op->hold_id);
+        bookings__book_op_free(op);
+        return;
+    }
     if (op->r && end->res) {
         seatd__reply_store_error(op->r, end->res);
         bookings__book_op_free(op);
@@ -208,7 +223,10 @@ void bookings__on_paid(const seatd_booking_end_t *end, void *data)
     switch (end->outcome) {
     case SEATD_BOOKING_CONFIRMED:
         seatd_metrics_inc(SEATD_METRIC_BOOKING_CONFIRMED);
-        bookings__answer_with_booking(op);
+        if (end->res) /* the confirm's answer is the whole booking: no read again */
+            answer_booking(op, end->res);
+        else
+            bookings__answer_with_booking(op);
         return;
     case SEATD_BOOKING_DECLINED:
         seatd_metrics_inc(SEATD_METRIC_BOOKING_DECLINED);
@@ -237,7 +255,7 @@ void bookings__on_paid(const seatd_booking_end_t *end, void *data)
         return;
     default: /* PENDING, REFUND_OWED: reconciliation finishes it */
         seatd_metrics_inc(SEATD_METRIC_BOOKING_PENDING);
-        answer_pending(op);
+        answer_pending(op, end);
         return;
     }
 }
