@@ -76,7 +76,6 @@ typedef struct seatd_booking_end_s {
                                                (res->booking), so that it is answered
                                                without reading it again; NULL otherwise */
     const char *booking_id;                 /* "" when none began */
-    const char *status;                     /* REPLAYED: the booking's status; else "" */
     const char *decline_code;               /* DECLINED: the gateway's code; else "" */
     int64_t version;                        /* CONFIRMED: the seat map version that shows it */
     int64_t amount;       /* what the booking is charged (minor units); REFUSED: unknown (0) */

@@ -165,8 +165,8 @@ static void on_me_hold(const seatd_store_result_t *res, void *data)
     me_op_t *op = it->op;
     int err = 0;
     if (!res->err) {
-        const char *st = res->hold.status;
-        if (strcmp(st, "HELD") == 0 || strcmp(st, "PENDING_PAYMENT") == 0)
+        seatd_hold_state_t st = res->hold.state;
+        if (st == SEATD_HOLD_ST_HELD || st == SEATD_HOLD_ST_PENDING_PAYMENT)
             it->json = seatd__json_hold(&res->hold, NULL);
         else
             it->dead = 1; /* released, expired or booked: it never comes back */

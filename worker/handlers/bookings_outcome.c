@@ -24,18 +24,18 @@ static void answer_booking(book_op_t *op, const seatd_store_result_t *res)
         bookings__book_op_free(op);
         return;
     }
-    const char *status = res->booking.status;
     const char *reason = res->booking.reason;
     cJSON *o = bookings__booking_to_json(op->app->cfg, res);
     char loc[96];
     snprintf(loc, sizeof(loc), "/v1/bookings/%s", op->booking_id);
-    if (strcmp(status, "CONFIRMED") == 0) {
+    seatd_booking_state_t state = res->booking.state;
+    if (state == SEATD_BOOKING_ST_CONFIRMED) {
         seatd_req_add_header(r, "Location", loc);
         seatd_req_finish_json(r, 201, o);
-    } else if (strcmp(status, "PENDING_PAYMENT") == 0) {
+    } else if (state == SEATD_BOOKING_ST_PENDING_PAYMENT) {
         seatd_req_add_header(r, "Location", loc);
         seatd_req_finish_json(r, 202, o);
-    } else if (strcmp(status, "FAILED") == 0 && reason[0]) {
+    } else if (state == SEATD_BOOKING_ST_FAILED && reason[0]) {
         /* The answer the first request gave: seats lost (410) or a decline (402). */
         cJSON_Delete(o);
         cJSON *extra = cJSON_CreateObject();
@@ -243,7 +243,7 @@ void bookings__on_paid(const seatd_booking_end_t *end, void *data)
         return;
     }
     case SEATD_BOOKING_REPLAYED:
-        if (op->r && strcmp(end->status, "PENDING_PAYMENT") == 0) {
+        if (op->r && end->res && end->res->booking.state == SEATD_BOOKING_ST_PENDING_PAYMENT) {
             /* A retry during the first request's payment: wait for its outcome. */
             wait_for_outcome(op);
             return;

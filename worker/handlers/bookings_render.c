@@ -52,7 +52,7 @@ cJSON *bookings__booking_to_json(const seatd_config_t *cfg, const seatd_store_re
     if (b->has_refund)
         cJSON_AddNumberToObject(o, "refund", (double)b->refund);
     const char *bid = b->booking_id;
-    if (cfg && strcmp(b->status, "CONFIRMED") == 0 && bid[0]) {
+    if (cfg && b->state == SEATD_BOOKING_ST_CONFIRMED && bid[0]) {
         /* The ticket: a token signed with the ticket key, and its QR code. */
         unsigned char key[SEATD_TICKET_KEY_LEN];
         seatd_ticket_key(cfg->jwt_secret, cfg->jwt_secret_len, key);
@@ -184,15 +184,15 @@ static void on_verify_booking(const seatd_store_result_t *res, void *data)
         free(op);
         return;
     }
-    const char *status = res->booking.status;
     const char *seats = res->booking.seat_ids;
     if (res->err == SEATD_ENOTFOUND) {
         seatd_req_finish_json(r, 200, verify_answer(0, "unknown_booking", &op->t));
     } else if (res->err) {
         seatd__reply_store_error(r, res);
-    } else if (strcmp(status, "CONFIRMED") == 0 && strcmp(seats, op->t.seats) == 0) {
+    } else if (res->booking.state == SEATD_BOOKING_ST_CONFIRMED &&
+               strcmp(seats, op->t.seats) == 0) {
         seatd_req_finish_json(r, 200, verify_answer(1, "confirmed", &op->t));
-    } else if (strcmp(status, "CANCELLED") == 0) {
+    } else if (res->booking.state == SEATD_BOOKING_ST_CANCELLED) {
         seatd_req_finish_json(r, 200, verify_answer(0, "cancelled", &op->t));
     } else {
         seatd_req_finish_json(r, 200, verify_answer(0, "not_confirmed", &op->t));

@@ -38,10 +38,10 @@ static cJSON *queue_to_json(seatd_req_t *r, const char *show_id, const seatd_que
     cJSON_AddNumberToObject(o, "waiting", (double)q->waiting);
     cJSON_AddNumberToObject(o, "available", (double)q->available);
     double rate = q->rate[0] ? strtod(q->rate, NULL) : 0;
-    if (strcmp(q->state, "WAITING") == 0 && rate > 0)
+    if (q->user_state == SEATD_QUEUE_ST_WAITING && rate > 0)
         cJSON_AddNumberToObject(o, "estimatedWaitSeconds",
                                 (double)(long long)((double)q->position / rate + 0.5));
-    if (strcmp(q->state, "ADMITTED") == 0) {
+    if (q->user_state == SEATD_QUEUE_ST_ADMITTED) {
         unsigned char key[SEATD_ADMISSION_KEY_LEN];
         seatd_admission_key(cfg->jwt_secret, cfg->jwt_secret_len, key);
         char *adm = seatd_admission_sign(key, show_id, seatd__sub(r), q->expires_at_ms);

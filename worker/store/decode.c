@@ -284,9 +284,32 @@ static seatd_refund_state_t refund_state(const char *word)
                                             : SEATD_REFUND_ST_NONE;
 }
 
+static seatd_hold_state_t hold_state(const char *word)
+{
+    static const char *const words[] = {"",       "HELD",     "PENDING_PAYMENT",
+                                        "BOOKED", "RELEASED", "EXPIRED"};
+    for (size_t i = 1; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strcmp(word, words[i]) == 0)
+            return (seatd_hold_state_t)i;
+    return SEATD_HOLD_ST_NONE;
+}
+
+static seatd_queue_state_t queue_state(const char *word)
+{
+    static const char *const words[] = {"", "WAITING", "ADMITTED", "EXPIRED", "SOLD_OUT", "CLOSED"};
+    for (size_t i = 1; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strcmp(word, words[i]) == 0)
+            return (seatd_queue_state_t)i;
+    return SEATD_QUEUE_ST_NONE;
+}
+
 /* The enums of the kind's member, from its words (decode_typed). */
 static void decode_states(seatd_store_result_t *res, kind_t kind)
 {
+    if (kind == KIND_QUEUE)
+        res->queue.user_state = queue_state(res->queue.state);
+    if (kind == KIND_HOLD)
+        res->hold.state = hold_state(res->hold.status);
     if (kind == KIND_BOOKING) {
         /* A STATE error's first word is the state the booking was found in. */
         res->booking.state = seatd_store_booking_state(

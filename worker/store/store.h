@@ -68,14 +68,25 @@ typedef struct seatd_seatmap_result_s { /* seatmap */
     size_t booked_len;
 } seatd_seatmap_result_t;
 
+/* A hold's status, decoded once here (the word stays beside it for the API). */
+typedef enum {
+    SEATD_HOLD_ST_NONE = 0, /* missing, or a word this worker does not know */
+    SEATD_HOLD_ST_HELD,
+    SEATD_HOLD_ST_PENDING_PAYMENT,
+    SEATD_HOLD_ST_BOOKED,
+    SEATD_HOLD_ST_RELEASED,
+    SEATD_HOLD_ST_EXPIRED
+} seatd_hold_state_t;
+
 typedef struct seatd_hold_result_s { /* hold, hold_get, release, release_unclaimed */
     const char *hold_id;
     const char *show_id;
     const char *owner;
     const char *seat_ids; /* comma-joined */
     const char *status;
-    const char *booking_id; /* "" when none */
-    int64_t expires_at_ms;  /* epoch ms, Redis clock */
+    seatd_hold_state_t state; /* 'status', decoded */
+    const char *booking_id;   /* "" when none */
+    int64_t expires_at_ms;    /* epoch ms, Redis clock */
     int64_t created_at_ms;
     int64_t version;
     int replayed; /* hold: answered from the idempotency record */
@@ -170,9 +181,20 @@ typedef struct seatd_account_result_s { /* email_*, user_*, session_*, me_* */
     const char *outcome;       /* idem_claim: what the first request settled ("" if nothing) */
 } seatd_account_result_t;
 
+/* A buyer's place in a waiting room, decoded once here (the word stays for the API). */
+typedef enum {
+    SEATD_QUEUE_ST_NONE = 0, /* missing, or a word this worker does not know */
+    SEATD_QUEUE_ST_WAITING,
+    SEATD_QUEUE_ST_ADMITTED,
+    SEATD_QUEUE_ST_EXPIRED,
+    SEATD_QUEUE_ST_SOLD_OUT,
+    SEATD_QUEUE_ST_CLOSED
+} seatd_queue_state_t;
+
 typedef struct seatd_queue_result_s { /* queue_join, queue_status, queue_advance */
     const char *ticket;               /* "<showId>-q<20 hex>" */
     const char *state;                /* the user's: WAITING, ADMITTED, EXPIRED, SOLD_OUT, CLOSED */
+    seatd_queue_state_t user_state;   /* 'state', decoded */
     const char *queue_state;          /* the room's: PENDING, OPEN, SOLD_OUT, CLOSED */
     const char *rate;                 /* admissions per second so far (text), "" before the first */
     int64_t position;                 /* 1-based among the waiting; 0 when not waiting */
