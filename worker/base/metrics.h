@@ -37,6 +37,9 @@
     XX(BOOKING_INDEX_ERROR, "seatd_bookings_unindexed_total", "",                                  \
        "Bookings begun whose entry in the buyer's index (GET /v1/me/bookings) was not written "    \
        "(seatd-notify files it from the outbox once the booking is confirmed)")                    \
+    XX(STORE_FORGOTTEN_FAILED, "seatd_store_forgotten_total", "",                                  \
+       "Writes nobody waits for (a counter given back, an index entry removed, a claim "           \
+       "released) that failed; each is logged with its error")                                     \
     XX(DECLINE_CAP_UNCHECKED, "seatd_decline_cap_unchecked_total", "",                             \
        "Bookings begun without the per-user decline cap: its shard could not be reached")          \
     XX(BOOKING_CONFIRMED, "seatd_bookings_total", "outcome=\"confirmed\"",                         \

@@ -129,14 +129,6 @@ static void answer_throttled(acct_op_t *op, const seatd_store_result_t *res, con
     accounts__answer_problem(op, SEATD_ERATELIMIT, msg);
 }
 
-static void on_given_back(const seatd_store_result_t *res, void *data)
-{
-    (void)data;
-    if (res->err)
-        seatd_log(SEATD_LOG_WARN, NULL, "login counter not given back; it expires", "\"err\":%d",
-                  res->err);
-}
-
 /* Reads the body's "email" (normalised into op->email) and, when 'want_password', its
  * "password" (checked against the policy when 'policy'). Answers 400 and returns < 0 on a bad
  * field (every bad field named). */
@@ -329,10 +321,13 @@ static void on_verified(int ok, void *data)
         return;
     }
     /* A success is not a failure: its attempts on the email's counters are given back. */
-    if (seatd_store_attempt(op->app->store, op->pair_key, 0, 0, 0, on_given_back, NULL) < 0)
-        on_given_back(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
-    if (seatd_store_attempt(op->app->store, op->acct_key, 0, 0, 0, on_given_back, NULL) < 0)
-        on_given_back(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
+    static const char what[] = "login counter given back (else it expires)";
+    seatd_store_forget(seatd_store_attempt(op->app->store, op->pair_key, 0, 0, 0,
+                                           seatd_store_forgotten, (void *)what),
+                       what);
+    seatd_store_forget(seatd_store_attempt(op->app->store, op->acct_key, 0, 0, 0,
+                                           seatd_store_forgotten, (void *)what),
+                       what);
     int rc = seatd_account_new_family_id(op->family);
     if (rc == 0)
         rc = accounts__new_token(op);

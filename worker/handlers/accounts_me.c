@@ -115,14 +115,6 @@ static void me_answer(me_op_t *op)
     seatd_req_finish_json(op->r, 200, o);
 }
 
-static void on_index_pruned(const seatd_store_result_t *res, void *data)
-{
-    (void)data;
-    if (res->err)
-        seatd_log(SEATD_LOG_INFO, NULL, "dead hold entries not removed from the buyer's index",
-                  "\"error\":\"%s\"", seatd_err_name(res->err));
-}
-
 /* The holds index keeps an entry per hold made, live or not, and /v1/me/holds reads only the
  * ME_HOLDS_MAX newest: entries of holds found no longer live are removed (releases remove
  * their own), or enough of them would hide a live hold behind them. */
@@ -133,8 +125,11 @@ static void me_prune(me_op_t *op)
     for (size_t i = op->round_start; i < op->n && n < 64; i++)
         if (op->items[i].dead)
             dead[n++] = op->items[i].id;
-    if (n && seatd_store_me_remove(op->store, op->sub, "holds", dead, n, on_index_pruned, NULL) < 0)
-        on_index_pruned(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
+    static const char what[] = "dead hold entries removed from the buyer's index";
+    if (n)
+        seatd_store_forget(seatd_store_me_remove(op->store, op->sub, "holds", dead, n,
+                                                 seatd_store_forgotten, (void *)what),
+                           what);
 }
 
 static int me_next_round(me_op_t *op);

@@ -53,14 +53,6 @@
 
 #define BOOK_IDEM_TTL_MS (24LL * 3600 * 1000) /* a booking's Idempotency-Key is kept a day */
 
-static void on_idem_released(const seatd_store_result_t *res, void *data)
-{
-    (void)data;
-    if (res->err)
-        seatd_log(SEATD_LOG_WARN, NULL, "a refused booking's idempotency key not released",
-                  "\"error\":\"%s\"", seatd_err_name(res->err));
-}
-
 /* A booking request refused before book_begin was sent (the hold was not found, not the
  * buyer's, not HELD, a cap, ...) or refused by book_begin itself did nothing, and records
  * nothing: its key's claim is taken back, so that a retry with a corrected body is not a 422
@@ -71,9 +63,10 @@ static void idem_release_if_nothing_began(book_op_t *op)
         return;
     char fingerprint[SEATD_ID_MAX + 80];
     bookings__idem_fingerprint(op, fingerprint, sizeof(fingerprint));
-    if (seatd_store_idem_release(op->app->store, op->owner, "book", op->idem, fingerprint,
-                                 on_idem_released, NULL) < 0)
-        on_idem_released(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
+    static const char what[] = "a refused booking's idempotency key released";
+    seatd_store_forget(seatd_store_idem_release(op->app->store, op->owner, "book", op->idem,
+                                                fingerprint, seatd_store_forgotten, (void *)what),
+                       what);
 }
 
 void bookings__book_op_free(void *ctx)
@@ -132,23 +125,18 @@ void bookings__answer_problem(book_op_t *op, int err, const char *detail, cJSON 
 
 /* ------------------------------------------------- decline caps (card testing, issue 9) */
 
-static void on_counter_given(const seatd_store_result_t *res, void *data)
-{
-    (void)data;
-    if (res->err)
-        seatd_log(SEATD_LOG_WARN, NULL, "decline counter not given back; it expires", "\"err\":%d",
-                  res->err);
-}
-
 /* Gives back the attempts this request counted (it was approved, or never charged). */
 void bookings__counters_give(book_op_t *op)
 {
-    if ((op->ctrs & CTR_HOLD) &&
-        seatd_store_attempt(op->app->store, op->hold_ctr, 0, 0, 0, on_counter_given, NULL) < 0)
-        on_counter_given(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
-    if ((op->ctrs & CTR_USER) && seatd_store_attempt_nowait(op->app->store, op->user_ctr, 0, 0, 0,
-                                                            on_counter_given, NULL) < 0)
-        on_counter_given(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
+    static const char what[] = "decline counter given back (else it expires)";
+    if (op->ctrs & CTR_HOLD)
+        seatd_store_forget(seatd_store_attempt(op->app->store, op->hold_ctr, 0, 0, 0,
+                                               seatd_store_forgotten, (void *)what),
+                           what);
+    if (op->ctrs & CTR_USER)
+        seatd_store_forget(seatd_store_attempt_nowait(op->app->store, op->user_ctr, 0, 0, 0,
+                                                      seatd_store_forgotten, (void *)what),
+                           what);
     op->ctrs = 0;
 }
 

@@ -451,14 +451,6 @@ int seatd_handle_holds_get(seatd_req_t *r)
     return seatd__step_begin(&r, rc);
 }
 
-static void on_unindexed(const seatd_store_result_t *res, void *data)
-{
-    (void)data;
-    if (res->err)
-        seatd_log(SEATD_LOG_INFO, NULL, "released hold left in the buyer's index",
-                  "\"error\":\"%s\"", seatd_err_name(res->err));
-}
-
 static void on_release(const seatd_store_result_t *res, void *data)
 {
     seatd_req_t *r = data;
@@ -471,9 +463,11 @@ static void on_release(const seatd_store_result_t *res, void *data)
     /* Out of the buyer's list of live holds (not waited for: GET /v1/me/holds removes what is
      * left behind, released or expired, on its own). */
     const char *ids[1] = {seatd_req_param(r, "id")};
-    if (ids[0] && seatd_store_me_remove(seatd__app(r)->store, seatd__sub(r), "holds", ids, 1,
-                                        on_unindexed, NULL) < 0)
-        on_unindexed(&(seatd_store_result_t){.err = SEATD_EOVERLOAD}, NULL);
+    static const char what[] = "released hold removed from the buyer's index";
+    if (ids[0])
+        seatd_store_forget(seatd_store_me_remove(seatd__app(r)->store, seatd__sub(r), "holds", ids,
+                                                 1, seatd_store_forgotten, (void *)what),
+                           what);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "holdId", res->hold.hold_id);
     cJSON_AddStringToObject(o, "status", res->hold.status[0] ? res->hold.status : "RELEASED");

@@ -31,6 +31,7 @@
 #include "domain/keys.h"
 #include "domain/layout.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "base/mem.h"
 #include "clients/rds.h"
 #include "domain/seats.h"
@@ -244,4 +245,21 @@ void seatd_store_free(seatd_store_t *st)
         return;
     seatd_hold_batch_free(st->batch);
     free(st);
+}
+
+/* ------------------------------------------------------------------ fire and forget */
+
+void seatd_store_forgotten(const seatd_store_result_t *res, void *what)
+{
+    if (res->err)
+        seatd_store_forget(res->err, what);
+}
+
+void seatd_store_forget(int rc, const char *what)
+{
+    if (rc >= 0)
+        return;
+    seatd_metrics_inc(SEATD_METRIC_STORE_FORGOTTEN_FAILED);
+    seatd_log(SEATD_LOG_WARN, NULL, "a write nobody waits for failed",
+              "\"what\":\"%s\",\"error\":\"%s\"", what ? what : "?", seatd_err_name(rc));
 }

@@ -242,6 +242,18 @@ typedef struct seatd_store_result_s {
 
 typedef void (*seatd_store_cb)(const seatd_store_result_t *res, void *data);
 
+/*
+ * Fire and forget: a store write whose answer nobody waits for (a counter given back, an
+ * index entry removed, a claim released). Pass seatd_store_forgotten as the callback and a
+ * static text saying what the write was for as its data, and hand the call's return to
+ * seatd_store_forget:
+ *     seatd_store_forget(seatd_store_x(st, ..., seatd_store_forgotten, (void *)what), what);
+ * A failure, when the call is refused or in its answer, is logged at WARN with the real
+ * error and counted (seatd_store_forgotten_total); nothing else happens.
+ */
+void seatd_store_forgotten(const seatd_store_result_t *res, void *what);
+void seatd_store_forget(int rc, const char *what);
+
 /* Returns an owned store over 'scripts' (borrowed; must outlive it). */
 seatd_store_t *seatd_store_new(seatd_scripts_t *scripts);
 /* Files the hints of hints.h through 'rds' (borrowed; must outlive the store; NULL, the
