@@ -774,8 +774,10 @@ static void client_proc(int pi, int first, int nconns)
         char head[4096];
         size_t len = 0;
         char *end = NULL;
+        ssize_t n = 0;
+        head[0] = '\0';
         while (!end && len < sizeof(head) - 1) {
-            ssize_t n = read(c->fd, head + len, sizeof(head) - 1 - len);
+            n = read(c->fd, head + len, sizeof(head) - 1 - len);
             if (n <= 0)
                 break;
             len += (size_t)n;
@@ -783,7 +785,12 @@ static void client_proc(int pi, int first, int nconns)
             end = strstr(head, "\r\n\r\n");
         }
         if (!end || strncmp(head, "HTTP/1.1 101", 12) != 0) {
-            fprintf(stderr, "fanout: upgrade %d refused: %.60s\n", first + i, head);
+            fprintf(stderr, "fanout: upgrade %d failed (%zu bytes, then %s): %.40s\n", first + i,
+                    len,
+                    n == 0  ? "end of stream"
+                    : n < 0 ? strerror(errno)
+                            : "too long",
+                    head);
             __sync_fetch_and_add(&SH->connect_fail, 1);
             close(c->fd);
             c->closed = 1;
