@@ -69,7 +69,7 @@ lua_library() {
         if [ "$first" = 1 ]; then
             first=0
             for h in $(sed -n 's/^set(SEATD_LUA_CONSTS \(.*\))$/\1/p' "$ROOT/CMakeLists.txt" |
-                       grep -o 'worker/[a-z_]*\.h'); do
+                       grep -o 'worker/[a-z_/]*\.h'); do
                 sed -n 's|^#define SEATD_[A-Z0-9_]* *\([0-9][0-9]*\) */\* lua: \([A-Z0-9_]*\) .*|local \2 = \1|p' "$ROOT/$h"
             done
         fi
