@@ -69,7 +69,10 @@ local function book_confirm(keys, args)
         'bookingId', booking_id, 'showId', b.showId, 'holdId', hold_id, 'owner', b.owner,
         'seatIds', b.seatIds, 'amount', b.amount, 'currency', b.currency or '',
         'paymentRef', args[2] or '', 'version', v, 'at', now)
-    return booking_reply(keys[1], hgetall(bk))
+    -- The record as just written: 'b' with the fields this script set (no second read).
+    b.status, b.paymentRef = 'CONFIRMED', args[2] or ''
+    b.confirmedAt, b.version = string.format('%d', now), string.format('%d', v)
+    return booking_reply(keys[1], b)
 end
 
 redis.register_function{function_name='seatd_book_confirm', callback=book_confirm}

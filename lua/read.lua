@@ -44,7 +44,7 @@ seatd_booking_get
   Errors: NOTFOUND (missing, or another owner's)
 
 seatd_bookings_status
-  KEYS[1] {s:<id>}:meta   ARGV[1..n] booking ids of that show (n <= 100)
+  KEYS[1] {s:<id>}:meta   ARGV[1..n] booking ids of that show (n <= STATUSES_MAX, store.h)
   Returns {"status", s1, "status", s2, …}: each booking's status in the order asked, "" for
   one that does not exist (the ledger walk: one call per show for a page of charges, where a
   seatd_booking_get per charge would cost a booking's worth of Redis calls again)
@@ -138,8 +138,8 @@ local function bookings_status(keys, args)
     if not p then
         return fail('NOSHOW', keys[1])
     end
-    if #args > 100 then
-        return fail('INVAL', 'at most 100 booking ids')
+    if #args > STATUSES_MAX then
+        return fail('INVAL', 'too many booking ids')
     end
     local out = {}
     for i = 1, #args do

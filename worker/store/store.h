@@ -476,7 +476,7 @@ SEATD_MUSTCHECK int seatd_store_refund_done(seatd_store_t *st, const char *booki
  * show 'show_id': one no-writes call for what would otherwise be one booking_get each (the
  * ledger walk). Result: res->statuses, in the order asked ("" for a booking that does not
  * exist). Errors: BADID (an id not of the show), INVAL (n out of range). */
-#define SEATD_STORE_STATUSES_MAX 100
+#define SEATD_STORE_STATUSES_MAX 100 /* lua: STATUSES_MAX */
 SEATD_MUSTCHECK int seatd_store_bookings_status(seatd_store_t *st, const char *show_id, size_t n,
                                                 const char *const *booking_ids, seatd_store_cb cb,
                                                 void *data);
