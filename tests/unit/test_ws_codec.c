@@ -362,3 +362,93 @@ Test(ws_codec, a_malformed_frame_header_is_closed_with_1002)
         seatd_ws_free(srv);
     }
 }
+
+/* One client frame of 'len' bytes of 'c', encoded by a client codec, into 'out'. */
+static void client_frame(int opcode, char c, size_t len, seatd_buf_t *out)
+{
+    static char payload[70000];
+    cr_assert_leq(len, sizeof(payload));
+    memset(payload, c, len);
+    seatd_ws_t *cli = seatd_ws_new(1, 0, NULL, NULL);
+    cr_assert_eq(seatd_ws_send(cli, opcode, payload, len), 0);
+    seatd_buf_reset(out);
+    seatd_ws_output(cli, out);
+    seatd_ws_free(cli);
+}
+
+Test(ws_codec, an_idle_codec_rests_between_whole_frames_of_every_length_form)
+{
+    seen_t seen = {0};
+    seatd_ws_t *srv = seatd_ws_new(0, 1 << 17, on_msg, &seen);
+    seatd_buf_t f = SEATD_BUF_INIT, out = SEATD_BUF_INIT;
+    cr_assert(seatd_ws_resting(srv), "a new codec holds no wslay context");
+    /* 7-bit, 16-bit and 64-bit payload lengths, each fed in two parts: cut in the header,
+     * then in the payload. In between the codec keeps its context; after, it rests. */
+    const size_t lens[] = {5, 125, 126, 300, 65535, 65536, 70000};
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        client_frame(SEATD_WS_TEXT, (char)('a' + i), lens[i], &f);
+        seen.n = 0;
+        size_t cuts[] = {1, f.len / 2};
+        for (size_t k = 0; k < 2; k++) {
+            cr_assert_eq(seatd_ws_feed(srv, f.data, cuts[k]), 0);
+            cr_assert_not(seatd_ws_resting(srv), "len %zu cut %zu", lens[i], cuts[k]);
+            cr_assert_eq(seatd_ws_feed(srv, f.data + cuts[k], f.len - cuts[k]), 0);
+            cr_assert(seatd_ws_resting(srv), "len %zu: rests after the whole frame", lens[i]);
+        }
+        cr_assert_eq(seen.n, 2, "len %zu: both copies arrived", lens[i]);
+        cr_assert_eq(seen.len[0], lens[i]);
+        cr_assert_eq(seen.len[1], lens[i]);
+    }
+    /* A ping: the pong waits in the context until it is output. */
+    client_frame(SEATD_WS_PING, 'p', 1, &f);
+    cr_assert_eq(seatd_ws_feed(srv, f.data, f.len), 0);
+    cr_assert_not(seatd_ws_resting(srv), "the pong is queued");
+    cr_assert_eq(seatd_ws_output(srv, &out), 3);
+    cr_assert_eq((unsigned char)out.data[0], 0x8a, "FIN + pong");
+    cr_assert(seatd_ws_resting(srv));
+    /* A frame queued by the server: the context lives until the frame is out. */
+    cr_assert_eq(seatd_ws_send(srv, SEATD_WS_PING, "", 0), 0);
+    cr_assert_not(seatd_ws_resting(srv));
+    seatd_buf_reset(&out);
+    cr_assert_eq(seatd_ws_output(srv, &out), 2);
+    cr_assert(seatd_ws_resting(srv));
+    seatd_buf_free(&f);
+    seatd_buf_free(&out);
+    seatd_ws_free(srv);
+}
+
+Test(ws_codec, a_fragmented_message_keeps_the_context_until_its_last_frame)
+{
+    seen_t seen = {0};
+    seatd_ws_t *srv = seatd_ws_new(0, 0, on_msg, &seen);
+    /* Masked with a zero key: text "he" without FIN, a ping between, continuation "llo". */
+    static const uint8_t first[] = {0x01, 0x82, 0, 0, 0, 0, 'h', 'e'};
+    static const uint8_t ping[] = {0x89, 0x80, 0, 0, 0, 0};
+    static const uint8_t last[] = {0x80, 0x83, 0, 0, 0, 0, 'l', 'l', 'o'};
+    seatd_buf_t out = SEATD_BUF_INIT;
+    cr_assert_eq(seatd_ws_feed(srv, (const char *)first, sizeof(first)), 0);
+    cr_assert_not(seatd_ws_resting(srv), "a message is open");
+    cr_assert_eq(seatd_ws_feed(srv, (const char *)ping, sizeof(ping)), 0);
+    seatd_ws_output(srv, &out);
+    cr_assert_not(seatd_ws_resting(srv), "still open after the ping between its frames");
+    cr_assert_eq(seatd_ws_feed(srv, (const char *)last, sizeof(last)), 0);
+    cr_assert(seatd_ws_resting(srv));
+    cr_assert_eq(seen.n, 2);
+    cr_assert_eq(seen.opcode[0], SEATD_WS_PING);
+    cr_assert_str_eq(seen.text[1], "hello");
+    seatd_buf_free(&out);
+    seatd_ws_free(srv);
+}
+
+Test(ws_codec, a_codec_that_began_closing_never_rests)
+{
+    seatd_ws_t *srv = seatd_ws_new(0, 0, NULL, NULL);
+    seatd_buf_t out = SEATD_BUF_INIT;
+    cr_assert_eq(seatd_ws_close(srv, SEATD_WS_CLOSE_POLICY, "too slow"), 0);
+    seatd_ws_output(srv, &out);
+    cr_assert(seatd_ws_close_sent(srv));
+    cr_assert_not(seatd_ws_resting(srv));
+    cr_assert_eq(seatd_ws_send(srv, SEATD_WS_TEXT, "x", 1), SEATD_ESHUTDOWN);
+    seatd_buf_free(&out);
+    seatd_ws_free(srv);
+}

@@ -91,16 +91,32 @@ int seatd_ws_check_upgrade(const char *upgrade, const char *connection, const ch
  * Framing (wslay event API, fed from memory, writing to memory)
  * --------------------------------------------------------------------------------------- */
 
+/*
+ * A watcher of the live map is idle almost all of its life: a frame from its client every
+ * ping period (a pong), none from the codec but pings (the map's own frames are written
+ * around it, live_watcher.c). wslay's context carries two 4 KB buffers, so a codec at rest
+ * holds none: the context is made when bytes arrive or a frame is queued, and freed again
+ * once it is at rest -- every byte fed belongs to a frame it finished, no fragmented message
+ * is open, nothing is queued, no close has begun. Counting the bytes of finished frames needs
+ * each frame's header length, which RFC 6455 5.2 fixes from the payload length (wslay refuses
+ * a length not in its shortest form) and the mask (clients mask, servers do not).
+ */
 struct seatd_ws_s {
-    wslay_event_context_ptr ctx; /* owned */
+    wslay_event_context_ptr ctx; /* owned; NULL while at rest */
     seatd_ws_msg_cb cb;          /* may be NULL */
     void *user;                  /* for 'cb' */
     const char *in;              /* bytes being fed (borrowed during seatd_ws_feed) */
     size_t in_len;               /* bytes left in 'in' */
     seatd_buf_t *out;            /* target of seatd_ws_output (borrowed during the call) */
+    int client;                  /* client mode: masks what it sends, reads unmasked frames */
     int close_queued;            /* seatd_ws_close() was called */
     int deflate;                 /* permessage-deflate negotiated (seatd_ws_set_deflate) */
     int frame_error;             /* wslay failed the connection on a malformed frame header */
+    int busy;                    /* inside seatd_ws_feed: the context must stay */
+    int in_msg;                  /* a fragmented data message is open */
+    uint64_t fed;                /* bytes the context read since it was made */
+    uint64_t framed;             /* ... of them, in frames it finished */
+    uint64_t frame_len;          /* header + payload of the frame being received */
     size_t max_msg;              /* a received message, inflated, is at most this long */
 };
 
@@ -113,6 +129,7 @@ static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
     }
     size_t n = len < ws->in_len ? len : ws->in_len;
     memcpy(buf, ws->in, n);
+    ws->fed += n;
     ws->in += n;
     ws->in_len -= n;
     return (ssize_t)n;
@@ -138,6 +155,25 @@ static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
     }
     seatd_buf_append(ws->out, data, len);
     return (ssize_t)len;
+}
+
+static void on_frame_start(wslay_event_context_ptr ctx,
+                           const struct wslay_event_on_frame_recv_start_arg *arg, void *user)
+{
+    seatd_ws_t *ws = user;
+    (void)ctx;
+    uint64_t n = arg->payload_length;
+    ws->frame_len = 2 + (n < 126 ? 0 : n < 65536 ? 2 : 8) + (ws->client ? 0 : 4) + n;
+    if (!(arg->opcode & 0x8)) /* a data frame: text, binary or continuation */
+        ws->in_msg = !arg->fin;
+}
+
+static void on_frame_end(wslay_event_context_ptr ctx, void *user)
+{
+    seatd_ws_t *ws = user;
+    (void)ctx;
+    ws->framed += ws->frame_len;
+    ws->frame_len = 0;
 }
 
 static int on_genmask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user)
@@ -179,25 +215,53 @@ static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_
         ws->cb(ws, arg->opcode, arg->msg, arg->msg_length, arg->status_code, ws->user);
 }
 
+/* The context of 'ws', made when it is at rest. */
+static wslay_event_context_ptr ws_ctx(seatd_ws_t *ws)
+{
+    if (ws->ctx)
+        return ws->ctx;
+    struct wslay_event_callbacks cbs = {
+        .recv_callback = on_recv,
+        .send_callback = on_send,
+        .genmask_callback = ws->client ? on_genmask : NULL,
+        .on_frame_recv_start_callback = on_frame_start,
+        .on_frame_recv_end_callback = on_frame_end,
+        .on_msg_recv_callback = on_msg,
+    };
+    int rc = ws->client ? wslay_event_context_client_init(&ws->ctx, &cbs, ws)
+                        : wslay_event_context_server_init(&ws->ctx, &cbs, ws);
+    if (rc != 0) {
+        seatd_log(SEATD_LOG_ERROR, NULL, "out of memory", "\"where\":\"wslay\"");
+        abort(); /* wslay fails only on allocation (STYLE rule 12) */
+    }
+    wslay_event_config_set_max_recv_msg_length(ws->ctx, ws->max_msg);
+    if (ws->deflate)
+        wslay_event_config_set_allowed_rsv_bits(ws->ctx, WSLAY_RSV1_BIT);
+    ws->fed = ws->framed = ws->frame_len = 0;
+    return ws->ctx;
+}
+
+/* Frees the context of 'ws' when it holds nothing a later byte or frame needs (see above). */
+static void ws_rest(seatd_ws_t *ws)
+{
+    wslay_event_context_ptr ctx = ws->ctx;
+    if (ctx == NULL || ws->busy || ws->close_queued || ws->frame_error || ws->in_msg ||
+        ws->fed != ws->framed || wslay_event_want_write(ctx) ||
+        wslay_event_get_queued_msg_count(ctx) != 0 || !wslay_event_get_read_enabled(ctx) ||
+        !wslay_event_get_write_enabled(ctx) || wslay_event_get_close_received(ctx) ||
+        wslay_event_get_close_sent(ctx))
+        return;
+    wslay_event_context_free(ctx);
+    ws->ctx = NULL;
+}
+
 seatd_ws_t *seatd_ws_new(int client, size_t max_msg, seatd_ws_msg_cb cb, void *user)
 {
     seatd_ws_t *ws = seatd_calloc(1, sizeof(*ws));
     ws->cb = cb;
     ws->user = user;
-    struct wslay_event_callbacks cbs = {
-        .recv_callback = on_recv,
-        .send_callback = on_send,
-        .genmask_callback = client ? on_genmask : NULL,
-        .on_msg_recv_callback = on_msg,
-    };
-    int rc = client ? wslay_event_context_client_init(&ws->ctx, &cbs, ws)
-                    : wslay_event_context_server_init(&ws->ctx, &cbs, ws);
-    if (rc != 0) {
-        seatd_log(SEATD_LOG_ERROR, NULL, "out of memory", "\"where\":\"wslay\"");
-        abort(); /* wslay fails only on allocation (STYLE rule 12) */
-    }
+    ws->client = client;
     ws->max_msg = max_msg ? max_msg : 65536;
-    wslay_event_config_set_max_recv_msg_length(ws->ctx, ws->max_msg);
     return ws;
 }
 
@@ -205,17 +269,28 @@ void seatd_ws_free(seatd_ws_t *ws)
 {
     if (ws == NULL)
         return;
-    wslay_event_context_free(ws->ctx);
+    if (ws->ctx)
+        wslay_event_context_free(ws->ctx);
     free(ws);
+}
+
+int seatd_ws_resting(const seatd_ws_t *ws)
+{
+    return ws->ctx == NULL;
 }
 
 int seatd_ws_feed(seatd_ws_t *ws, const char *data, size_t len)
 {
-    if (!wslay_event_get_read_enabled(ws->ctx))
+    if (len == 0 && ws->ctx == NULL)
+        return 0;
+    wslay_event_context_ptr ctx = ws_ctx(ws);
+    if (!wslay_event_get_read_enabled(ctx))
         return len ? SEATD_EINVAL : 0;
     ws->in = data;
     ws->in_len = len;
-    int rc = wslay_event_recv(ws->ctx);
+    ws->busy++; /* the message callback may send, output, or close */
+    int rc = wslay_event_recv(ctx);
+    ws->busy--;
     ws->in = NULL;
     ws->in_len = 0;
     if (rc == WSLAY_ERR_CALLBACK_FAILURE && !ws->close_queued)
@@ -223,17 +298,18 @@ int seatd_ws_feed(seatd_ws_t *ws, const char *data, size_t len)
     if (rc != 0)
         return SEATD_EINVAL;
     /* A protocol error makes wslay queue a close and stop reading. */
-    if (!wslay_event_get_read_enabled(ws->ctx) && !wslay_event_get_close_received(ws->ctx))
+    if (!wslay_event_get_read_enabled(ctx) && !wslay_event_get_close_received(ctx))
         return SEATD_EINVAL;
+    ws_rest(ws);
     return 0;
 }
 
 int seatd_ws_send(seatd_ws_t *ws, int opcode, const char *data, size_t len)
 {
-    if (ws->close_queued || wslay_event_get_close_sent(ws->ctx))
+    if (ws->close_queued || seatd_ws_close_sent(ws))
         return SEATD_ESHUTDOWN;
     struct wslay_event_msg msg = {(uint8_t)opcode, (const uint8_t *)data, len};
-    int rc = wslay_event_queue_msg(ws->ctx, &msg);
+    int rc = wslay_event_queue_msg(ws_ctx(ws), &msg);
     if (rc == WSLAY_ERR_NO_MORE_MSG)
         return SEATD_ESHUTDOWN;
     return rc == 0 ? 0 : SEATD_EINVAL;
@@ -243,10 +319,10 @@ int seatd_ws_send_deflated(seatd_ws_t *ws, int opcode, const char *data, size_t 
 {
     if (!ws->deflate)
         return SEATD_EINVAL;
-    if (ws->close_queued || wslay_event_get_close_sent(ws->ctx))
+    if (ws->close_queued || seatd_ws_close_sent(ws))
         return SEATD_ESHUTDOWN;
     struct wslay_event_msg msg = {(uint8_t)opcode, (const uint8_t *)data, len};
-    int rc = wslay_event_queue_msg_ex(ws->ctx, &msg, WSLAY_RSV1_BIT);
+    int rc = wslay_event_queue_msg_ex(ws_ctx(ws), &msg, WSLAY_RSV1_BIT);
     if (rc == WSLAY_ERR_NO_MORE_MSG)
         return SEATD_ESHUTDOWN;
     return rc == 0 ? 0 : SEATD_EINVAL;
@@ -254,12 +330,12 @@ int seatd_ws_send_deflated(seatd_ws_t *ws, int opcode, const char *data, size_t 
 
 int seatd_ws_close(seatd_ws_t *ws, unsigned status, const char *reason)
 {
-    if (ws->close_queued || wslay_event_get_close_sent(ws->ctx))
+    if (ws->close_queued || seatd_ws_close_sent(ws))
         return SEATD_ESHUTDOWN;
     size_t rlen = reason ? strlen(reason) : 0;
     if (rlen > 123)
         rlen = 123; /* a control frame carries at most 125 bytes */
-    int rc = wslay_event_queue_close(ws->ctx, (uint16_t)status, (const uint8_t *)reason, rlen);
+    int rc = wslay_event_queue_close(ws_ctx(ws), (uint16_t)status, (const uint8_t *)reason, rlen);
     if (rc != 0)
         return SEATD_ESHUTDOWN;
     ws->close_queued = 1;
@@ -269,29 +345,32 @@ int seatd_ws_close(seatd_ws_t *ws, unsigned status, const char *reason)
 size_t seatd_ws_output(seatd_ws_t *ws, seatd_buf_t *out)
 {
     size_t before = out->len;
+    if (ws->ctx == NULL)
+        return 0;
     ws->out = out;
     while (wslay_event_want_write(ws->ctx)) {
         if (wslay_event_send(ws->ctx) != 0)
             break;
     }
     ws->out = NULL;
+    ws_rest(ws);
     return out->len - before;
 }
 
+/* A codec at rest has neither sent nor received a close (ws_rest keeps a context that has). */
 int seatd_ws_close_sent(const seatd_ws_t *ws)
 {
-    return wslay_event_get_close_sent(ws->ctx);
+    return ws->ctx && wslay_event_get_close_sent(ws->ctx);
 }
 
 int seatd_ws_close_received(const seatd_ws_t *ws)
 {
-    return wslay_event_get_close_received(ws->ctx);
+    return ws->ctx && wslay_event_get_close_received(ws->ctx);
 }
 
 unsigned seatd_ws_close_status(const seatd_ws_t *ws)
 {
-    return wslay_event_get_close_received(ws->ctx) ? wslay_event_get_status_code_received(ws->ctx)
-                                                   : 0;
+    return seatd_ws_close_received(ws) ? wslay_event_get_status_code_received(ws->ctx) : 0;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -301,7 +380,8 @@ unsigned seatd_ws_close_status(const seatd_ws_t *ws)
 void seatd_ws_set_deflate(seatd_ws_t *ws)
 {
     ws->deflate = 1;
-    wslay_event_config_set_allowed_rsv_bits(ws->ctx, WSLAY_RSV1_BIT);
+    if (ws->ctx)
+        wslay_event_config_set_allowed_rsv_bits(ws->ctx, WSLAY_RSV1_BIT);
 }
 
 /* A window-bits value ("8".."15", optionally quoted) in [s, e): the number, or -1. */

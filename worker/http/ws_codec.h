@@ -81,6 +81,10 @@ typedef void (*seatd_ws_msg_cb)(seatd_ws_t *ws, int opcode, const uint8_t *data,
 seatd_ws_t *seatd_ws_new(int client, size_t max_msg, seatd_ws_msg_cb cb, void *user);
 /* Frees 'ws' and any queued frames. NULL is a no-op. */
 void seatd_ws_free(seatd_ws_t *ws);
+/* 1 while 'ws' holds no wslay context: every byte fed was a whole frame, no fragmented
+ * message is open, nothing is queued, no close has begun. A watcher's codec rests between
+ * its client's pongs, so an idle connection costs the worker ~100 bytes here, not ~8 KB. */
+int seatd_ws_resting(const seatd_ws_t *ws);
 
 /*
  * Decodes 'len' bytes of 'data' (borrowed; all are consumed, partial frames are kept) and
