@@ -70,6 +70,8 @@ typedef struct {
     volatile long long probes_ok; /* of which answered 403 queue-required */
     volatile long long errors;    /* other unexpected answers */
     volatile long long late;      /* admitted users reached after their admission lapsed */
+    volatile long long http_5xx;  /* answers 500-599 (retried: issue 31 wants none) */
+    volatile long long http_down; /* requests without an answer (connect, write or read failed) */
     volatile int probe_status[8]; /* the first answers of probes that were not 403 */
     volatile uint8_t handled[MAX_USERS];
 } shared_t;
@@ -120,8 +122,11 @@ static int http(const char *method, const char *path, const char *token, const c
     int fd = tcp_connect();
     if (out)
         *out = NULL;
-    if (fd < 0)
+    if (fd < 0) {
+        if (SH)
+            __sync_fetch_and_add(&SH->http_down, 1);
         return -1;
+    }
     seatd_buf_t b = SEATD_BUF_INIT;
     seatd_buf_printf(&b,
                      "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer "
@@ -131,6 +136,8 @@ static int http(const char *method, const char *path, const char *token, const c
     if (write(fd, b.data, b.len) != (ssize_t)b.len) {
         close(fd);
         seatd_buf_free(&b);
+        if (SH)
+            __sync_fetch_and_add(&SH->http_down, 1);
         return -1;
     }
     seatd_buf_reset(&b);
@@ -142,6 +149,10 @@ static int http(const char *method, const char *path, const char *token, const c
     int status = -1;
     if (b.len > 12)
         sscanf(b.data, "HTTP/1.1 %d", &status);
+    if (SH && status >= 500)
+        __sync_fetch_and_add(&SH->http_5xx, 1);
+    else if (SH && status < 0)
+        __sync_fetch_and_add(&SH->http_down, 1);
     char *sep = b.data ? strstr(b.data, "\r\n\r\n") : NULL;
     if (out)
         *out = seatd_strdup(sep ? sep + 4 : "");
@@ -661,6 +672,9 @@ int main(int argc, char **argv)
            "booked=%lld found_nothing=%lld errors=%lld\n",
            SH->seen, SH->abandoned, SH->late, SH->holds, SH->held_seats, SH->booked, SH->no_seats,
            SH->errors);
+    printf("queue_sim answers_5xx=%lld unanswered=%lld (every HTTP request of the run, retried "
+           "ones included)\n",
+           SH->http_5xx, SH->http_down);
     printf("queue_sim sold_out_to_watchers_ms: told=%d/%d median=%lld max=%lld (sell-out in Redis "
            "-> SOLD_OUT frame)\n",
            told, watchers, told ? lag[told / 2] : -1, told ? lag[told - 1] : -1);

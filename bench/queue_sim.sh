@@ -49,8 +49,12 @@ status=0
     --shoppers "${QS_SHOPPERS:-8}" --open-in "${QS_OPEN_IN:-25}" --abandon "${QS_ABANDON:-10}" || status=$?
 # The live map's frames: one snapshot per watcher at its connection, deltas after that
 # however fast the opening sells (worker/flows/live.c keeps a tick's versions for its delta).
+# Issue 31: the opening must cost no Redis call its deadline (seatd_redis_timeouts_total) and
+# no 5xx (the simulator's answers_5xx line above).
 curl -s -m 2 "http://127.0.0.1:$HPORT/metrics" | awk -v w="$WATCHERS" '
     $1 == "seatd_live_frames_total" { f = $2 } $1 == "seatd_live_snapshots_total" { s = $2 }
-    END { printf "queue_sim live_frames=%.0f snapshots=%.0f (first ones: %d)\n", f, s, w }'
+    $1 == "seatd_redis_timeouts_total" { t = $2 } $1 == "seatd_live_slow_closed_total" { c = $2 }
+    END { printf "queue_sim live_frames=%.0f snapshots=%.0f (first ones: %d) slow_closed=%.0f\n", f, s, w, c
+          printf "queue_sim redis_deadline_overruns=%.0f (seatd_redis_timeouts_total)\n", t }'
 grep -i "error" "$RUN/worker.log" | head -5 || true
 exit $status

@@ -306,6 +306,68 @@ Test(live, a_burst_longer_than_the_ring_within_one_tick_is_still_a_delta)
     cr_assert_eq(burst_snapshots(&lo), 0, "chained deltas up to version 24, no snapshot");
 }
 
+/*
+ * A tick's frames go out a slice of watchers per loop turn (opts.pass_slice), so that tens of
+ * thousands of writes never keep the loop from Redis's replies. Here slices of 2 among 12
+ * watchers, ticks of 20 ms and a ring of 4, while 48 versions land and a third of the
+ * watchers leave half-way: every watcher left still gets every version in chained deltas
+ * (the ring keeps what a pass's early watchers have not had yet: no snapshot), and ends with
+ * the store's statuses.
+ */
+#define SLICED_WATCHERS 12
+Test(live, a_pass_in_slices_keeps_every_watcher_chained)
+{
+    seatd_live_opts_t lo = {.tick_ms = 20, .ring = 4, .pass_slice = 2};
+    th_t t;
+    th_res_t r = {0};
+    tls_t srv;
+    wsc_t c[SLICED_WATCHERS];
+    watch_fresh_show(&t, &srv, &c[0], &lo, 60000);
+    for (int k = 1; k < SLICED_WATCHERS; k++) {
+        cr_assert_eq(wsc_connect(&c[k], srv.port, "/v1/shows/1/seats/ws"), 101);
+        cJSON *j = wsc_next(&c[k], 3000);
+        cr_assert_not_null(j);
+        cr_assert_str_eq(wsc_type(j), "snapshot");
+        cr_assert_eq(wsc_int(j, "version"), 0);
+        cJSON_Delete(j);
+    }
+    char ids[8][SEATD_ID_MAX];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 8; i++) {
+            const char *one[] = {SEATS[i], NULL};
+            cr_assert_eq(th_hold(&t, &r, "1", "u1", one, 60000, 8, NULL), 0);
+            snprintf(ids[i], sizeof(ids[i]), "%s", th_get(&r, "holdId"));
+            usleep(3000); /* versions spread over the ticks and their passes */
+        }
+        if (round == 1)
+            for (int k = 0; k < SLICED_WATCHERS; k += 3)
+                wsc_close(&c[k]); /* leave while passes may be walking past them */
+        for (int i = 0; i < 8; i++) {
+            cr_assert_eq(th_release(&t, &r, ids[i], "u1"), 0);
+            usleep(3000);
+        }
+    }
+    redisContext *rc = seatd_test_redis_connect();
+    long long final = redis_version(rc, "1");
+    cr_assert_eq(final, 48);
+    for (int k = 0; k < SLICED_WATCHERS; k++) {
+        if (k % 3 == 0)
+            continue;
+        char seats[8][16];
+        for (int i = 0; i < 8; i++)
+            snprintf(seats[i], 16, "available");
+        cr_assert_eq(follow(&c[k], 0, final, seats), final, "watcher %d: chained to %lld", k,
+                     final);
+        for (int i = 0; i < 8; i++)
+            cr_assert_str_eq(seats[i], "available", "watcher %d seat %s", k, SEATS[i]);
+        wsc_close(&c[k]);
+    }
+    redisFree(rc);
+    th_res_clear(&r);
+    cr_assert_eq(tls_stop(&srv), 0);
+    cr_assert_eq(th_close(&t), 0);
+}
+
 /* The versions kept for a tick are bounded (ring_burst): past it, the watcher gets a snapshot
  * of the current map and its feed goes on from there. */
 Test(live, a_burst_past_the_bound_falls_back_to_one_snapshot)

@@ -24,6 +24,8 @@ seatd_live_t *seatd_live_new(uv_loop_t *loop, seatd_store_t *store, const seatd_
     lv->opts.redis_host = lv->opts.redis_unix = NULL;
     if (!lv->opts.tick_ms)
         lv->opts.tick_ms = 50;
+    if (!lv->opts.pass_slice)
+        lv->opts.pass_slice = 1000;
     if (!lv->opts.ping_ms)
         lv->opts.ping_ms = 20000;
     if (!lv->opts.idle_ms)
@@ -43,7 +45,9 @@ seatd_live_t *seatd_live_new(uv_loop_t *loop, seatd_store_t *store, const seatd_
     lv->tick.data = lv;
     uv_timer_init(loop, &lv->house);
     lv->house.data = lv;
-    lv->handles_open = 2;
+    uv_idle_init(loop, &lv->pass_idle);
+    lv->pass_idle.data = lv;
+    lv->handles_open = 3;
     uv_timer_start(&lv->house, live__on_house, 1000, 1000);
     uv_unref((uv_handle_t *)&lv->house); /* housekeeping alone never keeps the loop alive */
     return lv;
@@ -91,4 +95,5 @@ void seatd_live_close(seatd_live_t *lv)
     lv->ps = NULL;
     uv_close((uv_handle_t *)&lv->tick, on_timer_closed);
     uv_close((uv_handle_t *)&lv->house, on_timer_closed);
+    uv_close((uv_handle_t *)&lv->pass_idle, on_timer_closed);
 }

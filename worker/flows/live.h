@@ -62,6 +62,7 @@ typedef struct seatd_live_opts_s {
     unsigned max_queue_frames; /* unsent frames per client before 1008; 64 when 0 */
     size_t max_queue_bytes;    /* unsent bytes per client before 1008, when below the
                                   connection's output budget; 0: the budget */
+    unsigned pass_slice;       /* watchers brought up to date per loop turn; 1000 when 0 */
 } seatd_live_opts_t;
 
 /* Returns an owned live map on 'loop' reading snapshots through 'store' (borrowed; must

@@ -115,11 +115,18 @@ static int ring_covers(const show_t *s, long long from)
     return from >= 0 && from <= s->ver && (long long)s->ring_n >= s->ver - from;
 }
 
+/* A delta frame shared by the watchers that need the same range (from, to]. */
+typedef struct {
+    frame_t *f;
+    long long *from, *to;
+} delta_cache_t;
+
 /*
- * Brings one watcher up to its show's version: nothing, a delta or a snapshot. 'shared' and
- * '*shared_v' cache the last delta built during this flush (many watchers share a range).
+ * Brings one watcher up to its show's version: nothing, a delta or a snapshot. 'dc' caches
+ * the last delta built (many watchers share a range; a pass spans loop turns, so the show's
+ * version may have moved since it was built: the range is checked at both ends).
  */
-static void flush_watcher(watcher_t *w, frame_t *shared, long long *shared_v)
+static void flush_watcher(watcher_t *w, delta_cache_t *dc)
 {
     show_t *s = w->show;
     if (s == NULL || !s->synced || w->closing)
@@ -137,12 +144,13 @@ static void flush_watcher(watcher_t *w, frame_t *shared, long long *shared_v)
     }
     w->greeted = 1;
     if (ring_covers(s, w->sent_ver) && w->sent_ver < s->ver) {
-        if (*shared_v != w->sent_ver) {
-            frame_reset(shared);
-            delta_frame(s, w->sent_ver, &shared->text);
-            *shared_v = w->sent_ver;
+        if (*dc->from != w->sent_ver || *dc->to != s->ver) {
+            frame_reset(dc->f);
+            delta_frame(s, w->sent_ver, &dc->f->text);
+            *dc->from = w->sent_ver;
+            *dc->to = s->ver;
         }
-        send_frame(w, shared);
+        send_frame(w, dc->f);
     } else {
         w->lv->stats.snapshots++;
         send_frame(w, snapshot_frame(s));
@@ -155,24 +163,115 @@ static void flush_watcher(watcher_t *w, frame_t *shared, long long *shared_v)
 void live__flush_one(watcher_t *w)
 {
     frame_t delta = {0}; /* empty buffers */
-    long long delta_v = -2;
-    flush_watcher(w, &delta, &delta_v);
+    long long from = -2, to = -2;
+    delta_cache_t dc = {&delta, &from, &to};
+    flush_watcher(w, &dc);
     live__frame_free(&delta);
 }
 
-static void flush_show(show_t *s)
+/*
+ * Passes. A tick (or a waiting-room frame) has every watcher of a show to bring up to date:
+ * tens of thousands of writes on a hot show. Done in one loop turn they keep the loop from
+ * the replies Redis has already sent, for longer than a command's deadline at 20,000 watchers
+ * (bench/queue_sim.sh, issue 31); so a pass walks its show's watchers opts.pass_slice at a time,
+ * one slice per loop turn (an idle handle: the loop polls for I/O between slices without
+ * waiting). Watchers that arrive during a pass are put at the list's head, behind the cursor:
+ * they got their first frames when they connected. A watcher closed under the cursor moves
+ * it on (live__pass_skip). At the end of a tick's pass every watcher has at least the
+ * version the pass began with: the ring may forget what came before it.
+ */
+static void pass_start(show_t *s, int deltas)
 {
-    frame_t shared = {0};
-    long long shared_v = -2;
-    for (watcher_t *w = s->watchers, *next; w; w = next) {
-        next = w->next; /* a slow client may be closed (but stays listed until on_closed) */
-        flush_watcher(w, &shared, &shared_v);
+    seatd_live_t *lv = s->lv;
+    if (!s->in_pass) {
+        s->in_pass = 1;
+        s->pass_deltas = 0;
+        s->pass_delta_from = s->pass_delta_to = -2; /* no delta built yet */
+        s->pnext = lv->passing;
+        lv->passing = s;
     }
-    live__frame_free(&shared);
-    if (s->synced) {
-        s->flushed_ver = s->ver;
+    if (deltas && !s->pass_deltas) {
+        s->pass_deltas = 1;
+        s->pass_from = s->ver;
+    }
+    s->cursor = s->watchers; /* from the top again: a new waiting-room frame for everyone */
+    if (!lv->closing)
+        uv_idle_start(&lv->pass_idle, live__on_pass_idle);
+}
+
+/* Takes 's' off the passes (it is done, or being freed). */
+void live__pass_forget(show_t *s)
+{
+    if (!s->in_pass)
+        return;
+    for (show_t **pp = &s->lv->passing; *pp; pp = &(*pp)->pnext)
+        if (*pp == s) {
+            *pp = s->pnext;
+            break;
+        }
+    s->in_pass = 0;
+    s->pass_deltas = 0;
+    s->cursor = NULL;
+    s->pnext = NULL;
+    live__frame_free(&s->pass_delta);
+}
+
+void live__pass_skip(show_t *s, watcher_t *w)
+{
+    if (s->cursor == w)
+        s->cursor = w->next;
+}
+
+static void pass_done(show_t *s)
+{
+    if (s->pass_deltas && s->synced) {
+        if (s->pass_from > s->flushed_ver)
+            s->flushed_ver = s->pass_from;
         live__ring_trim(s);
     }
+    live__pass_forget(s);
+}
+
+/* Up to 'budget' watchers of 's': returns how many were taken. */
+static size_t pass_slice(show_t *s, size_t budget)
+{
+    delta_cache_t dc = {&s->pass_delta, &s->pass_delta_from, &s->pass_delta_to};
+    size_t n = 0;
+    while (s->cursor && n < budget) {
+        watcher_t *w = s->cursor;
+        s->cursor = w->next; /* first: a slow client may be closed by the writes below */
+        n++;
+        if (w->closing)
+            continue;
+        if (w->qgen != s->qgen && s->qframe.len > 0) {
+            w->qgen = s->qgen;
+            live__send_text(w, s->qframe.data, s->qframe.len);
+        }
+        if (s->pass_deltas)
+            flush_watcher(w, &dc);
+    }
+    return n;
+}
+
+void live__on_pass_idle(uv_idle_t *h)
+{
+    seatd_live_t *lv = h->data;
+    size_t budget = lv->opts.pass_slice;
+    while (lv->passing && budget > 0) {
+        show_t *s = lv->passing;
+        budget -= pass_slice(s, budget);
+        if (s->cursor == NULL)
+            pass_done(s);
+    }
+    if (lv->passing == NULL)
+        uv_idle_stop(&lv->pass_idle);
+}
+
+/* A new waiting-room frame (live_sync.c): to every watcher, in a pass. */
+void live__pass_queue(show_t *s)
+{
+    s->qgen++;
+    pass_start(s, 0);
 }
 
 static void on_tick(uv_timer_t *t)
@@ -185,8 +284,9 @@ static void on_tick(uv_timer_t *t)
         next = s->dnext;
         s->dirty = 0;
         s->dnext = NULL;
-        flush_show(s);
+        pass_start(s, 1);
     }
+    live__on_pass_idle(&lv->pass_idle); /* the first slice at once */
 }
 
 /*

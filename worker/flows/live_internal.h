@@ -99,10 +99,19 @@ struct show_s {
                                     or the link broke) and no read has answered since */
     buffered_t *bhead, *btail;   /* messages received while not synced */
     size_t nbuffered;
-    frame_t snap;        /* cached snapshot frame at 'snap_ver' */
-    seatd_buf_t qframe;  /* the last waiting-room frame (queued shows), for new watchers */
-    long long snap_ver;  /* -1: none */
-    watcher_t *watchers; /* doubly linked */
+    frame_t snap;       /* cached snapshot frame at 'snap_ver' */
+    seatd_buf_t qframe; /* the last waiting-room frame (queued shows), for new watchers */
+    unsigned qgen;      /* bumped with every waiting-room frame (watcher_t.qgen) */
+    /* A pass (live_fanout.c): its watchers brought up to date a slice per loop turn. */
+    show_t *pnext;       /* lv->passing (when 'in_pass') */
+    int in_pass;         /* on lv->passing */
+    int pass_deltas;     /* a tick's pass: watchers go to the version, not only 'qgen' */
+    long long pass_from; /* 'ver' when the tick's pass began: every watcher has it after */
+    watcher_t *cursor;   /* the pass's next watcher; NULL once it reached the list's end */
+    frame_t pass_delta;  /* the delta shared by the pass's watchers ... */
+    long long pass_delta_from, pass_delta_to; /* ... covering (from, to] */
+    long long snap_ver;                       /* -1: none */
+    watcher_t *watchers;                      /* doubly linked */
     size_t nwatchers;
 };
 
@@ -115,6 +124,7 @@ struct watcher_s {
     long long sent_ver;         /* the version the client has; -1: needs a snapshot */
     int deflate;                /* permessage-deflate negotiated: large frames go compressed */
     int greeted;                /* a first frame went out (snapshot, delta or version) */
+    unsigned qgen;              /* the show's waiting-room frame it has (show_t.qgen) */
     unsigned frames_pending;    /* uv_writes without their callback */
     size_t bytes_pending;       /* bytes in those writes (also in the connection's output) */
     size_t budget;              /* the most 'bytes_pending' may reach (the output budget) */
@@ -136,13 +146,15 @@ struct seatd_live_s {
     show_t *dirty;          /* shows with versions not yet sent to every watcher */
     uv_timer_t tick;        /* coalescing */
     uv_timer_t house;       /* pings, idle, close deadlines, read retries */
+    uv_idle_t pass_idle;    /* runs the passes' next slices while 'passing' is not empty */
+    show_t *passing;        /* shows with a pass in progress */
     uint64_t last_flush_ms; /* when the tick last ran */
     char *rbuf;             /* owned: the shared read buffer */
     int rbuf_busy;          /* 'rbuf' is lent to a read */
     uint32_t *seen;         /* owned: scratch for delta_frame, all zero between uses */
     size_t seen_cap;        /* entries in 'seen' */
     unsigned inflight;      /* seat-map reads without their callback */
-    int handles_open;       /* timers not yet closed */
+    int handles_open;       /* timers and the idle handle not yet closed */
     int closing;            /* seatd_live_close() was called */
     seatd_live_stats_t stats;
 };
@@ -179,6 +191,10 @@ void live__on_pubsub(int event, const char *channel, const char *payload, size_t
 void live__frame_free(frame_t *f);
 void live__mark_dirty(show_t *s);
 void live__flush_one(watcher_t *w);
+void live__pass_queue(show_t *s);
+void live__pass_forget(show_t *s);
+void live__pass_skip(show_t *s, watcher_t *w);
+void live__on_pass_idle(uv_idle_t *h);
 
 /* ---------------------------------------------------------------- live_watcher.c */
 

@@ -117,13 +117,15 @@ void live__ring_clear(show_t *s)
     s->flushed_ver = s->ver; /* nothing older can be sent as a delta any more */
 }
 
-/* After a tick: back to the 'ring' versions kept for reconnects, and to its array. */
+/* After a tick's pass: back to the 'ring' versions kept for reconnects, and to its array,
+ * except versions after 'flushed_ver' (they arrived during the pass: watchers it reached
+ * early still need them for the next tick's delta). */
 void live__ring_trim(show_t *s)
 {
     size_t keep = s->lv->opts.ring;
-    while (s->ring_n > keep)
+    while (s->ring_n > keep && live__ring_at(s, 0)->v <= s->flushed_ver)
         ring_drop_oldest(s);
-    if (s->ring_cap > keep)
+    if (s->ring_cap > keep && s->ring_n <= keep)
         ring_resize(s, keep);
 }
 
@@ -161,6 +163,7 @@ void live__show_maybe_free(show_t *s)
             }
         }
     }
+    live__pass_forget(s);
     lv->nshows--;
     live__ring_clear(s);
     live__buffered_clear(s);

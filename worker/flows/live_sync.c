@@ -162,7 +162,8 @@ static int channel_show(const char *channel, char *out, size_t n)
 /*
  * A queued show's waiting room changed (lua/queue.lua publishes {"q":1,"a":A,"s":S,"w":W} on
  * the show's channel, outside the version sequence): one small frame for every watcher at
- * once, whatever their seat-map state, so a sold-out reaches every waiter with one publish.
+ * (a pass: a slice of them per loop turn), whatever their seat-map state, so a sold-out
+ * reaches every waiter with one publish.
  * The frame is kept for watchers who connect later.
  */
 static void on_queue_msg(show_t *s, const char *msg, size_t len)
@@ -183,10 +184,7 @@ static void on_queue_msg(show_t *s, const char *msg, size_t len)
                      "\"waiting\":%lld}",
                      (long long)a->valuedouble, st->valuestring, (long long)wn->valuedouble);
     cJSON_Delete(root);
-    for (watcher_t *w = s->watchers, *next; w; w = next) {
-        next = w->next; /* a slow client may be closed (but stays listed until on_closed) */
-        live__send_text(w, s->qframe.data, s->qframe.len);
-    }
+    live__pass_queue(s);
 }
 
 void live__on_pubsub(int event, const char *channel, const char *payload, size_t len, void *data)

@@ -285,6 +285,7 @@ static void on_watcher_closed(void *data)
     seatd_live_t *lv = w->lv;
     show_t *s = w->show;
     if (s) {
+        live__pass_skip(s, w);
         if (w->prev)
             w->prev->next = w->next;
         else
@@ -401,6 +402,7 @@ int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
     }
     if (s->synced)
         live__flush_one(w);
+    w->qgen = s->qgen;
     if (s->qframe.len > 0) /* a queued show: where its waiting room stands */
         live__send_text(w, s->qframe.data, s->qframe.len);
     return 0;
