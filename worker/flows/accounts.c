@@ -25,15 +25,15 @@ enum { GATE_ADDR, GATE_PAIR, GATE_ACCOUNT, GATES };
 
 /* One flow's context, from its call to its callback. */
 typedef struct accounts_op_s {
-    seatd_app_t *app;                        /* borrowed */
-    seatd_accounts_cb cb;                    /* the flow's end */
-    void *data;                              /* for 'cb' and 'still_waiting' */
-    seatd_accounts_waiting_cb still_waiting; /* NULL: always */
-    char *password;                          /* owned copy, 'password_len' bytes */
-    size_t password_len;
-    char email[SEATD_ACCOUNT_EMAIL_MAX + 1];
-    char name[4 * SEATD_ACCOUNT_NAME_MAX + 1];
-    char user_id[USER_ID_MAX];
+    seatd_app_t *app;                          /* borrowed */
+    seatd_accounts_cb cb;                      /* the flow's end */
+    void *data;                                /* for 'cb' and 'still_waiting' */
+    seatd_accounts_waiting_cb still_waiting;   /* NULL: always */
+    char *password;                            /* owned copy, 'password_len' bytes */
+    size_t password_len;                       /* bytes of 'password' */
+    char email[SEATD_ACCOUNT_EMAIL_MAX + 1];   /* normalised */
+    char name[4 * SEATD_ACCOUNT_NAME_MAX + 1]; /* sign-up: the display name, "" for none */
+    char user_id[USER_ID_MAX];                 /* the new user's, the email's, or refresh's */
     char addr_key[SEATD_KEY_MAX]; /* attempts (login) or registrations from the address */
     char acct_key[SEATD_KEY_MAX]; /* failed logins of the email, from every address */
     char pair_key[SEATD_KEY_MAX]; /* failed logins of the email from this address */

@@ -76,11 +76,11 @@ typedef int (*seatd_accounts_waiting_cb)(void *data);
 typedef struct seatd_accounts_input_s {
     const char *email;    /* normalised (domain/account.h) */
     const char *password; /* 'password_len' bytes, within the policy for a sign-up */
-    size_t password_len;
-    const char *name; /* sign-up: the display name, NULL or "" for none */
-    const char *addr; /* the client address (login: NULL counts as "local"); sign-up: NULL
-                         for no per-address count */
-    int admin;        /* sign-up: the user is an admin */
+    size_t password_len;  /* bytes of 'password' */
+    const char *name;     /* sign-up: the display name, NULL or "" for none */
+    const char *addr;     /* the client address (login: NULL counts as "local"); sign-up: NULL
+                             for no per-address count */
+    int admin;            /* sign-up: the user is an admin */
     seatd_accounts_waiting_cb still_waiting; /* NULL: somebody always waits */
 } seatd_accounts_input_t;
 

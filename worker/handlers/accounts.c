@@ -41,9 +41,9 @@
 
 /* A sign-up's or a login's body, read and checked. */
 typedef struct {
-    cJSON *body;          /* owned; 'password' points into it */
-    const char *password; /* NULL when missing */
-    size_t password_len;
+    cJSON *body;                               /* owned; 'password' points into it */
+    const char *password;                      /* NULL when missing */
+    size_t password_len;                       /* bytes of 'password' */
     char email[SEATD_ACCOUNT_EMAIL_MAX + 1];   /* normalised */
     char name[4 * SEATD_ACCOUNT_NAME_MAX + 1]; /* "" when none */
 } credentials_t;
