@@ -69,9 +69,10 @@ static void idem_release_if_nothing_began(book_op_t *op)
                        what);
 }
 
-void bookings__book_op_free(void *ctx)
+/* The context's free function (seatd__op_t): frees the whole book_op_t. */
+static void book_op_free(seatd__op_t *base)
 {
-    book_op_t *op = ctx;
+    book_op_t *op = (book_op_t *)base;
     idem_release_if_nothing_began(op);
     cJSON_Delete(op->body);
     free(op);
@@ -81,47 +82,9 @@ void bookings__book_op_free(void *ctx)
  * Steps. A request outlives its client: once book_begin made the booking, payment, confirm,
  * refund and fail run to completion whether or not anybody is left to read the answer (the
  * server logs and counts such a request as 499 client_gone). Every asynchronous step holds
- * the request while it runs, through common.h's seatd__step_begin() / seatd__step_end() on
- * op->r (NULL once nobody waits), and every answer goes through op->r being set.
+ * the request while it runs, through common.h's multi-step idiom on op->base (seatd__op_t:
+ * op->base.r is NULL once nobody waits), and every answer goes through op->base.r being set.
  * --------------------------------------------------------------------------------------- */
-
-/* The step started with return code 'rc': on failure answers (if anybody waits) and frees
- * 'op'; otherwise holds the request until the step's callback. */
-void bookings__step_started(book_op_t *op, int rc)
-{
-    if (seatd__step_begin(&op->r, rc) < 0) {
-        if (op->r)
-            seatd_req_finish_problem(op->r, rc, NULL, NULL);
-        bookings__book_op_free(op);
-    }
-}
-
-/* At the end of a step before any money moved: 1 (and 'op' freed) if nobody waits, or if the
- * store failed (then the failure was answered). */
-int bookings__step_gone_or_failed(book_op_t *op, const seatd_store_result_t *res)
-{
-    seatd__step_end(&op->r);
-    if (op->r == NULL) {
-        bookings__book_op_free(op);
-        return 1;
-    }
-    if (res->err) {
-        seatd__reply_store_error(op->r, res);
-        bookings__book_op_free(op);
-        return 1;
-    }
-    return 0;
-}
-
-/* Answers 'err' if anybody waits, and frees 'op'. 'extra' is taken. */
-void bookings__answer_problem(book_op_t *op, int err, const char *detail, cJSON *extra)
-{
-    if (op->r)
-        seatd_req_finish_problem(op->r, err, detail, extra);
-    else
-        cJSON_Delete(extra);
-    bookings__book_op_free(op);
-}
 
 /* ------------------------------------------------- decline caps (card testing, issue 9) */
 
@@ -167,14 +130,14 @@ static void begin_booking(book_op_t *op)
     op->begin_sent = rc >= 0;
     if (rc < 0)
         bookings__counters_give(op);
-    bookings__step_started(op, rc);
+    seatd__op_started(&op->base, rc);
 }
 
 static void on_user_counter(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    seatd__step_end(&op->r);
-    if (op->r && (res->err == SEATD_EUNAVAILABLE || res->err == SEATD_ETIMEOUT)) {
+    seatd__step_end(&op->base.r);
+    if (op->base.r && (res->err == SEATD_EUNAVAILABLE || res->err == SEATD_ETIMEOUT)) {
         /* The per-user counter lives on its own shard, which cannot be reached (failing over):
          * the booking goes on under the per-hold cap alone (in the show's slot) rather than
          * fail on a healthy shard. If the take ran, its count expires with the window. */
@@ -185,13 +148,13 @@ static void on_user_counter(const seatd_store_result_t *res, void *data)
         begin_booking(op);
         return;
     }
-    if (op->r == NULL || res->err) { /* every attempt taken is given back, nothing began */
+    if (op->base.r == NULL || res->err) { /* every attempt taken is given back, nothing began */
         if (!res->err && res->attempt.ok)
             op->ctrs |= CTR_USER;
         bookings__counters_give(op);
-        if (op->r)
-            seatd__reply_store_error(op->r, res);
-        bookings__book_op_free(op);
+        if (op->base.r)
+            seatd__reply_store_error(op->base.r, res);
+        seatd__op_free(&op->base);
         return;
     }
     if (!res->attempt.ok) {
@@ -231,14 +194,14 @@ static int start_booking(book_op_t *op)
 static void on_book_key_claimed(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    seatd__step_end(&op->r);
-    if (op->r == NULL) {
-        bookings__book_op_free(op);
+    seatd__step_end(&op->base.r);
+    if (op->base.r == NULL) {
+        seatd__op_free(&op->base);
         return;
     }
     if (res->err == SEATD_EIDEMMISMATCH) {
-        seatd__reply_store_error(op->r, res);
-        bookings__book_op_free(op);
+        seatd__reply_store_error(op->base.r, res);
+        seatd__op_free(&op->base);
         return;
     }
     if (res->err)
@@ -255,18 +218,18 @@ static void on_book_key_claimed(const seatd_store_result_t *res, void *data)
         bookings__answer_with_booking(op);
         return;
     }
-    bookings__step_started(op, start_booking(op));
+    seatd__op_started(&op->base, start_booking(op));
 }
 
 int seatd_handle_bookings_create(seatd_req_t *r)
 {
     book_op_t *op = seatd_calloc(1, sizeof(*op));
-    op->r = r;
+    seatd__op_init(&op->base, r, book_op_free);
     op->app = seatd__app(r);
     snprintf(op->owner, sizeof(op->owner), "%s", seatd__sub(r));
     const char *hold_id = NULL, *method = NULL, *body_idem = NULL, *idem = NULL;
     if (seatd_json_parse_body_or_reply(r, &op->body) < 0) {
-        bookings__book_op_free(op);
+        seatd__op_free(&op->base);
         return 0;
     }
     /* Every bad field is named at once (invalidParams). */
@@ -287,12 +250,12 @@ int seatd_handle_bookings_create(seatd_req_t *r)
     if (!seatd_json_check_failed(&v, "idempotencyKey"))
         seatd__idempotency_key_check(&v, r, body_idem, &idem);
     if (seatd_json_check_done_or_reply(&v, r) < 0) {
-        bookings__book_op_free(op);
+        seatd__op_free(&op->base);
         return 0;
     }
     if (seatd_keys_parse_id(hold_id, 'h', op->show_id) < 0) {
         seatd__reply_no_hold(r, hold_id);
-        bookings__book_op_free(op);
+        seatd__op_free(&op->base);
         return 0;
     }
     snprintf(op->hold_id, sizeof(op->hold_id), "%s", hold_id);
@@ -311,8 +274,8 @@ int seatd_handle_bookings_create(seatd_req_t *r)
     } else {
         rc = start_booking(op);
     }
-    rc = seatd__step_begin(&op->r, rc);
+    rc = seatd__step_begin(&op->base.r, rc);
     if (rc < 0)
-        bookings__book_op_free(op);
+        seatd__op_free(&op->base);
     return rc;
 }

@@ -16,6 +16,7 @@
 #include "domain/config.h"
 #include "domain/keys.h"
 #include "flows/booking.h"
+#include "handlers/common.h"
 #include "http/http_request.h"
 #include "store/store.h"
 
@@ -24,7 +25,7 @@
 #define CTR_USER 2u /* an attempt is counted in the user's decline counter */
 
 typedef struct {
-    seatd_req_t *r;   /* NULL once nobody waits for the answer: the work goes on */
+    seatd__op_t base; /* the request (NULL once nobody waits: the work goes on), the free */
     seatd_app_t *app; /* borrowed */
     cJSON *body;      /* owned */
     char hold_id[SEATD_ID_MAX];
@@ -45,10 +46,6 @@ typedef struct {
 
 /* ---------------------------------------------------------------- bookings.c */
 
-void bookings__book_op_free(void *ctx);
-void bookings__step_started(book_op_t *op, int rc);
-int bookings__step_gone_or_failed(book_op_t *op, const seatd_store_result_t *res);
-void bookings__answer_problem(book_op_t *op, int err, const char *detail, cJSON *extra);
 void bookings__counters_give(book_op_t *op);
 void bookings__idem_fingerprint(const book_op_t *op, char *out, size_t size);
 

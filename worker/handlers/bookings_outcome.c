@@ -19,9 +19,9 @@
 /* Answers with booking 'res' (the store's, after confirm, fail or a replay) and frees 'op'. */
 static void answer_booking(book_op_t *op, const seatd_store_result_t *res)
 {
-    seatd_req_t *r = op->r;
+    seatd_req_t *r = op->base.r;
     if (r == NULL) {
-        bookings__book_op_free(op);
+        seatd__op_free(&op->base);
         return;
     }
     const char *reason = res->booking.reason;
@@ -54,14 +54,14 @@ static void answer_booking(book_op_t *op, const seatd_store_result_t *res)
         cJSON_Delete(o);
         seatd_req_finish_problem(r, SEATD_ESTATE, "the booking did not complete", NULL);
     }
-    bookings__book_op_free(op);
+    seatd__op_free(&op->base);
 }
 
 /* Answers with the booking as the store has it now. */
 static void on_booking_final(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    if (bookings__step_gone_or_failed(op, res))
+    if (seatd__op_gone_or_failed(&op->base, res))
         return;
     answer_booking(op, res);
 }
@@ -71,12 +71,12 @@ static void wait_for_outcome(book_op_t *op);
 /* The work is done: answers with the booking if anybody waits. */
 void bookings__answer_with_booking(book_op_t *op)
 {
-    if (op->r == NULL) {
-        bookings__book_op_free(op);
+    if (op->base.r == NULL) {
+        seatd__op_free(&op->base);
         return;
     }
     int rc = seatd_store_booking_get(op->app->store, op->booking_id, NULL, on_booking_final, op);
-    bookings__step_started(op, rc);
+    seatd__op_started(&op->base, rc);
 }
 
 /* ---------------------------------------------------------------- a retry waits (see top) */
@@ -85,7 +85,7 @@ void bookings__answer_with_booking(book_op_t *op)
 static int still_waiting(void *data)
 {
     book_op_t *op = data;
-    return !seatd_req_is_detached(op->r);
+    return !seatd_req_is_detached(op->base.r);
 }
 
 /* The wait itself is the flow's (seatd_booking_wait_settled): it ends in on_booking_final()
@@ -93,10 +93,10 @@ static int still_waiting(void *data)
 static void wait_for_outcome(book_op_t *op)
 {
     seatd_app_t *app = op->app;
-    bookings__step_started(op,
-                           seatd_booking_wait_settled(app->loop, app->store, op->booking_id,
-                                                      (uint64_t)app->cfg->payment_timeout_ms + 1000,
-                                                      still_waiting, on_booking_final, op));
+    seatd__op_started(&op->base,
+                      seatd_booking_wait_settled(app->loop, app->store, op->booking_id,
+                                                 (uint64_t)app->cfg->payment_timeout_ms + 1000,
+                                                 still_waiting, on_booking_final, op));
 }
 
 /* 402 with the decline code; the hold is HELD again. */
@@ -109,13 +109,13 @@ static void answer_decline(book_op_t *op)
     char msg[160];
     snprintf(msg, sizeof(msg), "the card was declined (%s); the seats stay held, try another card",
              op->decline);
-    bookings__answer_problem(op, SEATD_EDECLINED, msg, extra);
+    seatd__op_answer_problem(&op->base, SEATD_EDECLINED, msg, extra);
 }
 
 static void on_decline_settled(const seatd_store_result_t *res, void *data)
 {
     book_op_t *op = data;
-    seatd__step_end(&op->r);
+    seatd__step_end(&op->base.r);
     if (res->err)
         seatd_log(SEATD_LOG_WARN, NULL, "declined booking not recorded under its key",
                   "\"booking\":\"%s\",\"error\":\"%s\"", op->booking_id, seatd_err_name(res->err));
@@ -132,7 +132,7 @@ static void answer_declined(book_op_t *op)
         bookings__idem_fingerprint(op, fingerprint, sizeof(fingerprint));
         int rc = seatd_store_idem_settle(op->app->store, op->owner, "book", op->idem, fingerprint,
                                          op->booking_id, on_decline_settled, op);
-        if (seatd__step_begin(&op->r, rc) == 0)
+        if (seatd__step_begin(&op->base.r, rc) == 0)
             return;
     }
     answer_decline(op);
@@ -144,7 +144,7 @@ static void answer_declined(book_op_t *op)
  * CONFIRMED on a primary that a failover can still take back. */
 static void answer_pending(book_op_t *op, const seatd_booking_end_t *end)
 {
-    if (op->r) {
+    if (op->base.r) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "bookingId", op->booking_id);
         cJSON_AddStringToObject(o, "status", "PENDING_PAYMENT");
@@ -155,10 +155,10 @@ static void answer_pending(book_op_t *op, const seatd_booking_end_t *end)
         cJSON_AddStringToObject(o, "currency", CURRENCY);
         char loc[96];
         snprintf(loc, sizeof(loc), "/v1/bookings/%s", op->booking_id);
-        seatd_req_add_header(op->r, "Location", loc);
-        seatd_req_finish_json(op->r, 202, o);
+        seatd_req_add_header(op->base.r, "Location", loc);
+        seatd_req_finish_json(op->base.r, 202, o);
     }
-    bookings__book_op_free(op);
+    seatd__op_free(&op->base);
 }
 
 /* 429 with Retry-After: the decline cap of the hold or of the user is reached; nothing was
@@ -171,9 +171,9 @@ void bookings__answer_capped(book_op_t *op, const char *which)
     snprintf(ra, sizeof(ra), "%lld", secs > 0 ? secs : 1);
     snprintf(msg, sizeof(msg), "too many declined payments for this %s; try again in %s s", which,
              ra);
-    if (op->r)
-        seatd_req_add_header(op->r, "Retry-After", ra);
-    bookings__answer_problem(op, SEATD_ERATELIMIT, msg, NULL);
+    if (op->base.r)
+        seatd_req_add_header(op->base.r, "Retry-After", ra);
+    seatd__op_answer_problem(&op->base, SEATD_ERATELIMIT, msg, NULL);
 }
 
 /* Nothing was charged by this request: the begin was refused, or did not reach a replica. */
@@ -185,18 +185,18 @@ static void answer_refused(book_op_t *op, const seatd_booking_end_t *end)
         return;
     }
     seatd_metrics_inc(seatd_metrics_booking_outcome(end->err));
-    if (op->r && end->err == SEATD_ENOTFOUND) { /* name the hold the body gave */
-        seatd__reply_no_hold(op->r, op->hold_id);
-        bookings__book_op_free(op);
+    if (op->base.r && end->err == SEATD_ENOTFOUND) { /* name the hold the body gave */
+        seatd__reply_no_hold(op->base.r, op->hold_id);
+        seatd__op_free(&op->base);
         return;
     }
-    if (op->r && end->res) {
-        seatd__reply_store_error(op->r, end->res);
-        bookings__book_op_free(op);
+    if (op->base.r && end->res) {
+        seatd__reply_store_error(op->base.r, end->res);
+        seatd__op_free(&op->base);
         return;
     }
-    bookings__answer_problem(
-        op, end->err,
+    seatd__op_answer_problem(
+        &op->base, end->err,
         end->err == SEATD_ENOTDURABLE
             ? "the booking could not be stored on a replica in time (the store may be "
               "failing over); nothing was charged and the seats stay held: retry"
@@ -208,7 +208,7 @@ static void answer_refused(book_op_t *op, const seatd_booking_end_t *end)
 void bookings__on_paid(const seatd_booking_end_t *end, void *data)
 {
     book_op_t *op = data;
-    seatd__step_end(&op->r); /* a client that left changes nothing: the flow has finished */
+    seatd__step_end(&op->base.r); /* a client that left changes nothing: the flow has finished */
     snprintf(op->booking_id, sizeof(op->booking_id), "%s", end->booking_id);
     int began = end->outcome != SEATD_BOOKING_REFUSED && end->outcome != SEATD_BOOKING_REPLAYED;
     /* A begin counted one attempt in the hold's counter (one not durable too: it ran). */
@@ -237,13 +237,13 @@ void bookings__on_paid(const seatd_booking_end_t *end, void *data)
         seatd_metrics_inc(SEATD_METRIC_BOOKING_LOST);
         cJSON *extra = cJSON_CreateObject();
         cJSON_AddStringToObject(extra, "bookingId", op->booking_id);
-        bookings__answer_problem(
-            op, SEATD_EEXPIRED,
+        seatd__op_answer_problem(
+            &op->base, SEATD_EEXPIRED,
             "the hold expired before the payment completed; the charge was refunded", extra);
         return;
     }
     case SEATD_BOOKING_REPLAYED:
-        if (op->r && end->res && end->res->booking.state == SEATD_BOOKING_ST_PENDING_PAYMENT) {
+        if (op->base.r && end->res && end->res->booking.state == SEATD_BOOKING_ST_PENDING_PAYMENT) {
             /* A retry during the first request's payment: wait for its outcome. */
             wait_for_outcome(op);
             return;

@@ -232,6 +232,47 @@ int seatd__step_end(seatd_req_t **rp)
     return *rp == NULL;
 }
 
+void seatd__op_init(seatd__op_t *op, seatd_req_t *r, seatd__op_free_fn free_op)
+{
+    op->r = r;
+    op->free_op = free_op;
+}
+
+void seatd__op_free(seatd__op_t *op)
+{
+    op->free_op(op);
+}
+
+int seatd__op_started(seatd__op_t *op, int rc)
+{
+    if (seatd__step_begin(&op->r, rc) < 0)
+        seatd__op_answer_problem(op, rc, NULL, NULL);
+    return rc;
+}
+
+int seatd__op_gone_or_failed(seatd__op_t *op, const seatd_store_result_t *res)
+{
+    if (seatd__step_end(&op->r)) {
+        seatd__op_free(op);
+        return 1;
+    }
+    if (res->err) {
+        seatd__reply_store_error(op->r, res);
+        seatd__op_free(op);
+        return 1;
+    }
+    return 0;
+}
+
+void seatd__op_answer_problem(seatd__op_t *op, int err, const char *detail, void *extra)
+{
+    if (op->r)
+        seatd_req_finish_problem(op->r, err, detail, extra);
+    else
+        cJSON_Delete(extra);
+    seatd__op_free(op);
+}
+
 int seatd__done(seatd_req_t *r, const seatd_store_result_t *res)
 {
     if (seatd__step_end(&r))

@@ -8,6 +8,21 @@
  * - Operation contexts: each async step carries a small heap context with the request; the
  *   request is held for the duration of every step (http_request.h rule 19), always through
  *   seatd__step_begin() / seatd__step_end().
+ * - Multi-step operations (h2o's "super" struct): a context that goes through several steps
+ *   starts with a seatd__op_t, the request pointer and the context's free function, so that
+ *   one set of helpers starts a step, ends one, answers and frees for every such context:
+ *
+ *     typedef struct { seatd__op_t base; ...the op's own fields... } x_op_t;
+ *     seatd__op_init(&op->base, r, x_op_free);              (x_op_free frees the x_op_t)
+ *     seatd__op_started(&op->base, seatd_store_x(..., on_x, op));
+ *     static void on_x(const seatd_store_result_t *res, void *data) {
+ *         x_op_t *op = data;
+ *         if (seatd__op_gone_or_failed(&op->base, res)) return;   (answered and freed)
+ *         ...next step, or answer op->base.r and seatd__op_free(&op->base)...
+ *     }
+ *
+ *   A step whose callback is not a store result (a flow's outcome) ends with
+ *   seatd__step_end(&op->base.r) as any other step does.
  */
 #ifndef SEATD_HANDLERS_COMMON_H
 #define SEATD_HANDLERS_COMMON_H
@@ -55,6 +70,32 @@ int seatd__step_end(seatd_req_t **rp);
  * store's failure: 1 when there is nothing more to do (the client left, or the store failed
  * and that was answered), 0 when the handler should answer the success. */
 int seatd__done(seatd_req_t *r, const seatd_store_result_t *res);
+
+/* The head of every multi-step operation context (see the top of this file). */
+typedef struct seatd__op_s seatd__op_t;
+/* Frees the whole context whose head is 'op' (and whatever it owns). */
+typedef void (*seatd__op_free_fn)(seatd__op_t *op);
+struct seatd__op_s {
+    seatd_req_t *r;            /* the request; NULL once nobody waits for the answer */
+    seatd__op_free_fn free_op; /* frees the context this is the head of */
+};
+
+/* Sets up head 'op' of a context for request 'r' (borrowed: held per step), freed by
+ * 'free_op'. */
+void seatd__op_init(seatd__op_t *op, seatd_req_t *r, seatd__op_free_fn free_op);
+/* Frees the context of 'op' through its free function. */
+void seatd__op_free(seatd__op_t *op);
+/* A step of 'op' was started and returned 'rc' (seatd__step_begin() on op->r): on 0 the
+ * request (if any) is held until the step's callback; on < 0 the callback never runs, so
+ * the problem 'rc' is answered (if anybody waits) and the context is freed. Returns 'rc'. */
+int seatd__op_started(seatd__op_t *op, int rc);
+/* First thing in a store step's callback (seatd__step_end() on op->r): returns 1, with the
+ * context freed, when nobody waits any more, or when the store failed ('res->err', then
+ * answered with seatd__reply_store_error); 0 when op->r waits and the step succeeded. */
+int seatd__op_gone_or_failed(seatd__op_t *op, const seatd_store_result_t *res);
+/* Answers problem 'err' with 'detail' (borrowed, may be NULL) and 'extra' (cJSON *, taken,
+ * may be NULL) if anybody waits, and frees the context of 'op'. */
+void seatd__op_answer_problem(seatd__op_t *op, int err, const char *detail, void *extra);
 
 /* Files 'id' in the per-user index of its buyer (accounts_me.c), a store call with store.h's
  * contract that never waits for an unreachable shard (seatd_store_me_add). A hold is filed
