@@ -56,5 +56,9 @@ curl -s -m 2 "http://127.0.0.1:$HPORT/metrics" | awk -v w="$WATCHERS" '
     $1 == "seatd_redis_timeouts_total" { t = $2 } $1 == "seatd_live_slow_closed_total" { c = $2 }
     END { printf "queue_sim live_frames=%.0f snapshots=%.0f (first ones: %d) slow_closed=%.0f\n", f, s, w, c
           printf "queue_sim redis_deadline_overruns=%.0f (seatd_redis_timeouts_total)\n", t }'
-grep -i "error" "$RUN/worker.log" | head -5 || true
+# Redis's own slow commands (over 10 ms), to tell a slow Redis from a busy worker loop:
+# "id,unix time,microseconds,command…,client,name" per entry.
+echo "queue_sim redis_slowlog len=$(redis-cli -p "$RPORT" slowlog len 2>/dev/null)" \
+    "newest=$(redis-cli -p "$RPORT" --csv slowlog get 3 2>/dev/null | cut -c1-300)"
+grep -i "error\|WARN" "$RUN/worker.log" | head -5 || true
 exit $status
