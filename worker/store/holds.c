@@ -298,11 +298,9 @@ static int hold_owner_call(seatd_store_t *st, const char *fn, const char *hold_i
                            const char *owner, const char *mode, seatd_store_cb cb, void *data)
 {
     char key[SEATD_KEY_MAX];
-    int rc = store__meta_of_id(key, hold_id, 'h');
+    int rc = store__meta_of_owned_id(key, hold_id, 'h', owner);
     if (rc < 0)
         return rc;
-    if (owner != NULL && !seatd_keys_valid_sub(owner))
-        return SEATD_EBADID;
     const char *args[3] = {hold_id, owner ? owner : "", mode};
     return store__fcall(store__op_new(st, KIND_HOLD, cb, data), fn, key, mode ? 3 : 2, args, NULL,
                         store__on_reply);

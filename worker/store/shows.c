@@ -50,13 +50,8 @@ static void on_show_created(const struct redisReply *reply, int err, void *data)
 {
     store_op_t *op = data;
     decoded_t d;
-    store__decode(&d, reply, err, (kind_t)op->kind);
-    if (d.res.err != 0) {
-        op->cb(&d.res, op->data);
-        store__decoded_free(&d);
-        store__op_free(op);
+    if (!store__link_ok(op, &d, reply, err))
         return;
-    }
     store__decoded_free(&d);
     /* The show exists with this layout: later holds of this process start from the cache. */
     seatd_layout_cache_put(op->show_id, op->layout);
@@ -73,13 +68,8 @@ static void on_layout_put(const struct redisReply *reply, int err, void *data)
 {
     store_op_t *op = data;
     decoded_t d;
-    store__decode(&d, reply, err, (kind_t)op->kind);
-    if (d.res.err != 0) {
-        op->cb(&d.res, op->data);
-        store__decoded_free(&d);
-        store__op_free(op);
+    if (!store__link_ok(op, &d, reply, err))
         return;
-    }
     store__decoded_free(&d);
     char key[SEATD_KEY_MAX];
     if (seatd_keys_show(key, op->show_id, "meta") < 0) { /* checked before queueing */

@@ -67,6 +67,20 @@ void store__op_fail(store_op_t *op, int err)
     store__op_free(op);
 }
 
+/* Decodes the reply of a link of a chain into 'd'. Returns 1 when it succeeded ('d' is then
+ * the caller's to free); else ends the chain with the decoded error through the callback and
+ * returns 0. */
+int store__link_ok(store_op_t *op, decoded_t *d, const struct redisReply *reply, int err)
+{
+    store__decode(d, reply, err, (kind_t)op->kind);
+    if (d->res.err == 0)
+        return 1;
+    op->cb(&d->res, op->data);
+    store__decoded_free(d);
+    store__op_free(op);
+    return 0;
+}
+
 /* Files the hints of a succeeded operation (the need it created) before its callback runs. */
 static void file_hints(const store_op_t *op, const seatd_store_result_t *res)
 {
@@ -166,13 +180,8 @@ void store__fetch_shared_layout(store_op_t *op, const struct redisReply *reply, 
                                 seatd_rds_reply_cb next)
 {
     decoded_t d;
-    store__decode(&d, reply, err, (kind_t)op->kind);
-    if (d.res.err != 0) {
-        op->cb(&d.res, op->data);
-        store__decoded_free(&d);
-        store__op_free(op);
+    if (!store__link_ok(op, &d, reply, err))
         return;
-    }
     size_t len = 0;
     const char *hash = store__raw_get(&d.res, "layoutHash", &len);
     if (!valid_digest(hash, len)) {
@@ -218,6 +227,17 @@ int store__meta_of_id(char *key, const char *id, char kind)
     if (rc < 0)
         return rc;
     return seatd_keys_show(key, show, "meta");
+}
+
+/* store__meta_of_id(), and SEATD_EBADID when 'owner' (NULL: any) is not a valid user id. */
+int store__meta_of_owned_id(char *key, const char *id, char kind, const char *owner)
+{
+    int rc = store__meta_of_id(key, id, kind);
+    if (rc < 0)
+        return rc;
+    if (owner != NULL && !seatd_keys_valid_sub(owner))
+        return SEATD_EBADID;
+    return 0;
 }
 
 seatd_store_t *seatd_store_new(seatd_scripts_t *scripts)

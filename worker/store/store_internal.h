@@ -110,7 +110,9 @@ int store__fcall(store_op_t *op, const char *fn, const char *key, int nargs, con
 void store__fetch_shared_layout(store_op_t *op, const struct redisReply *reply, int err,
                                 seatd_rds_reply_cb next);
 void store__layout_key(char *out, const char *hash);
+int store__link_ok(store_op_t *op, decoded_t *d, const struct redisReply *reply, int err);
 int store__meta_of_id(char *key, const char *id, char kind);
+int store__meta_of_owned_id(char *key, const char *id, char kind, const char *owner);
 void store__on_reply(const struct redisReply *reply, int err, void *data);
 void store__op_fail(store_op_t *op, int err);
 void store__op_free(store_op_t *op);
