@@ -24,33 +24,31 @@
 /* Input grammar                                                                            */
 /* ---------------------------------------------------------------------------------------- */
 
-static int valid_idem_key(const char *s)
+/* 1 when 's' is a word of 1 to cap - 1 characters, each a lower-case letter, a digit, one of
+ * 'punct' or (when 'upper') an upper-case letter. */
+static int valid_word(const char *s, size_t cap, int upper, const char *punct)
 {
     if (s == NULL)
         return 0;
     size_t n = 0;
     for (; s[n]; n++) {
         char c = s[n];
-        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 c == '_' || c == '.' || c == ':' || c == '-';
-        if (!ok || n >= SEATD_PAY_KEY_MAX - 1)
+        int ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                 (upper && c >= 'A' && c <= 'Z') || strchr(punct, c) != NULL;
+        if (!ok || n >= cap - 1)
             return 0;
     }
     return n > 0;
 }
 
+static int valid_idem_key(const char *s)
+{
+    return valid_word(s, SEATD_PAY_KEY_MAX, 1, "_.:-");
+}
+
 static int valid_source(const char *s)
 {
-    if (s == NULL)
-        return 0;
-    size_t n = 0;
-    for (; s[n]; n++) {
-        char c = s[n];
-        int ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-        if (!ok || n >= SEATD_PAY_SOURCE_MAX - 1)
-            return 0;
-    }
-    return n > 0;
+    return valid_word(s, SEATD_PAY_SOURCE_MAX, 0, "_");
 }
 
 static int valid_currency(const char *s)
