@@ -113,16 +113,27 @@ int seatd_store_booking_get(seatd_store_t *st, const char *booking_id, const cha
     return booking_call(st, SEATD_FN_BOOKING_GET, 0, key, booking_id, 2, args, cb, data);
 }
 
-int seatd_store_cancel(seatd_store_t *st, const char *booking_id, const char *owner, int64_t refund,
-                       seatd_store_cb cb, void *data)
+/* The meta key of a booking that is ended with a refund of 'refund' (>= 0) and the refund as
+ * text in 'amount'; 'owner' as in store__meta_of_owned_id(). */
+static int refund_call_args(char *key, char amount[24], const char *booking_id, const char *owner,
+                            int64_t refund)
 {
-    char key[SEATD_KEY_MAX], amount[24];
     int rc = store__meta_of_owned_id(key, booking_id, 'b', owner);
     if (rc < 0)
         return rc;
     if (refund < 0)
         return SEATD_EINVAL;
-    snprintf(amount, sizeof(amount), "%" PRId64, refund);
+    snprintf(amount, 24, "%" PRId64, refund);
+    return 0;
+}
+
+int seatd_store_cancel(seatd_store_t *st, const char *booking_id, const char *owner, int64_t refund,
+                       seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX], amount[24];
+    int rc = refund_call_args(key, amount, booking_id, owner, refund);
+    if (rc < 0)
+        return rc;
     const char *args[3] = {booking_id, owner ? owner : "", amount};
     return booking_call(st, SEATD_FN_CANCEL, 0, key, booking_id, 3, args, cb, data);
 }
@@ -132,12 +143,9 @@ int seatd_store_book_fail_refunded(seatd_store_t *st, const char *booking_id, co
                                    void *data)
 {
     char key[SEATD_KEY_MAX], amount[24];
-    int rc = store__meta_of_id(key, booking_id, 'b');
+    int rc = refund_call_args(key, amount, booking_id, NULL, refund);
     if (rc < 0)
         return rc;
-    if (refund < 0)
-        return SEATD_EINVAL;
-    snprintf(amount, sizeof(amount), "%" PRId64, refund);
     const char *args[4] = {booking_id, reason ? reason : "", amount, refund_ref ? refund_ref : ""};
     return booking_call(st, SEATD_FN_BOOK_FAIL, HINT_DUE, key, booking_id, 4, args, cb, data);
 }

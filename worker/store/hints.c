@@ -10,6 +10,14 @@
 #include "base/log.h"
 #include "clients/rds.h"
 
+/* The key of hint set 'base' for 'show_id' into 'key' (SEATD_KEY_MAX bytes). Returns 0 when
+ * no hint can be filed: no connection, or a show id no key can be made of. */
+static int hint_key(char *key, const seatd_rds_t *rds, const char *base, const char *show_id)
+{
+    return rds != NULL && seatd_keys_valid_show_id(show_id) &&
+           seatd_keys_show_hint(key, base, show_id) == 0;
+}
+
 static void on_due_reply(const struct redisReply *reply, int err, void *data)
 {
     (void)data;
@@ -20,10 +28,8 @@ static void on_due_reply(const struct redisReply *reply, int err, void *data)
 
 void seatd_hints_due(seatd_rds_t *rds, const char *show_id)
 {
-    if (rds == NULL || !seatd_keys_valid_show_id(show_id))
-        return;
     char key[SEATD_KEY_MAX];
-    if (seatd_keys_show_hint(key, SEATD_KEY_DUE, show_id) < 0)
+    if (!hint_key(key, rds, SEATD_KEY_DUE, show_id))
         return;
     const char *argv[] = {"ZADD", key, "LT", "0", show_id};
     if (seatd_rds_callv(rds, 5, argv, NULL, on_due_reply, NULL) < 0)
@@ -49,11 +55,9 @@ static void send_hint(seatd_rds_t *rds, int argc, const char **argv, const char 
 
 void seatd_hints_pending(seatd_rds_t *rds, const char *show_id)
 {
-    if (rds == NULL || !seatd_keys_valid_show_id(show_id))
-        return;
     /* The score counts hints, so a reconciler clears the entry only if none came since. */
     char key[SEATD_KEY_MAX];
-    if (seatd_keys_show_hint(key, SEATD_KEY_PENDING_SHOWS, show_id) < 0)
+    if (!hint_key(key, rds, SEATD_KEY_PENDING_SHOWS, show_id))
         return;
     const char *argv[] = {"ZINCRBY", key, "1", show_id};
     send_hint(rds, 4, argv, "reconcile hint not written; the catalogue rescan will find the show");
@@ -61,10 +65,8 @@ void seatd_hints_pending(seatd_rds_t *rds, const char *show_id)
 
 void seatd_hints_queue(seatd_rds_t *rds, const char *show_id, long long close_ms)
 {
-    if (rds == NULL || !seatd_keys_valid_show_id(show_id))
-        return;
     char score[24], key[SEATD_KEY_MAX];
-    if (seatd_keys_show_hint(key, SEATD_KEY_QUEUES, show_id) < 0)
+    if (!hint_key(key, rds, SEATD_KEY_QUEUES, show_id))
         return;
     snprintf(score, sizeof(score), "%lld", close_ms > 0 ? close_ms : 0);
     const char *argv[] = {"ZADD", key, score, show_id};

@@ -49,10 +49,8 @@ static void on_catalogued(const struct redisReply *reply, int err, void *data)
 static void on_show_created(const struct redisReply *reply, int err, void *data)
 {
     store_op_t *op = data;
-    decoded_t d;
-    if (!store__link_ok(op, &d, reply, err))
+    if (!store__link_ok(op, NULL, reply, err))
         return;
-    store__decoded_free(&d);
     /* The show exists with this layout: later holds of this process start from the cache. */
     seatd_layout_cache_put(op->show_id, op->layout);
     op->layout = NULL;
@@ -67,10 +65,8 @@ static void on_show_created(const struct redisReply *reply, int err, void *data)
 static void on_layout_put(const struct redisReply *reply, int err, void *data)
 {
     store_op_t *op = data;
-    decoded_t d;
-    if (!store__link_ok(op, &d, reply, err))
+    if (!store__link_ok(op, NULL, reply, err))
         return;
-    store__decoded_free(&d);
     char key[SEATD_KEY_MAX];
     if (seatd_keys_show(key, op->show_id, "meta") < 0) { /* checked before queueing */
         store__op_fail(op, SEATD_EBADID);

@@ -67,14 +67,20 @@ void store__op_fail(store_op_t *op, int err)
     store__op_free(op);
 }
 
-/* Decodes the reply of a link of a chain into 'd'. Returns 1 when it succeeded ('d' is then
- * the caller's to free); else ends the chain with the decoded error through the callback and
- * returns 0. */
+/* Decodes the reply of a link of a chain into 'd' (NULL: only whether it succeeded matters).
+ * Returns 1 when it succeeded ('d' is then the caller's to free); else ends the chain with the
+ * decoded error through the callback and returns 0. */
 int store__link_ok(store_op_t *op, decoded_t *d, const struct redisReply *reply, int err)
 {
+    decoded_t own;
+    if (d == NULL)
+        d = &own;
     store__decode(d, reply, err, (kind_t)op->kind);
-    if (d->res.err == 0)
+    if (d->res.err == 0) {
+        if (d == &own)
+            store__decoded_free(d);
         return 1;
+    }
     op->cb(&d->res, op->data);
     store__decoded_free(d);
     store__op_free(op);
