@@ -94,24 +94,15 @@ static void hold_with_layout(store_op_t *op, const seatd_layout_t *l)
 }
 
 /* hold, slow path: the shared layout, parsed, checked against the show's layoutHash, cached. */
-static void on_hold_layout_text(const struct redisReply *reply, int err, void *data)
+static void hold_layout_text(store_op_t *op, const char *text, size_t len)
 {
-    store_op_t *op = data;
-    decoded_t d;
-    size_t len = 0;
-    const char *text = store__shared_layout_text(op, &d, reply, err, &len);
-    if (text == NULL)
-        return;
     cJSON *arr = cJSON_ParseWithLength(text, len);
-    store__decoded_free(&d);
     seatd_layout_t *l = NULL;
     int rc = seatd_layout_from_json(arr, NULL, &l, NULL, 0);
     cJSON_Delete(arr);
     if (rc < 0 || strcmp(seatd_layout_digest(l), op->hash) != 0) {
         seatd_layout_free(l);
-        seatd_log(SEATD_LOG_ERROR, NULL, "shared layout does not match its hash",
-                  "\"showId\":\"%s\",\"layoutHash\":\"%s\"", op->show_id, op->hash);
-        store__op_fail(op, SEATD_EINTERNAL);
+        store__layout_mismatch(op);
         return;
     }
     seatd_layout_cache_put(op->show_id, l);
@@ -134,7 +125,7 @@ static void on_hold_layout_ref(const struct redisReply *reply, int err, void *da
             return;
         }
     }
-    store__fetch_shared_layout(op, reply, err, on_hold_layout_text);
+    store__fetch_shared_layout(op, reply, err, hold_layout_text);
 }
 
 static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_cb cb, void *data)

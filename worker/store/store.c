@@ -180,10 +180,44 @@ static int valid_digest(const char *s, size_t len)
     return 1;
 }
 
+/* The shared layout text from a seatd_layout_fetch reply; NULL after ending the chain with
+ * an error (a show whose shared layout is missing is an internal error). 'd' is freed by the
+ * caller when non-NULL was returned. */
+static const char *shared_layout_text(store_op_t *op, decoded_t *d, const struct redisReply *reply,
+                                      int err, size_t *len)
+{
+    store__decode(d, reply, err, (kind_t)op->kind);
+    const char *text = d->res.err == 0 ? store__raw_get(&d->res, "seats", len) : NULL;
+    if (text != NULL)
+        return text;
+    int e = d->res.err;
+    if (e == 0 || e == SEATD_ENOTFOUND) {
+        seatd_log(SEATD_LOG_ERROR, NULL, "shared layout missing",
+                  "\"showId\":\"%s\",\"layoutHash\":\"%s\"", op->show_id, op->hash);
+        e = SEATD_EINTERNAL;
+    }
+    store__decoded_free(d);
+    store__op_fail(op, e);
+    return NULL;
+}
+
+/* The last link of a layout fetch: the text to the chain's reader. */
+static void on_shared_layout(const struct redisReply *reply, int err, void *data)
+{
+    store_op_t *op = data;
+    decoded_t d;
+    size_t len = 0;
+    const char *text = shared_layout_text(op, &d, reply, err, &len);
+    if (text == NULL)
+        return;
+    op->layout_text(op, text, len); /* may end the chain: 'op' is not touched after */
+    store__decoded_free(&d);
+}
+
 /* Keeps the show's layoutHash from a seatd_layout_get reply in op->hash and queues the read
- * of the shared layout with 'next'; or ends the chain with the reply's error. */
+ * of the shared layout, whose text goes to 'use'; or ends the chain with the reply's error. */
 void store__fetch_shared_layout(store_op_t *op, const struct redisReply *reply, int err,
-                                seatd_rds_reply_cb next)
+                                store_layout_text_fn use)
 {
     decoded_t d;
     if (!store__link_ok(op, &d, reply, err))
@@ -201,28 +235,16 @@ void store__fetch_shared_layout(store_op_t *op, const struct redisReply *reply, 
     store__decoded_free(&d);
     char key[SEATD_KEY_MAX];
     store__layout_key(key, op->hash);
-    store__chain(op, SEATD_FN_LAYOUT_FETCH, key, 0, NULL, next);
+    op->layout_text = use;
+    store__chain(op, SEATD_FN_LAYOUT_FETCH, key, 0, NULL, on_shared_layout);
 }
 
-/* The shared layout text from a seatd_layout_fetch reply; NULL after ending the chain with
- * an error (a show whose shared layout is missing is an internal error). 'd' is freed by the
- * caller when non-NULL was returned. */
-const char *store__shared_layout_text(store_op_t *op, decoded_t *d, const struct redisReply *reply,
-                                      int err, size_t *len)
+/* Ends the chain: the shared layout read is not the one the show's layoutHash names. */
+void store__layout_mismatch(store_op_t *op)
 {
-    store__decode(d, reply, err, (kind_t)op->kind);
-    const char *text = d->res.err == 0 ? store__raw_get(&d->res, "seats", len) : NULL;
-    if (text != NULL)
-        return text;
-    int e = d->res.err;
-    if (e == 0 || e == SEATD_ENOTFOUND) {
-        seatd_log(SEATD_LOG_ERROR, NULL, "shared layout missing",
-                  "\"showId\":\"%s\",\"layoutHash\":\"%s\"", op->show_id, op->hash);
-        e = SEATD_EINTERNAL;
-    }
-    store__decoded_free(d);
-    store__op_fail(op, e);
-    return NULL;
+    seatd_log(SEATD_LOG_ERROR, NULL, "shared layout does not match its hash",
+              "\"showId\":\"%s\",\"layoutHash\":\"%s\"", op->show_id, op->hash);
+    store__op_fail(op, SEATD_EINTERNAL);
 }
 
 /* The meta key of the show named by 'id' (a hold or booking id of kind 'kind'). */
