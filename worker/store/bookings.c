@@ -102,15 +102,23 @@ int seatd_store_book_fail(seatd_store_t *st, const char *booking_id, const char 
     return booking_text_call(st, SEATD_FN_BOOK_FAIL, HINT_DUE, booking_id, reason, cb, data);
 }
 
-int seatd_store_booking_get(seatd_store_t *st, const char *booking_id, const char *owner,
-                            seatd_store_cb cb, void *data)
+/* booking_get and cancel by policy: (booking id, owner[, mode]); 'mode' may be NULL. */
+static int booking_owner_call(seatd_store_t *st, const char *fn, unsigned hints,
+                              const char *booking_id, const char *owner, const char *mode,
+                              seatd_store_cb cb, void *data)
 {
     char key[SEATD_KEY_MAX];
     int rc = store__meta_of_owned_id(key, booking_id, 'b', owner);
     if (rc < 0)
         return rc;
-    const char *args[2] = {booking_id, owner ? owner : ""};
-    return booking_call(st, SEATD_FN_BOOKING_GET, 0, key, booking_id, 2, args, cb, data);
+    const char *args[3] = {booking_id, owner ? owner : "", mode};
+    return booking_call(st, fn, hints, key, booking_id, mode ? 3 : 2, args, cb, data);
+}
+
+int seatd_store_booking_get(seatd_store_t *st, const char *booking_id, const char *owner,
+                            seatd_store_cb cb, void *data)
+{
+    return booking_owner_call(st, SEATD_FN_BOOKING_GET, 0, booking_id, owner, NULL, cb, data);
 }
 
 /* The meta key of a booking that is ended with a refund of 'refund' (>= 0) and the refund as
@@ -153,12 +161,8 @@ int seatd_store_book_fail_refunded(seatd_store_t *st, const char *booking_id, co
 int seatd_store_cancel_by_policy(seatd_store_t *st, const char *booking_id, const char *owner,
                                  seatd_store_cb cb, void *data)
 {
-    char key[SEATD_KEY_MAX];
-    int rc = store__meta_of_owned_id(key, booking_id, 'b', owner);
-    if (rc < 0)
-        return rc;
-    const char *args[3] = {booking_id, owner ? owner : "", "policy"};
-    return booking_call(st, SEATD_FN_CANCEL, HINT_REFUND, key, booking_id, 3, args, cb, data);
+    return booking_owner_call(st, SEATD_FN_CANCEL, HINT_REFUND, booking_id, owner, "policy", cb,
+                              data);
 }
 
 int seatd_store_refund_done(seatd_store_t *st, const char *booking_id, const char *refund_ref,
