@@ -68,6 +68,20 @@ static const char *id_param(seatd_req_t *r, char kind, char *show)
     return id && seatd_keys_parse_id(id, kind, show) == 0 ? id : NULL;
 }
 
+/* A store operation on one hold or booking, as its owner (NULL: whoever owns it). */
+typedef int (*id_op_fn)(seatd_store_t *st, const char *id, const char *owner, seatd_store_cb cb,
+                        void *data);
+
+/* Starts 'call' on the route's {id}, an id of 'kind' (else 404), for whoever owns it,
+ * answered in 'cb'. */
+static int start_on_id(seatd_req_t *r, char kind, id_op_fn call, seatd_store_cb cb)
+{
+    const char *id = id_param(r, kind, NULL);
+    if (id == NULL)
+        return SEATD_ENOTFOUND;
+    return seatd__step_begin(&r, call(seatd__app(r)->store, id, NULL, cb, r));
+}
+
 /* ---------------------------------------------------------------------------------------
  * Holds
  * --------------------------------------------------------------------------------------- */
@@ -82,11 +96,7 @@ static void on_record(const seatd_store_result_t *res, void *data)
 
 int seatd_handle_admin_holds_get(seatd_req_t *r)
 {
-    const char *id = id_param(r, 'h', NULL);
-    if (id == NULL)
-        return SEATD_ENOTFOUND;
-    return seatd__step_begin(&r,
-                             seatd_store_hold_get(seatd__app(r)->store, id, NULL, on_record, r));
+    return start_on_id(r, 'h', seatd_store_hold_get, on_record);
 }
 
 static void on_admin_release(const seatd_store_result_t *res, void *data)
@@ -115,11 +125,7 @@ static void on_hold_owner(const seatd_store_result_t *res, void *data)
 
 int seatd_handle_admin_holds_release(seatd_req_t *r)
 {
-    const char *id = id_param(r, 'h', NULL);
-    if (id == NULL)
-        return SEATD_ENOTFOUND;
-    return seatd__step_begin(
-        &r, seatd_store_hold_get(seatd__app(r)->store, id, NULL, on_hold_owner, r));
+    return start_on_id(r, 'h', seatd_store_hold_get, on_hold_owner);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -128,11 +134,7 @@ int seatd_handle_admin_holds_release(seatd_req_t *r)
 
 int seatd_handle_admin_bookings_get(seatd_req_t *r)
 {
-    const char *id = id_param(r, 'b', NULL);
-    if (id == NULL)
-        return SEATD_ENOTFOUND;
-    return seatd__step_begin(&r,
-                             seatd_store_booking_get(seatd__app(r)->store, id, NULL, on_record, r));
+    return start_on_id(r, 'b', seatd_store_booking_get, on_record);
 }
 
 /* Cancelled: the booking as it reads now (refundStatus "pending" until reconciliation has
@@ -154,11 +156,7 @@ static void on_admin_cancelled(const seatd_store_result_t *res, void *data)
 
 int seatd_handle_admin_bookings_cancel(seatd_req_t *r)
 {
-    const char *id = id_param(r, 'b', NULL);
-    if (id == NULL)
-        return SEATD_ENOTFOUND;
-    return seatd__step_begin(
-        &r, seatd_store_cancel_by_policy(seatd__app(r)->store, id, NULL, on_admin_cancelled, r));
+    return start_on_id(r, 'b', seatd_store_cancel_by_policy, on_admin_cancelled);
 }
 
 /* ---------------------------------------------------------------------------------------
