@@ -94,7 +94,7 @@ static void hold_with_layout(store_op_t *op, const seatd_layout_t *l)
 }
 
 /* hold, slow path: the shared layout, parsed, checked against the show's layoutHash, cached. */
-static void hold_layout_text(store_op_t *op, const char *text, size_t len)
+static void on_hold_layout_text(store_op_t *op, const char *text, size_t len)
 {
     cJSON *arr = cJSON_ParseWithLength(text, len);
     seatd_layout_t *l = NULL;
@@ -125,7 +125,7 @@ static void on_hold_layout_ref(const struct redisReply *reply, int err, void *da
             return;
         }
     }
-    store__fetch_shared_layout(op, reply, err, hold_layout_text);
+    store__fetch_shared_layout(op, reply, err, on_hold_layout_text);
 }
 
 static int hold_start(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_cb cb, void *data)

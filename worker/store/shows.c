@@ -180,7 +180,7 @@ int seatd_store_show_get(seatd_store_t *st, const char *show_id, seatd_store_cb 
 
 /* layout_get, last link: the shared layout, checked against its address, rendered as the
  * show's document. */
-static void layout_text(store_op_t *op, const char *text, size_t len)
+static void on_layout_text(store_op_t *op, const char *text, size_t len)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
@@ -210,7 +210,7 @@ static void layout_text(store_op_t *op, const char *text, size_t len)
 
 static void on_layout_ref(const struct redisReply *reply, int err, void *data)
 {
-    store__fetch_shared_layout(data, reply, err, layout_text);
+    store__fetch_shared_layout(data, reply, err, on_layout_text);
 }
 
 int seatd_store_layout_get(seatd_store_t *st, const char *show_id, seatd_store_cb cb, void *data)

@@ -217,7 +217,7 @@ static void on_shared_layout(const struct redisReply *reply, int err, void *data
 /* Keeps the show's layoutHash from a seatd_layout_get reply in op->hash and queues the read
  * of the shared layout, whose text goes to 'use'; or ends the chain with the reply's error. */
 void store__fetch_shared_layout(store_op_t *op, const struct redisReply *reply, int err,
-                                store_layout_text_fn use)
+                                store_layout_text_cb use)
 {
     decoded_t d;
     if (!store__link_ok(op, &d, reply, err))

@@ -41,7 +41,7 @@ enum {
 struct store_op_s;
 /* What a chain does with the text of its show's shared layout, once read (the text is
  * borrowed for the call): store__fetch_shared_layout(). */
-typedef void (*store_layout_text_fn)(struct store_op_s *op, const char *text, size_t len);
+typedef void (*store_layout_text_cb)(struct store_op_s *op, const char *text, size_t len);
 
 typedef struct store_op_s {
     seatd_store_t *st;                      /* borrowed */
@@ -56,7 +56,7 @@ typedef struct store_op_s {
     int admitted;                           /* hold: pass {s}:qadmit as KEYS[2] */
     int argc;                               /* chains: the arguments of the next call */
     char **argv;                            /* owned copies */
-    store_layout_text_fn layout_text;       /* chains: the shared layout's reader */
+    store_layout_text_cb layout_text;       /* chains: the shared layout's reader */
 } store_op_t;
 
 #define MAX_DECODED_FIELDS 4096 /* list_shows pages are bounded well below this */
@@ -112,7 +112,7 @@ void store__chain(store_op_t *op, const char *fn, const char *key, int nargs, co
 int store__fcall(store_op_t *op, const char *fn, const char *key, int nargs, const char **args,
                  const size_t *lens, seatd_rds_reply_cb cb);
 void store__fetch_shared_layout(store_op_t *op, const struct redisReply *reply, int err,
-                                store_layout_text_fn use);
+                                store_layout_text_cb use);
 void store__layout_mismatch(store_op_t *op);
 void store__layout_key(char *out, const char *hash);
 int store__link_ok(store_op_t *op, decoded_t *d, const struct redisReply *reply, int err);
