@@ -69,29 +69,17 @@ void seatd_buf_json_escape(seatd_buf_t *b, const char *s, size_t len)
             continue;
         }
         unsigned char ch = (unsigned char)s[i];
-        switch (ch) {
-        case '"':
-            seatd_buf_append(b, "\\\"", 2);
-            break;
-        case '\\':
-            seatd_buf_append(b, "\\\\", 2);
-            break;
-        case '\n':
-            seatd_buf_append(b, "\\n", 2);
-            break;
-        case '\r':
-            seatd_buf_append(b, "\\r", 2);
-            break;
-        case '\t':
-            seatd_buf_append(b, "\\t", 2);
-            break;
-        default:
-            if (ch < 0x20 || ch == 0x7f) {
-                char esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
-                seatd_buf_append(b, esc, 6);
-            } else {
-                seatd_buf_append(b, &s[i], 1);
-            }
+        /* The bytes with a two-character escape, and the letter after the backslash. */
+        static const char shorts[] = "\"\\\n\r\t", letters[] = "\"\\nrt";
+        const char *sh = ch != '\0' ? strchr(shorts, ch) : NULL;
+        if (sh != NULL) {
+            char esc[2] = {'\\', letters[sh - shorts]};
+            seatd_buf_append(b, esc, 2);
+        } else if (ch < 0x20 || ch == 0x7f) {
+            char esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
+            seatd_buf_append(b, esc, 6);
+        } else {
+            seatd_buf_append(b, &s[i], 1);
         }
     }
 }

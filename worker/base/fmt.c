@@ -1,4 +1,4 @@
-/* fmt.c - decimal numbers and strings into fixed buffers; see fmt.h. */
+/* fmt.c - decimal numbers and strings into fixed buffers, percent-decoding; see fmt.h. */
 #include "base/fmt.h"
 
 #include <stdarg.h>
@@ -58,4 +58,42 @@ int seatd_fmt_cat_list(char *out, size_t cap, ...)
     }
     out[n] = '\0';
     return (int)n;
+}
+
+int seatd_fmt_hex_digit(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int seatd_fmt_pct_decode(const char *in, size_t len, int plus, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        int c = (unsigned char)in[i];
+        if (c == '%') {
+            if (i + 2 >= len)
+                return -1;
+            int hi = seatd_fmt_hex_digit((unsigned char)in[i + 1]);
+            int lo = seatd_fmt_hex_digit((unsigned char)in[i + 2]);
+            if (hi < 0 || lo < 0)
+                return -1;
+            c = hi * 16 + lo;
+            i += 2;
+        } else if (c == '+' && plus) {
+            c = ' ';
+        }
+        if (c == 0 || o + 1 >= cap)
+            return -1;
+        out[o++] = (char)c;
+    }
+    if (cap == 0)
+        return -1;
+    out[o] = '\0';
+    return (int)o;
 }

@@ -1,5 +1,6 @@
 /*
- * fmt.h - decimal numbers and concatenated strings written into fixed buffers without printf.
+ * fmt.h - decimal numbers and concatenated strings written into fixed buffers without printf,
+ * and percent-encoded text (URL paths and queries) decoded into one.
  *
  * For the per-request paths (Redis keys, FCALL arguments, timestamps): snprintf parses its
  * format on every call and was about a twentieth of a worker's instructions per hold. Pure.
@@ -27,5 +28,13 @@ size_t seatd_fmt_copy(char *out, size_t cap, const char *s);
  * cap > 0). Use through seatd_fmt_cat(out, cap, "a", b, ...). */
 int seatd_fmt_cat_list(char *out, size_t cap, ...);
 #define seatd_fmt_cat(out, cap, ...) seatd_fmt_cat_list((out), (cap), __VA_ARGS__, (const char *)0)
+
+/* The value of the hexadecimal digit 'c' (either case), or -1 when it is not one. */
+int seatd_fmt_hex_digit(int c);
+
+/* Percent-decodes 'len' bytes of 'in' into 'out' ('cap' bytes, the NUL included); '+' becomes
+ * a space when 'plus' (as in a query), else it is kept. Returns the decoded length, or -1 on a
+ * malformed escape, a decoded NUL byte or overflow. */
+int seatd_fmt_pct_decode(const char *in, size_t len, int plus, char *out, size_t cap);
 
 #endif

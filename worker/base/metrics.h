@@ -19,6 +19,14 @@
 
 #include "base/buf.h"
 
+/* The rows of seatd_payments_total for one gateway operation ('op' its label value), one per
+ * outcome: SEATD_METRIC_PAY_<OP>_APPROVED, _DECLINED, _UNKNOWN, _NOT_FOUND. */
+#define SEATD_PAY_METRIC_ROWS(XX, OP, op, help)                                                    \
+    XX(PAY_##OP##_APPROVED, "seatd_payments_total", "op=\"" op "\",outcome=\"approved\"", help)    \
+    XX(PAY_##OP##_DECLINED, "seatd_payments_total", "op=\"" op "\",outcome=\"declined\"", "")      \
+    XX(PAY_##OP##_UNKNOWN, "seatd_payments_total", "op=\"" op "\",outcome=\"unknown\"", "")        \
+    XX(PAY_##OP##_NOT_FOUND, "seatd_payments_total", "op=\"" op "\",outcome=\"not_found\"", "")
+
 /* XX(enum name, metric family, labels, help) - rows of one family must be adjacent; the
  * first row of a family carries its help. */
 #define SEATD_METRIC_MAP(XX)                                                                       \
@@ -51,23 +59,11 @@
     XX(BOOKING_SALES_CLOSED, "seatd_bookings_total", "outcome=\"sales_closed\"", "")               \
     XX(BOOKING_REJECTED, "seatd_bookings_total", "outcome=\"rejected\"", "")                       \
     XX(BOOKING_ERROR, "seatd_bookings_total", "outcome=\"error\"", "")                             \
-    XX(PAY_CHARGE_APPROVED, "seatd_payments_total", "op=\"charge\",outcome=\"approved\"",          \
-       "Payment gateway requests by operation and outcome")                                        \
-    XX(PAY_CHARGE_DECLINED, "seatd_payments_total", "op=\"charge\",outcome=\"declined\"", "")      \
-    XX(PAY_CHARGE_UNKNOWN, "seatd_payments_total", "op=\"charge\",outcome=\"unknown\"", "")        \
-    XX(PAY_CHARGE_NOT_FOUND, "seatd_payments_total", "op=\"charge\",outcome=\"not_found\"", "")    \
-    XX(PAY_LOOKUP_APPROVED, "seatd_payments_total", "op=\"lookup\",outcome=\"approved\"", "")      \
-    XX(PAY_LOOKUP_DECLINED, "seatd_payments_total", "op=\"lookup\",outcome=\"declined\"", "")      \
-    XX(PAY_LOOKUP_UNKNOWN, "seatd_payments_total", "op=\"lookup\",outcome=\"unknown\"", "")        \
-    XX(PAY_LOOKUP_NOT_FOUND, "seatd_payments_total", "op=\"lookup\",outcome=\"not_found\"", "")    \
-    XX(PAY_REFUND_APPROVED, "seatd_payments_total", "op=\"refund\",outcome=\"approved\"", "")      \
-    XX(PAY_REFUND_DECLINED, "seatd_payments_total", "op=\"refund\",outcome=\"declined\"", "")      \
-    XX(PAY_REFUND_UNKNOWN, "seatd_payments_total", "op=\"refund\",outcome=\"unknown\"", "")        \
-    XX(PAY_REFUND_NOT_FOUND, "seatd_payments_total", "op=\"refund\",outcome=\"not_found\"", "")    \
-    XX(PAY_LIST_APPROVED, "seatd_payments_total", "op=\"list\",outcome=\"approved\"", "")          \
-    XX(PAY_LIST_DECLINED, "seatd_payments_total", "op=\"list\",outcome=\"declined\"", "")          \
-    XX(PAY_LIST_UNKNOWN, "seatd_payments_total", "op=\"list\",outcome=\"unknown\"", "")            \
-    XX(PAY_LIST_NOT_FOUND, "seatd_payments_total", "op=\"list\",outcome=\"not_found\"", "")        \
+    SEATD_PAY_METRIC_ROWS(XX, CHARGE, "charge",                                                    \
+                          "Payment gateway requests by operation and outcome")                     \
+    SEATD_PAY_METRIC_ROWS(XX, LOOKUP, "lookup", "")                                                \
+    SEATD_PAY_METRIC_ROWS(XX, REFUND, "refund", "")                                                \
+    SEATD_PAY_METRIC_ROWS(XX, LIST, "list", "")                                                    \
     XX(RECONCILE_RUN, "seatd_reconcile_runs_total", "", "Payment reconciler passes started")       \
     XX(RECONCILE_CONFIRMED, "seatd_reconcile_bookings_total", "outcome=\"confirmed\"",             \
        "Bookings the reconciler looked at, by what it did")                                        \

@@ -24,33 +24,31 @@
 /* Input grammar                                                                            */
 /* ---------------------------------------------------------------------------------------- */
 
-static int valid_idem_key(const char *s)
+/* 1 when 's' is a word of 1 to cap - 1 characters, each a lower-case letter, a digit, one of
+ * 'punct' or (when 'upper') an upper-case letter. */
+static int valid_word(const char *s, size_t cap, int upper, const char *punct)
 {
     if (s == NULL)
         return 0;
     size_t n = 0;
     for (; s[n]; n++) {
         char c = s[n];
-        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 c == '_' || c == '.' || c == ':' || c == '-';
-        if (!ok || n >= SEATD_PAY_KEY_MAX - 1)
+        int ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                 (upper && c >= 'A' && c <= 'Z') || strchr(punct, c) != NULL;
+        if (!ok || n >= cap - 1)
             return 0;
     }
     return n > 0;
 }
 
+static int valid_idem_key(const char *s)
+{
+    return valid_word(s, SEATD_PAY_KEY_MAX, 1, "_.:-");
+}
+
 static int valid_source(const char *s)
 {
-    if (s == NULL)
-        return 0;
-    size_t n = 0;
-    for (; s[n]; n++) {
-        char c = s[n];
-        int ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-        if (!ok || n >= SEATD_PAY_SOURCE_MAX - 1)
-            return 0;
-    }
-    return n > 0;
+    return valid_word(s, SEATD_PAY_SOURCE_MAX, 0, "_");
 }
 
 static int valid_currency(const char *s)
@@ -150,6 +148,19 @@ static int valid_meta(const char *const *meta)
     return 1;
 }
 
+/* Starts a request of 'kind' that POSTs 'root' (taken and freed here) to 'path'. */
+static int post_json(seatd_payment_t *p, int kind, const char *idem_key, const char *path,
+                     cJSON *root, seatd_payment_cb cb, void *data)
+{
+    char *json = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (json == NULL)
+        return SEATD_EINTERNAL;
+    int rc = payment__req_start(p, kind, idem_key, path, json, cb, data);
+    free(json);
+    return rc;
+}
+
 int seatd_payment_charge_ex(seatd_payment_t *p, const char *idem_key, long long amount,
                             const char *currency, const char *source, const char *description,
                             const char *const *meta_pairs, seatd_payment_cb cb, void *data)
@@ -170,13 +181,7 @@ int seatd_payment_charge_ex(seatd_payment_t *p, const char *idem_key, long long 
     cJSON_AddItemToObject(meta, "idempotencyKey", cJSON_CreateString(idem_key));
     for (size_t i = 0; meta_pairs && meta_pairs[i]; i += 2)
         cJSON_AddItemToObject(meta, meta_pairs[i], cJSON_CreateString(meta_pairs[i + 1]));
-    char *json = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (json == NULL)
-        return SEATD_EINTERNAL;
-    int rc = payment__req_start(p, PAY_CHARGE, idem_key, "/v1/charges", json, cb, data);
-    free(json);
-    return rc;
+    return post_json(p, PAY_CHARGE, idem_key, "/v1/charges", root, cb, data);
 }
 
 int seatd_payment_lookup(seatd_payment_t *p, const char *idem_key, seatd_payment_cb cb, void *data)
@@ -218,13 +223,7 @@ int seatd_payment_refund(seatd_payment_t *p, const char *idem_key, const char *c
         cJSON_AddItemToObject(root, "amount", cJSON_CreateNumber((double)amount));
     if (reason)
         cJSON_AddItemToObject(root, "reason", cJSON_CreateString(reason));
-    char *json = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (json == NULL)
-        return SEATD_EINTERNAL;
-    int rc = payment__req_start(p, PAY_REFUND, idem_key, "/v1/refunds", json, cb, data);
-    free(json);
-    return rc;
+    return post_json(p, PAY_REFUND, idem_key, "/v1/refunds", root, cb, data);
 }
 
 /* Runs once every uv handle is closed: fails the abandoned requests, then frees 'p'. */

@@ -60,14 +60,25 @@ static void error_code(seatd_payment_result_t *res, const cJSON *root)
         snprintf(res->code, sizeof(res->code), "http %d", res->http_status);
 }
 
+/* A charge or refund the gateway created or found with "status" "succeeded": APPROVED, with
+ * the charge's id (in 'id_field') and the amount. Returns 0, touching nothing, otherwise. */
+static int decode_succeeded(seatd_payment_result_t *res, const cJSON *root, const char *id_field)
+{
+    int st = res->http_status;
+    if ((st != 200 && st != 201) || !str_is(root, "status", "succeeded"))
+        return 0;
+    res->outcome = SEATD_PAY_APPROVED;
+    copy_str(res->charge_id, sizeof(res->charge_id),
+             cJSON_GetObjectItemCaseSensitive(root, id_field));
+    res->amount = get_amount(root, "amount");
+    return 1;
+}
+
 static void decode_charge(seatd_payment_result_t *res, const cJSON *root)
 {
     int st = res->http_status;
-    if ((st == 200 || st == 201) && str_is(root, "status", "succeeded")) {
-        res->outcome = SEATD_PAY_APPROVED;
-        copy_str(res->charge_id, sizeof(res->charge_id),
-                 cJSON_GetObjectItemCaseSensitive(root, "id"));
-        res->amount = get_amount(root, "amount");
+    if (decode_succeeded(res, root, "id")) {
+        return;
     } else if (st == 402 || st == 400) {
         /* A decline, or a request the gateway refused: either way nothing was charged. */
         res->outcome = SEATD_PAY_DECLINED;
@@ -108,11 +119,7 @@ static void decode_lookup(seatd_payment_result_t *res, const cJSON *root)
 static void decode_refund(seatd_payment_result_t *res, const cJSON *root)
 {
     int st = res->http_status;
-    if ((st == 200 || st == 201) && str_is(root, "status", "succeeded")) {
-        res->outcome = SEATD_PAY_APPROVED;
-        copy_str(res->charge_id, sizeof(res->charge_id),
-                 cJSON_GetObjectItemCaseSensitive(root, "charge"));
-        res->amount = get_amount(root, "amount");
+    if (decode_succeeded(res, root, "charge")) {
         res->refunded = get_amount(root, "chargeAmountRefunded");
     } else if (st == 400) {
         res->outcome = SEATD_PAY_DECLINED;

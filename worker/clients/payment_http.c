@@ -13,6 +13,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "base/list.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/metrics.h"
@@ -40,13 +41,7 @@ static const int kind_hist[] = {SEATD_HIST_PAY_CHARGE, SEATD_HIST_PAY_LOOKUP, SE
 
 void payment__req_unlink(seatd_payment_t *p, pay_req_t *q)
 {
-    if (q->prev)
-        q->prev->next = q->next;
-    else
-        p->reqs = q->next;
-    if (q->next)
-        q->next->prev = q->prev;
-    q->prev = q->next = NULL;
+    SEATD_LIST_UNLINK(p->reqs, q);
     p->nreqs--;
 }
 
@@ -134,10 +129,7 @@ int payment__req_start(seatd_payment_t *p, int kind, const char *idem_key, const
     if (curl_multi_add_handle(p->multi, e) != CURLM_OK)
         goto fail;
 
-    q->next = p->reqs;
-    if (p->reqs)
-        p->reqs->prev = q;
-    p->reqs = q;
+    SEATD_LIST_PUSH(p->reqs, q);
     p->nreqs++;
     seatd_buf_free(&url);
     seatd_buf_free(&hdr);
@@ -207,13 +199,7 @@ void payment__on_handle_close(uv_handle_t *h)
 void payment__sock_close(seatd_payment_t *p, pay_sock_t *s)
 {
     uv_poll_stop(&s->poll);
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        p->socks = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    s->prev = s->next = NULL;
+    SEATD_LIST_UNLINK(p->socks, s);
     uv_close((uv_handle_t *)&s->poll, payment__on_handle_close);
 }
 
@@ -270,10 +256,7 @@ int payment__on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
         s->poll.data = s;
         s->fd = fd;
         s->p = p;
-        s->next = p->socks;
-        if (p->socks)
-            p->socks->prev = s;
-        p->socks = s;
+        SEATD_LIST_PUSH(p->socks, s);
         p->handles++;
         curl_multi_assign(p->multi, fd, s);
     }

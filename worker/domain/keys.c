@@ -140,22 +140,25 @@ int seatd_keys_parse_id(const char *id, char kind, char *show_out)
     return 0;
 }
 
-int seatd_keys_show(char *out, const char *show_id, const char *suffix)
+/* "{<tag>:<id>}:<suffix>" into 'out', 'valid' the check of 'id': the keys of one show or one
+ * user share the hash tag, so they live in one cluster slot. */
+static int tagged_key(char *out, const char *tag, int valid, const char *id, const char *suffix)
 {
-    if (!seatd_keys_valid_show_id(show_id) || suffix == NULL)
+    if (!valid || suffix == NULL)
         return SEATD_EBADID;
-    if (seatd_fmt_cat(out, SEATD_KEY_MAX, "{s:", show_id, "}:", suffix) < 0)
+    if (seatd_fmt_cat(out, SEATD_KEY_MAX, tag, id, "}:", suffix) < 0)
         return SEATD_EBADID;
     return 0;
 }
 
+int seatd_keys_show(char *out, const char *show_id, const char *suffix)
+{
+    return tagged_key(out, "{s:", seatd_keys_valid_show_id(show_id), show_id, suffix);
+}
+
 int seatd_keys_user(char *out, const char *sub, const char *suffix)
 {
-    if (!seatd_keys_valid_sub(sub) || suffix == NULL)
-        return SEATD_EBADID;
-    if (seatd_fmt_cat(out, SEATD_KEY_MAX, "{u:", sub, "}:", suffix) < 0)
-        return SEATD_EBADID;
-    return 0;
+    return tagged_key(out, "{u:", seatd_keys_valid_sub(sub), sub, suffix);
 }
 
 int seatd_keys_email(char *out, const char *email)

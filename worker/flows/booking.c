@@ -150,6 +150,14 @@ static void log_step(const flow_t *f, int level, const char *msg, int err)
               f->booking_id, f->charge_id, seatd_err_name(err));
 }
 
+/* A step that failed with 'err' leaves the booking PENDING for reconciliation to settle: it
+ * is logged as 'msg' and the flow ends. */
+static void end_pending(flow_t *f, const char *msg, int err)
+{
+    log_step(f, SEATD_LOG_WARN, msg, err);
+    finish(f, SEATD_BOOKING_PENDING, 0, NULL);
+}
+
 /* ------------------------------------------------------------------- refunds (written once) */
 
 /* The refund of 'f' is made (or was made before): the booking says so. */
@@ -221,8 +229,7 @@ static void on_refund_on_record(const seatd_store_result_t *res, void *data)
          * the booking is not FAILED (STATE: it is being settled on its own path): nothing is
          * refunded now; the charge is looked at again (the booking's own entry, or the
          * ledger walk). */
-        log_step(f, SEATD_LOG_WARN, "refund owed not recorded; not refunded yet", res->err);
-        finish(f, SEATD_BOOKING_PENDING, 0, NULL);
+        end_pending(f, "refund owed not recorded; not refunded yet", res->err);
     } else if (b->state != SEATD_BOOKING_ST_FAILED) {
         finish(f, SEATD_BOOKING_PENDING, 0, NULL); /* it exists after all, and is not FAILED */
     } else if (b->refund_state != SEATD_REFUND_ST_PENDING) {
@@ -239,10 +246,8 @@ static void record_late_charge(flow_t *f)
               "\"booking\":\"%s\",\"charge\":\"%s\"", f->booking_id, f->charge_id);
     int rc =
         seatd_store_late_charge(f->ctx.store, f->booking_id, f->charge_id, on_refund_on_record, f);
-    if (rc < 0) {
-        log_step(f, SEATD_LOG_WARN, "late charge not recorded; not refunded yet", rc);
-        finish(f, SEATD_BOOKING_PENDING, 0, NULL);
-    }
+    if (rc < 0)
+        end_pending(f, "late charge not recorded; not refunded yet", rc);
 }
 
 /* A succeeded charge whose booking does not exist (lost with a primary): its record, FAILED
@@ -261,10 +266,8 @@ static void record_lost_booking(flow_t *f)
         .seat_ids = f->seat_ids,
     };
     int rc = seatd_store_book_lost(f->ctx.store, &a, on_refund_on_record, f);
-    if (rc < 0) {
-        log_step(f, SEATD_LOG_WARN, "lost booking not recorded; not refunded yet", rc);
-        finish(f, SEATD_BOOKING_PENDING, 0, NULL);
-    }
+    if (rc < 0)
+        end_pending(f, "lost booking not recorded; not refunded yet", rc);
 }
 
 static void on_confirm(const seatd_store_result_t *res, void *data)
@@ -281,8 +284,7 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
          * {s}:pending: reconciliation settles it there. Until then: 202. */
         seatd_seatmap_invalidate(f->show_id, res->booking.version);
         seatd_metrics_inc(SEATD_METRIC_CONFIRM_NOT_DURABLE);
-        log_step(f, SEATD_LOG_WARN, "confirm not on a replica in time; answered pending", res->err);
-        finish(f, SEATD_BOOKING_PENDING, 0, NULL);
+        end_pending(f, "confirm not on a replica in time; answered pending", res->err);
         return;
     case SEATD_EEXPIRED:
         /* The seats were lost before the confirm: the booking is still PENDING_PAYMENT (on
@@ -302,9 +304,7 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
     default:
         /* Redis did not answer: the booking is PENDING_PAYMENT on record (a durable begin),
          * and reconciliation confirms or refunds it by the same charge. */
-        log_step(f, SEATD_LOG_WARN, "confirm failed after the charge; reconciliation settles",
-                 res->err);
-        finish(f, SEATD_BOOKING_PENDING, 0, NULL);
+        end_pending(f, "confirm failed after the charge; reconciliation settles", res->err);
         return;
     }
 }
@@ -312,11 +312,8 @@ static void on_confirm(const seatd_store_result_t *res, void *data)
 static void confirm(flow_t *f)
 {
     int rc = seatd_store_book_confirm(f->ctx.store, f->booking_id, f->charge_id, on_confirm, f);
-    if (rc < 0) {
-        log_step(f, SEATD_LOG_WARN, "confirm not sent after the charge; reconciliation settles",
-                 rc);
-        finish(f, SEATD_BOOKING_PENDING, 0, NULL);
-    }
+    if (rc < 0)
+        end_pending(f, "confirm not sent after the charge; reconciliation settles", rc);
 }
 
 static void on_declined(const seatd_store_result_t *res, void *data)
@@ -460,8 +457,7 @@ static void charge(flow_t *f)
                                      f->method, desc, meta, on_charge, f);
     if (rc < 0) {
         /* Nothing was charged; the booking stays PENDING until reconciliation fails it. */
-        log_step(f, SEATD_LOG_WARN, "charge not sent", rc);
-        finish(f, SEATD_BOOKING_PENDING, 0, NULL);
+        end_pending(f, "charge not sent", rc);
     }
 }
 

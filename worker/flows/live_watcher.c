@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/list.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "http/http_request.h"
@@ -285,13 +286,8 @@ static void on_watcher_closed(void *data)
     seatd_live_t *lv = w->lv;
     show_t *s = w->show;
     if (s) {
-        live__pass_skip(s, w);
-        if (w->prev)
-            w->prev->next = w->next;
-        else
-            s->watchers = w->next;
-        if (w->next)
-            w->next->prev = w->prev;
+        live__pass_skip(s, w); /* before the unlink, which clears w->next */
+        SEATD_LIST_UNLINK(s->watchers, w);
         s->nwatchers--;
         live__show_maybe_free(s);
     }
@@ -355,10 +351,7 @@ int seatd_live_accept(seatd_live_t *lv, seatd_req_t *r, const char *show_id,
             seatd_log(SEATD_LOG_WARN, NULL, "live: cannot subscribe", "\"show\":\"%s\"", s->id);
     }
     w->show = s;
-    w->next = s->watchers;
-    if (s->watchers)
-        s->watchers->prev = w;
-    s->watchers = w;
+    SEATD_LIST_PUSH(s->watchers, w);
     s->nwatchers++;
 
     char head[320];

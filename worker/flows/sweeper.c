@@ -126,6 +126,18 @@ void seatd_sweeper_hint(seatd_sweeper_t *sw, const char *show_id)
     seatd_hints_due(sw->rds, show_id);
 }
 
+/* Ends 'op', then files its show at 'score' ("": not filed; 'sweep' as in file_show()),
+ * unless ending it freed the closing sweeper. */
+static void op_done_then_file(op_t *op, const char *score, int sweep)
+{
+    seatd_sweeper_t *sw = op->sw;
+    char id[SEATD_ID_MAX];
+    snprintf(id, sizeof(id), "%s", op->id);
+    if (op_done(op) || score[0] == '\0')
+        return;
+    file_show(sw, id, score, sweep);
+}
+
 /* ---------------------------------------------------------------------------------------
  * One sweep: claim due shows, reap each, file each under its next deadline
  * --------------------------------------------------------------------------------------- */
@@ -134,8 +146,6 @@ static void on_reap(const seatd_store_result_t *res, void *data)
 {
     op_t *op = data;
     seatd_sweeper_t *sw = op->sw;
-    char id[SEATD_ID_MAX];
-    snprintf(id, sizeof(id), "%s", op->id);
     if (res->err == 0) {
         sw->stats.reaps++;
         sw->stats.reaped += (unsigned long long)res->reap.reaped;
@@ -154,10 +164,7 @@ static void on_reap(const seatd_store_result_t *res, void *data)
     } else if (res->err != SEATD_ENOSHOW) {
         snprintf(score, sizeof(score), "0"); /* try again at the next sweep */
     }
-    if (op_done(op))
-        return;
-    if (score[0])
-        file_show(sw, id, score, 1);
+    op_done_then_file(op, score, 1);
 }
 
 static void on_claim(const struct redisReply *reply, int err, void *data)
@@ -201,18 +208,13 @@ static void on_claim(const struct redisReply *reply, int err, void *data)
 static void on_first_deadline(const struct redisReply *reply, int err, void *data)
 {
     op_t *op = data;
-    seatd_sweeper_t *sw = op->sw;
-    char id[SEATD_ID_MAX], score[32] = "";
-    snprintf(id, sizeof(id), "%s", op->id);
+    char score[32] = "";
     if (!err && seatd_rds_reply_elements(reply) == 2) {
         const char *s = seatd_rds_reply_str(seatd_rds_reply_element(reply, 1), NULL);
         if (s)
             snprintf(score, sizeof(score), "%lld", (long long)strtod(s, NULL));
     }
-    if (op_done(op))
-        return;
-    if (score[0])
-        file_show(sw, id, score, 0);
+    op_done_then_file(op, score, 0);
 }
 
 static void on_catalogue_page(const struct redisReply *reply, int err, void *data)

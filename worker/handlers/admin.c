@@ -60,9 +60,26 @@ static cJSON *record_to_json(const seatd_store_result_t *res)
     return o;
 }
 
-static int valid_id(const char *id, char kind, char *show)
+/* The route's {id} when it is an id of 'kind' ('h' a hold, 'b' a booking), its show written to
+ * 'show' (NULL: not wanted); else NULL. */
+static const char *id_param(seatd_req_t *r, char kind, char *show)
 {
-    return id && seatd_keys_parse_id(id, kind, show) == 0;
+    const char *id = seatd_req_param(r, "id");
+    return id && seatd_keys_parse_id(id, kind, show) == 0 ? id : NULL;
+}
+
+/* A store operation on one hold or booking, as its owner (NULL: whoever owns it). */
+typedef int (*id_op_fn)(seatd_store_t *st, const char *id, const char *owner, seatd_store_cb cb,
+                        void *data);
+
+/* Starts 'call' on the route's {id}, an id of 'kind' (else 404), for whoever owns it,
+ * answered in 'cb'. */
+static int start_on_id(seatd_req_t *r, char kind, id_op_fn call, seatd_store_cb cb)
+{
+    const char *id = id_param(r, kind, NULL);
+    if (id == NULL)
+        return SEATD_ENOTFOUND;
+    return seatd__step_begin(&r, call(seatd__app(r)->store, id, NULL, cb, r));
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -79,12 +96,7 @@ static void on_record(const seatd_store_result_t *res, void *data)
 
 int seatd_handle_admin_holds_get(seatd_req_t *r)
 {
-    char show[SEATD_ID_MAX];
-    const char *id = seatd_req_param(r, "id");
-    if (!valid_id(id, 'h', show))
-        return SEATD_ENOTFOUND;
-    return seatd__step_begin(&r,
-                             seatd_store_hold_get(seatd__app(r)->store, id, NULL, on_record, r));
+    return start_on_id(r, 'h', seatd_store_hold_get, on_record);
 }
 
 static void on_admin_release(const seatd_store_result_t *res, void *data)
@@ -93,7 +105,7 @@ static void on_admin_release(const seatd_store_result_t *res, void *data)
     if (seatd__done(r, res))
         return;
     char show[SEATD_ID_MAX];
-    if (valid_id(seatd_req_param(r, "id"), 'h', show))
+    if (id_param(r, 'h', show) != NULL)
         seatd_seatmap_invalidate(show, res->hold.version);
     seatd_req_finish_json(r, 200, record_to_json(res));
 }
@@ -113,12 +125,7 @@ static void on_hold_owner(const seatd_store_result_t *res, void *data)
 
 int seatd_handle_admin_holds_release(seatd_req_t *r)
 {
-    char show[SEATD_ID_MAX];
-    const char *id = seatd_req_param(r, "id");
-    if (!valid_id(id, 'h', show))
-        return SEATD_ENOTFOUND;
-    return seatd__step_begin(
-        &r, seatd_store_hold_get(seatd__app(r)->store, id, NULL, on_hold_owner, r));
+    return start_on_id(r, 'h', seatd_store_hold_get, on_hold_owner);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -127,12 +134,7 @@ int seatd_handle_admin_holds_release(seatd_req_t *r)
 
 int seatd_handle_admin_bookings_get(seatd_req_t *r)
 {
-    char show[SEATD_ID_MAX];
-    const char *id = seatd_req_param(r, "id");
-    if (!valid_id(id, 'b', show))
-        return SEATD_ENOTFOUND;
-    return seatd__step_begin(&r,
-                             seatd_store_booking_get(seatd__app(r)->store, id, NULL, on_record, r));
+    return start_on_id(r, 'b', seatd_store_booking_get, on_record);
 }
 
 /* Cancelled: the booking as it reads now (refundStatus "pending" until reconciliation has
@@ -145,7 +147,7 @@ static void on_admin_cancelled(const seatd_store_result_t *res, void *data)
     char show[SEATD_ID_MAX];
     const char *id = seatd_req_param(r, "id");
     /* A refund owed was hinted to reconciliation by the store (hints.h). */
-    if (valid_id(id, 'b', show) && res->booking.has_version)
+    if (id_param(r, 'b', show) != NULL && res->booking.has_version)
         seatd_seatmap_invalidate(show, res->booking.version);
     int rc = seatd_store_booking_get(seatd__app(r)->store, id, NULL, on_record, r);
     if (seatd__step_begin(&r, rc) < 0)
@@ -154,12 +156,7 @@ static void on_admin_cancelled(const seatd_store_result_t *res, void *data)
 
 int seatd_handle_admin_bookings_cancel(seatd_req_t *r)
 {
-    char show[SEATD_ID_MAX];
-    const char *id = seatd_req_param(r, "id");
-    if (!valid_id(id, 'b', show))
-        return SEATD_ENOTFOUND;
-    return seatd__step_begin(
-        &r, seatd_store_cancel_by_policy(seatd__app(r)->store, id, NULL, on_admin_cancelled, r));
+    return start_on_id(r, 'b', seatd_store_cancel_by_policy, on_admin_cancelled);
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -141,6 +141,18 @@ static void on_hold(const seatd_store_result_t *res, void *data)
     }
 }
 
+/* Sends the hold 'a' of 'op' to the store, answered in on_hold(); one that cannot be sent is
+ * answered here, and 'op' freed. */
+static void send_hold(seatd_req_t *r, hold_op_t *op, const seatd_hold_args_t *a)
+{
+    int rc = seatd__step_begin(&r, seatd_store_hold(seatd__app(r)->store, a, on_hold, op));
+    if (rc < 0) {
+        seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+        hold_op_free(op);
+    }
+}
+
 static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
 {
     hold_op_t *op = ctx;
@@ -188,14 +200,9 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .ncands = cands.n,
         .admitted = op->admitted,
     };
-    rc = seatd__step_begin(&r, seatd_store_hold(app->store, &a, on_hold, op));
+    send_hold(r, op, &a);
     seatd_best_list_free(&cands);
     free(sorted);
-    if (rc < 0) {
-        seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
-        seatd_req_finish_problem(r, rc, NULL, NULL);
-        hold_op_free(op);
-    }
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -267,13 +274,8 @@ static void best_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .ncands = cands.n,
         .admitted = op->admitted,
     };
-    rc = seatd__step_begin(&r, seatd_store_hold(app->store, &a, on_hold, op));
+    send_hold(r, op, &a);
     seatd_best_list_free(&cands);
-    if (rc < 0) {
-        seatd_metrics_inc(SEATD_METRIC_HOLD_ERROR);
-        seatd_req_finish_problem(r, rc, NULL, NULL);
-        hold_op_free(op);
-    }
 }
 
 static void on_best_map(const seatd_store_result_t *res, void *data)

@@ -54,20 +54,32 @@ static void add_extra(cJSON *o, const char *extra)
     queue_render(o);
 }
 
-static cJSON *show_to_json(const seatd_store_result_t *res)
+/* The members a show's document starts with, the 201 of its creation and every read alike:
+ * 'sales_close_ms' is when sales close (the show's cutoff, else its start), 'tiers_json' the
+ * price tiers as kept. */
+static cJSON *show_head_json(const char *id, const char *title, int64_t starts_at_ms,
+                             int64_t sales_close_ms, int64_t hold_ttl_ms, const char *tiers_json,
+                             int64_t seat_count)
 {
     cJSON *o = cJSON_CreateObject();
-    const seatd_show_result_t *s = &res->show;
-    cJSON_AddStringToObject(o, "id", s->show_id);
-    cJSON_AddStringToObject(o, "title", s->title);
-    seatd__json_add_time(o, "startsAt", s->starts_at_ms);
-    /* When sales close: the show's cutoff, else its start (an extra's copy is not shown). */
-    seatd__json_add_time(o, "salesCloseAt",
-                         s->has_sales_close_at ? s->sales_close_at_ms : s->starts_at_ms);
-    cJSON_AddNumberToObject(o, "holdTtlSeconds", (double)(s->hold_ttl_ms / 1000));
-    cJSON *t = cJSON_Parse(s->price_tiers);
+    cJSON_AddStringToObject(o, "id", id);
+    cJSON_AddStringToObject(o, "title", title);
+    seatd__json_add_time(o, "startsAt", starts_at_ms);
+    seatd__json_add_time(o, "salesCloseAt", sales_close_ms);
+    cJSON_AddNumberToObject(o, "holdTtlSeconds", (double)(hold_ttl_ms / 1000));
+    cJSON *t = cJSON_Parse(tiers_json);
     cJSON_AddItemToObject(o, "priceTiers", t ? t : cJSON_CreateObject());
-    cJSON_AddNumberToObject(o, "seatCount", (double)s->seat_count);
+    cJSON_AddNumberToObject(o, "seatCount", (double)seat_count);
+    return o;
+}
+
+static cJSON *show_to_json(const seatd_store_result_t *res)
+{
+    const seatd_show_result_t *s = &res->show;
+    /* (an extra's copy of the sales cutoff is not shown) */
+    cJSON *o = show_head_json(s->show_id, s->title, s->starts_at_ms,
+                              s->has_sales_close_at ? s->sales_close_at_ms : s->starts_at_ms,
+                              s->hold_ttl_ms, s->price_tiers, s->seat_count);
     add_extra(o, s->extra[0] ? s->extra : NULL);
     char path[64];
     snprintf(path, sizeof(path), "/v1/shows/%s/layout", s->show_id);
@@ -275,29 +287,28 @@ static void create_op_free(create_op_t *op)
     free(op);
 }
 
-static void on_created(const seatd_store_result_t *res, void *data)
+/* The context of a creation step whose request still waits and whose store call succeeded;
+ * else NULL, the failure answered (when anyone waits) and the context freed. */
+static create_op_t *create_step_ok(void *data, const seatd_store_result_t *res)
 {
     create_op_t *op = data;
+    if (seatd__done(op->r, res)) {
+        create_op_free(op);
+        return NULL;
+    }
+    return op;
+}
+
+static void on_created(const seatd_store_result_t *res, void *data)
+{
+    create_op_t *op = create_step_ok(data, res);
+    if (op == NULL)
+        return;
     seatd_req_t *r = op->r;
-    if (seatd__step_end(&r)) {
-        create_op_free(op);
-        return;
-    }
-    if (res->err) {
-        seatd__reply_store_error(r, res);
-        create_op_free(op);
-        return;
-    }
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", op->show_id);
-    cJSON_AddStringToObject(o, "title", op->title);
-    seatd__json_add_time(o, "startsAt", op->starts_at_ms);
-    seatd__json_add_time(o, "salesCloseAt",
-                         op->sales_close_ms ? op->sales_close_ms : op->starts_at_ms);
-    cJSON_AddNumberToObject(o, "holdTtlSeconds", (double)(op->hold_ttl_ms / 1000));
-    cJSON *tiers = cJSON_Parse(op->tiers_json);
-    cJSON_AddItemToObject(o, "priceTiers", tiers ? tiers : cJSON_CreateObject());
-    cJSON_AddNumberToObject(o, "seatCount", (double)seatd_layout_count(op->layout));
+    cJSON *o =
+        show_head_json(op->show_id, op->title, op->starts_at_ms,
+                       op->sales_close_ms ? op->sales_close_ms : op->starts_at_ms, op->hold_ttl_ms,
+                       op->tiers_json, (int64_t)seatd_layout_count(op->layout));
     cJSON_AddNumberToObject(o, "version", 0);
     add_extra(o, op->extra_json);
     char loc[64];
@@ -311,18 +322,13 @@ static void on_created(const seatd_store_result_t *res, void *data)
 
 static void on_show_id(const seatd_store_result_t *res, void *data)
 {
-    create_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (seatd__step_end(&r)) {
-        create_op_free(op);
+    create_op_t *op = create_step_ok(data, res);
+    if (op == NULL)
         return;
-    }
-    const char *id = res->err ? NULL : res->show.show_id;
+    seatd_req_t *r = op->r;
+    const char *id = res->show.show_id;
     if (id == NULL || !seatd_keys_valid_show_id(id)) {
-        if (res->err)
-            seatd__reply_store_error(r, res);
-        else
-            seatd_req_finish_problem(r, SEATD_EPROTO, "bad show id from the store", NULL);
+        seatd_req_finish_problem(r, SEATD_EPROTO, "bad show id from the store", NULL);
         create_op_free(op);
         return;
     }

@@ -42,19 +42,11 @@ struct seatd_auth_s {
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/* The value of 'c' in the alphabet above, or -1. */
 static int b64val(int c)
 {
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '-')
-        return 62;
-    if (c == '_')
-        return 63;
-    return -1;
+    const char *p = c != '\0' ? strchr(b64url, c) : NULL;
+    return p ? (int)(p - b64url) : -1;
 }
 
 /* Decodes 'len' chars of 'in' into an owned buffer (NUL-terminated, '*out_len' bytes).

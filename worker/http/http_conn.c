@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 
+#include "base/list.h"
 #include "base/log.h"
 
 #define READ_CHUNK 16384 /* bytes reserved per read */
@@ -24,12 +25,7 @@ static void on_conn_close(uv_handle_t *handle)
     if (--c->closes_pending > 0)
         return;
     seatd_http_server_t *srv = c->srv;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        srv->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    SEATD_LIST_UNLINK(srv->conns, c);
     srv->nconns--;
     seatd_req_parser_free(c->parser);
     seatd_buf_free(&c->in);

@@ -40,47 +40,15 @@ struct seatd_req_parser_s {
  * Small helpers
  * ---------------------------------------------------------------------------------------- */
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decodes 'len' bytes of 'in' into an owned string; '+' becomes a space when
  * 'plus'. Returns NULL on a malformed escape or a decoded NUL. */
 char *req__pct_decode(const char *in, size_t len, int plus)
 {
     char *out = seatd_malloc(len + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        int c = (unsigned char)in[i];
-        if (c == '%') {
-            if (i + 2 >= len) {
-                free(out);
-                return NULL;
-            }
-            int hi = hexval((unsigned char)in[i + 1]), lo = hexval((unsigned char)in[i + 2]);
-            if (hi < 0 || lo < 0) {
-                free(out);
-                return NULL;
-            }
-            c = hi * 16 + lo;
-            i += 2;
-        } else if (c == '+' && plus) {
-            c = ' ';
-        }
-        if (c == 0) {
-            free(out);
-            return NULL;
-        }
-        out[o++] = (char)c;
+    if (seatd_fmt_pct_decode(in, len, plus, out, len + 1) < 0) {
+        free(out);
+        return NULL;
     }
-    out[o] = '\0';
     return out;
 }
 
@@ -248,7 +216,8 @@ static int query_well_formed(const char *q)
     for (; *q; q++) {
         if (*q != '%')
             continue;
-        int hi = hexval((unsigned char)q[1]), lo = hi < 0 ? -1 : hexval((unsigned char)q[2]);
+        int hi = seatd_fmt_hex_digit((unsigned char)q[1]);
+        int lo = hi < 0 ? -1 : seatd_fmt_hex_digit((unsigned char)q[2]);
         if (hi < 0 || lo < 0 || hi * 16 + lo == 0)
             return 0;
         q += 2;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/list.h"
 #include "base/log.h"
 #include "base/mem.h"
 
@@ -44,10 +45,7 @@ static void on_connection(uv_stream_t *server, int status)
     c->timer.data = c;
     c->parser = seatd_req_parser_new(
         &(seatd_req_limits_t){.max_header = srv->opts.max_header, .max_body = srv->opts.max_body});
-    c->next = srv->conns;
-    if (srv->conns)
-        srv->conns->prev = c;
-    srv->conns = c;
+    SEATD_LIST_PUSH(srv->conns, c);
     srv->nconns++;
 
     if (uv_accept(server, &c->h.stream) < 0) {

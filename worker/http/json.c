@@ -295,16 +295,27 @@ int seatd_json_check_done_or_reply(seatd_json_check_t *v, seatd_req_t *r)
     return err;
 }
 
+/* Member 'name' of 'obj' into '*it'. Returns 1 when it is there and not null; else 0 when it
+ * is not 'required', or the "required" failure (seatd_json_check_fail). */
+static int check_member(seatd_json_check_t *v, const cJSON *obj, const char *name, int required,
+                        const cJSON **it)
+{
+    *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (*it != NULL && !cJSON_IsNull(*it))
+        return 1;
+    if (!required)
+        return 0;
+    return seatd_json_check_fail(v, SEATD_EINVAL, name, "required", NULL);
+}
+
 int seatd_json_check_string(seatd_json_check_t *v, const cJSON *obj, const char *name,
                             size_t maxlen, int required, const char **out)
 {
     *out = NULL;
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
-    if (it == NULL || cJSON_IsNull(it)) {
-        if (!required)
-            return 0;
-        return seatd_json_check_fail(v, SEATD_EINVAL, name, "required", NULL);
-    }
+    const cJSON *it = NULL;
+    int present = check_member(v, obj, name, required, &it);
+    if (present <= 0)
+        return present;
     char what[96];
     if (maxlen)
         snprintf(what, sizeof(what), "must be a string of 1 to %zu bytes", maxlen);
@@ -373,12 +384,10 @@ int seatd_json_check_text(seatd_json_check_t *v, const cJSON *obj, const char *n
 int seatd_json_check_int(seatd_json_check_t *v, const cJSON *obj, const char *name, long long min,
                          long long max, int required, long long *out)
 {
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
-    if (it == NULL || cJSON_IsNull(it)) {
-        if (!required)
-            return 0;
-        return seatd_json_check_fail(v, SEATD_EINVAL, name, "required", NULL);
-    }
+    const cJSON *it = NULL;
+    int present = check_member(v, obj, name, required, &it);
+    if (present <= 0)
+        return present;
     char what[128];
     snprintf(what, sizeof(what), "must be an integer from %lld to %lld", min, max);
     if (!cJSON_IsNumber(it))
@@ -397,9 +406,10 @@ int seatd_json_check_string_array(seatd_json_check_t *v, const cJSON *obj, const
 {
     *arr = NULL;
     *n = 0;
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
-    if (it == NULL || cJSON_IsNull(it))
-        return seatd_json_check_fail(v, SEATD_EINVAL, name, "required", NULL);
+    const cJSON *it = NULL;
+    int present = check_member(v, obj, name, 1, &it);
+    if (present <= 0)
+        return present;
     if (!cJSON_IsArray(it))
         return seatd_json_check_fail(v, SEATD_EINVAL, name, "must be an array of strings", NULL);
     size_t count = (size_t)cJSON_GetArraySize(it);

@@ -1,5 +1,6 @@
 /* router.c - (method, path) -> route + parameters; see router.h. */
 #include "http/router.h"
+#include "base/fmt.h"
 
 #include <string.h>
 
@@ -76,41 +77,6 @@ static long match_score(const seatd_route_t *route, const seg_t *path, int np)
     }
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes 'in' ('len' bytes) into 'out' (cap bytes incl. NUL). Returns 0 or -1 on a
- * bad escape, a NUL byte or overflow. '+' is kept as is: it means space only in queries. */
-static int decode_segment(const char *in, size_t len, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        int c = (unsigned char)in[i];
-        if (c == '%') {
-            if (i + 2 >= len)
-                return -1;
-            int hi = hexval((unsigned char)in[i + 1]), lo = hexval((unsigned char)in[i + 2]);
-            if (hi < 0 || lo < 0)
-                return -1;
-            c = hi * 16 + lo;
-            i += 2;
-        }
-        if (c == 0 || o + 1 >= cap)
-            return -1;
-        out[o++] = (char)c;
-    }
-    out[o] = '\0';
-    return 0;
-}
-
 static void allow_add(char *allow, size_t cap, const char *method)
 {
     size_t mlen = strlen(method);
@@ -183,7 +149,7 @@ int seatd_router_match(seatd_route_t *table, size_t n, const char *method, const
             nlen = sizeof(prm->name) - 1; /* seatd_router_check() rejects these */
         memcpy(prm->name, pat[i].p + 1, nlen);
         prm->name[nlen] = '\0';
-        if (decode_segment(segs[i].p, segs[i].len, prm->value, sizeof(prm->value)) < 0) {
+        if (seatd_fmt_pct_decode(segs[i].p, segs[i].len, 0, prm->value, sizeof(prm->value)) < 0) {
             memset(out, 0, sizeof(*out));
             return SEATD_EBADID;
         }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv.h"
 #include "base/mem.h"
 
 typedef struct {
@@ -18,17 +19,6 @@ struct seatd_token_cache_s {
     size_t mask;
     unsigned long long hits, misses;
 };
-
-/* FNV-1a: cheap and good enough to spread tokens; equality is checked on the bytes. */
-static uint64_t hash(const char *p, size_t len)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 seatd_token_cache_t *seatd_token_cache_new(size_t slots)
 {
@@ -51,10 +41,11 @@ void seatd_token_cache_free(seatd_token_cache_t *c)
     free(c);
 }
 
+/* A token's slot is its FNV-1a hash, masked; equality is checked on the bytes. */
 int seatd_token_cache_get(seatd_token_cache_t *c, const char *token, size_t len, int64_t now,
                           seatd_principal_t *out)
 {
-    entry_t *e = &c->slots[hash(token, len) & c->mask];
+    entry_t *e = &c->slots[seatd_fnv1a(token, len) & c->mask];
     if (e->token && e->len == len && memcmp(e->token, token, len) == 0 && now >= e->valid_from &&
         now < e->valid_until) {
         *out = e->principal;
@@ -68,7 +59,7 @@ int seatd_token_cache_get(seatd_token_cache_t *c, const char *token, size_t len,
 void seatd_token_cache_put(seatd_token_cache_t *c, const char *token, size_t len,
                            const seatd_principal_t *p, int64_t valid_from, int64_t valid_until)
 {
-    entry_t *e = &c->slots[hash(token, len) & c->mask];
+    entry_t *e = &c->slots[seatd_fnv1a(token, len) & c->mask];
     free(e->token);
     e->token = seatd_strndup(token, len);
     e->len = len;

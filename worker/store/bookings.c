@@ -66,6 +66,17 @@ int seatd_store_book_begin(seatd_store_t *st, const seatd_book_args_t *a, seatd_
                         store__on_reply);
 }
 
+/* FCALL 'fn' on booking 'booking_id' ('key' its show's meta key), answered as a booking that
+ * files 'hints' (0: none). */
+static int booking_call(seatd_store_t *st, const char *fn, unsigned hints, const char *key,
+                        const char *booking_id, int nargs, const char **args, seatd_store_cb cb,
+                        void *data)
+{
+    store_op_t *op =
+        store__op_hint(store__op_new(st, KIND_BOOKING, cb, data), hints, booking_id, 'b');
+    return store__fcall(op, fn, key, nargs, args, NULL, store__on_reply);
+}
+
 /* book_confirm, book_fail: (booking id, text). */
 static int booking_text_call(seatd_store_t *st, const char *fn, unsigned hints,
                              const char *booking_id, const char *text, seatd_store_cb cb,
@@ -76,9 +87,7 @@ static int booking_text_call(seatd_store_t *st, const char *fn, unsigned hints,
     if (rc < 0)
         return rc;
     const char *args[2] = {booking_id, text ? text : ""};
-    store_op_t *op =
-        store__op_hint(store__op_new(st, KIND_BOOKING, cb, data), hints, booking_id, 'b');
-    return store__fcall(op, fn, key, 2, args, NULL, store__on_reply);
+    return booking_call(st, fn, hints, key, booking_id, 2, args, cb, data);
 }
 
 int seatd_store_book_confirm(seatd_store_t *st, const char *booking_id, const char *payment_ref,
@@ -93,35 +102,48 @@ int seatd_store_book_fail(seatd_store_t *st, const char *booking_id, const char 
     return booking_text_call(st, SEATD_FN_BOOK_FAIL, HINT_DUE, booking_id, reason, cb, data);
 }
 
+/* booking_get and cancel by policy: (booking id, owner[, mode]); 'mode' may be NULL. */
+static int booking_owner_call(seatd_store_t *st, const char *fn, unsigned hints,
+                              const char *booking_id, const char *owner, const char *mode,
+                              seatd_store_cb cb, void *data)
+{
+    char key[SEATD_KEY_MAX];
+    int rc = store__meta_of_owned_id(key, booking_id, 'b', owner);
+    if (rc < 0)
+        return rc;
+    const char *args[3] = {booking_id, owner ? owner : "", mode};
+    return booking_call(st, fn, hints, key, booking_id, mode ? 3 : 2, args, cb, data);
+}
+
 int seatd_store_booking_get(seatd_store_t *st, const char *booking_id, const char *owner,
                             seatd_store_cb cb, void *data)
 {
-    char key[SEATD_KEY_MAX];
-    int rc = store__meta_of_id(key, booking_id, 'b');
+    return booking_owner_call(st, SEATD_FN_BOOKING_GET, 0, booking_id, owner, NULL, cb, data);
+}
+
+/* The meta key of a booking that is ended with a refund of 'refund' (>= 0) and the refund as
+ * text in 'amount'; 'owner' as in store__meta_of_owned_id(). */
+static int refund_call_args(char *key, char amount[24], const char *booking_id, const char *owner,
+                            int64_t refund)
+{
+    int rc = store__meta_of_owned_id(key, booking_id, 'b', owner);
     if (rc < 0)
         return rc;
-    if (owner != NULL && !seatd_keys_valid_sub(owner))
-        return SEATD_EBADID;
-    const char *args[2] = {booking_id, owner ? owner : ""};
-    return store__fcall(store__op_new(st, KIND_BOOKING, cb, data), SEATD_FN_BOOKING_GET, key, 2,
-                        args, NULL, store__on_reply);
+    if (refund < 0)
+        return SEATD_EINVAL;
+    snprintf(amount, 24, "%" PRId64, refund);
+    return 0;
 }
 
 int seatd_store_cancel(seatd_store_t *st, const char *booking_id, const char *owner, int64_t refund,
                        seatd_store_cb cb, void *data)
 {
     char key[SEATD_KEY_MAX], amount[24];
-    int rc = store__meta_of_id(key, booking_id, 'b');
+    int rc = refund_call_args(key, amount, booking_id, owner, refund);
     if (rc < 0)
         return rc;
-    if (owner != NULL && !seatd_keys_valid_sub(owner))
-        return SEATD_EBADID;
-    if (refund < 0)
-        return SEATD_EINVAL;
-    snprintf(amount, sizeof(amount), "%" PRId64, refund);
     const char *args[3] = {booking_id, owner ? owner : "", amount};
-    return store__fcall(store__op_new(st, KIND_BOOKING, cb, data), SEATD_FN_CANCEL, key, 3, args,
-                        NULL, store__on_reply);
+    return booking_call(st, SEATD_FN_CANCEL, 0, key, booking_id, 3, args, cb, data);
 }
 
 int seatd_store_book_fail_refunded(seatd_store_t *st, const char *booking_id, const char *reason,
@@ -129,31 +151,18 @@ int seatd_store_book_fail_refunded(seatd_store_t *st, const char *booking_id, co
                                    void *data)
 {
     char key[SEATD_KEY_MAX], amount[24];
-    int rc = store__meta_of_id(key, booking_id, 'b');
+    int rc = refund_call_args(key, amount, booking_id, NULL, refund);
     if (rc < 0)
         return rc;
-    if (refund < 0)
-        return SEATD_EINVAL;
-    snprintf(amount, sizeof(amount), "%" PRId64, refund);
     const char *args[4] = {booking_id, reason ? reason : "", amount, refund_ref ? refund_ref : ""};
-    return store__fcall(
-        store__op_hint(store__op_new(st, KIND_BOOKING, cb, data), HINT_DUE, booking_id, 'b'),
-        SEATD_FN_BOOK_FAIL, key, 4, args, NULL, store__on_reply);
+    return booking_call(st, SEATD_FN_BOOK_FAIL, HINT_DUE, key, booking_id, 4, args, cb, data);
 }
 
 int seatd_store_cancel_by_policy(seatd_store_t *st, const char *booking_id, const char *owner,
                                  seatd_store_cb cb, void *data)
 {
-    char key[SEATD_KEY_MAX];
-    int rc = store__meta_of_id(key, booking_id, 'b');
-    if (rc < 0)
-        return rc;
-    if (owner != NULL && !seatd_keys_valid_sub(owner))
-        return SEATD_EBADID;
-    const char *args[3] = {booking_id, owner ? owner : "", "policy"};
-    return store__fcall(
-        store__op_hint(store__op_new(st, KIND_BOOKING, cb, data), HINT_REFUND, booking_id, 'b'),
-        SEATD_FN_CANCEL, key, 3, args, NULL, store__on_reply);
+    return booking_owner_call(st, SEATD_FN_CANCEL, HINT_REFUND, booking_id, owner, "policy", cb,
+                              data);
 }
 
 int seatd_store_refund_done(seatd_store_t *st, const char *booking_id, const char *refund_ref,
@@ -235,9 +244,7 @@ int seatd_store_book_fail_after(seatd_store_t *st, const char *booking_id, const
         return SEATD_EINVAL;
     snprintf(age, sizeof(age), "%" PRId64, min_age_ms);
     const char *args[5] = {booking_id, reason ? reason : "", "", "", age};
-    return store__fcall(
-        store__op_hint(store__op_new(st, KIND_BOOKING, cb, data), HINT_DUE, booking_id, 'b'),
-        SEATD_FN_BOOK_FAIL, key, 5, args, NULL, store__on_reply);
+    return booking_call(st, SEATD_FN_BOOK_FAIL, HINT_DUE, key, booking_id, 5, args, cb, data);
 }
 
 int seatd_store_late_charge(seatd_store_t *st, const char *booking_id, const char *charge_id,
@@ -264,9 +271,8 @@ int seatd_store_book_lost(seatd_store_t *st, const seatd_book_lost_args_t *a, se
                            a->hold_id ? a->hold_id : "",
                            a->seat_ids ? a->seat_ids : ""};
     /* Hinted like a refund owed: reconciliation retries it from {s}:refunds. */
-    store_op_t *op =
-        store__op_hint(store__op_new(st, KIND_BOOKING, cb, data), HINT_PENDING, a->booking_id, 'b');
-    return store__fcall(op, SEATD_FN_BOOK_LOST, key, 7, args, NULL, store__on_reply);
+    return booking_call(st, SEATD_FN_BOOK_LOST, HINT_PENDING, key, a->booking_id, 7, args, cb,
+                        data);
 }
 
 int seatd_store_late_clear(seatd_store_t *st, const char *booking_id, seatd_store_cb cb, void *data)

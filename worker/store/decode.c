@@ -284,23 +284,27 @@ static seatd_refund_state_t refund_state(const char *word)
                                             : SEATD_REFUND_ST_NONE;
 }
 
+/* The state 'word' names: its index in 'words' ('n' of them, in the order of the state's
+ * enum, whose 0 is "none"), or 0. */
+static int state_of_word(const char *word, const char *const *words, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(word, words[i]) == 0)
+            return (int)i;
+    return 0;
+}
+
 static seatd_hold_state_t hold_state(const char *word)
 {
     static const char *const words[] = {"",       "HELD",     "PENDING_PAYMENT",
                                         "BOOKED", "RELEASED", "EXPIRED"};
-    for (size_t i = 1; i < sizeof(words) / sizeof(words[0]); i++)
-        if (strcmp(word, words[i]) == 0)
-            return (seatd_hold_state_t)i;
-    return SEATD_HOLD_ST_NONE;
+    return (seatd_hold_state_t)state_of_word(word, words, sizeof(words) / sizeof(words[0]));
 }
 
 static seatd_queue_state_t queue_state(const char *word)
 {
     static const char *const words[] = {"", "WAITING", "ADMITTED", "EXPIRED", "SOLD_OUT", "CLOSED"};
-    for (size_t i = 1; i < sizeof(words) / sizeof(words[0]); i++)
-        if (strcmp(word, words[i]) == 0)
-            return (seatd_queue_state_t)i;
-    return SEATD_QUEUE_ST_NONE;
+    return (seatd_queue_state_t)state_of_word(word, words, sizeof(words) / sizeof(words[0]));
 }
 
 /* The enums of the kind's member, from its words (decode_typed). */

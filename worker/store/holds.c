@@ -94,24 +94,15 @@ static void hold_with_layout(store_op_t *op, const seatd_layout_t *l)
 }
 
 /* hold, slow path: the shared layout, parsed, checked against the show's layoutHash, cached. */
-static void on_hold_layout_text(const struct redisReply *reply, int err, void *data)
+static void on_hold_layout_text(store_op_t *op, const char *text, size_t len)
 {
-    store_op_t *op = data;
-    decoded_t d;
-    size_t len = 0;
-    const char *text = store__shared_layout_text(op, &d, reply, err, &len);
-    if (text == NULL)
-        return;
     cJSON *arr = cJSON_ParseWithLength(text, len);
-    store__decoded_free(&d);
     seatd_layout_t *l = NULL;
     int rc = seatd_layout_from_json(arr, NULL, &l, NULL, 0);
     cJSON_Delete(arr);
     if (rc < 0 || strcmp(seatd_layout_digest(l), op->hash) != 0) {
         seatd_layout_free(l);
-        seatd_log(SEATD_LOG_ERROR, NULL, "shared layout does not match its hash",
-                  "\"showId\":\"%s\",\"layoutHash\":\"%s\"", op->show_id, op->hash);
-        store__op_fail(op, SEATD_EINTERNAL);
+        store__layout_mismatch(op);
         return;
     }
     seatd_layout_cache_put(op->show_id, l);
@@ -298,11 +289,9 @@ static int hold_owner_call(seatd_store_t *st, const char *fn, const char *hold_i
                            const char *owner, const char *mode, seatd_store_cb cb, void *data)
 {
     char key[SEATD_KEY_MAX];
-    int rc = store__meta_of_id(key, hold_id, 'h');
+    int rc = store__meta_of_owned_id(key, hold_id, 'h', owner);
     if (rc < 0)
         return rc;
-    if (owner != NULL && !seatd_keys_valid_sub(owner))
-        return SEATD_EBADID;
     const char *args[3] = {hold_id, owner ? owner : "", mode};
     return store__fcall(store__op_new(st, KIND_HOLD, cb, data), fn, key, mode ? 3 : 2, args, NULL,
                         store__on_reply);

@@ -34,6 +34,7 @@
 
 #include "base/buf.h"
 #include "base/fmt.h"
+#include "base/fnv.h"
 #include "base/log.h"
 #include "base/mem.h"
 
@@ -131,17 +132,6 @@ static int load_all(seatd_scripts_t *s, seatd_rds_t *rds, seatd_rds_reply_cb cb,
     return seatd_rds_callv_all(rds, s->load_argc, s->load_argv, s->load_lens, cb, data);
 }
 
-/* 64-bit FNV-1a, for the library version. */
-static uint64_t fnv1a(const char *p, size_t len)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 /* Builds the versioned library: "#!lua name=seatd_v<hash>" and every "seatd_X" function
  * registered as "seatd_v<hash>_X", so that two worker versions (a rolling upgrade) load two
  * libraries side by side instead of replacing each other's. */
@@ -151,7 +141,7 @@ static void make_versioned(seatd_scripts_t *s)
     static const char reg[] = "function_name='seatd_";
     const char *src = seatd_lua_bundle;
     size_t len = seatd_lua_bundle_len;
-    unsigned long long h = (unsigned long long)fnv1a(src, len);
+    unsigned long long h = (unsigned long long)seatd_fnv1a(src, len);
     snprintf(s->prefix, sizeof(s->prefix), "seatd_v%08llx_", h & 0xffffffffull);
     size_t plen = strlen(s->prefix);
     seatd_buf_t b = SEATD_BUF_INIT;
@@ -244,7 +234,8 @@ void seatd_scripts_free(seatd_scripts_t *s)
 const char *seatd_scripts_function_name(int versioned, const char *fn, char *out, size_t cap)
 {
     if (versioned && strncmp(fn, "seatd_", 6) == 0) {
-        unsigned long long h = (unsigned long long)fnv1a(seatd_lua_bundle, seatd_lua_bundle_len);
+        unsigned long long h =
+            (unsigned long long)seatd_fnv1a(seatd_lua_bundle, seatd_lua_bundle_len);
         snprintf(out, cap, "seatd_v%08llx_%s", h & 0xffffffffull, fn + 6);
     } else {
         snprintf(out, cap, "%s", fn);

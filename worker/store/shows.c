@@ -49,15 +49,8 @@ static void on_catalogued(const struct redisReply *reply, int err, void *data)
 static void on_show_created(const struct redisReply *reply, int err, void *data)
 {
     store_op_t *op = data;
-    decoded_t d;
-    store__decode(&d, reply, err, (kind_t)op->kind);
-    if (d.res.err != 0) {
-        op->cb(&d.res, op->data);
-        store__decoded_free(&d);
-        store__op_free(op);
+    if (!store__link_ok(op, NULL, reply, err))
         return;
-    }
-    store__decoded_free(&d);
     /* The show exists with this layout: later holds of this process start from the cache. */
     seatd_layout_cache_put(op->show_id, op->layout);
     op->layout = NULL;
@@ -72,15 +65,8 @@ static void on_show_created(const struct redisReply *reply, int err, void *data)
 static void on_layout_put(const struct redisReply *reply, int err, void *data)
 {
     store_op_t *op = data;
-    decoded_t d;
-    store__decode(&d, reply, err, (kind_t)op->kind);
-    if (d.res.err != 0) {
-        op->cb(&d.res, op->data);
-        store__decoded_free(&d);
-        store__op_free(op);
+    if (!store__link_ok(op, NULL, reply, err))
         return;
-    }
-    store__decoded_free(&d);
     char key[SEATD_KEY_MAX];
     if (seatd_keys_show(key, op->show_id, "meta") < 0) { /* checked before queueing */
         store__op_fail(op, SEATD_EBADID);
@@ -194,14 +180,8 @@ int seatd_store_show_get(seatd_store_t *st, const char *show_id, seatd_store_cb 
 
 /* layout_get, last link: the shared layout, checked against its address, rendered as the
  * show's document. */
-static void on_layout_text(const struct redisReply *reply, int err, void *data)
+static void on_layout_text(store_op_t *op, const char *text, size_t len)
 {
-    store_op_t *op = data;
-    decoded_t d;
-    size_t len = 0;
-    const char *text = store__shared_layout_text(op, &d, reply, err, &len);
-    if (text == NULL)
-        return;
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     char hex[2 * EVP_MAX_MD_SIZE + 1] = "";
@@ -209,17 +189,13 @@ static void on_layout_text(const struct redisReply *reply, int err, void *data)
         for (unsigned int i = 0; i < mdlen; i++)
             snprintf(hex + 2 * i, 3, "%02x", md[i]);
     if (strcmp(hex, op->hash) != 0) {
-        store__decoded_free(&d);
-        seatd_log(SEATD_LOG_ERROR, NULL, "shared layout does not match its hash",
-                  "\"showId\":\"%s\",\"layoutHash\":\"%s\"", op->show_id, op->hash);
-        store__op_fail(op, SEATD_EINTERNAL);
+        store__layout_mismatch(op);
         return;
     }
     seatd_buf_t b = SEATD_BUF_INIT;
     seatd_buf_printf(&b, "{\"showId\":\"%s\",\"seats\":", op->show_id);
     seatd_buf_append(&b, text, len);
     seatd_buf_append(&b, "}", 1);
-    store__decoded_free(&d);
     const char *names[] = {"layout", "layoutHash"};
     const char *values[] = {b.data, op->hash};
     size_t lens[] = {b.len, strlen(op->hash)};

@@ -67,6 +67,26 @@ void store__op_fail(store_op_t *op, int err)
     store__op_free(op);
 }
 
+/* Decodes the reply of a link of a chain into 'd' (NULL: only whether it succeeded matters).
+ * Returns 1 when it succeeded ('d' is then the caller's to free); else ends the chain with the
+ * decoded error through the callback and returns 0. */
+int store__link_ok(store_op_t *op, decoded_t *d, const struct redisReply *reply, int err)
+{
+    decoded_t own;
+    if (d == NULL)
+        d = &own;
+    store__decode(d, reply, err, (kind_t)op->kind);
+    if (d->res.err == 0) {
+        if (d == &own)
+            store__decoded_free(d);
+        return 1;
+    }
+    op->cb(&d->res, op->data);
+    store__decoded_free(d);
+    store__op_free(op);
+    return 0;
+}
+
 /* Files the hints of a succeeded operation (the need it created) before its callback runs. */
 static void file_hints(const store_op_t *op, const seatd_store_result_t *res)
 {
@@ -160,39 +180,10 @@ static int valid_digest(const char *s, size_t len)
     return 1;
 }
 
-/* Keeps the show's layoutHash from a seatd_layout_get reply in op->hash and queues the read
- * of the shared layout with 'next'; or ends the chain with the reply's error. */
-void store__fetch_shared_layout(store_op_t *op, const struct redisReply *reply, int err,
-                                seatd_rds_reply_cb next)
-{
-    decoded_t d;
-    store__decode(&d, reply, err, (kind_t)op->kind);
-    if (d.res.err != 0) {
-        op->cb(&d.res, op->data);
-        store__decoded_free(&d);
-        store__op_free(op);
-        return;
-    }
-    size_t len = 0;
-    const char *hash = store__raw_get(&d.res, "layoutHash", &len);
-    if (!valid_digest(hash, len)) {
-        store__decoded_free(&d);
-        seatd_log(SEATD_LOG_ERROR, NULL, "show meta has no valid layoutHash", "\"showId\":\"%s\"",
-                  op->show_id);
-        store__op_fail(op, SEATD_EINTERNAL);
-        return;
-    }
-    memcpy(op->hash, hash, len + 1);
-    store__decoded_free(&d);
-    char key[SEATD_KEY_MAX];
-    store__layout_key(key, op->hash);
-    store__chain(op, SEATD_FN_LAYOUT_FETCH, key, 0, NULL, next);
-}
-
 /* The shared layout text from a seatd_layout_fetch reply; NULL after ending the chain with
  * an error (a show whose shared layout is missing is an internal error). 'd' is freed by the
  * caller when non-NULL was returned. */
-const char *store__shared_layout_text(store_op_t *op, decoded_t *d, const struct redisReply *reply,
+static const char *shared_layout_text(store_op_t *op, decoded_t *d, const struct redisReply *reply,
                                       int err, size_t *len)
 {
     store__decode(d, reply, err, (kind_t)op->kind);
@@ -210,6 +201,52 @@ const char *store__shared_layout_text(store_op_t *op, decoded_t *d, const struct
     return NULL;
 }
 
+/* The last link of a layout fetch: the text to the chain's reader. */
+static void on_shared_layout(const struct redisReply *reply, int err, void *data)
+{
+    store_op_t *op = data;
+    decoded_t d;
+    size_t len = 0;
+    const char *text = shared_layout_text(op, &d, reply, err, &len);
+    if (text == NULL)
+        return;
+    op->layout_text(op, text, len); /* may end the chain: 'op' is not touched after */
+    store__decoded_free(&d);
+}
+
+/* Keeps the show's layoutHash from a seatd_layout_get reply in op->hash and queues the read
+ * of the shared layout, whose text goes to 'use'; or ends the chain with the reply's error. */
+void store__fetch_shared_layout(store_op_t *op, const struct redisReply *reply, int err,
+                                store_layout_text_cb use)
+{
+    decoded_t d;
+    if (!store__link_ok(op, &d, reply, err))
+        return;
+    size_t len = 0;
+    const char *hash = store__raw_get(&d.res, "layoutHash", &len);
+    if (!valid_digest(hash, len)) {
+        store__decoded_free(&d);
+        seatd_log(SEATD_LOG_ERROR, NULL, "show meta has no valid layoutHash", "\"showId\":\"%s\"",
+                  op->show_id);
+        store__op_fail(op, SEATD_EINTERNAL);
+        return;
+    }
+    memcpy(op->hash, hash, len + 1);
+    store__decoded_free(&d);
+    char key[SEATD_KEY_MAX];
+    store__layout_key(key, op->hash);
+    op->layout_text = use;
+    store__chain(op, SEATD_FN_LAYOUT_FETCH, key, 0, NULL, on_shared_layout);
+}
+
+/* Ends the chain: the shared layout read is not the one the show's layoutHash names. */
+void store__layout_mismatch(store_op_t *op)
+{
+    seatd_log(SEATD_LOG_ERROR, NULL, "shared layout does not match its hash",
+              "\"showId\":\"%s\",\"layoutHash\":\"%s\"", op->show_id, op->hash);
+    store__op_fail(op, SEATD_EINTERNAL);
+}
+
 /* The meta key of the show named by 'id' (a hold or booking id of kind 'kind'). */
 int store__meta_of_id(char *key, const char *id, char kind)
 {
@@ -218,6 +255,17 @@ int store__meta_of_id(char *key, const char *id, char kind)
     if (rc < 0)
         return rc;
     return seatd_keys_show(key, show, "meta");
+}
+
+/* store__meta_of_id(), and SEATD_EBADID when 'owner' (NULL: any) is not a valid user id. */
+int store__meta_of_owned_id(char *key, const char *id, char kind, const char *owner)
+{
+    int rc = store__meta_of_id(key, id, kind);
+    if (rc < 0)
+        return rc;
+    if (owner != NULL && !seatd_keys_valid_sub(owner))
+        return SEATD_EBADID;
+    return 0;
 }
 
 seatd_store_t *seatd_store_new(seatd_scripts_t *scripts)

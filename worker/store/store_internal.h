@@ -38,6 +38,11 @@ enum {
 #define LAYOUT_KEY_PREFIX "seatd:layout:" /* + the layout's digest: the shared layouts */
 
 /* One queued operation: the caller's callback and what the chained operations carry. */
+struct store_op_s;
+/* What a chain does with the text of its show's shared layout, once read (the text is
+ * borrowed for the call): store__fetch_shared_layout(). */
+typedef void (*store_layout_text_cb)(struct store_op_s *op, const char *text, size_t len);
+
 typedef struct store_op_s {
     seatd_store_t *st;                      /* borrowed */
     int kind;                               /* kind_t: what the last reply decodes into */
@@ -51,6 +56,7 @@ typedef struct store_op_s {
     int admitted;                           /* hold: pass {s}:qadmit as KEYS[2] */
     int argc;                               /* chains: the arguments of the next call */
     char **argv;                            /* owned copies */
+    store_layout_text_cb layout_text;       /* chains: the shared layout's reader */
 } store_op_t;
 
 #define MAX_DECODED_FIELDS 4096 /* list_shows pages are bounded well below this */
@@ -98,8 +104,6 @@ void store__decode_typed(decoded_t *d, kind_t kind);
 void store__decoded_free(decoded_t *d);
 void store__propose_alternatives(decoded_t *d, const char *show_id);
 const char *store__raw_get(const seatd_store_result_t *res, const char *name, size_t *len);
-const char *store__shared_layout_text(store_op_t *op, decoded_t *d, const struct redisReply *reply,
-                                      int err, size_t *len);
 
 /* ---------------------------------------------------------------- store.c */
 
@@ -108,9 +112,12 @@ void store__chain(store_op_t *op, const char *fn, const char *key, int nargs, co
 int store__fcall(store_op_t *op, const char *fn, const char *key, int nargs, const char **args,
                  const size_t *lens, seatd_rds_reply_cb cb);
 void store__fetch_shared_layout(store_op_t *op, const struct redisReply *reply, int err,
-                                seatd_rds_reply_cb next);
+                                store_layout_text_cb use);
+void store__layout_mismatch(store_op_t *op);
 void store__layout_key(char *out, const char *hash);
+int store__link_ok(store_op_t *op, decoded_t *d, const struct redisReply *reply, int err);
 int store__meta_of_id(char *key, const char *id, char kind);
+int store__meta_of_owned_id(char *key, const char *id, char kind, const char *owner);
 void store__on_reply(const struct redisReply *reply, int err, void *data);
 void store__op_fail(store_op_t *op, int err);
 void store__op_free(store_op_t *op);
