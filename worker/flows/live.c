@@ -15,6 +15,13 @@
  * API
  * --------------------------------------------------------------------------------------- */
 
+/* An option left 0 takes its default (live.h). */
+static void or_default(unsigned *v, unsigned d)
+{
+    if (*v == 0)
+        *v = d;
+}
+
 seatd_live_t *seatd_live_new(uv_loop_t *loop, seatd_store_t *store, const seatd_live_opts_t *opts)
 {
     seatd_live_t *lv = seatd_calloc(1, sizeof(*lv));
@@ -22,22 +29,15 @@ seatd_live_t *seatd_live_new(uv_loop_t *loop, seatd_store_t *store, const seatd_
     lv->store = store;
     lv->opts = *opts;
     lv->opts.redis_host = lv->opts.redis_unix = NULL;
-    if (!lv->opts.tick_ms)
-        lv->opts.tick_ms = 50;
-    if (!lv->opts.pass_slice)
-        lv->opts.pass_slice = 1000;
-    if (!lv->opts.ping_ms)
-        lv->opts.ping_ms = 20000;
-    if (!lv->opts.idle_ms)
-        lv->opts.idle_ms = 60000;
-    if (!lv->opts.ring)
-        lv->opts.ring = 256;
-    if (!lv->opts.ring_burst)
-        lv->opts.ring_burst = 65536;
+    or_default(&lv->opts.tick_ms, 50);
+    or_default(&lv->opts.pass_slice, 1000);
+    or_default(&lv->opts.ping_ms, 20000);
+    or_default(&lv->opts.idle_ms, 60000);
+    or_default(&lv->opts.ring, 256);
+    or_default(&lv->opts.ring_burst, 65536);
+    or_default(&lv->opts.max_queue_frames, 64);
     if (lv->opts.ring_burst < lv->opts.ring)
         lv->opts.ring_burst = lv->opts.ring;
-    if (!lv->opts.max_queue_frames)
-        lv->opts.max_queue_frames = 64;
     lv->ps = seatd_pubsub_new(loop, opts->redis_host, opts->redis_port, opts->redis_unix,
                               live__on_pubsub, lv);
     lv->rbuf = seatd_malloc(READ_BUF);
