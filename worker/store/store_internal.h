@@ -102,8 +102,19 @@ typedef struct decoded_s {
 void store__decode(decoded_t *d, const struct redisReply *r, int err, kind_t kind);
 void store__decode_typed(decoded_t *d, kind_t kind);
 void store__decoded_free(decoded_t *d);
-void store__propose_alternatives(decoded_t *d, const char *show_id);
 const char *store__raw_get(const seatd_store_result_t *res, const char *name, size_t *len);
+
+/* ---------------------------------------------------------------- refusal.c */
+
+/* A Function's error reply ('s', 'len' bytes: "<WORD> <detail...>") into d->res's error,
+ * detail and words; a hold's refusal, as fields after "refused" (store__decode_refusal) or as
+ * one text within a batch's answer (store__decode_refusal_text: 0, or SEATD_EPROTO when 's' is
+ * not one). */
+void store__decode_error(decoded_t *d, const char *s, size_t len);
+void store__decode_refusal(decoded_t *d);
+int store__decode_refusal_text(decoded_t *d, const char *s, size_t len);
+/* The alternatives to a refused named hold's seats, appended to its detail. */
+void store__propose_alternatives(decoded_t *d, const char *show_id);
 
 /* ---------------------------------------------------------------- store.c */
 
