@@ -1,11 +1,12 @@
-/* Unit tests for rds.c's RESP writer: byte for byte what hiredis's own formatter writes. */
+/* Unit tests for the node layer's RESP writer (rds_cmd.c): byte for byte what hiredis's own
+ * formatter writes. */
 #include <criterion/criterion.h>
 #include <hiredis/hiredis.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
-#include "clients/rds_cluster.h"
+#include "clients/rds_node.h"
 
 static void check_same(int argc, const char **argv, const size_t *lens)
 {
