@@ -4,8 +4,9 @@
  * pool (rds_node.h) or, in cluster mode, to the router (rds_cluster.h), which hands it on to
  * its nodes without copying it again. The layers below know nothing of this one:
  *
- *     rds.c (this file), rds_reply.c  ->  rds_cluster*.c  ->  rds_node.c rds_conn.c rds_cmd.c
- *                                     ------------------->
+ *     rds.c (this file), rds_reply.c: the facade
+ *       |-- one node -->  rds_node.h (rds_node.c rds_conn.c rds_cmd.c rds_uv.c)
+ *       '-- cluster -->   rds_cluster.h (rds_cluster*.c)  -->  rds_node.h, one node per primary
  *
  * The hooks (ready, lost) are passed down with this object as their data and run with it,
  * so a caller sees its own seatd_rds_t whatever layer a connection belongs to.

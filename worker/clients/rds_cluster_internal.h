@@ -13,10 +13,10 @@
  *   - node_t: one node, host:port, with its pool (a seatd__rds_node_t, rds_node.h) created
  *     the first time a command is routed to it, and kept until close.
  *   - rcmd_t: one command, with a reference to its message (the RESP bytes, shared with the
- *     facade and with the node it is sent to, never copied), its routing (slot, or a pinned node
- * for ASK and for commands sent to every primary) and its own deadline, fixed when it was first
- *     queued. It is either in flight on one pool (exactly one pool callback pending) or on the
- *     waiting list, and completes exactly once.
+ *     facade and with the node it is sent to, never copied), its routing (slot, or a pinned
+ *     node for ASK and for commands sent to every primary) and its own deadline, fixed when it
+ *     was first queued. It is either in flight on one pool (exactly one pool callback
+ *     pending) or on the waiting list, and completes exactly once.
  */
 #ifndef SEATD_RDS_CLUSTER_INTERNAL_H
 #define SEATD_RDS_CLUSTER_INTERNAL_H
