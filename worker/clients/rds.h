@@ -49,6 +49,11 @@
  * a confirm that is not. An error reply (the script refused) is delivered with err 0.
  *
  * Loop and threads: one loop, one thread. Never share a seatd_rds_t across fork().
+ *
+ * Inside, three layers, each using only the one(s) below (rds_node.h draws them): this API
+ * (rds.c, rds_reply.c) formats a command once and hands it to one node's pool (rds_node.h:
+ * rds_node.c, rds_conn.c, rds_cmd.c, rds_uv.c) or, in cluster mode, to the router
+ * (rds_cluster.h: rds_cluster*.c), which keeps one node per primary.
  */
 #ifndef SEATD_RDS_H
 #define SEATD_RDS_H

@@ -1,7 +1,8 @@
 /*
- * rds_cluster.c - the Redis Cluster router behind a cluster-mode seatd_rds_t; see rds.h
- * (cluster mode) and rds_cluster.h. This file holds the known nodes and their pools, the
- * command table (routing key, read-only commands), the calls rds.c makes and the teardown;
+ * rds_cluster.c - the Redis Cluster router (rds_cluster.h), between the public client (rds.c,
+ * cluster mode in rds.h) above and the node layer (rds_node.h) below. This file holds the
+ * known nodes and their pools, the command table (routing key, read-only commands), the calls
+ * rds.c makes and the teardown;
  * a command's way to its node is in rds_cluster_route.c, the slot map in rds_cluster_slots.c
  * (rds_cluster_internal.h).
  */
@@ -13,9 +14,6 @@
 
 #include "base/log.h"
 #include "base/mem.h"
-
-#define DEFAULT_TIMEOUT_MS 2000
-#define DEFAULT_MAX_PENDING 10000
 
 /* ----------------------------------------------------------------------------------------
  * Nodes
@@ -67,15 +65,15 @@ int cluster__node_parse(seatd__rds_cluster_t *cl, const char *p, size_t len)
     return cluster__node_get(cl, p, (size_t)(colon - p), port);
 }
 
-seatd_rds_t *cluster__node_pool(seatd__rds_cluster_t *cl, int i)
+seatd__rds_node_t *cluster__node_pool(seatd__rds_cluster_t *cl, int i)
 {
     node_t *n = &cl->nodes[i];
     if (!n->pool) {
-        seatd_rds_opts_t o = cl->popts;
+        seatd__rds_node_opts_t o = cl->popts;
         o.host = n->host;
         o.port = n->port;
-        n->pool = seatd_rds_new(cl->loop, &o);
-        seatd__rds_set_owner(n->pool, cl->owner);
+        n->pool = seatd__rds_node_new(cl->loop, &o);
+        seatd__rds_node_set_ready_hook(n->pool, cl->ready_cb, cl->ready_data);
     }
     return n->pool;
 }
@@ -116,29 +114,31 @@ static const char *const readonly[] = {
     "EVALSHA_RO", "PING",  "INFO",    "CLUSTER",       "TIME",      "ECHO",
     "DBSIZE",     "SCAN",  "KEYS",    "FUNCTION",      "WAIT",      NULL};
 
-/* The slot of the command's routing key, or -1 for a keyless command. */
-static int command_slot(int argc, char *const *argv, const size_t *lens)
+/* The slot of the command's routing key, or -1 for a keyless command. The arguments are the
+ * caller's, binary-safe and not NUL-terminated. */
+static int command_slot(int argc, const char *const *argv, const size_t *lens)
 {
     if (name_in(argv[0], lens[0], keyless) || argc < 2)
         return -1;
     if (name_in(argv[0], lens[0], scripted)) {
         if (argc < 4)
             return -1;
-        long nk = strtol(argv[2], NULL, 10);
-        return nk > 0 ? (int)seatd_rds_keyslot(argv[3], lens[3]) : -1;
+        /* numkeys > 0: Redis takes plain decimal only, so its first byte is 1-9. */
+        int some_keys = lens[2] > 0 && argv[2][0] >= '1' && argv[2][0] <= '9';
+        return some_keys ? (int)seatd_rds_keyslot(argv[3], lens[3]) : -1;
     }
     return (int)seatd_rds_keyslot(argv[1], lens[1]);
 }
 
 /* ----------------------------------------------------------------------------------------
- * API for rds.c
+ * API for rds.c (rds_cluster.h)
  * -------------------------------------------------------------------------------------- */
 
-seatd__rds_cluster_t *seatd__rds_cluster_new(seatd_rds_t *owner, uv_loop_t *loop,
-                                             const seatd_rds_opts_t *opts)
+seatd__rds_cluster_t *
+seatd__rds_cluster_new(uv_loop_t *loop, const seatd__rds_node_opts_t *node_opts, const char *seeds)
 {
     seatd__rds_cluster_t *cl = seatd_calloc(1, sizeof(*cl));
-    cl->owner = owner;
+    const seatd__rds_node_opts_t *opts = node_opts;
     cl->loop = loop;
     cl->user = opts->user && opts->user[0] ? seatd_strdup(opts->user) : NULL;
     cl->password = opts->password && opts->password[0] ? seatd_strdup(opts->password) : NULL;
@@ -149,12 +149,14 @@ seatd__rds_cluster_t *seatd__rds_cluster_new(seatd_rds_t *owner, uv_loop_t *loop
     cl->popts.password = cl->password;
     cl->popts.wait_replicas = opts->wait_replicas;
     cl->popts.wait_ms = opts->wait_ms;
-    cl->timeout_ms = (uint64_t)(opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS);
-    cl->max_pending = (unsigned)(opts->max_pending > 0 ? opts->max_pending : DEFAULT_MAX_PENDING);
+    cl->timeout_ms =
+        (uint64_t)(opts->timeout_ms > 0 ? opts->timeout_ms : SEATD__RDS_DEFAULT_TIMEOUT_MS);
+    cl->max_pending =
+        (unsigned)(opts->max_pending > 0 ? opts->max_pending : SEATD__RDS_DEFAULT_MAX_PENDING);
     cl->rng = (uv_hrtime() ^ (uint64_t)(uintptr_t)cl) | 1u;
     for (int s = 0; s < SEATD_RDS_SLOTS; s++)
         cl->slots[s] = -1;
-    const char *p = opts->cluster_nodes;
+    const char *p = seeds;
     while (p && *p) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
@@ -171,49 +173,54 @@ seatd__rds_cluster_t *seatd__rds_cluster_new(seatd_rds_t *owner, uv_loop_t *loop
     return cl;
 }
 
-int seatd__rds_cluster_callv(seatd__rds_cluster_t *cl, int argc, const char **argv,
-                             const size_t *argvlen, unsigned flags, int all, seatd_rds_reply_cb cb,
-                             void *data)
+void seatd__rds_cluster_set_ready_hook(seatd__rds_cluster_t *cl, seatd__rds_node_ready_cb cb,
+                                       void *data)
+{
+    cl->ready_cb = cb;
+    cl->ready_data = data;
+    for (int i = 0; i < cl->nnodes; i++)
+        if (cl->nodes[i].pool)
+            seatd__rds_node_set_ready_hook(cl->nodes[i].pool, cb, data);
+}
+
+int seatd__rds_cluster_send(seatd__rds_cluster_t *cl, int argc, const char *const *argv,
+                            const size_t *argvlen, seatd__rds_msg_t *m, unsigned flags, int all,
+                            seatd__rds_cb cb, void *data)
 {
     if (cl->closing)
         return SEATD_ESHUTDOWN;
-    if (argc <= 0 || !argv || !cb)
-        return SEATD_EINVAL;
-    size_t bytes = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!argv[i])
-            return SEATD_EINVAL;
-        bytes += (argvlen ? argvlen[i] : strlen(argv[i])) + 1;
-    }
     if (cl->pending >= cl->max_pending)
         return SEATD_EOVERLOAD;
-    rcmd_t *r = seatd_malloc(sizeof(*r) + (size_t)argc * (sizeof(size_t) + sizeof(char *)) + bytes);
-    memset(r, 0, sizeof(*r));
+    /* The routing reads the first arguments only: their lengths, when the caller gave none. */
+    size_t lens[4];
+    if (!argvlen) {
+        for (int i = 0; i < argc && i < 4; i++)
+            lens[i] = strlen(argv[i]);
+        argvlen = lens;
+    }
+    rcmd_t *r = seatd_calloc(1, sizeof(*r));
     r->cl = cl;
     r->cb = cb;
     r->data = data;
     r->pin = -1;
     r->all = all;
-    r->argc = argc;
-    r->argvlen = (size_t *)(r + 1);
-    r->argv = (char **)(r->argvlen + argc);
-    char *p = (char *)(r->argv + argc);
-    for (int i = 0; i < argc; i++) {
-        size_t len = argvlen ? argvlen[i] : strlen(argv[i]);
-        if (len)
-            memcpy(p, argv[i], len);
-        p[len] = '\0';
-        r->argv[i] = p;
-        r->argvlen[i] = len;
-        p += len + 1;
-    }
-    r->slot = command_slot(argc, r->argv, r->argvlen);
+    r->slot = command_slot(argc, argv, argvlen);
     r->flags = flags;
-    if (name_in(r->argv[0], r->argvlen[0], readonly))
-        r->flags |= SEATD_RDS_IDEMPOTENT;
-    r->deadline_ms = cluster__now_ms() + cl->timeout_ms + (uint64_t)(bytes >> 20) * 1000;
+    if (name_in(argv[0], argvlen[0], readonly))
+        r->flags |= SEATD__RDS_IDEMPOTENT;
+    r->script = seatd_rds_is_script(argv[0], argvlen[0]);
+    r->msg = seatd__rds_msg_ref(m);
+    r->deadline_ms = cluster__now_ms() + cl->timeout_ms + (uint64_t)(m->args >> 20) * 1000;
     cl->pending++;
     cluster__rcmd_send(r);
+    return 0;
+}
+
+int seatd__rds_cluster_has_node(const seatd__rds_cluster_t *cl, const seatd__rds_node_t *node)
+{
+    for (int i = 0; node && i < cl->nnodes; i++)
+        if (cl->nodes[i].pool == node)
+            return 1;
     return 0;
 }
 
@@ -222,36 +229,37 @@ int seatd__rds_cluster_is_ready(const seatd__rds_cluster_t *cl)
     if (!cl->have_map)
         return 0;
     for (int i = 0; i < cl->nnodes; i++)
-        if (cl->nodes[i].pool && seatd_rds_is_ready(cl->nodes[i].pool))
+        if (cl->nodes[i].pool && seatd__rds_node_is_ready(cl->nodes[i].pool))
             return 1;
     return 0;
 }
 
-void seatd__rds_cluster_stats(const seatd__rds_cluster_t *cl, seatd_rds_stats_t *out)
+void seatd__rds_cluster_stats(const seatd__rds_cluster_t *cl, seatd__rds_cluster_stats_t *out)
 {
     memset(out, 0, sizeof(*out));
+    seatd__rds_node_stats_t *sum = &out->nodes;
     for (int i = 0; i < cl->nnodes; i++) {
         if (!cl->nodes[i].pool)
             continue;
-        seatd_rds_stats_t s;
-        seatd_rds_get_stats(cl->nodes[i].pool, &s);
-        out->commands += s.commands;
-        out->errors += s.errors;
-        out->timeouts += s.timeouts;
-        out->reconnects += s.reconnects;
-        out->connect_failures += s.connect_failures;
-        out->refused += s.refused;
-        out->rtt_us_sum += s.rtt_us_sum;
-        out->wait_ok += s.wait_ok;
-        out->wait_short += s.wait_short;
-        out->connected += s.connected;
+        seatd__rds_node_stats_t s;
+        seatd__rds_node_stats(cl->nodes[i].pool, &s);
+        sum->commands += s.commands;
+        sum->errors += s.errors;
+        sum->timeouts += s.timeouts;
+        sum->reconnects += s.reconnects;
+        sum->connect_failures += s.connect_failures;
+        sum->refused += s.refused;
+        sum->rtt_us_sum += s.rtt_us_sum;
+        sum->wait_ok += s.wait_ok;
+        sum->wait_short += s.wait_short;
+        sum->connected += s.connected;
     }
+    sum->pending = cl->pending;
     out->moved = cl->moved;
     out->asked = cl->asked;
     out->ask_waits = cl->ask_waits;
     out->retries = cl->retries;
     out->refreshes = cl->refreshes;
-    out->pending = cl->pending;
 }
 
 /* ----------------------------------------------------------------------------------------
@@ -268,8 +276,11 @@ void cluster__maybe_free(seatd__rds_cluster_t *cl)
     free(cl->nodes);
     free(cl->user);
     free(cl->password);
-    seatd__rds_free_shell(cl->owner);
+    void (*done)(void *) = cl->done;
+    void *done_data = cl->done_data;
     free(cl);
+    if (done)
+        done(done_data);
 }
 
 static void on_closed(uv_handle_t *h)
@@ -293,11 +304,13 @@ static void on_teardown(uv_timer_t *t)
     uv_close((uv_handle_t *)&cl->rtimer, on_closed);
 }
 
-void seatd__rds_cluster_close(seatd__rds_cluster_t *cl)
+void seatd__rds_cluster_close(seatd__rds_cluster_t *cl, void (*done)(void *data), void *data)
 {
     cl->closing = 1;
+    cl->done = done;
+    cl->done_data = data;
     for (int i = 0; i < cl->nnodes; i++)
-        seatd_rds_close(cl->nodes[i].pool);
+        seatd__rds_node_close(cl->nodes[i].pool, NULL, NULL);
     uv_timer_stop(&cl->rtimer);
     uv_timer_start(&cl->retry, on_teardown, 0, 0);
 }

@@ -1,57 +1,50 @@
 /*
- * rds_cluster.h - private to the rds module: the Redis Cluster router behind seatd_rds_t in
- * cluster mode (see rds.h), and the few rds*.c internals it uses. Nobody else includes this.
+ * rds_cluster.h - the middle layer of the Redis client: the Redis Cluster router. It keeps the
+ * slot map and one node (rds_node.h) per primary, created the first time a command routes to
+ * it, and routes, redirects and retries as rds.h (cluster mode) describes. It uses only the
+ * node layer below it (rds_node.h) and knows nothing of the public client: rds.c, the facade
+ * above, is its only user. Private to the rds files.
  */
 #ifndef SEATD_RDS_CLUSTER_H
 #define SEATD_RDS_CLUSTER_H
 
 #include <stddef.h>
-#include <stdint.h>
 
-#include "base/buf.h"
-#include "clients/rds.h"
+#include "clients/rds_node.h"
 
 struct uv_loop_s;
-struct redisReply;
-
-/* Internal call flags, above the public SEATD_RDS_* ones. */
-#define SEATD__RDS_ASKING 0x100u /* send ASKING first, on the same connection */
-#define SEATD__RDS_DETAIL 0x200u /* report "sent, then lost" as SEATD__RDS_ELOST */
-
-/* "Sent, then the connection was lost: it may have run" (only with SEATD__RDS_DETAIL; never
- * reaches a caller of the public API). */
-#define SEATD__RDS_ELOST (-10001)
 
 typedef struct seatd__rds_cluster_s seatd__rds_cluster_t;
 
-/* rds.c: queues a command on single-node client 'rds' with 'flags' and an absolute deadline
- * on the uv_hrtime clock in ms (0: the client's own timeout). Same contract as callv. */
-int seatd__rds_send(seatd_rds_t *rds, int argc, const char **argv, const size_t *argvlen,
-                    unsigned flags, uint64_t deadline_ms, seatd_rds_reply_cb cb, void *data);
-/* rds.c: sets the ready hook of a node pool to forward to 'owner''s hook. */
-void seatd__rds_set_owner(seatd_rds_t *pool, seatd_rds_t *owner);
-/* rds.c: frees the shell of a cluster-mode client once its router is gone. */
-void seatd__rds_free_shell(seatd_rds_t *rds);
-/* rds.c: the owner's ready hook, run for a node pool's connection. */
-void seatd__rds_run_ready(seatd_rds_t *owner, seatd_rds_t *pool, void *conn);
-/* rds_cmd.c: appends the RESP form of the command (an array of 'argc' bulk strings) to 'out';
- * the bytes hiredis's redisFormatCommandArgv writes. */
-void seatd__rds_format_command(int argc, const char *const *argv, const size_t *argvlen,
-                               seatd_buf_t *out);
-/* rds_reply.c: a deep copy of 'r' (owned, free with seatd__rds_reply_free), NULL for NULL. */
-struct redisReply *seatd__rds_reply_dup(const struct redisReply *r);
-void seatd__rds_reply_free(struct redisReply *r);
+typedef struct seatd__rds_cluster_stats_s {
+    seatd__rds_node_stats_t nodes; /* summed over the nodes; 'pending' is the router's own */
+    unsigned long long moved, asked, ask_waits, retries, refreshes;
+} seatd__rds_cluster_stats_t;
 
-/* rds_cluster.c: the router. 'owner' is the cluster-mode seatd_rds_t; 'opts' copied. NULL if
- * the seed list does not parse. */
-seatd__rds_cluster_t *seatd__rds_cluster_new(seatd_rds_t *owner, struct uv_loop_s *loop,
-                                             const seatd_rds_opts_t *opts);
-int seatd__rds_cluster_callv(seatd__rds_cluster_t *cl, int argc, const char **argv,
-                             const size_t *argvlen, unsigned flags, int all, seatd_rds_reply_cb cb,
-                             void *data);
+/* A router over the seed nodes "host:port,host:port" ('seeds' borrowed); every node it
+ * creates gets 'node_opts' (borrowed, copied; host/port/unix_path ignored). Seeds that do not
+ * parse are logged and ignored. */
+seatd__rds_cluster_t *seatd__rds_cluster_new(struct uv_loop_s *loop,
+                                             const seatd__rds_node_opts_t *node_opts,
+                                             const char *seeds);
+/* The ready hook of every node, present and future. */
+void seatd__rds_cluster_set_ready_hook(seatd__rds_cluster_t *cl, seatd__rds_node_ready_cb cb,
+                                       void *data);
+/* Routes 'm' (a reference is taken: the caller keeps its own). 'argv' (borrowed for the call)
+ * is the command 'm' holds, read for its routing key and name. 'all': to every primary
+ * (seatd_rds_callv_all). 0 and 'cb' runs exactly once later; or SEATD_EOVERLOAD /
+ * SEATD_ESHUTDOWN and 'cb' never runs. */
+SEATD_MUSTCHECK int seatd__rds_cluster_send(seatd__rds_cluster_t *cl, int argc,
+                                            const char *const *argv, const size_t *argvlen,
+                                            seatd__rds_msg_t *m, unsigned flags, int all,
+                                            seatd__rds_cb cb, void *data);
+/* 1 if 'node' is one of the router's nodes. */
+int seatd__rds_cluster_has_node(const seatd__rds_cluster_t *cl, const seatd__rds_node_t *node);
+/* 1 once a slot map is known and a node is ready. */
 int seatd__rds_cluster_is_ready(const seatd__rds_cluster_t *cl);
-void seatd__rds_cluster_stats(const seatd__rds_cluster_t *cl, seatd_rds_stats_t *out);
-/* Closes every pool; when the last command has completed, calls seatd__rds_free_shell(). */
-void seatd__rds_cluster_close(seatd__rds_cluster_t *cl);
+void seatd__rds_cluster_stats(const seatd__rds_cluster_t *cl, seatd__rds_cluster_stats_t *out);
+/* Closes every node; once the last command has completed and the router is freed, runs
+ * 'done(data)' (may be NULL). */
+void seatd__rds_cluster_close(seatd__rds_cluster_t *cl, void (*done)(void *data), void *data);
 
 #endif

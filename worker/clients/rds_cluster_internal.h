@@ -3,18 +3,20 @@
  * the functions one file calls in another. Not an interface: include it only from
  * rds_cluster.c (nodes, the command table, the calls rds.c makes, teardown),
  * rds_cluster_route.c (sending, redirects, retries, the waiting list) and
- * rds_cluster_slots.c (the slot map and its refresh); rds.c goes through rds_cluster.h.
+ * rds_cluster_slots.c (the slot map and its refresh); rds.c goes through rds_cluster.h. The
+ * router sits on the node layer and uses only its interface, rds_node.h.
  *
  * Objects:
  *   - cluster_t: the slot map (slot -> node index, -1 unknown), the known nodes (seeds, then
  *     every node CLUSTER SLOTS names), the list of commands waiting for a retry or for a map,
  *     one retry timer and one refresh timer.
- *   - node_t: one node, host:port, with its pool (a single-node seatd_rds_t, rds.c) created
+ *   - node_t: one node, host:port, with its pool (a seatd__rds_node_t, rds_node.h) created
  *     the first time a command is routed to it, and kept until close.
- *   - rcmd_t: one command, with its copied arguments, its routing (slot, or a pinned node for
- *     ASK and for commands sent to every primary) and its own deadline, fixed when it was first
- *     queued. It is either in flight on one pool (exactly one pool callback pending) or on the
- *     waiting list, and completes exactly once.
+ *   - rcmd_t: one command, with a reference to its message (the RESP bytes, shared with the
+ *     facade and with the node it is sent to, never copied), its routing (slot, or a pinned
+ *     node for ASK and for commands sent to every primary) and its own deadline, fixed when it
+ *     was first queued. It is either in flight on one pool (exactly one pool callback
+ *     pending) or on the waiting list, and completes exactly once.
  */
 #ifndef SEATD_RDS_CLUSTER_INTERNAL_H
 #define SEATD_RDS_CLUSTER_INTERNAL_H
@@ -23,15 +25,15 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "clients/rds.h"
 #include "clients/rds_cluster.h"
+#include "clients/rds_node.h"
 #include "domain/rds_slot.h"
 
 typedef struct node_s {
-    char *host;        /* owned */
-    int port;          /* TCP port */
-    seatd_rds_t *pool; /* owned; NULL until a command is routed here */
-    int primary;       /* serves slots in the current map */
+    char *host;              /* owned */
+    int port;                /* TCP port */
+    seatd__rds_node_t *pool; /* owned; NULL until a command is routed here */
+    int primary;             /* serves slots in the current map */
 } node_t;
 
 typedef struct all_s all_t;
@@ -40,9 +42,9 @@ typedef struct rcmd_s rcmd_t;
 struct rcmd_s {
     rcmd_t *prev, *next; /* in cl->waiting */
     seatd__rds_cluster_t *cl;
-    seatd_rds_reply_cb cb; /* runs exactly once */
+    seatd__rds_cb cb;      /* runs exactly once */
     void *data;            /* for 'cb' */
-    unsigned flags;        /* SEATD_RDS_* */
+    unsigned flags;        /* SEATD__RDS_* */
     int slot;              /* routing slot, -1 for keyless */
     int pin;               /* node index it must go to (ASK, or one primary of an 'all'), or -1 */
     int asking;            /* send ASKING first (after ASK) */
@@ -53,19 +55,21 @@ struct rcmd_s {
     int last_err;          /* error to report if the deadline passes while waiting */
     uint64_t deadline_ms;  /* fixed at first queueing */
     uint64_t retry_at;     /* when waiting: when to send again (UINT64_MAX: when a map comes) */
-    int argc;
-    size_t *argvlen; /* in the same block */
-    char **argv;     /* in the same block */
+    int script;            /* a script (FCALL, EVAL...): does not follow ASK (rds_slot.h) */
+    seatd__rds_msg_t *msg; /* one reference, dropped when the command is freed */
 };
 
 struct seatd__rds_cluster_s {
-    seatd_rds_t *owner;     /* the cluster-mode client (a shell), freed by us at the end */
-    uv_loop_t *loop;        /* borrowed */
-    seatd_rds_opts_t popts; /* options of every pool; strings owned below */
-    char *user, *password;  /* owned */
-    uint64_t timeout_ms;    /* per-command deadline */
-    unsigned max_pending;   /* bound on commands alive */
-    node_t *nodes;          /* owned array */
+    void (*done)(void *);              /* run once the router is freed (seatd__rds_cluster_close) */
+    void *done_data;                   /* passed to 'done' */
+    seatd__rds_node_ready_cb ready_cb; /* every node's ready hook */
+    void *ready_data;                  /* passed to 'ready_cb' */
+    uv_loop_t *loop;                   /* borrowed */
+    seatd__rds_node_opts_t popts;      /* options of every pool; strings owned below */
+    char *user, *password;             /* owned */
+    uint64_t timeout_ms;               /* per-command deadline */
+    unsigned max_pending;              /* bound on commands alive */
+    node_t *nodes;                     /* owned array */
     int nnodes, cap;
     int16_t slots[SEATD_RDS_SLOTS]; /* node index serving each slot, -1 unknown */
     int have_map;                   /* a CLUSTER SLOTS answer was applied */
@@ -92,7 +96,7 @@ static inline uint64_t cluster__now_ms(void)
 
 int cluster__node_get(seatd__rds_cluster_t *cl, const char *host, size_t hlen, int port);
 int cluster__node_parse(seatd__rds_cluster_t *cl, const char *p, size_t len);
-seatd_rds_t *cluster__node_pool(seatd__rds_cluster_t *cl, int i);
+seatd__rds_node_t *cluster__node_pool(seatd__rds_cluster_t *cl, int i);
 void cluster__maybe_free(seatd__rds_cluster_t *cl);
 
 /* ---------------------------------------------------------------- rds_cluster_route.c */

@@ -25,7 +25,7 @@
 
 /* A command sent to every primary: completes when every leg has. */
 struct all_s {
-    seatd_rds_reply_cb cb;
+    seatd__rds_cb cb;
     void *data;
     int legs;          /* not yet completed */
     int err;           /* first error met */
@@ -90,6 +90,7 @@ void cluster__rcmd_finish(rcmd_t *r, const redisReply *reply, int err)
         all_leg_done(r->group, reply, err);
     else
         r->cb(reply, err, r->data);
+    seatd__rds_msg_unref(r->msg);
     free(r);
     cl->pending--;
     cluster__maybe_free(cl);
@@ -141,7 +142,7 @@ static void backoff(rcmd_t *r, int err)
     uint64_t delay = step / 2 + rng_next(cl) % (step / 2 + 1);
     uint64_t now = cluster__now_ms();
     r->attempts++;
-    if (cl->closing || (r->flags & SEATD_RDS_NO_WAIT) || now + delay >= r->deadline_ms) {
+    if (cl->closing || (r->flags & SEATD__RDS_NO_WAIT) || now + delay >= r->deadline_ms) {
         cluster__rcmd_finish(r, NULL, err == SEATD_ETIMEOUT ? SEATD_ETIMEOUT : SEATD_EUNAVAILABLE);
         return;
     }
@@ -238,7 +239,7 @@ static void on_pool_reply(const redisReply *reply, int err, void *data)
          * run, so only an idempotent command goes again. */
         int may_have_run = err == SEATD__RDS_ELOST || err == SEATD_ETIMEOUT;
         cluster__schedule_refresh(cl);
-        if (may_have_run && !(r->flags & SEATD_RDS_IDEMPOTENT)) {
+        if (may_have_run && !(r->flags & SEATD__RDS_IDEMPOTENT)) {
             cluster__rcmd_finish(r, NULL,
                                  err == SEATD_ETIMEOUT ? SEATD_ETIMEOUT : SEATD_EUNAVAILABLE);
             return;
@@ -258,7 +259,7 @@ static void on_pool_reply(const redisReply *reply, int err, void *data)
                 cluster__rcmd_finish(r, NULL, SEATD_EUNAVAILABLE);
                 return;
             }
-            if (ask && seatd_rds_is_script(r->argv[0], r->argvlen[0])) {
+            if (ask && r->script) {
                 /* Not followed: on the importing node a script would find the keys still on
                  * the source missing (rds_slot.h). It did not run here; resent to the
                  * slot's owner after a backoff, until the migration ends in MOVED. */
@@ -297,7 +298,7 @@ static void on_pool_reply(const redisReply *reply, int err, void *data)
             r->asking = 0;
             if (r->group == NULL)
                 r->pin = -1;
-            if (!(r->flags & SEATD_RDS_IDEMPOTENT)) {
+            if (!(r->flags & SEATD__RDS_IDEMPOTENT)) {
                 cluster__rcmd_finish(r, NULL, SEATD_EUNAVAILABLE);
                 return;
             }
@@ -337,22 +338,12 @@ static void fan_out(rcmd_t *r)
     a->cb = r->cb;
     a->data = r->data;
     a->legs = legs;
-    size_t bytes = 0;
-    for (int k = 0; k < r->argc; k++)
-        bytes += r->argvlen[k] + 1;
     for (int i = 0; i < cl->nnodes; i++) {
         if (!cl->nodes[i].primary)
             continue;
-        size_t size = sizeof(rcmd_t) + (size_t)r->argc * (sizeof(size_t) + sizeof(char *)) + bytes;
-        rcmd_t *leg = seatd_malloc(size);
-        memcpy(leg, r, size);
-        leg->argvlen = (size_t *)(leg + 1);
-        leg->argv = (char **)(leg->argvlen + leg->argc);
-        char *p = (char *)(leg->argv + leg->argc);
-        for (int k = 0; k < leg->argc; k++) {
-            leg->argv[k] = p;
-            p += leg->argvlen[k] + 1;
-        }
+        rcmd_t *leg = seatd_malloc(sizeof(*leg));
+        *leg = *r;
+        seatd__rds_msg_ref(leg->msg); /* every leg shares the one message */
         leg->prev = leg->next = NULL;
         leg->all = 0;
         leg->group = a;
@@ -360,17 +351,18 @@ static void fan_out(rcmd_t *r)
         cl->pending++;
         cluster__rcmd_send(leg);
     }
+    seatd__rds_msg_unref(r->msg);
     free(r);
     cl->pending--;
 }
 
 /* Sends 'r' where it belongs now, or parks it. Never runs its callback synchronously when
- * called from seatd__rds_cluster_callv (a failure there parks it for the next loop turn). */
+ * called from seatd__rds_cluster_send (a failure there parks it for the next loop turn). */
 void cluster__rcmd_send(rcmd_t *r)
 {
     seatd__rds_cluster_t *cl = r->cl;
     if (cl->closing) {
-        /* Not reached from seatd__rds_cluster_callv, which refuses once closing. */
+        /* Not reached from seatd__rds_cluster_send, which refuses once closing. */
         cluster__rcmd_finish(r, NULL, SEATD_ESHUTDOWN);
         return;
     }
@@ -397,15 +389,15 @@ void cluster__rcmd_send(rcmd_t *r)
     }
     if (node < 0) {
         cluster__schedule_refresh(cl);
-        if ((r->flags & SEATD_RDS_NO_WAIT) && cl->have_map)
+        if ((r->flags & SEATD__RDS_NO_WAIT) && cl->have_map)
             r->deadline_ms =
                 cluster__now_ms(); /* fails on the next loop turn, never synchronously */
         park(r, UINT64_MAX, SEATD_EUNAVAILABLE);
         return;
     }
     unsigned sflags = r->flags | SEATD__RDS_DETAIL | (r->asking ? SEATD__RDS_ASKING : 0);
-    int rc = seatd__rds_send(cluster__node_pool(cl, node), r->argc, (const char **)r->argv,
-                             r->argvlen, sflags, r->deadline_ms, on_pool_reply, r);
+    int rc = seatd__rds_node_send(cluster__node_pool(cl, node), r->msg, sflags, r->deadline_ms,
+                                  on_pool_reply, r);
     if (rc) {
         /* The pool is full or closing: try again after a backoff, within the deadline. */
         r->attempts++;

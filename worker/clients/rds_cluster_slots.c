@@ -137,7 +137,7 @@ void cluster__start_refresh(seatd__rds_cluster_t *cl)
     int pick = -1;
     for (int k = 0; k < cl->nnodes && pick < 0; k++) {
         int i = (int)((cl->refresh_rr + (unsigned)k) % (unsigned)cl->nnodes);
-        if (cl->nodes[i].pool && seatd_rds_is_ready(cl->nodes[i].pool))
+        if (cl->nodes[i].pool && seatd__rds_node_is_ready(cl->nodes[i].pool))
             pick = i;
     }
     if (pick < 0)
@@ -146,9 +146,11 @@ void cluster__start_refresh(seatd__rds_cluster_t *cl)
     refresh_t *rf = seatd_calloc(1, sizeof(*rf));
     rf->cl = cl;
     rf->node = pick;
-    static const char *argv[] = {"CLUSTER", "SLOTS"};
-    int rc = seatd__rds_send(cluster__node_pool(cl, pick), 2, argv, NULL, SEATD__RDS_DETAIL,
-                             cluster__now_ms() + cl->timeout_ms, on_slots, rf);
+    static const char *const argv[] = {"CLUSTER", "SLOTS"};
+    seatd__rds_msg_t *m = seatd__rds_msg_new(2, argv, NULL);
+    int rc = seatd__rds_node_send(cluster__node_pool(cl, pick), m, SEATD__RDS_DETAIL,
+                                  cluster__now_ms() + cl->timeout_ms, on_slots, rf);
+    seatd__rds_msg_unref(m);
     if (rc) {
         free(rf);
         cl->last_refresh_ms = cluster__now_ms();

@@ -1,16 +1,12 @@
 /*
- * rds_reply.c - reading and copying hiredis replies: the accessors through which the rest of
- * the worker reads a reply without including hiredis (rds.h), and the deep copies the client
- * keeps across a callback (a durable command's reply while its WAIT runs; the cluster router's
- * merged replies).
+ * rds_reply.c - the public client's reply accessors (rds.h), through which the rest of the
+ * worker reads a reply without including hiredis. Part of the facade layer: the node layer's
+ * reply copies are in rds_node.c.
  */
 #include <hiredis/hiredis.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stddef.h>
 
-#include "base/mem.h"
 #include "clients/rds.h"
-#include "clients/rds_cluster.h"
 
 /* ----------------------------------------------------------------------------------------
  * Reply accessors
@@ -66,42 +62,4 @@ const struct redisReply *seatd_rds_reply_element(const struct redisReply *r, siz
     if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements)
         return NULL;
     return r->element[i];
-}
-
-/* ----------------------------------------------------------------------------------------
- * Reply copies (WAIT holds the command's reply across a callback; the cluster router merges
- * the replies of a command sent to every primary)
- * -------------------------------------------------------------------------------------- */
-
-redisReply *seatd__rds_reply_dup(const redisReply *r)
-{
-    if (!r)
-        return NULL;
-    redisReply *d = seatd_calloc(1, sizeof(*d));
-    d->type = r->type;
-    d->integer = r->integer;
-    if (r->str) {
-        d->len = r->len;
-        d->str = seatd_malloc(r->len + 1);
-        memcpy(d->str, r->str, r->len);
-        d->str[r->len] = '\0';
-    }
-    if (r->element && r->elements) {
-        d->elements = r->elements;
-        d->element = seatd_calloc(r->elements, sizeof(*d->element));
-        for (size_t i = 0; i < r->elements; i++)
-            d->element[i] = seatd__rds_reply_dup(r->element[i]);
-    }
-    return d;
-}
-
-void seatd__rds_reply_free(redisReply *r)
-{
-    if (!r)
-        return;
-    for (size_t i = 0; r->element && i < r->elements; i++)
-        seatd__rds_reply_free(r->element[i]);
-    free(r->element);
-    free(r->str);
-    free(r);
 }

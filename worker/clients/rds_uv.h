@@ -1,6 +1,7 @@
 /*
- * rds_uv.h - our libuv event adapter for hiredis 0.14 async contexts, used by rds.c (every
- * connection, pubsub's included) instead of <hiredis/adapters/libuv.h>.
+ * rds_uv.h - our libuv event adapter for hiredis 0.14 async contexts, part of the node layer
+ * (rds_node.h): used by rds_conn.c for every connection (pubsub's included) instead of
+ * <hiredis/adapters/libuv.h>.
  *
  * Why: libuv reports a socket error (POLLERR: a refused connect, a reset connection) by
  * stopping the poll handle and calling its callback with a negative status and no events.
