@@ -6,6 +6,7 @@
  * left open).
  */
 #include <criterion/criterion.h>
+#include <unistd.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
 #include <stdio.h>
@@ -375,6 +376,51 @@ Test(rds, times_out_a_slow_command_then_reconnects_and_serves_again)
     close_and_check(loop, t.rds);
     cr_assert_eq(slow.calls, 1);
     cr_assert_eq(t.ping.calls, 1);
+}
+
+/* A uv_check callback (after the loop polled for I/O, so the PING below is written): stalls
+ * the loop, once, for 'stall_ms' while Redis answers into the socket. */
+typedef struct stall_s {
+    uv_check_t h;
+    int stall_ms;
+} stall_t;
+
+static void on_stall(uv_check_t *h)
+{
+    stall_t *s = h->data;
+    usleep((useconds_t)s->stall_ms * 1000);
+    uv_check_stop(h);
+}
+
+/*
+ * The deadline timer runs before the loop reads its sockets: after a loop turn longer than
+ * a command's deadline (a fan-out to 20,000 watchers, a descheduled worker) the reply that
+ * came in time is waiting in the socket. It is an answer, not a timeout (issue 31: the
+ * opening burst counted such replies as overruns).
+ */
+Test(rds, a_reply_in_the_socket_after_a_long_loop_turn_is_not_a_timeout)
+{
+    uv_loop_t *loop = seatd_test_loop_new();
+    seatd_rds_t *rds = new_client(loop, 1, 100, 0);
+    cr_assert_eq(wait_connected(loop, rds, 1, 3000), 0);
+    int done = 0;
+    probe_t ping = {.done_counter = &done};
+    const char *cmd[] = {"PING"};
+    stall_t stall = {.stall_ms = 300};
+    uv_check_init(loop, &stall.h);
+    stall.h.data = &stall;
+    uv_check_start(&stall.h, on_stall);
+    cr_assert_eq(call(rds, &ping, 1, cmd), 0);
+    cr_assert_eq(seatd_test_loop_run_until(loop, &done, 3000), 0);
+    cr_assert_eq(ping.calls, 1);
+    cr_assert_eq(ping.err, 0, "got %s", seatd_err_name(ping.err));
+    cr_assert_str_eq(ping.str, "PONG");
+    seatd_rds_stats_t st;
+    seatd_rds_get_stats(rds, &st);
+    cr_assert_eq(st.timeouts, 0);
+    cr_assert_eq(st.errors, 0);
+    uv_close((uv_handle_t *)&stall.h, NULL);
+    close_and_check(loop, rds);
 }
 
 #define KILLED 10

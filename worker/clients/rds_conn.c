@@ -111,6 +111,20 @@ void node__conn_arm_deadline(conn_t *c)
     uv_timer_start(&c->timer, on_conn_timer, min > now ? min - now : 0, 0);
 }
 
+/* The commands in flight on 'c' whose deadline is 'now' or earlier; 'mark' flags them as
+ * timed out (they fail with SEATD_ETIMEOUT when the connection is dropped). */
+static int count_expired(conn_t *c, uint64_t now, int mark)
+{
+    int expired = 0;
+    for (cmd_t *cmd = c->inflight.head; cmd; cmd = cmd->next) {
+        if (cmd->deadline_ms <= now) {
+            cmd->timed_out |= mark;
+            expired++;
+        }
+    }
+    return expired;
+}
+
 static void on_conn_timer(uv_timer_t *t)
 {
     conn_t *c = CONTAINER_OF(t, conn_t, timer);
@@ -128,13 +142,18 @@ static void on_conn_timer(uv_timer_t *t)
         break;
     case CONN_CONNECTED: {
         uint64_t now = node__now_ms();
-        int expired = 0;
-        for (cmd_t *cmd = c->inflight.head; cmd; cmd = cmd->next) {
-            if (cmd->deadline_ms <= now) {
-                cmd->timed_out = 1;
-                expired++;
-            }
+        if (count_expired(c, now, 0) == 0) {
+            node__conn_arm_deadline(c);
+            break;
         }
+        /* Timers run before the loop polls for I/O: after a long turn of the loop (a fan-out
+         * to thousands of sockets, a descheduled process) a reply that arrived in time may be
+         * waiting in the socket. Read it first: only a command Redis has not answered is past
+         * its deadline. */
+        redisAsyncHandleRead(c->ac);
+        if (node->closing || c->state != CONN_CONNECTED)
+            break; /* closed from a reply's callback, or the read found the connection lost */
+        int expired = count_expired(c, now, 1);
         if (!expired) {
             node__conn_arm_deadline(c);
             break;
