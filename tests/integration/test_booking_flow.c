@@ -11,6 +11,9 @@
  *   - lost: a succeeded charge at the gateway whose booking does not exist (lost with its
  *     primary): the flow, asked by the request path or by the ledger walk, writes the booking
  *     down FAILED for its buyer and refunds the charge once.
+ *   - unpriced: a show created before book_begin priced seats itself (no {s}:tiers, no
+ *     tierNames in its meta): the flow stores its tiers from the layout once (counted on a
+ *     MONITOR) and charges each seat at its tier's price.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -19,6 +22,7 @@
 #include "gateway_harness.h"
 #include "clients/payment.h"
 #include "flows/reconcile.h"
+#include "store/functions.h"
 #include "store_harness.h"
 
 #define WAIT_MS 20000
@@ -102,6 +106,7 @@ typedef struct {
     int done;
     seatd_booking_outcome_t outcome;
     int err;
+    int64_t amount;
     char booking_id[SEATD_ID_MAX];
 } end_t;
 
@@ -111,6 +116,7 @@ static void on_end(const seatd_booking_end_t *end, void *data)
     e->done++;
     e->outcome = end->outcome;
     e->err = end->err;
+    e->amount = end->amount;
     snprintf(e->booking_id, sizeof(e->booking_id), "%s", end->booking_id);
 }
 
@@ -316,6 +322,15 @@ static void lost_teardown(void)
     gw_stop();
 }
 
+/* th_open() on the runner's redis-server, a gateway client in '*pay' and a flow's context. */
+static seatd_booking_ctx_t open_with_gateway(th_t *t, seatd_payment_t **pay)
+{
+    cr_assert_eq(th_open(t), 0);
+    *pay = gateway_client(t);
+    return (seatd_booking_ctx_t){
+        .loop = t->loop, .store = t->store, .payment = *pay, .horizon_ms = 60000};
+}
+
 /* A succeeded charge under booking id 'bid' with the buyer as metadata, as the flow makes it. */
 static void charge_with_meta(const char *bid)
 {
@@ -350,10 +365,8 @@ Test(booking_flow, a_charge_whose_booking_is_gone_is_refunded_once_and_shown_to_
      .init = lost_setup, .fini = lost_teardown)
 {
     th_t t;
-    cr_assert_eq(th_open(&t), 0);
-    seatd_payment_t *pay = gateway_client(&t);
-    seatd_booking_ctx_t ctx = {
-        .loop = t.loop, .store = t.store, .payment = pay, .horizon_ms = 60000};
+    seatd_payment_t *pay;
+    seatd_booking_ctx_t ctx = open_with_gateway(&t, &pay);
     const char *seats[] = {"A1", "A2", NULL};
     cr_assert_eq(th_create_show(&t, "1", seats, 60000), 0);
     char bid[SEATD_ID_MAX];
@@ -480,5 +493,181 @@ Test(booking_flow, the_ledger_walk_refunds_charges_without_a_confirmed_booking_a
     seatd_payment_close(pay);
     redisFree(c);
     th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * A show created before seats were priced in Redis (issue 29)
+ * --------------------------------------------------------------------------------------- */
+
+#define OLD_SHOW "29"
+#define STANDARD 1200
+#define PREMIUM 3100
+
+/* Show OLD_SHOW of A1, A2 (tier "standard") and B1, B2 ("premium"), created as today, then
+ * stripped of what create_show did not write before seats were priced in Redis: the seats'
+ * tier letters {s}:tiers and the meta's tierNames. */
+static void old_show(th_t *t, redisContext *c)
+{
+    const char *seats[] = {"A1", "A2", "B1", "B2", NULL};
+    const char *tiers[] = {"standard", "standard", "premium", "premium"};
+    char layout[1024];
+    size_t off =
+        (size_t)snprintf(layout, sizeof(layout), "{\"showId\":\"%s\",\"seats\":[", OLD_SHOW);
+    for (size_t i = 0; seats[i]; i++)
+        off += (size_t)snprintf(layout + off, sizeof(layout) - off,
+                                "%s{\"id\":\"%s\",\"row\":\"%c\",\"number\":%zu,"
+                                "\"tier\":\"%s\",\"x\":%zu,\"y\":0}",
+                                i ? "," : "", seats[i], seats[i][0], i, tiers[i], i);
+    snprintf(layout + off, sizeof(layout) - off, "]}");
+    char prices[96];
+    snprintf(prices, sizeof(prices), "{\"standard\":%d,\"premium\":%d}", STANDARD, PREMIUM);
+    seatd_show_args_t a = {.show_id = OLD_SHOW,
+                           .title = "An old show",
+                           .starts_at_ms = 1800000000000LL,
+                           .hold_ttl_ms = 60000,
+                           .price_tiers_json = prices,
+                           .layout_json = layout,
+                           .seat_ids = seats,
+                           .nseats = 4};
+    th_res_t r = {0};
+    cr_assert_eq(th_finish(t, &r, seatd_store_create_show(t->store, &a, th_on_result, &r)), 0);
+    th_res_clear(&r);
+    char v[64];
+    cr_assert_eq(th_str(c, v, sizeof(v), "GET {s:" OLD_SHOW "}:tiers"), 1);
+    cr_assert_str_eq(v, "aabb", "created with its tiers, as every show is now");
+    cr_assert_eq(th_int(c, "DEL {s:" OLD_SHOW "}:tiers"), 1);
+    cr_assert_eq(th_int(c, "HDEL {s:" OLD_SHOW "}:meta tierNames"), 1);
+}
+
+/* A MONITOR of the runner's redis-server: what the flow sends, counted by Function name. */
+static redisContext *monitor_open(void)
+{
+    redisContext *m = seatd_test_redis_connect();
+    redisReply *r = redisCommand(m, "MONITOR");
+    cr_assert(r && r->type == REDIS_REPLY_STATUS, "MONITOR");
+    freeReplyObject(r);
+    return m;
+}
+
+/* Reads monitor 'm' up to a marker sent now, and closes it; counts the FCALLs of 'fn[i]' in
+ * 'n[i]' ('nfn' names). */
+static void monitor_count(redisContext *m, const char *const *fn, int *n, int nfn)
+{
+    redisContext *c = seatd_test_redis_connect();
+    freeReplyObject(redisCommand(c, "ECHO seatd-monitor-end"));
+    redisFree(c);
+    for (int i = 0; i < nfn; i++)
+        n[i] = 0;
+    for (;;) {
+        redisReply *r = NULL;
+        cr_assert_eq(redisGetReply(m, (void **)&r), REDIS_OK, "a MONITOR line");
+        cr_assert(r && r->type == REDIS_REPLY_STATUS);
+        int end = strstr(r->str, "\"seatd-monitor-end\"") != NULL;
+        for (int i = 0; i < nfn && strstr(r->str, "\"FCALL\""); i++) {
+            char quoted[64];
+            snprintf(quoted, sizeof(quoted), "\"FCALL\" \"%s\"", fn[i]);
+            n[i] += strstr(r->str, quoted) != NULL;
+        }
+        freeReplyObject(r);
+        if (end)
+            break;
+    }
+    redisFree(m);
+}
+
+/* The charge the gateway took for booking 'bid' (minor units), or -1. */
+static long long gw_amount(const char *bid)
+{
+    char path[160];
+    snprintf(path, sizeof(path), "/v1/charges?idempotencyKey=%s", bid);
+    cJSON *j = NULL;
+    cr_assert_eq(gw_call("GET", path, NULL, NULL, &j), 200, "charged under %s", bid);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "amount");
+    long long v = cJSON_IsNumber(a) ? (long long)a->valuedouble : -1;
+    cJSON_Delete(j);
+    return v;
+}
+
+/* Holds 'seats' for 'owner' on OLD_SHOW and books them through the flow, priced in Redis;
+ * the booking id in 'bid' (SEATD_ID_MAX). Counts the book_begin and show_tiers_put calls
+ * (-1 on a cluster: not counted). */
+static end_t book_priced(th_t *t, const seatd_booking_ctx_t *ctx, const char *owner,
+                         const char *const *seats, char *bid, int *begins, int *tiers_puts)
+{
+    th_res_t r = {0};
+    cr_assert_eq(th_hold(t, &r, OLD_SHOW, owner, seats, 60000, 10, NULL), 0);
+    char hold[SEATD_ID_MAX];
+    snprintf(hold, sizeof(hold), "%s", th_get(&r, "holdId"));
+    th_res_clear(&r);
+    cr_assert_eq(seatd_keys_new_id(bid, OLD_SHOW, 'b'), 0);
+    seatd_booking_pay_args_t a = {.hold_id = hold,
+                                  .owner = owner,
+                                  .booking_id = bid,
+                                  .amount = SEATD_BOOK_PRICE_IN_STORE,
+                                  .currency = "EUR",
+                                  .payment_method = "tok_ok",
+                                  .payment_window_ms = 60000};
+    /* One node's MONITOR: on a cluster the show may live on another one (not counted). */
+    redisContext *m = seatd_test_redis_is_cluster() ? NULL : monitor_open();
+    end_t e = {0};
+    cr_assert_eq(seatd_booking_pay(ctx, &a, on_end, &e), 0);
+    wait_end(t, &e);
+    const char *fn[] = {th_fn(SEATD_FN_BOOK_BEGIN), th_fn(SEATD_FN_SHOW_TIERS_PUT)};
+    int n[2] = {-1, -1};
+    if (m)
+        monitor_count(m, fn, n, 2);
+    *begins = n[0];
+    *tiers_puts = n[1];
+    return e;
+}
+
+Test(booking_flow, a_show_created_before_seats_were_priced_gets_its_tiers_once_and_books,
+     .init = lost_setup, .fini = lost_teardown)
+{
+    th_t t;
+    seatd_payment_t *pay;
+    seatd_booking_ctx_t ctx = open_with_gateway(&t, &pay);
+    redisContext *c = seatd_test_redis_connect();
+    old_show(&t, c);
+
+    /* One seat of each tier: book_begin answers UNPRICED, the flow stores the tiers from the
+     * layout and begins again, priced. */
+    const char *first[] = {"A1", "B1", NULL};
+    char bid[SEATD_ID_MAX];
+    int begins = 0, puts = 0;
+    end_t e = book_priced(&t, &ctx, "alice", first, bid, &begins, &puts);
+    cr_assert_eq(e.outcome, SEATD_BOOKING_CONFIRMED, "outcome %s (%s)",
+                 seatd_booking_outcome_name(e.outcome), seatd_err_name(e.err));
+    if (!seatd_test_redis_is_cluster()) {
+        cr_assert_eq(puts, 1, "the tiers stored once");
+        cr_assert_eq(begins, 2, "UNPRICED, then begun");
+    }
+    cr_assert_eq(e.amount, STANDARD + PREMIUM);
+    cr_assert_eq(gw_amount(bid), STANDARD + PREMIUM, "charged each seat at its tier's price");
+    char v[128];
+    cr_assert_eq(th_str(c, v, sizeof(v), "GET {s:" OLD_SHOW "}:tiers"), 1, "tiers stored");
+    cr_assert_str_eq(v, "aabb");
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:" OLD_SHOW "}:meta tierNames"), 1);
+    cr_assert_str_eq(v, "standard,premium");
+    th_str(c, v, sizeof(v), "HGET {s:" OLD_SHOW "}:booking:%s status", bid);
+    cr_assert_str_eq(v, "CONFIRMED");
+    th_str(c, v, sizeof(v), "HGET {s:" OLD_SHOW "}:booking:%s amount", bid);
+    cr_assert_eq(atoll(v), STANDARD + PREMIUM);
+
+    /* The next booking on the show is priced at the first begin. */
+    const char *second[] = {"A2", "B2", NULL};
+    char bid2[SEATD_ID_MAX];
+    e = book_priced(&t, &ctx, "bob", second, bid2, &begins, &puts);
+    cr_assert_eq(e.outcome, SEATD_BOOKING_CONFIRMED, "outcome %s (%s)",
+                 seatd_booking_outcome_name(e.outcome), seatd_err_name(e.err));
+    if (!seatd_test_redis_is_cluster()) {
+        cr_assert_eq(begins, 1, "begun at once: not UNPRICED again");
+        cr_assert_eq(puts, 0, "the tiers are not stored again");
+    }
+    cr_assert_eq(gw_amount(bid2), STANDARD + PREMIUM);
+
+    redisFree(c);
+    seatd_payment_close(pay);
     cr_assert_eq(th_close(&t), 0);
 }
