@@ -175,26 +175,37 @@ void live__flush_one(watcher_t *w)
  * the replies Redis has already sent, for longer than a command's deadline at 20,000 watchers
  * (bench/queue_sim.sh, issue 31); so a pass walks its show's watchers opts.pass_slice at a time,
  * one slice per loop turn (an idle handle: the loop polls for I/O between slices without
- * waiting). Watchers that arrive during a pass are put at the list's head, behind the cursor:
- * they got their first frames when they connected. A watcher closed under the cursor moves
- * it on (live__pass_skip). At the end of a tick's pass every watcher has at least the
- * version the pass began with: the ring may forget what came before it.
+ * waiting), the shows with a pass in turn. Watchers that arrive during a pass are put at the list's
+ * head, behind the cursor: they got their first frames when they connected. A watcher closed under
+ * the cursor moves it on (live__pass_skip). At the end of a tick's pass every watcher has at least
+ * the version the pass began with: the ring may forget what came before it.
  */
+static void pass_begin(show_t *s, int deltas)
+{
+    s->pass_deltas = deltas;
+    if (deltas)
+        s->pass_from = s->ver;
+    s->cursor = s->watchers;
+}
+
+/* Starts a pass over the watchers of 's' ('deltas': a tick's, bringing them to the version;
+ * else only the waiting-room frame). One already under way is not restarted -- a show whose
+ * room changes every sweep would then never reach the end of its list --: the watchers after
+ * its cursor get the newest frames as it reaches them, and another pass follows it for those
+ * before. */
 static void pass_start(show_t *s, int deltas)
 {
     seatd_live_t *lv = s->lv;
-    if (!s->in_pass) {
-        s->in_pass = 1;
-        s->pass_deltas = 0;
-        s->pass_delta_from = s->pass_delta_to = -2; /* no delta built yet */
-        s->pnext = lv->passing;
-        lv->passing = s;
+    if (s->in_pass) {
+        s->again = 1;
+        s->again_deltas |= deltas;
+        return;
     }
-    if (deltas && !s->pass_deltas) {
-        s->pass_deltas = 1;
-        s->pass_from = s->ver;
-    }
-    s->cursor = s->watchers; /* from the top again: a new waiting-room frame for everyone */
+    s->in_pass = 1;
+    s->pass_delta_from = s->pass_delta_to = -2; /* no delta built yet */
+    s->pnext = lv->passing;
+    lv->passing = s;
+    pass_begin(s, deltas);
     if (!lv->closing)
         uv_idle_start(&lv->pass_idle, live__on_pass_idle);
 }
@@ -211,6 +222,7 @@ void live__pass_forget(show_t *s)
         }
     s->in_pass = 0;
     s->pass_deltas = 0;
+    s->again = s->again_deltas = 0;
     s->cursor = NULL;
     s->pnext = NULL;
     live__frame_free(&s->pass_delta);
@@ -222,12 +234,20 @@ void live__pass_skip(show_t *s, watcher_t *w)
         s->cursor = w->next;
 }
 
+/* The end of a pass: the ring may forget what every watcher has; the next pass, if one was
+ * asked for meanwhile. */
 static void pass_done(show_t *s)
 {
     if (s->pass_deltas && s->synced) {
         if (s->pass_from > s->flushed_ver)
             s->flushed_ver = s->pass_from;
         live__ring_trim(s);
+    }
+    if (s->again) {
+        int deltas = s->again_deltas;
+        s->again = s->again_deltas = 0;
+        pass_begin(s, deltas);
+        return;
     }
     live__pass_forget(s);
 }
@@ -257,8 +277,8 @@ void live__on_pass_idle(uv_idle_t *h)
 {
     seatd_live_t *lv = h->data;
     size_t budget = lv->opts.pass_slice;
-    while (lv->passing && budget > 0) {
-        show_t *s = lv->passing;
+    for (show_t *s = lv->passing, *next; s && budget > 0; s = next) {
+        next = s->pnext; /* pass_done() may take 's' off the list */
         budget -= pass_slice(s, budget);
         if (s->cursor == NULL)
             pass_done(s);

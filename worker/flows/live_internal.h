@@ -103,12 +103,13 @@ struct show_s {
     seatd_buf_t qframe; /* the last waiting-room frame (queued shows), for new watchers */
     unsigned qgen;      /* bumped with every waiting-room frame (watcher_t.qgen) */
     /* A pass (live_fanout.c): its watchers brought up to date a slice per loop turn. */
-    show_t *pnext;       /* lv->passing (when 'in_pass') */
-    int in_pass;         /* on lv->passing */
-    int pass_deltas;     /* a tick's pass: watchers go to the version, not only 'qgen' */
-    long long pass_from; /* 'ver' when the tick's pass began: every watcher has it after */
-    watcher_t *cursor;   /* the pass's next watcher; NULL once it reached the list's end */
-    frame_t pass_delta;  /* the delta shared by the pass's watchers ... */
+    show_t *pnext;           /* lv->passing (when 'in_pass') */
+    int in_pass;             /* on lv->passing */
+    int pass_deltas;         /* a tick's pass: watchers go to the version, not only 'qgen' */
+    long long pass_from;     /* 'ver' when the tick's pass began: every watcher has it after */
+    int again, again_deltas; /* another pass (a tick's) was asked for during this one */
+    watcher_t *cursor;       /* the pass's next watcher; NULL once it reached the list's end */
+    frame_t pass_delta;      /* the delta shared by the pass's watchers ... */
     long long pass_delta_from, pass_delta_to; /* ... covering (from, to] */
     long long snap_ver;                       /* -1: none */
     watcher_t *watchers;                      /* doubly linked */
