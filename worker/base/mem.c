@@ -54,3 +54,21 @@ void seatd_mem_init(void)
     cJSON_Hooks hooks = {seatd_malloc, free};
     cJSON_InitHooks(&hooks);
 }
+
+char *seatd_strs_own(const char **const fields[], size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (*fields[i])
+            total += strlen(*fields[i]) + 1;
+    char *block = seatd_malloc(total), *p = block;
+    for (size_t i = 0; i < n; i++) {
+        if (*fields[i] == NULL)
+            continue;
+        size_t len = strlen(*fields[i]) + 1;
+        memcpy(p, *fields[i], len);
+        *fields[i] = p;
+        p += len;
+    }
+    return block;
+}

@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "base/list.h"
 #include "base/mem.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
@@ -164,11 +165,7 @@ static int queue(struct uv_loop_s *loop, passwd_op_t *op)
 {
     op->loop = loop;
     if (in_flight >= max_in_flight) { /* wait for a turn */
-        if (wait_tail)
-            wait_tail->next = op;
-        else
-            wait_head = op;
-        wait_tail = op;
+        SEATD_QUEUE_APPEND(wait_head, wait_tail, op);
         return 0;
     }
     if (uv_queue_work(loop, &op->work, on_work, after_work) != 0) {

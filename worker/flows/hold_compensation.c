@@ -6,6 +6,7 @@
 #include <uv.h>
 
 #include "app.h"
+#include "base/list.h"
 #include "base/errors.h"
 #include "base/fmt.h"
 #include "base/log.h"
@@ -218,11 +219,7 @@ void seatd_hold_compensate(seatd_app_t *app, const char *show_id, const char *ho
             e->idem_key = seatd_strdup(key);
     }
     comp.app = app;
-    if (comp.tail)
-        comp.tail->next = e;
-    else
-        comp.head = e;
-    comp.tail = e;
+    SEATD_QUEUE_APPEND(comp.head, comp.tail, e);
     comp.n++;
     seatd_log(SEATD_LOG_INFO, NULL, "hold answered 5xx: compensation filed",
               "\"holdId\":\"%s\",\"queued\":%u", e->hold_id, comp.n);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/list.h"
 #include "base/log.h"
 #include "base/mem.h"
 
@@ -270,11 +271,7 @@ void live__buffer_msg(show_t *s, const char *msg, size_t len)
     buffered_t *m = seatd_calloc(1, sizeof(*m));
     m->msg = seatd_strndup(msg, len);
     m->len = len;
-    if (s->btail)
-        s->btail->next = m;
-    else
-        s->bhead = m;
-    s->btail = m;
+    SEATD_QUEUE_APPEND(s->bhead, s->btail, m);
     s->nbuffered++;
 }
 

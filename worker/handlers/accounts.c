@@ -46,6 +46,7 @@ typedef struct {
     size_t password_len;                       /* bytes of 'password' */
     char email[SEATD_ACCOUNT_EMAIL_MAX + 1];   /* normalised */
     char name[4 * SEATD_ACCOUNT_NAME_MAX + 1]; /* "" when none */
+    char addr[ADDR_MAX];                       /* the client's address (client_addr) */
 } credentials_t;
 
 /* The client address of 'r' into 'out' (ADDR_MAX bytes): the last X-Forwarded-For element. */
@@ -120,12 +121,14 @@ static int still_waiting(void *data)
 }
 
 /* Reads the body of 'r' into 'c': its "email" (normalised), its "password" (checked against
- * the policy when 'policy') and, when 'want_name', its "name". Answers 400 and returns < 0 on
- * a bad field (every bad field named); c->body is owned by the caller either way. */
+ * the policy when 'policy') and, when 'want_name', its "name"; and the client's address. Answers
+ * 400 and returns < 0 on a bad field (every bad field named), with c->body freed; else c->body is
+ * the caller's. */
 static int read_credentials_or_reply(seatd_req_t *r, credentials_t *c, int policy, int want_name)
 {
     if (seatd_json_parse_body_or_reply(r, &c->body) < 0)
         return SEATD_EBADJSON;
+    client_addr(r, c->addr);
     const char *email = NULL, *name = NULL;
     seatd_json_check_t v;
     seatd_json_check_init(&v);
@@ -150,7 +153,12 @@ static int read_credentials_or_reply(seatd_req_t *r, credentials_t *c, int polic
         else
             snprintf(c->name, sizeof(c->name), "%s", name);
     }
-    return seatd_json_check_done_or_reply(&v, r);
+    int rc = seatd_json_check_done_or_reply(&v, r);
+    if (rc < 0) {
+        cJSON_Delete(c->body);
+        c->body = NULL;
+    }
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -185,21 +193,16 @@ static int signup(seatd_req_t *r, credentials_t *c, const char *addr, int admin)
                                  .still_waiting = still_waiting};
     int rc = seatd_accounts_signup(seatd__app(r), &in, on_signed_up, r);
     cJSON_Delete(c->body);
-    if (seatd__step_begin(&r, rc) < 0)
-        seatd_req_finish_problem(r, rc, NULL, NULL);
+    seatd__step_begin_or_answer(r, rc);
     return 0;
 }
 
 int seatd_handle_auth_register(seatd_req_t *r)
 {
     credentials_t c = {0};
-    if (read_credentials_or_reply(r, &c, 1, 1) < 0) {
-        cJSON_Delete(c.body);
+    if (read_credentials_or_reply(r, &c, 1, 1) < 0)
         return 0;
-    }
-    char addr[ADDR_MAX];
-    client_addr(r, addr);
-    return signup(r, &c, addr, 0);
+    return signup(r, &c, c.addr, 0);
 }
 
 /* POST /v1/admin/users (role admin; `seatctl user create`): the same as a registration, with
@@ -207,10 +210,8 @@ int seatd_handle_auth_register(seatd_req_t *r)
 int seatd_handle_admin_users_create(seatd_req_t *r)
 {
     credentials_t c = {0};
-    if (read_credentials_or_reply(r, &c, 1, 1) < 0) {
-        cJSON_Delete(c.body);
+    if (read_credentials_or_reply(r, &c, 1, 1) < 0)
         return 0;
-    }
     const cJSON *admin = cJSON_GetObjectItemCaseSensitive(c.body, "admin");
     if (admin && !cJSON_IsBool(admin)) {
         seatd_json_check_t v;
@@ -228,31 +229,18 @@ int seatd_handle_admin_users_create(seatd_req_t *r)
  * user -> verify -> session).
  * --------------------------------------------------------------------------------------- */
 
-static void on_logged_in(const seatd_accounts_result_t *res, void *data)
-{
-    seatd_req_t *r = data;
-    if (seatd__step_end(&r) || accounts__answered_unless_done(r, res))
-        return;
-    accounts__answer_pair(r, res);
-}
-
 int seatd_handle_auth_login(seatd_req_t *r)
 {
     credentials_t c = {0};
-    if (read_credentials_or_reply(r, &c, 0, 0) < 0) {
-        cJSON_Delete(c.body);
+    if (read_credentials_or_reply(r, &c, 0, 0) < 0)
         return 0;
-    }
-    char addr[ADDR_MAX];
-    client_addr(r, addr);
     seatd_accounts_input_t in = {.email = c.email,
                                  .password = c.password,
                                  .password_len = c.password_len,
-                                 .addr = addr,
+                                 .addr = c.addr,
                                  .still_waiting = still_waiting};
-    int rc = seatd_accounts_login(seatd__app(r), &in, on_logged_in, r);
+    int rc = seatd_accounts_login(seatd__app(r), &in, accounts__on_pair, r);
     cJSON_Delete(c.body);
-    if (seatd__step_begin(&r, rc) < 0)
-        seatd_req_finish_problem(r, rc, NULL, NULL);
+    seatd__step_begin_or_answer(r, rc);
     return 0;
 }

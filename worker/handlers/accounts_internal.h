@@ -19,8 +19,9 @@ int accounts__answered_unless_done(seatd_req_t *r, const seatd_accounts_result_t
 
 /* ---------------------------------------------------------------- accounts_session.c */
 
-/* Answers 'r' 200 with the token pair of DONE login or refresh 'res' (borrowed): a signed
- * access token for res->user and res->refresh_token. */
-void accounts__answer_pair(seatd_req_t *r, const seatd_accounts_result_t *res);
+/* The end of a login or a refresh (a flows/accounts.h callback whose context is the request):
+ * a flow that did not end DONE is answered by accounts__answered_unless_done(), a DONE one 200
+ * with its token pair (a signed access token for res->user and res->refresh_token). */
+void accounts__on_pair(const seatd_accounts_result_t *res, void *data);
 
 #endif

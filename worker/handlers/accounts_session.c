@@ -23,8 +23,11 @@
  * Token pairs: login and refresh answer the same shape.
  * --------------------------------------------------------------------------------------- */
 
-void accounts__answer_pair(seatd_req_t *r, const seatd_accounts_result_t *res)
+void accounts__on_pair(const seatd_accounts_result_t *res, void *data)
 {
+    seatd_req_t *r = data;
+    if (seatd__step_end(&r) || accounts__answered_unless_done(r, res))
+        return;
     seatd_app_t *app = seatd__app(r);
     const seatd_config_t *cfg = app->cfg;
     char *jwt = NULL;
@@ -72,31 +75,19 @@ static int read_refresh_token_or_reply(seatd_req_t *r, char *user_id, char *old_
     return rc;
 }
 
-static void on_refreshed(const seatd_accounts_result_t *res, void *data)
-{
-    seatd_req_t *r = data;
-    if (seatd__step_end(&r) || accounts__answered_unless_done(r, res))
-        return;
-    accounts__answer_pair(r, res);
-}
-
 int seatd_handle_auth_refresh(seatd_req_t *r)
 {
     char user_id[65] = "", old_hash[SEATD_ACCOUNT_SHA256_HEX] = "";
     if (read_refresh_token_or_reply(r, user_id, old_hash) < 0)
         return 0;
-    int rc = seatd_accounts_refresh(seatd__app(r), user_id, old_hash, on_refreshed, r);
-    if (seatd__step_begin(&r, rc) < 0)
-        seatd_req_finish_problem(r, rc, NULL, NULL);
+    int rc = seatd_accounts_refresh(seatd__app(r), user_id, old_hash, accounts__on_pair, r);
+    seatd__step_begin_or_answer(r, rc);
     return 0;
 }
 
 static void on_revoked(const seatd_store_result_t *res, void *data)
 {
-    seatd_req_t *r = data;
-    if (seatd__done(r, res))
-        return;
-    seatd_req_finish_json(r, 204, NULL);
+    seatd__answer_result(data, res, 204, NULL);
 }
 
 int seatd_handle_auth_logout(seatd_req_t *r)
@@ -105,7 +96,6 @@ int seatd_handle_auth_logout(seatd_req_t *r)
     if (read_refresh_token_or_reply(r, user_id, old_hash) < 0)
         return 0;
     int rc = seatd_store_session_revoke(seatd__app(r)->store, user_id, old_hash, on_revoked, r);
-    if (seatd__step_begin(&r, rc) < 0)
-        seatd_req_finish_problem(r, rc, NULL, NULL);
+    seatd__step_begin_or_answer(r, rc);
     return 0;
 }

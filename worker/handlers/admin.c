@@ -60,26 +60,13 @@ static cJSON *record_to_json(const seatd_store_result_t *res)
     return o;
 }
 
-/* The route's {id} when it is an id of 'kind' ('h' a hold, 'b' a booking), its show written to
- * 'show' (NULL: not wanted); else NULL. */
-static const char *id_param(seatd_req_t *r, char kind, char *show)
+/* The second step of a route on its {id} (already checked by seatd__start_on_id): starts
+ * 'call' on it as 'owner' (NULL: whoever owns it), answered in 'cb'; a step not started is
+ * answered with its code. */
+static void then_on_id(seatd_req_t *r, const char *owner, seatd__id_op_fn call, seatd_store_cb cb)
 {
-    const char *id = seatd_req_param(r, "id");
-    return id && seatd_keys_parse_id(id, kind, show) == 0 ? id : NULL;
-}
-
-/* A store operation on one hold or booking, as its owner (NULL: whoever owns it). */
-typedef int (*id_op_fn)(seatd_store_t *st, const char *id, const char *owner, seatd_store_cb cb,
-                        void *data);
-
-/* Starts 'call' on the route's {id}, an id of 'kind' (else 404), for whoever owns it,
- * answered in 'cb'. */
-static int start_on_id(seatd_req_t *r, char kind, id_op_fn call, seatd_store_cb cb)
-{
-    const char *id = id_param(r, kind, NULL);
-    if (id == NULL)
-        return SEATD_ENOTFOUND;
-    return seatd__step_begin(&r, call(seatd__app(r)->store, id, NULL, cb, r));
+    seatd__step_begin_or_answer(r,
+                                call(seatd__app(r)->store, seatd_req_param(r, "id"), owner, cb, r));
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -88,15 +75,12 @@ static int start_on_id(seatd_req_t *r, char kind, id_op_fn call, seatd_store_cb 
 
 static void on_record(const seatd_store_result_t *res, void *data)
 {
-    seatd_req_t *r = data;
-    if (seatd__done(r, res))
-        return;
-    seatd_req_finish_json(r, 200, record_to_json(res));
+    seatd__answer_result(data, res, 200, record_to_json);
 }
 
 int seatd_handle_admin_holds_get(seatd_req_t *r)
 {
-    return start_on_id(r, 'h', seatd_store_hold_get, on_record);
+    return seatd__start_on_id(r, "id", 'h', NULL, seatd_store_hold_get, on_record);
 }
 
 static void on_admin_release(const seatd_store_result_t *res, void *data)
@@ -104,9 +88,7 @@ static void on_admin_release(const seatd_store_result_t *res, void *data)
     seatd_req_t *r = data;
     if (seatd__done(r, res))
         return;
-    char show[SEATD_ID_MAX];
-    if (id_param(r, 'h', show) != NULL)
-        seatd_seatmap_invalidate(show, res->hold.version);
+    seatd__seatmap_changed_by_id(r, 'h', res->hold.version);
     seatd_req_finish_json(r, 200, record_to_json(res));
 }
 
@@ -117,15 +99,12 @@ static void on_hold_owner(const seatd_store_result_t *res, void *data)
     if (seatd__done(r, res))
         return;
     const char *owner = res->hold.owner;
-    int rc = seatd_store_release(seatd__app(r)->store, seatd_req_param(r, "id"), owner ? owner : "",
-                                 on_admin_release, r);
-    if (seatd__step_begin(&r, rc) < 0)
-        seatd_req_finish_problem(r, rc, NULL, NULL);
+    then_on_id(r, owner ? owner : "", seatd_store_release, on_admin_release);
 }
 
 int seatd_handle_admin_holds_release(seatd_req_t *r)
 {
-    return start_on_id(r, 'h', seatd_store_hold_get, on_hold_owner);
+    return seatd__start_on_id(r, "id", 'h', NULL, seatd_store_hold_get, on_hold_owner);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -134,7 +113,7 @@ int seatd_handle_admin_holds_release(seatd_req_t *r)
 
 int seatd_handle_admin_bookings_get(seatd_req_t *r)
 {
-    return start_on_id(r, 'b', seatd_store_booking_get, on_record);
+    return seatd__start_on_id(r, "id", 'b', NULL, seatd_store_booking_get, on_record);
 }
 
 /* Cancelled: the booking as it reads now (refundStatus "pending" until reconciliation has
@@ -144,19 +123,15 @@ static void on_admin_cancelled(const seatd_store_result_t *res, void *data)
     seatd_req_t *r = data;
     if (seatd__done(r, res))
         return;
-    char show[SEATD_ID_MAX];
-    const char *id = seatd_req_param(r, "id");
     /* A refund owed was hinted to reconciliation by the store (hints.h). */
-    if (id_param(r, 'b', show) != NULL && res->booking.has_version)
-        seatd_seatmap_invalidate(show, res->booking.version);
-    int rc = seatd_store_booking_get(seatd__app(r)->store, id, NULL, on_record, r);
-    if (seatd__step_begin(&r, rc) < 0)
-        seatd_req_finish_problem(r, rc, NULL, NULL);
+    if (res->booking.has_version)
+        seatd__seatmap_changed_by_id(r, 'b', res->booking.version);
+    then_on_id(r, NULL, seatd_store_booking_get, on_record);
 }
 
 int seatd_handle_admin_bookings_cancel(seatd_req_t *r)
 {
-    return start_on_id(r, 'b', seatd_store_cancel_by_policy, on_admin_cancelled);
+    return seatd__start_on_id(r, "id", 'b', NULL, seatd_store_cancel_by_policy, on_admin_cancelled);
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -82,12 +82,7 @@ static void on_booking_get(const seatd_store_result_t *res, void *data)
 
 int seatd_handle_bookings_get(seatd_req_t *r)
 {
-    const char *id = seatd_req_param(r, "id");
-    char show[SEATD_ID_MAX];
-    if (id == NULL || seatd_keys_parse_id(id, 'b', show) < 0)
-        return SEATD_ENOTFOUND;
-    int rc = seatd_store_booking_get(seatd__app(r)->store, id, seatd__sub(r), on_booking_get, r);
-    return seatd__step_begin(&r, rc);
+    return seatd__start_on_id(r, "id", 'b', seatd__sub(r), seatd_store_booking_get, on_booking_get);
 }
 
 /* ---------------------------------------------------------------------------------------

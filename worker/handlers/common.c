@@ -284,6 +284,43 @@ int seatd__done(seatd_req_t *r, const seatd_store_result_t *res)
     return 0;
 }
 
+void seatd__step_begin_or_answer(seatd_req_t *r, int rc)
+{
+    if (seatd__step_begin(&r, rc) < 0)
+        seatd_req_finish_problem(r, rc, NULL, NULL);
+}
+
+void seatd__answer_result(void *data, const seatd_store_result_t *res, int status,
+                          seatd__render_fn render)
+{
+    seatd_req_t *r = data;
+    if (seatd__done(r, res))
+        return;
+    seatd_req_finish_json(r, status, render ? render(res) : NULL);
+}
+
+const char *seatd__id_param(seatd_req_t *r, const char *name, char kind, char *show)
+{
+    const char *id = seatd_req_param(r, name);
+    return id && seatd_keys_parse_id(id, kind, show) == 0 ? id : NULL;
+}
+
+void seatd__seatmap_changed_by_id(seatd_req_t *r, char kind, long long version)
+{
+    char show[SEATD_ID_MAX];
+    if (seatd__id_param(r, "id", kind, show) != NULL)
+        seatd_seatmap_invalidate(show, version);
+}
+
+int seatd__start_on_id(seatd_req_t *r, const char *name, char kind, const char *owner,
+                       seatd__id_op_fn call, seatd_store_cb cb)
+{
+    const char *id = seatd__id_param(r, name, kind, NULL);
+    if (id == NULL)
+        return SEATD_ENOTFOUND;
+    return seatd__step_begin(&r, call(seatd__app(r)->store, id, owner, cb, r));
+}
+
 /* ---------------------------------------------------------------------------------------
  * Layouts
  * --------------------------------------------------------------------------------------- */

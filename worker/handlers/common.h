@@ -71,6 +71,37 @@ int seatd__step_end(seatd_req_t **rp);
  * and that was answered), 0 when the handler should answer the success. */
 int seatd__done(seatd_req_t *r, const seatd_store_result_t *res);
 
+/* seatd__step_begin() for a step whose failure to start nobody else answers (a handler that
+ * answers its own 400s and returns 0, or a callback starting its request's next step): when
+ * nothing was started (rc < 0) answers 'r' with problem 'rc' at once. */
+void seatd__step_begin_or_answer(seatd_req_t *r, int rc);
+
+/* Renders a store success as an answer's JSON body (a cJSON tree, owned by the caller). */
+struct cJSON;
+typedef struct cJSON *(*seatd__render_fn)(const seatd_store_result_t *res);
+/* The whole callback of a one-step store call whose context is the request ('data') and whose
+ * success is answered as it reads: seatd__done(), then 'status' with the body 'render(res)'
+ * (no body when 'render' is NULL). One place for every route that answers a record as read. */
+void seatd__answer_result(void *data, const seatd_store_result_t *res, int status,
+                          seatd__render_fn render);
+
+/* The route's parameter 'name' when it is an id of 'kind' ('h' a hold, 'b' a booking, 'q' a
+ * queue ticket), its show written to 'show' (SEATD_ID_MAX; NULL: not wanted); else NULL. */
+const char *seatd__id_param(seatd_req_t *r, const char *name, char kind, char *show);
+/* This worker changed the hold or booking that the route's {id} names (an id of 'kind'), and
+ * Redis answered with its show's seat-map 'version': forgets the show's cached map
+ * (seatd_seatmap_invalidate) so that nothing older is served. */
+void seatd__seatmap_changed_by_id(seatd_req_t *r, char kind, long long version);
+/* A store operation on one hold, booking or ticket 'id' as 'owner' (NULL: whoever owns it),
+ * with store.h's contract. */
+typedef int (*seatd__id_op_fn)(seatd_store_t *st, const char *id, const char *owner,
+                               seatd_store_cb cb, void *data);
+/* The opening of every route that acts on one id of 'kind' named by route parameter 'name'
+ * (seatd__id_param; else 404 not-found): starts 'call' on it as 'owner' with the request as
+ * the context, answered in 'cb'. Returns what the handler returns. */
+int seatd__start_on_id(seatd_req_t *r, const char *name, char kind, const char *owner,
+                       seatd__id_op_fn call, seatd_store_cb cb);
+
 /* The head of every multi-step operation context (see the top of this file). */
 typedef struct seatd__op_s seatd__op_t;
 /* Frees the whole context whose head is 'op' (and whatever it owns). */

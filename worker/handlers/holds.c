@@ -432,25 +432,12 @@ int seatd_handle_holds_create(seatd_req_t *r)
 
 static void on_hold_get(const seatd_store_result_t *res, void *data)
 {
-    seatd_req_t *r = data;
-    if (seatd__done(r, res))
-        return;
-    seatd_req_finish_json(r, 200, hold_to_json(res));
-}
-
-static int valid_hold_id(const char *id)
-{
-    char show[SEATD_ID_MAX];
-    return id && seatd_keys_parse_id(id, 'h', show) == 0;
+    seatd__answer_result(data, res, 200, hold_to_json);
 }
 
 int seatd_handle_holds_get(seatd_req_t *r)
 {
-    const char *id = seatd_req_param(r, "id");
-    if (!valid_hold_id(id))
-        return SEATD_ENOTFOUND;
-    int rc = seatd_store_hold_get(seatd__app(r)->store, id, seatd__sub(r), on_hold_get, r);
-    return seatd__step_begin(&r, rc);
+    return seatd__start_on_id(r, "id", 'h', seatd__sub(r), seatd_store_hold_get, on_hold_get);
 }
 
 static void on_release(const seatd_store_result_t *res, void *data)
@@ -459,9 +446,7 @@ static void on_release(const seatd_store_result_t *res, void *data)
     if (seatd__done(r, res))
         return;
     seatd_metrics_inc(SEATD_METRIC_HOLD_RELEASED);
-    char show[SEATD_ID_MAX];
-    if (seatd_keys_parse_id(seatd_req_param(r, "id"), 'h', show) == 0)
-        seatd_seatmap_invalidate(show, res->hold.version);
+    seatd__seatmap_changed_by_id(r, 'h', res->hold.version);
     /* Out of the buyer's list of live holds (not waited for: GET /v1/me/holds removes what is
      * left behind, released or expired, on its own). */
     const char *ids[1] = {seatd_req_param(r, "id")};
@@ -479,9 +464,5 @@ static void on_release(const seatd_store_result_t *res, void *data)
 
 int seatd_handle_holds_delete(seatd_req_t *r)
 {
-    const char *id = seatd_req_param(r, "id");
-    if (!valid_hold_id(id))
-        return SEATD_ENOTFOUND;
-    int rc = seatd_store_release(seatd__app(r)->store, id, seatd__sub(r), on_release, r);
-    return seatd__step_begin(&r, rc);
+    return seatd__start_on_id(r, "id", 'h', seatd__sub(r), seatd_store_release, on_release);
 }

@@ -96,10 +96,5 @@ static void on_status(const seatd_store_result_t *res, void *data)
 
 int seatd_handle_queue_get(seatd_req_t *r)
 {
-    const char *ticket = seatd_req_param(r, "ticket");
-    char show[SEATD_ID_MAX];
-    if (ticket == NULL || seatd_keys_parse_id(ticket, 'q', show) < 0)
-        return SEATD_ENOTFOUND;
-    int rc = seatd_store_queue_status(seatd__app(r)->store, ticket, seatd__sub(r), on_status, r);
-    return seatd__step_begin(&r, rc);
+    return seatd__start_on_id(r, "ticket", 'q', seatd__sub(r), seatd_store_queue_status, on_status);
 }

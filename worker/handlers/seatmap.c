@@ -32,11 +32,16 @@
 typedef enum { MAP_AVAILABILITY, MAP_STATUS } map_kind_t;
 
 typedef struct {
-    seatd_req_t *r;
+    seatd__op_t base; /* the request, and map_op_free */
     map_kind_t kind;
     long long min_version;
     int64_t issued_at_ms; /* when the Redis read was sent (seatd_seatmap_put) */
 } map_op_t;
+
+static void map_op_free(seatd__op_t *op)
+{
+    free(op);
+}
 
 /* True when the If-None-Match header lists 'etag' ("<version>" in quotes), strong or weak
  * (W/ before it: the weak comparison RFC 9110 13.1.2 asks for), or is "*". */
@@ -85,7 +90,7 @@ static int takes_gzip(const char *ae)
 /* Answers 'op' from entry 'm' ('l': the show's layout, MAP_STATUS only) and frees 'op'. */
 static void answer(map_op_t *op, seatd_seatmap_t *m, const seatd_layout_t *l)
 {
-    seatd_req_t *r = op->r;
+    seatd_req_t *r = op->base.r;
     /* The status document is ~18 bytes a seat: compressed here once per version for a client
      * (nginx: always) that takes gzip, rather than by nginx on every hit. */
     size_t len = 0;
@@ -114,17 +119,15 @@ static void answer(map_op_t *op, seatd_seatmap_t *m, const seatd_layout_t *l)
         seatd_metrics_inc(SEATD_METRIC_SEATMAP_200);
         seatd_req_finish(r, 200, "application/json", body, len);
     }
-    free(op);
+    seatd__op_free(&op->base);
 }
 
 static void on_read(const seatd_store_result_t *res, void *data)
 {
     map_op_t *op = data;
-    seatd_req_t *r = op->r;
-    if (seatd__done(r, res)) {
-        free(op);
+    if (seatd__op_gone_or_failed(&op->base, res))
         return;
-    }
+    seatd_req_t *r = op->base.r;
     const char *id = seatd_req_param(r, "id");
     const seatd_seatmap_result_t *s = &res->seatmap;
     seatd_seatmap_t *m = seatd__seatmap_keep(seatd__app(r), id, s, op->issued_at_ms);
@@ -132,7 +135,7 @@ static void on_read(const seatd_store_result_t *res, void *data)
     if (op->kind == MAP_STATUS && (l = seatd_layout_cache_get(id)) == NULL) {
         /* Evicted by other shows' layouts while Redis answered: rare, and honest to say. */
         seatd_req_finish_problem(r, SEATD_EOVERLOAD, "too many shows read at once, retry", NULL);
-        free(op);
+        seatd__op_free(&op->base);
         return;
     }
     answer(op, m, l);
@@ -141,7 +144,7 @@ static void on_read(const seatd_store_result_t *res, void *data)
 /* Answers from the cache when it can, else reads Redis. Frees 'op' either way. */
 static void serve(map_op_t *op, const seatd_layout_t *l)
 {
-    seatd_req_t *r = op->r;
+    seatd_req_t *r = op->base.r;
     const char *id = seatd_req_param(r, "id");
     seatd_seatmap_t *m = seatd_seatmap_get(id, op->min_version);
     if (m) {
@@ -150,11 +153,7 @@ static void serve(map_op_t *op, const seatd_layout_t *l)
     }
     seatd_metrics_inc(SEATD_METRIC_SEATMAP_REDIS_READ);
     op->issued_at_ms = seatd_seatmap_now_ms();
-    int rc = seatd__step_begin(&r, seatd_store_seatmap(seatd__app(r)->store, id, on_read, op));
-    if (rc < 0) {
-        seatd_req_finish_problem(r, rc, NULL, NULL);
-        free(op);
-    }
+    seatd__op_started(&op->base, seatd_store_seatmap(seatd__app(r)->store, id, on_read, op));
 }
 
 static void status_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
@@ -185,7 +184,7 @@ static map_op_t *map_op_or_reply(seatd_req_t *r, map_kind_t kind, int *rc)
         }
     }
     map_op_t *op = seatd_calloc(1, sizeof(*op));
-    op->r = r;
+    seatd__op_init(&op->base, r, map_op_free);
     op->kind = kind;
     op->min_version = min_version;
     return op;
@@ -208,6 +207,6 @@ int seatd_handle_shows_seats(seatd_req_t *r)
         return rc;
     rc = seatd__with_layout(r, seatd_req_param(r, "id"), status_with_layout, free, op);
     if (rc < 0)
-        free(op);
+        seatd__op_free(&op->base);
     return rc;
 }

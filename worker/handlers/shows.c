@@ -246,10 +246,7 @@ int seatd_handle_shows_list(seatd_req_t *r)
 
 static void on_show(const seatd_store_result_t *res, void *data)
 {
-    seatd_req_t *r = data;
-    if (seatd__done(r, res))
-        return;
-    seatd_req_finish_json(r, 200, show_to_json(res));
+    seatd__answer_result(data, res, 200, show_to_json);
 }
 
 int seatd_handle_shows_get(seatd_req_t *r)

@@ -190,7 +190,7 @@ typedef struct rate_op_s {
     seatd_hold_args_t a; /* strings below, owned */
     char **seats;        /* owned copies of the seat ids */
     char **cands;        /* owned copies of the candidates */
-    char *show_id, *hold_id, *owner, *idem_key, *request;
+    char *strings;       /* owned: the block of the other strings of 'a' (seatd_strs_own) */
 } rate_op_t;
 
 static void rate_op_free(rate_op_t *r)
@@ -201,11 +201,7 @@ static void rate_op_free(rate_op_t *r)
     for (size_t i = 0; i < r->a.ncands; i++)
         free(r->cands[i]);
     free(r->cands);
-    free(r->request);
-    free(r->show_id);
-    free(r->hold_id);
-    free(r->owner);
-    free(r->idem_key);
+    free(r->strings);
     free(r);
 }
 
@@ -257,20 +253,13 @@ int seatd_store_hold(seatd_store_t *st, const seatd_hold_args_t *a, seatd_store_
     r->cb = cb;
     r->data = data;
     r->a = *a;
-    r->show_id = seatd_strdup(a->show_id);
-    r->hold_id = seatd_strdup(a->hold_id);
-    r->owner = seatd_strdup(a->owner);
-    r->idem_key = a->idem_key ? seatd_strdup(a->idem_key) : NULL;
+    const char **const strings[] = {&r->a.show_id, &r->a.hold_id, &r->a.owner, &r->a.idem_key,
+                                    &r->a.request};
+    r->strings = seatd_strs_own(strings, sizeof(strings) / sizeof(strings[0]));
     r->seats = seatd_calloc(a->nseats + 1, sizeof(*r->seats));
     for (size_t i = 0; i < a->nseats; i++)
         r->seats[i] = seatd_strdup(a->seat_ids[i] ? a->seat_ids[i] : "");
-    r->a.show_id = r->show_id;
-    r->a.hold_id = r->hold_id;
-    r->a.owner = r->owner;
-    r->a.idem_key = r->idem_key;
     r->a.seat_ids = (const char *const *)r->seats;
-    r->request = a->request ? seatd_strdup(a->request) : NULL;
-    r->a.request = r->request;
     r->cands = seatd_calloc(a->ncands + 1, sizeof(*r->cands));
     for (size_t i = 0; i < a->ncands; i++)
         r->cands[i] = seatd_strdup(a->cands[i] ? a->cands[i] : "");

@@ -46,18 +46,17 @@ struct seatd_scripts_s {
     seatd_rds_t *rds;         /* borrowed */
     const char *load_argv[4]; /* FUNCTION LOAD [REPLACE] <source> */
     size_t load_lens[4];
-    int load_argc;                       /* 4 with REPLACE, 3 without (versioned) */
-    char *vsrc;                          /* owned; the versioned source, or NULL */
-    char prefix[32];                     /* "seatd_v<hash>_" when versioned, else "" */
-    unsigned long load_count;            /* successful FUNCTION LOADs */
-    unsigned refs;                       /* 1 for the owner + 1 per operation in flight */
-    int freed;                           /* seatd_scripts_free() was called */
-    struct uv_loop_s *loop;              /* borrowed; set with the loader */
-    seatd_rds_opts_t lopts;              /* loader connection options; strings owned below */
-    char *lhost, *lunix, *luser, *lpass; /* owned copies for 'lopts' */
-    char *lnodes;                        /* owned copy for 'lopts' */
-    seatd_rds_t *lrds;       /* the short loader connection while a load runs, else NULL */
-    struct fcall_s *waiting; /* FCALLs waiting for the running load, linked by 'next' */
+    int load_argc;            /* 4 with REPLACE, 3 without (versioned) */
+    char *vsrc;               /* owned; the versioned source, or NULL */
+    char prefix[32];          /* "seatd_v<hash>_" when versioned, else "" */
+    unsigned long load_count; /* successful FUNCTION LOADs */
+    unsigned refs;            /* 1 for the owner + 1 per operation in flight */
+    int freed;                /* seatd_scripts_free() was called */
+    struct uv_loop_s *loop;   /* borrowed; set with the loader */
+    seatd_rds_opts_t lopts;   /* loader connection options; strings owned below */
+    char *lstrings;           /* owned: the block of the strings of 'lopts' */
+    seatd_rds_t *lrds;        /* the short loader connection while a load runs, else NULL */
+    struct fcall_s *waiting;  /* FCALLs waiting for the running load, linked by 'next' */
 };
 
 /* One FCALL, kept with its arguments so it can be retried once. */
@@ -77,11 +76,7 @@ static void release(seatd_scripts_t *s)
 {
     if (--s->refs == 0) {
         free(s->vsrc);
-        free(s->lhost);
-        free(s->lunix);
-        free(s->luser);
-        free(s->lpass);
-        free(s->lnodes);
+        free(s->lstrings);
         free(s);
     }
 }
@@ -379,28 +374,19 @@ static int loader_start(seatd_scripts_t *s)
     return 0;
 }
 
-static char *dup_or_null(const char *v)
-{
-    return v && v[0] ? seatd_strdup(v) : NULL;
-}
-
 int seatd_scripts_set_loader(seatd_scripts_t *s, struct uv_loop_s *loop,
                              const seatd_rds_opts_t *opts)
 {
     if (!s || !loop || !opts || s->loop)
         return SEATD_EINVAL;
     s->loop = loop;
-    s->lhost = dup_or_null(opts->host);
-    s->lunix = dup_or_null(opts->unix_path);
-    s->luser = dup_or_null(opts->user);
-    s->lnodes = dup_or_null(opts->cluster_nodes);
-    s->lpass = dup_or_null(opts->password);
     s->lopts = *opts;
-    s->lopts.host = s->lhost;
-    s->lopts.unix_path = s->lunix;
-    s->lopts.user = s->luser;
-    s->lopts.password = s->lpass;
-    s->lopts.cluster_nodes = s->lnodes;
+    const char **const strings[] = {&s->lopts.host, &s->lopts.unix_path, &s->lopts.user,
+                                    &s->lopts.password, &s->lopts.cluster_nodes};
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+        if (*strings[i] && !(*strings[i])[0])
+            *strings[i] = NULL; /* an empty option is no option */
+    s->lstrings = seatd_strs_own(strings, sizeof(strings) / sizeof(strings[0]));
     s->lopts.pool_size = 1;
     /* The pool's own connections no longer load: their user may not. */
     seatd_rds_set_ready_hook(s->rds, NULL, NULL);
