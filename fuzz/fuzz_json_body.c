@@ -25,7 +25,7 @@
 
 #include "base/buf.h"
 #include "http/http_request.h"
-#include "http/json.h"
+#include "http/json_reply.h"
 #include "domain/keys.h"
 #include "domain/layout.h"
 #include "base/mem.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "http/http_request.h"
-#include "http/json.h"
+#include "http/json_reply.h"
 
 /* A request with 'body' and 'ctype', as the parser would build it. */
 static seatd_req_t *req_with_body(const char *ctype, const char *body)

@@ -33,7 +33,7 @@
 #include "common.h"
 #include "handlers.h"
 #include "http/http_request.h"
-#include "http/json.h"
+#include "http/json_reply.h"
 #include "flows/accounts.h"
 
 #define EMAIL_RAW_MAX 320 /* bytes of the email field before normalising */

@@ -17,7 +17,7 @@
 #include "domain/config.h"
 #include "handlers.h"
 #include "http/auth.h"
-#include "http/json.h"
+#include "http/json_reply.h"
 
 /* ---------------------------------------------------------------------------------------
  * Token pairs: login and refresh answer the same shape.

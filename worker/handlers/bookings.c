@@ -43,7 +43,7 @@
 #include "domain/config.h"
 #include "handlers.h"
 #include "http/http_request.h"
-#include "http/json.h"
+#include "http/json_reply.h"
 #include "domain/keys.h"
 #include "domain/layout.h"
 #include "base/log.h"

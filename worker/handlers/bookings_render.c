@@ -16,7 +16,7 @@
 
 #include "common.h"
 #include "handlers.h"
-#include "http/json.h"
+#include "http/json_reply.h"
 #include "domain/keys.h"
 #include "base/mem.h"
 #include "domain/ticket.h"

@@ -23,19 +23,13 @@
 #include <stdint.h>
 
 #include "base/errors.h"
+#include "http/principal.h"
 
 #define SEATD_AUTH_MIN_SECRET 32  /* bytes */
 #define SEATD_AUTH_LEEWAY_S 30    /* clock skew tolerated on exp / nbf / iat */
 #define SEATD_AUTH_MAX_TOKEN 4096 /* longer tokens are rejected before any decoding */
 
 typedef struct seatd_auth_s seatd_auth_t;
-
-typedef struct seatd_principal_s {
-    char sub[65]; /* the "sub" claim: the user id, valid per seatd_keys_valid_sub() */
-    int admin;    /* 1 if the token carries role "admin" */
-    int64_t valid_from, valid_until; /* the token is valid for valid_from <= now < valid_until
-                                      * (epoch s, leeway applied: nbf/iat and exp) */
-} seatd_principal_t;
 
 /* Returns the current time in seconds since the epoch; 'data' is the pointer given with it. */
 typedef int64_t (*seatd_auth_clock_fn)(void *data);

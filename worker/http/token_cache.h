@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http/auth.h"
+#include "http/principal.h"
 
 typedef struct seatd_token_cache_s seatd_token_cache_t;
 
