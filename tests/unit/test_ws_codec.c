@@ -83,7 +83,8 @@ static void on_msg(seatd_ws_t *ws, int opcode, const uint8_t *data, size_t len, 
         return;
     s->opcode[s->n] = opcode;
     s->len[s->n] = len;
-    memcpy(s->text[s->n], data, len < 255 ? len : 255);
+    if (len > 0) /* an empty payload may come as NULL */
+        memcpy(s->text[s->n], data, len < 255 ? len : 255);
     s->status[s->n] = status;
     s->n++;
 }
