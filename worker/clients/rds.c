@@ -182,17 +182,9 @@ int seatd_rds_is_ready(const seatd_rds_t *rds)
 
 static void copy_node_stats(const seatd__rds_node_stats_t *s, seatd_rds_stats_t *out)
 {
-    out->commands = s->commands;
-    out->errors = s->errors;
-    out->timeouts = s->timeouts;
-    out->reconnects = s->reconnects;
-    out->connect_failures = s->connect_failures;
-    out->refused = s->refused;
-    out->rtt_us_sum = s->rtt_us_sum;
-    out->wait_ok = s->wait_ok;
-    out->wait_short = s->wait_short;
-    out->pending = s->pending;
-    out->connected = s->connected;
+#define COPY(type, name) out->name = s->name;
+    SEATD__RDS_NODE_STATS(COPY)
+#undef COPY
 }
 
 void seatd_rds_get_stats(const seatd_rds_t *rds, seatd_rds_stats_t *out)

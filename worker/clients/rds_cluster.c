@@ -243,18 +243,11 @@ void seatd__rds_cluster_stats(const seatd__rds_cluster_t *cl, seatd__rds_cluster
             continue;
         seatd__rds_node_stats_t s;
         seatd__rds_node_stats(cl->nodes[i].pool, &s);
-        sum->commands += s.commands;
-        sum->errors += s.errors;
-        sum->timeouts += s.timeouts;
-        sum->reconnects += s.reconnects;
-        sum->connect_failures += s.connect_failures;
-        sum->refused += s.refused;
-        sum->rtt_us_sum += s.rtt_us_sum;
-        sum->wait_ok += s.wait_ok;
-        sum->wait_short += s.wait_short;
-        sum->connected += s.connected;
+#define ADD(type, name) sum->name += s.name;
+        SEATD__RDS_NODE_STATS(ADD)
+#undef ADD
     }
-    sum->pending = cl->pending;
+    sum->pending = cl->pending; /* the router's own queue, not the nodes' sum */
     out->moved = cl->moved;
     out->asked = cl->asked;
     out->ask_waits = cl->ask_waits;

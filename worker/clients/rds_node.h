@@ -95,10 +95,25 @@ typedef struct seatd__rds_node_opts_s {
     int wait_ms;           /* WAIT's timeout; 100 when 0 */
 } seatd__rds_node_opts_t;
 
+/* The node's counters, listed once: the struct below, the router's sum over its nodes and
+ * the facade's copy into seatd_rds_stats_t (same names there) all walk this list. */
+#define SEATD__RDS_NODE_STATS(X)                                                                   \
+    X(unsigned long long, commands)                                                                \
+    X(unsigned long long, errors)                                                                  \
+    X(unsigned long long, timeouts)                                                                \
+    X(unsigned long long, reconnects)                                                              \
+    X(unsigned long long, connect_failures)                                                        \
+    X(unsigned long long, refused)                                                                 \
+    X(unsigned long long, rtt_us_sum)                                                              \
+    X(unsigned long long, wait_ok)                                                                 \
+    X(unsigned long long, wait_short)                                                              \
+    X(unsigned int, pending)                                                                       \
+    X(unsigned int, connected)
+
 typedef struct seatd__rds_node_stats_s {
-    unsigned long long commands, errors, timeouts, reconnects, connect_failures, refused;
-    unsigned long long rtt_us_sum, wait_ok, wait_short;
-    unsigned int pending, connected;
+#define SEATD__RDS_STAT_FIELD(type, name) type name;
+    SEATD__RDS_NODE_STATS(SEATD__RDS_STAT_FIELD)
+#undef SEATD__RDS_STAT_FIELD
 } seatd__rds_node_stats_t;
 
 /* Starts connecting every connection; owned, freed by seatd__rds_node_close(). */
