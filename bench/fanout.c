@@ -57,6 +57,7 @@
 #include "hist.h"
 #include "http/auth.h"
 #include "http/ws_codec.h"
+#include "bench_util.h"
 
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24
@@ -748,15 +749,10 @@ static void client_proc(int pi, int first, int nconns)
     PS = &SH->proc[pi];
     conn_t *cs = calloc((size_t)nconns, sizeof(*cs));
     int ep = epoll_create1(0);
-    char req[512];
-    int rl = snprintf(req, sizeof(req),
-                      "GET %s%s%s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
-                      "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                      "Sec-WebSocket-Version: 13\r\n"
-                      "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
-                      "\r\n",
-                      SH->side == SIDE_SEATD ? "/v1/shows/" : "/sub/", SH->target,
-                      SH->side == SIDE_SEATD ? "/seats/ws" : "");
+    char req[512], path[128];
+    snprintf(path, sizeof(path), "%s%s%s", SH->side == SIDE_SEATD ? "/v1/shows/" : "/sub/",
+             SH->target, SH->side == SIDE_SEATD ? "/seats/ws" : "");
+    int rl = bench_ws_upgrade_request(req, sizeof(req), path, 1);
     SEEN_BYTES = SH->side == SIDE_NCHAN ? (size_t)(SH->ops_max / 8 + 2) : 0;
     for (int i = 0; i < nconns; i++) {
         conn_t *c = &cs[i];
@@ -888,20 +884,6 @@ static long long cpu_ticks(int pid)
     return ut + st;
 }
 
-static long rss_kb(int pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", pid);
-    FILE *f = fopen(path, "r");
-    long kb = 0;
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb;
-}
-
 static long long group_ticks(const group_t *g)
 {
     long long t = 0;
@@ -913,8 +895,10 @@ static long long group_ticks(const group_t *g)
 static long group_rss(const group_t *g)
 {
     long kb = 0;
-    for (int i = 0; i < g->n; i++)
-        kb += rss_kb(g->pid[i]);
+    for (int i = 0; i < g->n; i++) {
+        long one = bench_rss_kb(g->pid[i]);
+        kb += one > 0 ? one : 0; /* a process gone counts nothing */
+    }
     return kb;
 }
 

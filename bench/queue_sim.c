@@ -50,6 +50,7 @@
 #include "domain/keys.h"
 #include "base/mem.h"
 #include "http/ws_codec.h"
+#include "bench_util.h"
 
 #define MAX_WATCHERS 20000
 #define MAX_USERS 1000000
@@ -186,20 +187,6 @@ static long long used_memory(redisContext *c)
     return v;
 }
 
-static long rss_kb(int pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", pid);
-    FILE *f = fopen(path, "r");
-    long kb = -1;
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb;
-}
-
 /* ---------------------------------------------------------------------------------------
  * Watchers: waiting pages on the show's WebSocket
  * --------------------------------------------------------------------------------------- */
@@ -225,12 +212,9 @@ static void watcher_proc(int first, int n)
 {
     conn_t *cs = calloc((size_t)n, sizeof(*cs));
     int ep = epoll_create1(0);
-    char req[512];
-    int rl = snprintf(req, sizeof(req),
-                      "GET /v1/shows/%s/seats/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
-                      "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                      "Sec-WebSocket-Version: 13\r\n\r\n",
-                      SHOW);
+    char req[512], path[128];
+    snprintf(path, sizeof(path), "/v1/shows/%s/seats/ws", SHOW);
+    int rl = bench_ws_upgrade_request(req, sizeof(req), path, 0);
     for (int i = 0; i < n; i++) {
         conn_t *c = &cs[i];
         c->idx = first + i;
@@ -587,7 +571,7 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     /* Watchers: waiting pages on the show's WebSocket. */
-    long rss0 = worker_pid ? rss_kb(worker_pid) : -1;
+    long rss0 = worker_pid ? bench_rss_kb(worker_pid) : -1;
     int *wp = calloc((size_t)procs, sizeof(int));
     for (int p = 0, first = 0; p < procs; p++) {
         int n = watchers / procs + (p < watchers % procs);
@@ -600,7 +584,7 @@ int main(int argc, char **argv)
     while (SH->ready < watchers && now_ms() - tw < 60000)
         usleep(20000);
     usleep(300000);
-    long rss1 = worker_pid ? rss_kb(worker_pid) : -1;
+    long rss1 = worker_pid ? bench_rss_kb(worker_pid) : -1;
     printf("queue_sim watchers=%d connected=%d worker_rss_kb %ld -> %ld: %.1f kB per waiting "
            "WebSocket\n",
            watchers, SH->ready, rss0, rss1, SH->ready ? (double)(rss1 - rss0) / SH->ready : 0.0);

@@ -41,6 +41,7 @@
 #include "base/buf.h"
 #include "base/mem.h"
 #include "http/ws_codec.h"
+#include "bench_util.h"
 
 #define MAX_SEATS 4096
 #define MAX_SAMPLES (1 << 22) /* latency samples across all clients */
@@ -196,15 +197,9 @@ static int client_proc(int nconns)
     conn_t *cs = calloc((size_t)nconns, sizeof(*cs));
     int ep = epoll_create1(0);
     const char *show = getenv("WSF_SHOW");
-    char req[640];
-    int rl = snprintf(req, sizeof(req),
-                      "GET /v1/shows/%s/seats/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
-                      "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                      "Sec-WebSocket-Version: 13\r\n%s\r\n",
-                      show,
-                      SH->deflate ? "Sec-WebSocket-Extensions: permessage-deflate; "
-                                    "client_max_window_bits\r\n"
-                                  : "");
+    char req[640], path[128];
+    snprintf(path, sizeof(path), "/v1/shows/%s/seats/ws", show);
+    int rl = bench_ws_upgrade_request(req, sizeof(req), path, SH->deflate);
     for (int i = 0; i < nconns; i++) {
         conn_t *c = &cs[i];
         c->seen_held = calloc((size_t)NSEATS, 1);
@@ -281,20 +276,6 @@ static int client_proc(int nconns)
 /* ---------------------------------------------------------------------------------------
  * The parent: show, clients, holds, figures
  * --------------------------------------------------------------------------------------- */
-
-static long rss_kb(int pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", pid);
-    FILE *f = fopen(path, "r");
-    long kb = -1;
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb;
-}
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -420,11 +401,11 @@ int main(int argc, char **argv)
     SH = mmap(NULL, sizeof(*SH), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (SH == MAP_FAILED)
         return 1;
-    long rss0 = worker_pid ? rss_kb(worker_pid) : -1;
+    long rss0 = worker_pid ? bench_rss_kb(worker_pid) : -1;
     double connect_s = 0;
     int *pids = start_clients(clients, procs, &connect_s);
     usleep(300000);
-    long rss1 = worker_pid ? rss_kb(worker_pid) : -1;
+    long rss1 = worker_pid ? bench_rss_kb(worker_pid) : -1;
     printf("ws_fanout clients=%d procs=%d connected=%d in %.2f s\n", clients, procs, SH->ready,
            connect_s);
 
@@ -451,7 +432,7 @@ int main(int argc, char **argv)
     long long expected = (long long)ok * SH->ready;
     while (SH->received < expected && now_ns() < wait_until)
         usleep(20000);
-    long rss2 = worker_pid ? rss_kb(worker_pid) : -1;
+    long rss2 = worker_pid ? bench_rss_kb(worker_pid) : -1;
     SH->stop = 1;
     for (int p = 0; p < procs; p++)
         waitpid(pids[p], NULL, 0);
