@@ -21,7 +21,8 @@ book_begin.lua - seatd_book_begin: HELD -> PENDING_PAYMENT, and the booking is c
   repeat answers that booking with replayed=1. Seat keys and the hold's deadline move to
   max(deadline, now + window); the original deadline is kept as heldUntil for book_fail.
   No seat changes state, so the version does not move (reaping aside).
-  The booking copies the hold's seat bits ('bits', aligned with seatIds) for cancel.
+  The booking copies the hold's seat bits ('bits', aligned with seatIds) for cancel, and its
+  places in standing areas ('areas', priced at their area's tier).
   The booking enters the show's pending index {s}:pending (bookingId -> started ms), which
   book_confirm and book_fail leave; reconciliation reads it (seatd_pending_due).
   Returns  {"bookingId", id, "holdId", id, "showId", id, "status", "PENDING_PAYMENT"|…,
@@ -37,7 +38,7 @@ book_begin.lua - seatd_book_begin: HELD -> PENDING_PAYMENT, and the booking is c
 ]]
 
 local BOOK_FIELDS = {'bookingId', 'holdId', 'showId', 'status', 'amount', 'seatIds',
-    'expiresAt', 'replayed'}
+    'expiresAt', 'replayed', 'areas'}
 
 local function book_begin(keys, args)
     local p, show_id = show_prefix(keys[1])
@@ -72,7 +73,7 @@ local function book_begin(keys, args)
     end
     if args[4] == '' then
         local why
-        amount, why = price_seats(p, keys[1], h.bits)
+        amount, why = price_seats(p, keys[1], h.bits, h.areas)
         if not amount then
             return fail(why, why == 'UNPRICED' and show_id or 'a seat has no price')
         end
@@ -108,6 +109,7 @@ local function book_begin(keys, args)
     local deadline = math.max(held_until, now + window)
     redis.call('HSET', p .. ':booking:' .. booking_id, 'bookingId', booking_id, 'showId', show_id,
         'holdId', hold_id, 'owner', owner, 'seatIds', h.seats, 'bits', h.bits or '',
+        'areas', h.areas or '',
         'amount', string.format('%d', amount),
         'currency', args[5] or '', 'paymentMethod', args[6] or '', 'status', 'PENDING_PAYMENT',
         'createdAt', now)
@@ -126,7 +128,7 @@ local function book_begin(keys, args)
     flush(p, changes)
     return {'bookingId', booking_id, 'holdId', hold_id, 'showId', show_id,
         'status', 'PENDING_PAYMENT', 'amount', string.format('%d', amount), 'seatIds', h.seats,
-        'expiresAt', tostring(deadline), 'replayed', '0'}
+        'expiresAt', tostring(deadline), 'replayed', '0', 'areas', h.areas or ''}
 end
 
 redis.register_function{function_name='seatd_book_begin', callback=book_begin}

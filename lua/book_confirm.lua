@@ -60,14 +60,14 @@ local function book_confirm(keys, args)
     redis.call('ZREM', p .. ':expiry', hold_id)
     local uk = p .. ':user:' .. h.owner
     redis.call('HDEL', uk, hold_id)
-    redis.call('HINCRBY', uk, 'booked', #seats)
+    redis.call('HINCRBY', uk, 'booked', #seats + area_places(h.areas))
     local v = flush(p, changes)
     redis.call('HSET', bk, 'status', 'CONFIRMED', 'paymentRef', args[2] or '',
         'confirmedAt', now, 'version', v)
     redis.call('ZREM', p .. ':pending', booking_id)
     redis.call('XADD', p .. ':bookings', '*', 'type', 'booking.confirmed',
         'bookingId', booking_id, 'showId', b.showId, 'holdId', hold_id, 'owner', b.owner,
-        'seatIds', b.seatIds, 'amount', b.amount, 'currency', b.currency or '',
+        'seatIds', b.seatIds, 'areas', b.areas or '', 'amount', b.amount, 'currency', b.currency or '',
         'paymentRef', args[2] or '', 'version', v, 'at', now)
     -- The record as just written: 'b' with the fields this script set (no second read).
     b.status, b.paymentRef = 'CONFIRMED', args[2] or ''

@@ -92,7 +92,8 @@ local function cancel(keys, args)
             changes[#changes + 1] = {seat, 'available'}
         end
     end
-    redis.call('HINCRBY', p .. ':user:' .. b.owner, 'booked', -#seats)
+    areas_give_back(p, b.areas, changes)
+    redis.call('HINCRBY', p .. ':user:' .. b.owner, 'booked', -(#seats + area_places(b.areas)))
     local v = flush(p, changes)
     local refund_status = 'none'
     if refund > 0 then
@@ -104,7 +105,7 @@ local function cancel(keys, args)
         tostring(percent), 'cancelledAt', now, 'cancelVersion', v, 'refundStatus', refund_status)
     redis.call('XADD', p .. ':bookings', '*', 'type', 'booking.cancelled',
         'bookingId', booking_id, 'showId', b.showId, 'owner', b.owner, 'seatIds', b.seatIds,
-        'refund', rtext, 'version', v, 'at', now)
+        'areas', b.areas or '', 'refund', rtext, 'version', v, 'at', now)
     return {'bookingId', booking_id, 'status', 'CANCELLED', 'refund', rtext,
         'version', tostring(v), 'paymentRef', b.paymentRef or '', 'refundStatus', refund_status}
 end

@@ -28,6 +28,8 @@ seatd_create_show
            at most startsAt) is also written to the meta as salesCloseAt: the instant sales
            close (seatd_hold, seatd_book_begin; without it sales close at startsAt); an
            "orphanRule": "block" member is also written to the meta as orphanRule (hold.lua);
+           an "areas" member [{id, capacity, tier}] (standing areas, issue 30) is also
+           written to the meta as areas, "FLOOR:5000:standing,…" (lib.lua, parse_areas);
            a "queue" member {opensAt (ms), maxShoppers (1..1e6), admissionSeconds (10..3600),
            seatsPerShopper (1..MAX_SEATS_PER_HOLD)} makes it a queued show: queueOpensAt,
            queueMax, queueAdmitMs, queueSeats in the meta (queue.lua, hold.lua)
@@ -80,6 +82,32 @@ local function layout_put(keys, args)
         return fail('INTERNAL', 'layout collision ' .. hash)
     end
     return {'layoutHash', hash, 'created', '0'}
+end
+
+-- The "areas" member of a show's extras (issue 30), checked against the show's price tiers
+-- (JSON text): 1..MAX_AREAS areas [{id, capacity, tier}], ids of [A-Za-z0-9_-]{1,16} each
+-- once, capacity an integer 1..1000000, tier a priceTiers name. Returns the meta's text
+-- "FLOOR:5000:standing,…" (lib.lua, parse_areas), or nil.
+local MAX_AREAS = 32
+local function valid_areas(list, tiers_json)
+    local ok, prices = pcall(cjson.decode, tiers_json or '')
+    if type(list) ~= 'table' or #list < 1 or #list > MAX_AREAS or not ok
+        or type(prices) ~= 'table' then
+        return nil
+    end
+    local seen, out = {}, {}
+    for i, a in ipairs(list) do
+        local id, cap, tier = type(a) == 'table' and a.id, type(a) == 'table' and a.capacity,
+            type(a) == 'table' and a.tier
+        if type(id) ~= 'string' or #id > 16 or not string.find(id, '^[A-Za-z0-9_-]+$')
+            or seen[id] or type(cap) ~= 'number' or cap ~= math.floor(cap) or cap < 1
+            or cap > 1000000 or type(tier) ~= 'string' or type(prices[tier]) ~= 'number' then
+            return nil
+        end
+        seen[id] = true
+        out[i] = id .. ':' .. string.format('%d', cap) .. ':' .. tier
+    end
+    return table.concat(out, ',')
 end
 
 -- The "queue" member of a show's extras (issue 15, queue.lua), checked: {opensAt = ms,
@@ -147,9 +175,15 @@ local function create_show(keys, args)
     if (args[8] or '') ~= '' and not valid_tiers(args[8], args[9] or '', n, args[4]) then
         return fail('INVAL', 'tiers')
     end
-    local close, orphan_rule, queue
+    local close, orphan_rule, queue, areas
     if args[6] and args[6] ~= '' then
         local ok, x = pcall(cjson.decode, args[6])
+        if ok and type(x) == 'table' and x.areas ~= nil then
+            areas = valid_areas(x.areas, args[4])
+            if not areas then
+                return fail('INVAL', 'areas')
+            end
+        end
         if ok and type(x) == 'table' and x.queue ~= nil then
             queue = valid_queue(x.queue)
             if not queue then
@@ -180,6 +214,9 @@ local function create_show(keys, args)
     end
     if orphan_rule then
         redis.call('HSET', keys[1], 'orphanRule', orphan_rule)
+    end
+    if areas then
+        redis.call('HSET', keys[1], 'areas', areas)
     end
     if queue then
         redis.call('HSET', keys[1], 'queueOpensAt', string.format('%d', queue.opens), 'queueMax',

@@ -46,8 +46,11 @@ orphan seats, alternatives. Everything seatd_hold does, in the same order, plus:
   ARGV[1…6]  as seatd_hold
   ARGV[7]    the request: "named", or "best:<count>:<tier or ->:<0|1 accessible>" (also the
              idempotency fingerprint of a best-available hold: a replay answers the seats the
-             first call chose)
-  ARGV[8]    P, the number of seat/bit pairs that follow (named: >= 1; best: 0)
+             first call chose), optionally followed by ";" and places in standing areas
+             (issue 30), "FLOOR:2,BALC:1": area ids sorted, each count >= 1, each an area of
+             the show's meta 'areas' (lib.lua, parse_areas; else UNKNOWN_AREA <id>)
+  ARGV[8]    P, the number of seat/bit pairs that follow (named: >= 1, or 0 with places;
+             best: 0)
   ARGV[9…]   P pairs as seatd_hold's, then the candidates written by worker/domain/best.c, each one
              argument "<kind>|<tier>|<id:bit,…>|<left id:bit,…>|<right id:bit,…>" (kinds: b
              whole block, p piece of a split, n run of a named hold; left and right are the up
@@ -68,13 +71,63 @@ orphan seats, alternatives. Everything seatd_hold does, in the same order, plus:
            {"refused", "CONFLICT <seat…>" | "ORPHAN_SEAT <seat…>", "asked", "A1,A2",
             "orphanRule", "0"|"1", "booked", <bitmap>, "held", <bitmap>}
 
-  Returns  as seatd_hold, plus "split", "0"|"1"
+  Places in areas are held with the seats, all or nothing: once the seats are known to be
+  free, every area asked must have its count free (capacity - {s}:areas <id>, which counts
+  places held and booked), else AREA_SOLD_OUT <id> <free> <every area "id:capacity:free,…">,
+  nothing written. The places add to {s}:areas, count against the per-user limit like seats,
+  are kept in the hold record as 'areas' and published in the delta ("a":{"FLOOR":4862}).
+  Returns  as seatd_hold, plus "split", "0"|"1", and "areas", the places held ("" for none)
   Errors   as seatd_hold, plus NO_BLOCK <count> (a named hold's CONFLICT and ORPHAN_SEAT are
-           the refusal above)
+           the refusal above), UNKNOWN_AREA <id>, AREA_SOLD_OUT <id> <free> <areas>
 ]]
 
 
-local HOLD_FIELDS = {'holdId', 'showId', 'expiresAt', 'version', 'seatIds', 'replayed', 'split'}
+local HOLD_FIELDS = {'holdId', 'showId', 'expiresAt', 'version', 'seatIds', 'replayed', 'split',
+    'areas'}
+
+-- The places a request asks for (its text after ';', "FLOOR:2,BALC:1", sorted by id, each
+-- count >= 1) checked against the show's areas 'defs': returns the list ({{id, n}…}) and the
+-- number of places, or nil and the error reply. An empty text asks for none.
+local function check_area_request(text, defs)
+    local list = area_counts(text)
+    local places, back = 0, 0
+    for _, _ in string.gmatch(text, '[^,]+') do
+        back = back + 1
+    end
+    if back ~= #list then
+        return nil, fail('INVAL', 'areas')
+    end
+    for i, a in ipairs(list) do
+        if not (defs and defs[a[1]]) then
+            return nil, fail('UNKNOWN_AREA', a[1])
+        end
+        if a[2] < 1 or (i > 1 and not (list[i - 1][1] < a[1])) then
+            return nil, fail('INVAL', 'areas')
+        end
+        places = places + a[2]
+    end
+    return list, places
+end
+
+-- The first area of 'list' ({{id, n}…}) without n free places, and its free count; nil when
+-- every one has them.
+local function area_short(p, list, defs)
+    if #list == 0 then
+        return nil
+    end
+    local ids = {}
+    for i, a in ipairs(list) do
+        ids[i] = a[1]
+    end
+    local taken = redis.call('HMGET', p .. ':areas', unpack(ids))
+    for i, a in ipairs(list) do
+        local free = defs[a[1]].cap - (tonumber(taken[i]) or 0)
+        if free < a[2] then
+            return a[1], free > 0 and free or 0
+        end
+    end
+    return nil
+end
 
 -- "A1:0,A2:1" -> {{'A1', 0}, {'A2', 1}}; nil when a bit is not a seat of the show.
 local function parse_items(s, seat_count)
@@ -176,7 +229,7 @@ end
 -- refusal with the seats asked ('asked', their ids joined by commas) and the show's two
 -- bitmaps as they are now (see the header).
 local function refuse(p, changes, word, detail, asked, orphan_rule, shared)
-    if #changes > 0 then
+    if has_changes(changes) then
         flush(p, changes)
     end
     if shared and shared.batch then
@@ -252,7 +305,7 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
     local meta = shared and shared.meta
     if not meta then
         meta = redis.call('HMGET', keys[1], 'holdTtlMs', 'layoutHash', 'seatCount', 'startsAt',
-            'salesCloseAt', 'orphanRule', 'queueOpensAt')
+            'salesCloseAt', 'orphanRule', 'queueOpensAt', 'areas')
         if shared then
             shared.meta = meta
         end
@@ -281,21 +334,28 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
         return fail('INVAL', 'layout mismatch')
     end
     local best = req and req.mode == 'best'
+    -- the places asked for in standing areas (issue 30; a seatd_hold_sell request only)
+    local area_text = req and req.areas or ''
+    local area_defs = parse_areas(meta[8] or '')
+    local area_list, places = check_area_request(area_text, area_defs)
+    if not area_list then
+        return places -- the error reply
+    end
     -- arg: the seats' bits as redis.call arguments (the worker's text when it is the canonical
     -- decimal: a number would be formatted with "%.14g" on every call)
     local seats, arg = {}, {}
     local fingerprint
     if best then
-        if req.count < 1 or req.count > MAX_SEATS_PER_HOLD then
-            return fail('TOOMANY', tostring(req.count))
+        if req.count < 1 or req.count + places > MAX_SEATS_PER_HOLD then
+            return fail('TOOMANY', tostring(req.count + places))
         end
         fingerprint = req.fp
     else
-        if np < 1 then
+        if np < 1 and places == 0 then
             return fail('EMPTY', 'no seats')
         end
-        if np > MAX_SEATS_PER_HOLD then
-            return fail('TOOMANY', tostring(np))
+        if np + places > MAX_SEATS_PER_HOLD then
+            return fail('TOOMANY', tostring(np + places))
         end
         -- The pairs are read where they are in 'args'; the worker sends them sorted, and only
         -- pairs out of order are copied out and sorted.
@@ -344,6 +404,9 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
             arg[i] = canonical_uint(btext) and btext or bit
         end
         fingerprint = table.concat(seats, ',')
+        if area_text ~= '' then
+            fingerprint = fingerprint .. ';' .. area_text
+        end
     end
     local idem_key = idem ~= '' and p .. ':idem:' .. owner .. ':' .. idem
     if idem_key then
@@ -460,6 +523,12 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
             end
         end
     end
+    -- The areas' capacity, once the seats are known to be free: all or nothing with them.
+    local short, free = area_short(p, area_list, area_defs)
+    if short then
+        return fail_flush(p, changes, 'AREA_SOLD_OUT', short .. ' ' .. free .. ' '
+            .. areas_free_text(p, meta[8]))
+    end
     reap_owner(p, owner, now, changes)
     if max_user > 0 then
         local have = 0
@@ -467,8 +536,9 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
         for _, v in ipairs(uh) do
             have = have + (tonumber(v) or 0)
         end
-        if have + #seats > max_user then
-            return fail_flush(p, changes, 'LIMIT', have .. '+' .. #seats .. '>' .. max_user)
+        if have + #seats + places > max_user then
+            return fail_flush(p, changes, 'LIMIT', have .. '+' .. (#seats + places) .. '>'
+                .. max_user)
         end
     end
 
@@ -488,20 +558,24 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
         redis.call('SETBIT', p .. ':held', arg[i], '1')
         changes[#changes + 1] = {seat, 'held'}
     end
+    for _, a in ipairs(area_list) do
+        redis.call('HINCRBY', p .. ':areas', a[1], a[2])
+        area_touch(changes, a[1])
+    end
     redis.call('HSET', p .. ':hold:' .. hold_id, 'owner', owner, 'showId', show_id,
         'seats', seat_list, 'bits', table.concat(arg, ','), 'status', 'HELD', 'expiresAt', deadline, 'createdAt', now_text,
-        'idemKey', idem, 'bookingId', '')
+        'idemKey', idem, 'bookingId', '', 'areas', area_text)
     redis.call('ZADD', p .. ':expiry', deadline, hold_id)
-    redis.call('HSET', p .. ':user:' .. owner, hold_id, #seats)
+    redis.call('HSET', p .. ':user:' .. owner, hold_id, #seats + places)
     if queued then
         redis.call('ZREM', p .. ':qpend', owner) -- has held: no longer an expected taker
     end
     local version = flush(p, changes)
     local answer = {holdId = hold_id, showId = show_id, expiresAt = tostring(deadline),
         version = tostring(version), seatIds = seat_list, replayed = '0',
-        split = split and '1' or '0'}
-    if best then
-        answer.fp = fingerprint
+        split = split and '1' or '0', areas = area_text}
+    if best or area_text ~= '' then
+        answer.fp = fingerprint -- (a named hold's seats alone are its fingerprint)
     end
     if idem_key then
         redis.call('SET', idem_key, cjson.encode(answer), 'PX', IDEM_TTL_MS)
@@ -525,6 +599,15 @@ local function hold_sell(keys, args, shared, base, nargs)
         return fail('INVAL', 'request and pairs')
     end
     local fp = args[base + 7] or ''
+    -- "<request>;<places>": the places asked for in standing areas (see the header)
+    local mode_text, areas = fp, ''
+    local cut = string.find(fp, ';', 1, true)
+    if cut then
+        mode_text, areas = string.sub(fp, 1, cut - 1), string.sub(fp, cut + 1)
+        if areas == '' then
+            return fail('INVAL', 'request')
+        end
+    end
     local np = num(args[base + 8] or '')
     if not np or np < 0 or np ~= math.floor(np) or nargs < 8 + 2 * np then
         return fail('INVAL', 'request and pairs')
@@ -532,9 +615,9 @@ local function hold_sell(keys, args, shared, base, nargs)
     -- (every field made at once; the candidates stay where they are in 'args' until a hold
     -- needs them: parse_blocks)
     local req = {fp = fp, mode = 'named', count = false, cfrom = base + 9 + 2 * np,
-        cto = base + nargs}
-    if fp ~= 'named' then
-        local count = string.match(fp, '^best:(%d+):[^:]+:[01]$')
+        cto = base + nargs, areas = areas}
+    if mode_text ~= 'named' then
+        local count = string.match(mode_text, '^best:(%d+):[^:]+:[01]$')
         if not count or np ~= 0 then
             return fail('INVAL', 'request')
         end

@@ -179,24 +179,101 @@ end
 local BOOKING_FIELDS = {'bookingId', 'showId', 'holdId', 'owner', 'seatIds', 'amount',
     'currency', 'paymentMethod', 'status', 'paymentRef', 'createdAt', 'confirmedAt', 'reason',
     'refund', 'cancelledAt', 'failedAt', 'refundStatus', 'refundRef', 'refundPercent',
-    'startsAt', 'version', 'lateCharge'}
+    'startsAt', 'version', 'lateCharge', 'areas'}
 local function booking_reply(meta_key, b)
     b.startsAt = redis.call('HGET', meta_key, 'startsAt') or ''
     b.version = b.cancelVersion or b.version -- the show version of its last seat change
     return reply_fields(b, BOOKING_FIELDS)
 end
 
--- The price of the seats with bits 'bits_text' (comma-joined, the hold's 'bits') in show 'p':
--- each seat's tier from {s}:tiers (one letter per seat, 'a' = the first of the meta's
--- tierNames; written at creation, create_show.lua) and its price from the meta's priceTiers.
--- Returns the amount, or nil and the error word: UNPRICED when the show has no tiers stored
--- (a show created before seats were priced here: the worker stores them and asks again),
--- INTERNAL when a seat's tier has no price.
-local function price_seats(p, meta_key, bits_text)
-    local m = redis.call('HMGET', meta_key, 'priceTiers', 'tierNames')
-    local codes = redis.call('GET', p .. ':tiers')
+-- Standing areas (issue 30). A show's areas are its meta field 'areas',
+-- "FLOOR:5000:standing,BALC:200:balcony" (id, capacity, price tier; written by create_show.lua),
+-- parsed once per text: {order = {'FLOOR', 'BALC'}, FLOOR = {cap = 5000, tier = 'standing'}, …}
+-- (shared: never changed by a caller); nil for a show without areas. The places taken in an
+-- area (held and booked alike) are the field <id> of {s}:areas; free = capacity - taken, never
+-- below zero because seatd_hold checks capacity and adds in one step. A hold or booking keeps
+-- its places as 'areas', "FLOOR:2,BALC:1" (sorted by id).
+local parse_areas = memoized(function(s)
+    if s == '' then
+        return nil
+    end
+    local out = {order = {}}
+    for id, cap, tier in string.gmatch(s, '([^,:]+):(%d+):([^,:]+)') do
+        out.order[#out.order + 1] = id
+        out[id] = {cap = tonumber(cap), tier = tier}
+    end
+    return out
+end)
+
+-- A record's places, "FLOOR:2,BALC:1" -> {{'FLOOR', 2}, {'BALC', 1}} (empty for none).
+local function area_counts(s)
+    local out = {}
+    for id, n in string.gmatch(s or '', '([^,:]+):(%d+)') do
+        out[#out + 1] = {id, tonumber(n)}
+    end
+    return out
+end
+
+-- The number of places in a record's 'areas' text.
+local function area_places(s)
+    local n = 0
+    for _, a in ipairs(area_counts(s)) do
+        n = n + a[2]
+    end
+    return n
+end
+
+-- Records that area 'id''s free count changed: flush() publishes its new count in the delta.
+-- (A field of 'changes' beside its array of seat changes; flush() takes it out.)
+local function area_touch(changes, id)
+    changes.areas = changes.areas or {}
+    changes.areas[id] = true
+end
+
+-- Whether 'changes' has anything to publish.
+local function has_changes(changes)
+    return #changes > 0 or changes.areas ~= nil
+end
+
+-- Gives back a record's places (its 'areas' text) to their areas: a hold that ends unbooked, a
+-- booking cancelled.
+local function areas_give_back(p, text, changes)
+    for _, a in ipairs(area_counts(text)) do
+        redis.call('HINCRBY', p .. ':areas', a[1], -a[2])
+        area_touch(changes, a[1])
+    end
+end
+
+-- The free places of every area of show 'p', "FLOOR:5000:4862,BALC:200:200" (id, capacity,
+-- free; the meta's order); "" for a show without areas. For seatd_seatmap and refusals.
+local function areas_free_text(p, areas_text)
+    local defs = parse_areas(areas_text or '')
+    if not defs then
+        return ''
+    end
+    local taken = redis.call('HMGET', p .. ':areas', unpack(defs.order))
+    local out = {}
+    for i, id in ipairs(defs.order) do
+        local free = defs[id].cap - (tonumber(taken[i]) or 0)
+        out[i] = id .. ':' .. defs[id].cap .. ':' .. (free > 0 and free or 0)
+    end
+    return table.concat(out, ',')
+end
+
+-- The price of the seats with bits 'bits_text' (comma-joined, the hold's 'bits') and the
+-- places 'areas_text' (the hold's 'areas', "" for none) in show 'p': each seat's tier from
+-- {s}:tiers (one letter per seat, 'a' = the first of the meta's tierNames; written at
+-- creation, create_show.lua), each place's from its area (the meta's 'areas'), and each
+-- tier's price from the meta's priceTiers.
+-- Returns the amount, or nil and the error word: UNPRICED when the show has no seat tiers
+-- stored and seats are to be priced (a show created before seats were priced here: the
+-- worker stores them and asks again), INTERNAL when a seat or place has no price.
+local function price_seats(p, meta_key, bits_text, areas_text)
+    local m = redis.call('HMGET', meta_key, 'priceTiers', 'tierNames', 'areas')
     local bits = split_commas(bits_text)
-    if not m[1] or not m[2] or not codes or #bits == 0 then
+    local places = area_counts(areas_text)
+    local codes = #bits > 0 and redis.call('GET', p .. ':tiers')
+    if not m[1] or (#bits > 0 and (not m[2] or not codes)) or (#bits == 0 and #places == 0) then
         return nil, 'UNPRICED'
     end
     local ok, prices = pcall(cjson.decode, m[1])
@@ -214,6 +291,14 @@ local function price_seats(p, meta_key, bits_text)
         end
         amount = amount + price
     end
+    local defs = parse_areas(m[3] or '')
+    for _, a in ipairs(places) do
+        local price = defs and defs[a[1]] and prices[defs[a[1]].tier]
+        if type(price) ~= 'number' then
+            return nil, 'INTERNAL'
+        end
+        amount = amount + price * a[2]
+    end
     return amount
 end
 
@@ -222,8 +307,30 @@ end
 -- a missing bitmap reads as zeros everywhere (GETBIT, BITCOUNT, seatd_seatmap's ""), so a
 -- show with no live hold and no booking keeps no bitmap (memory at rest).
 local function flush(p, changes)
-    if #changes == 0 then
+    if not has_changes(changes) then
         return tonumber(redis.call('GET', p .. ':ver') or '0')
+    end
+    -- the areas whose free count changed: "a":{"FLOOR":4862,…} (sorted by id)
+    local area_json = ''
+    if changes.areas then
+        local defs = parse_areas(redis.call('HGET', p .. ':meta', 'areas') or '')
+        local ids = {}
+        for id in pairs(changes.areas) do
+            if defs and defs[id] then
+                ids[#ids + 1] = id
+            end
+        end
+        changes.areas = nil -- (cjson.encode: the seat changes stay an array)
+        table.sort(ids)
+        if #ids > 0 then
+            local taken = redis.call('HMGET', p .. ':areas', unpack(ids))
+            local parts = {}
+            for i, id in ipairs(ids) do
+                local free = defs[id].cap - (tonumber(taken[i]) or 0)
+                parts[i] = '"' .. id .. '":' .. (free > 0 and free or 0)
+            end
+            area_json = ',"a":{' .. table.concat(parts, ',') .. '}'
+        end
     end
     -- Only a cleared bit can leave a bitmap empty: a batch of new holds (every change 'held',
     -- the hot path) sets bits only, and skips the two BITCOUNTs.
@@ -242,14 +349,15 @@ local function flush(p, changes)
         end
     end
     local v = redis.call('INCR', p .. ':ver')
-    redis.call('PUBLISH', p .. ':ch', '{"v":' .. v .. ',"c":' .. cjson.encode(changes) .. '}')
+    redis.call('PUBLISH', p .. ':ch', '{"v":' .. v .. ',"c":'
+        .. (#changes > 0 and cjson.encode(changes) or '[]') .. area_json .. '}')
     return v
 end
 
 -- Flushes pending changes, if any (an error reply carries no version: nothing to read when
 -- there are none), then returns an error reply.
 local function fail_flush(p, changes, word, detail)
-    if #changes > 0 then
+    if has_changes(changes) then
         flush(p, changes)
     end
     return fail(word, detail)
@@ -297,6 +405,7 @@ local function end_hold(p, hold_id, h, status, changes)
             clear_held(p, seat, bits[i], changes)
         end
     end
+    areas_give_back(p, h.areas, changes)
     local hk = p .. ':hold:' .. hold_id
     redis.call('HSET', hk, 'status', status)
     redis.call('PEXPIRE', hk, RETENTION_MS)

@@ -24,12 +24,14 @@ seatd_list_shows
 
 seatd_seatmap
   KEYS[1] {s:<id>}:meta
-  Returns {"version", v, "seatCount", n, "held", bytes, "booked", bytes} (one atomic read;
-  a missing bitmap is "")                               Errors: NOSHOW
+  Returns {"version", v, "seatCount", n, "held", bytes, "booked", bytes, "areas", text} (one
+  atomic read; a missing bitmap is ""; areas: "FLOOR:5000:4862,…", id:capacity:free of each
+  standing area, "" for none)                               Errors: NOSHOW
 
 seatd_hold_get
   KEYS[1] {s:<id>}:meta   ARGV[1] hold id   ARGV[2] owner ("" = any owner: operators)
-  Returns {"holdId","showId","owner","seatIds","status","expiresAt","createdAt","bookingId"}
+  Returns {"holdId","showId","owner","seatIds","status","expiresAt","createdAt","bookingId",
+           "areas"} (areas: the places held in standing areas, "FLOOR:2,…", "" for none)
   A HELD or PENDING_PAYMENT hold at or past its deadline reads as EXPIRED (reaping follows).
   Errors: NOTFOUND (missing, or another owner's: never revealed)
 
@@ -98,13 +100,14 @@ end
 
 local function seatmap(keys, args)
     local p = show_prefix(keys[1])
-    local n = p and redis.call('HGET', keys[1], 'seatCount')
-    if not n then
+    local m = p and redis.call('HMGET', keys[1], 'seatCount', 'areas')
+    if not m or not m[1] then
         return fail('NOSHOW', keys[1])
     end
-    return {'version', redis.call('GET', p .. ':ver') or '0', 'seatCount', n,
+    return {'version', redis.call('GET', p .. ':ver') or '0', 'seatCount', m[1],
         'held', redis.call('GET', p .. ':held') or '',
-        'booked', redis.call('GET', p .. ':booked') or ''}
+        'booked', redis.call('GET', p .. ':booked') or '',
+        'areas', areas_free_text(p, m[2])}
 end
 
 local function hold_get(keys, args)
@@ -121,7 +124,7 @@ local function hold_get(keys, args)
     h.showId = id
     h.seatIds = h.seats
     return reply_fields(h, {'holdId', 'showId', 'owner', 'seatIds', 'status', 'expiresAt',
-        'createdAt', 'bookingId'})
+        'createdAt', 'bookingId', 'areas'})
 end
 
 local function booking_get(keys, args)

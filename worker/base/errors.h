@@ -26,6 +26,7 @@
     XX(EMPTY, 400, "empty-seat-set", "EMPTY", "no seats were asked for")                           \
     XX(TOOMANY, 400, "too-many-seats", "TOOMANY", "too many seats in one hold")                    \
     XX(UNKNOWNSEAT, 400, "unknown-seat", "UNKNOWN_SEAT", "a seat is not in this show's layout")    \
+    XX(UNKNOWNAREA, 400, "unknown-area", "UNKNOWN_AREA", "an area is not in this show")            \
     XX(BADID, 400, "invalid-id", "BADID", "an id is malformed")                                    \
     XX(WEAKPASSWORD, 400, "weak-password", "WEAK_PASSWORD",                                        \
        "the password is one of the most common passwords")                                         \
@@ -45,6 +46,8 @@
     XX(CONFLICT, 409, "seat-conflict", "CONFLICT", "seats were already taken")                     \
     XX(NOBLOCK, 409, "no-block-available", "NO_BLOCK", "no block of adjacent seats is free")       \
     XX(ORPHANSEAT, 409, "orphan-seat", "ORPHAN_SEAT", "the hold would leave a single seat alone")  \
+    XX(AREASOLDOUT, 409, "area-sold-out", "AREA_SOLD_OUT",                                         \
+       "a standing area has fewer places free than asked")                                         \
     XX(STATE, 409, "invalid-state", "STATE", "the resource is not in a state that allows this")    \
     XX(INFLIGHT, 409, "idempotency-key-in-flight", "INFLIGHT",                                     \
        "a request with this idempotency key is still in progress")                                 \

@@ -1,6 +1,8 @@
 /* seatmap.c - the per-worker seat-status cache and its renderings; see seatmap.h. */
 #include "domain/seatmap.h"
 
+#include <cjson/cJSON.h>
+
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 #include <zlib.h>
 
 #include "base/buf.h"
+#include "domain/areas.h"
 #include "domain/layout.h"
 #include "base/mem.h"
 
@@ -32,6 +35,7 @@ static void entry_clear(seatd_seatmap_t *e)
 {
     free(e->held);
     free(e->booked);
+    free(e->areas);
     free(e->availability);
     free(e->status);
     free(e->status_gz);
@@ -105,6 +109,23 @@ seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_
     return e;
 }
 
+void seatd_seatmap_set_areas(seatd_seatmap_t *m, const char *text)
+{
+    free(m->areas);
+    m->areas = text && *text ? seatd_strdup(text) : NULL;
+}
+
+/* Appends ,"areas":{…} for a map with standing areas. */
+static void put_areas(seatd_buf_t *b, const seatd_seatmap_t *m)
+{
+    cJSON *o = seatd_areas_free_json(m->areas);
+    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    if (text)
+        seatd_buf_printf(b, ",\"areas\":%s", text);
+    free(text);
+    cJSON_Delete(o);
+}
+
 void seatd_seatmap_invalidate(const char *show_id, long long version)
 {
     seatd_seatmap_t *e = slot_for(show_id);
@@ -153,7 +174,9 @@ const char *seatd_seatmap_availability(seatd_seatmap_t *m, size_t *len)
         put_base64(&b, m->held, m->held_len);
         seatd_buf_puts(&b, "\",\"booked\":\"");
         put_base64(&b, m->booked, m->booked_len);
-        seatd_buf_puts(&b, "\"}");
+        seatd_buf_puts(&b, "\"");
+        put_areas(&b, m);
+        seatd_buf_puts(&b, "}");
         m->availability = seatd_buf_steal(&b, &m->availability_len);
     }
     *len = m->availability_len;
@@ -172,7 +195,9 @@ const char *seatd_seatmap_status(seatd_seatmap_t *m, const seatd_layout_t *l, si
         for (size_t i = 0; i < n; i++) /* seat ids match ^[A-Za-z0-9_-]+$: nothing to escape */
             seatd_buf_printf(&b, "%s\"%s\":\"%s\"", i ? "," : "", seatd_layout_seat(l, i)->id,
                              names[seatd_seatmap_seat_state(m, i)]);
-        seatd_buf_puts(&b, "}}");
+        seatd_buf_puts(&b, "}");
+        put_areas(&b, m);
+        seatd_buf_puts(&b, "}");
         m->status = seatd_buf_steal(&b, &m->status_len);
     }
     *len = m->status_len;

@@ -46,6 +46,8 @@ typedef struct seatd_seatmap_s {
     long long lost_from;    /* the put that stored this read found Redis had lost writes: the
                                highest version known before it (seatd_store_version_floor);
                                -1 otherwise */
+    char *areas;            /* owned: standing areas' free text ("FLOOR:5000:4862,…", areas.h),
+                               NULL for none */
     char *availability;     /* owned rendering, made on first use */
     size_t availability_len;
     char *status; /* owned rendering, made on first use */
@@ -80,6 +82,10 @@ seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_
 /* Forgets the cached status of 'show_id' after a change this worker made itself, which
  * Redis answered with 'version': nothing older is served from here again, not even a read
  * that was already in flight when the change was made. */
+/* Keeps with 'm' its standing areas' free counts ('text', the free text of areas.h, copied;
+ * NULL or "" for none), read with its bitmaps. */
+void seatd_seatmap_set_areas(seatd_seatmap_t *m, const char *text);
+
 void seatd_seatmap_invalidate(const char *show_id, long long version);
 
 /* Frees every entry (tests, shutdown). */

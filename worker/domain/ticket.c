@@ -23,6 +23,25 @@ void seatd_ticket_key(const char *secret, size_t len, unsigned char key[SEATD_TI
     seatd_signing_key(secret, len, "ticket", key);
 }
 
+void seatd_ticket_items(const char *seats_csv, const char *areas, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s%s%s", seats_csv, seats_csv[0] && areas && areas[0] ? "," : "",
+             areas ? areas : "");
+}
+
+/* A ticket item: a seat id, or "<area id>:<count>" with a count of 1-9 digits. */
+static int valid_item(char *id)
+{
+    char *colon = strchr(id, ':');
+    if (colon) {
+        size_t digits = strlen(colon + 1);
+        *colon = '\0';
+        if (digits < 1 || digits > 9 || strspn(colon + 1, "0123456789") != digits)
+            return 0;
+    }
+    return seatd_keys_valid_seat_id(id);
+}
+
 static int valid_seats(const char *s)
 {
     if (*s == '\0' || s[strlen(s) - 1] == ',')
@@ -35,7 +54,7 @@ static int valid_seats(const char *s)
             return 0;
         memcpy(id, p, len);
         id[len] = '\0';
-        if (!seatd_keys_valid_seat_id(id))
+        if (!valid_item(id))
             return 0;
         p += len;
         if (*p == '\0')

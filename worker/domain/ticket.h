@@ -1,7 +1,8 @@
 /*
  * ticket.h - signed ticket tokens a door scanner can verify offline, and their QR codes.
  *
- * A token is text: "T1.<bookingId>.<seatIds comma-joined>.<mac>", where mac is the
+ * A token is text: "T1.<bookingId>.<items comma-joined>.<mac>", where an item is a seat id or
+ * places in a standing area, "<area id>:<count>" (issue 30; seatd_ticket_items), mac the
  * base64url (no padding) HMAC-SHA256 of everything before the last '.', under the ticket key.
  * The ticket key is HMAC-SHA256(SEATD_JWT_SECRET, "ticket"): derived, so no new secret, and
  * a token can never be confused with a JWT signed by the secret itself. A scanner holding the
@@ -27,8 +28,13 @@
 typedef struct seatd_ticket_s {
     char booking_id[SEATD_ID_MAX];
     char show_id[SEATD_ID_MAX];
-    char seats[SEATD_TICKET_MAX]; /* comma-joined */
+    char seats[SEATD_TICKET_MAX]; /* the items, comma-joined: seat ids, "<area>:<count>" */
 } seatd_ticket_t;
+
+/* A booking's ticket items: its seats ("" for none) and its places text (areas.h; "" or NULL
+ * for none) comma-joined into 'out' ('cap' bytes; cut short, and then never a valid ticket,
+ * when it does not fit). */
+void seatd_ticket_items(const char *seats_csv, const char *areas, char *out, size_t cap);
 
 /* Derives the ticket key from 'secret' ('len' bytes, borrowed) into 'key'. */
 void seatd_ticket_key(const char *secret, size_t len, unsigned char key[SEATD_TICKET_KEY_LEN]);

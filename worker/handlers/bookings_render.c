@@ -17,6 +17,8 @@
 #include "common.h"
 #include "handlers.h"
 #include "http/json_reply.h"
+#include "base/fmt.h"
+#include "domain/areas.h"
 #include "domain/keys.h"
 #include "base/mem.h"
 #include "domain/ticket.h"
@@ -35,6 +37,9 @@ cJSON *bookings__booking_to_json(const seatd_config_t *cfg, const seatd_store_re
         if (strings[i].value[0])
             cJSON_AddStringToObject(o, strings[i].name, strings[i].value);
     seatd__json_add_csv_array(o, "seatIds", b->seat_ids);
+    cJSON *areas = seatd_areas_places_json(b->areas);
+    if (areas) /* places in standing areas (issue 30): the ticket names them */
+        cJSON_AddItemToObject(o, "areas", areas);
     cJSON_AddNumberToObject(o, "amount", (double)b->amount);
     const struct {
         const char *name;
@@ -56,7 +61,9 @@ cJSON *bookings__booking_to_json(const seatd_config_t *cfg, const seatd_store_re
         /* The ticket: a token signed with the ticket key, and its QR code. */
         unsigned char key[SEATD_TICKET_KEY_LEN];
         seatd_ticket_key(cfg->jwt_secret, cfg->jwt_secret_len, key);
-        char *token = seatd_ticket_sign(key, bid, b->seat_ids);
+        char items[SEATD_TICKET_MAX];
+        seatd_ticket_items(b->seat_ids, b->areas, items, sizeof(items));
+        char *token = seatd_ticket_sign(key, bid, items);
         char *svg = token ? seatd_ticket_qr_svg(token) : NULL;
         if (token)
             cJSON_AddStringToObject(o, "ticketToken", token);
@@ -166,7 +173,23 @@ static cJSON *verify_answer(int valid, const char *reason, const seatd_ticket_t 
     if (t && t->booking_id[0]) {
         cJSON_AddStringToObject(o, "bookingId", t->booking_id);
         cJSON_AddStringToObject(o, "showId", t->show_id);
-        seatd__json_add_csv_array(o, "seatIds", t->seats);
+        /* the items: seat ids, and places as "<area>:<count>" (ticket.h) */
+        cJSON *seats = cJSON_AddArrayToObject(o, "seatIds");
+        cJSON *areas = NULL;
+        char items[SEATD_TICKET_MAX];
+        seatd_fmt_copy(items, sizeof(items), t->seats);
+        for (char *save = NULL, *it = strtok_r(items, ",", &save); it;
+             it = strtok_r(NULL, ",", &save)) {
+            char *colon = strchr(it, ':');
+            if (colon == NULL) {
+                cJSON_AddItemToArray(seats, cJSON_CreateString(it));
+                continue;
+            }
+            *colon = '\0';
+            if (areas == NULL)
+                areas = cJSON_AddObjectToObject(o, "areas");
+            cJSON_AddNumberToObject(areas, it, strtod(colon + 1, NULL));
+        }
     }
     return o;
 }
@@ -179,7 +202,9 @@ static void on_verify_booking(const seatd_store_result_t *res, void *data)
         free(op);
         return;
     }
-    const char *seats = res->booking.seat_ids;
+    char seats[SEATD_TICKET_MAX];
+    seatd_ticket_items(res->booking.seat_ids ? res->booking.seat_ids : "", res->booking.areas,
+                       seats, sizeof(seats));
     if (res->err == SEATD_ENOTFOUND) {
         seatd_req_finish_json(r, 200, verify_answer(0, "unknown_booking", &op->t));
     } else if (res->err) {

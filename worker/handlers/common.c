@@ -12,6 +12,7 @@
 #include "base/fmt.h"
 #include "http/http_request.h"
 #include "http/json.h"
+#include "domain/areas.h"
 #include "domain/keys.h"
 #include "domain/layout.h"
 #include "flows/layout_fetch.h"
@@ -138,6 +139,21 @@ void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
     if (res->err == SEATD_ECONFLICT || res->err == SEATD_EORPHANSEAT) {
         reply_refusal(r, res);
         return;
+    } else if (res->err == SEATD_EAREASOLDOUT && res->nwords > 2 &&
+               seatd_keys_valid_seat_id(res->words[0]) && sscanf(res->words[1], "%lld", &a) == 1) {
+        /* "AREA_SOLD_OUT <id> <free> <id:capacity:free,…>": what is left, every area */
+        snprintf(msg, sizeof(msg), "area %s has %lld places free", res->words[0], a);
+        detail = msg;
+        extra = cJSON_CreateObject();
+        cJSON_AddStringToObject(extra, "area", res->words[0]);
+        cJSON_AddNumberToObject(extra, "available", (double)a);
+        cJSON *all = seatd_areas_free_json(res->words[2]);
+        if (all)
+            cJSON_AddItemToObject(extra, "areas", all);
+    } else if (res->err == SEATD_EUNKNOWNAREA && res->nwords > 0 &&
+               seatd_keys_valid_seat_id(res->words[0])) {
+        snprintf(msg, sizeof(msg), "area %s is not in this show", res->words[0]);
+        detail = msg;
     } else if (res->err == SEATD_ENOBLOCK && res->nwords > 0 &&
                sscanf(res->words[0], "%lld", &a) == 1) {
         snprintf(msg, sizeof(msg), "no %lld seats that fit are free, together or in two blocks", a);
@@ -209,6 +225,8 @@ struct seatd_seatmap_s *seatd__seatmap_keep(struct seatd_app_s *app, const char 
     seatd_seatmap_t *m =
         seatd_seatmap_put(show_id, s->version, (size_t)s->seat_count, s->held, s->held_len,
                           s->booked, s->booked_len, issued_at_ms, seatd_seatmap_now_ms());
+    if (m->version == s->version)
+        seatd_seatmap_set_areas(m, s->areas);
     if (m->lost_from >= 0) {
         char *id = seatd_strdup(show_id);
         if (seatd_store_version_floor(app->store, show_id, m->lost_from, on_version_floor, id) < 0)
@@ -419,6 +437,9 @@ void *seatd__json_hold(const seatd_hold_result_t *h, const char *status_if_empty
         seatd__json_add_time(o, "createdAt", h->created_at_ms);
     if (h->booking_id[0])
         cJSON_AddStringToObject(o, "bookingId", h->booking_id);
+    cJSON *areas = seatd_areas_places_json(h->areas);
+    if (areas)
+        cJSON_AddItemToObject(o, "areas", areas);
     return o;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "domain/admission.h"
+#include "domain/areas.h"
 #include "app.h"
 #include "domain/best.h"
 #include "common.h"
@@ -52,7 +53,18 @@ typedef struct {
     int64_t map_issued_at_ms;   /* when the seat map read was sent */
     cJSON *answer;              /* owned: the 201's body while the index entry is written */
     int admitted;               /* a verified Seatd-Admission came with the request */
+    char areas[SEATD_AREAS_TEXT_MAX]; /* places in standing areas, "FLOOR:2,…" ("" for none) */
 } hold_op_t;
+
+/* The request text of seatd_hold_sell (lua/hold.lua): 'mode' ("named", "best:…"), and the
+ * places asked for after a ";". */
+static const char *hold_request(const hold_op_t *op, const char *mode, char *out, size_t cap)
+{
+    if (!op->areas[0])
+        return mode;
+    snprintf(out, cap, "%s;%s", mode, op->areas);
+    return out;
+}
 
 static void hold_op_free(void *ctx)
 {
@@ -159,8 +171,11 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
     seatd_app_t *app = seatd__app(r);
     const char **sorted = seatd_calloc(op->nids ? op->nids : 1, sizeof(char *));
     const char *bad = NULL;
-    int rc = seatd_seats_normalise(op->ids, op->nids, (size_t)app->cfg->max_seats_per_hold, l,
-                                   sorted, &bad);
+    /* places alone ({"areas":{…}} without seatIds) name no seat */
+    int rc = op->nids == 0 && op->areas[0]
+                 ? 0
+                 : seatd_seats_normalise(op->ids, op->nids, (size_t)app->cfg->max_seats_per_hold, l,
+                                         sorted, &bad);
     if (rc < 0) {
         char msg[128];
         if (rc == SEATD_ETOOMANY)
@@ -185,7 +200,9 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
     /* The runs of the seats, for the script's orphan check. Alternatives to a refusal are
      * proposed from the bitmaps the script answers it with (store.c, best.h). */
     seatd_best_list_t cands = {0};
-    seatd_best_named(l, sorted, op->nids, &cands);
+    if (op->nids > 0)
+        seatd_best_named(l, sorted, op->nids, &cands);
+    char request[16 + SEATD_AREAS_TEXT_MAX];
     seatd_hold_args_t a = {
         .show_id = op->show_id,
         .hold_id = op->hold_id,
@@ -195,7 +212,7 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .idem_key = op->idem,
         .ttl_ms = 0,
         .max_per_user = (int)app->cfg->max_seats_per_user,
-        .request = "named",
+        .request = hold_request(op, "named", request, sizeof(request)),
         .cands = (const char *const *)cands.items,
         .ncands = cands.n,
         .admitted = op->admitted,
@@ -260,8 +277,8 @@ static void best_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         }
         return;
     }
-    char request[64];
-    snprintf(request, sizeof(request), "best:%lld:%s:%d", op->best_count,
+    char mode[64], request[64 + SEATD_AREAS_TEXT_MAX];
+    snprintf(mode, sizeof(mode), "best:%lld:%s:%d", op->best_count,
              op->best_tier ? op->best_tier : "-", op->best_accessible);
     seatd_hold_args_t a = {
         .show_id = op->show_id,
@@ -269,7 +286,7 @@ static void best_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .owner = seatd__sub(r),
         .idem_key = op->idem,
         .max_per_user = (int)app->cfg->max_seats_per_user,
-        .request = request,
+        .request = hold_request(op, mode, request, sizeof(request)),
         .cands = (const char *const *)cands.items,
         .ncands = cands.n,
         .admitted = op->admitted,
@@ -397,9 +414,18 @@ int seatd_handle_holds_create(seatd_req_t *r)
     seatd_json_check_t v;
     seatd_json_check_init(&v);
     const cJSON *best = cJSON_GetObjectItemCaseSensitive(op->body, "best");
+    /* Issue 30: places in standing areas, with the seats or alone. */
+    const cJSON *areas = cJSON_GetObjectItemCaseSensitive(op->body, "areas");
+    if (areas != NULL) {
+        char why[128];
+        long long places = 0;
+        if (seatd_areas_request(areas, op->app->cfg->max_seats_per_hold, op->areas, &places, why,
+                                sizeof(why)) < 0)
+            seatd_json_check_fail(&v, SEATD_EINVAL, "areas", why, why);
+    }
     if (best != NULL)
         best_check(&v, r, op, best);
-    else
+    else if (areas == NULL || cJSON_GetObjectItemCaseSensitive(op->body, "seatIds") != NULL)
         seatd_json_check_string_array(&v, op->body, "seatIds", SEAT_IDS_PARSE_MAX, 64, &op->ids,
                                       &op->nids);
     seatd_json_check_string(&v, op->body, "idempotencyKey", 200, 0, &body_idem);

@@ -12,6 +12,7 @@
 #include "app.h"
 #include "base/buf.h"
 #include "common.h"
+#include "domain/areas.h"
 #include "domain/config.h"
 #include "handlers.h"
 #include "http/http_request.h"
@@ -541,6 +542,11 @@ int seatd_handle_shows_create(seatd_req_t *r)
     seatd_json_check_string(&v, op->body, "orphanRule", 8, 0, &orphan);
     if (orphan && strcmp(orphan, "off") != 0 && strcmp(orphan, "block") != 0)
         seatd_json_check_fail(&v, SEATD_EINVAL, "orphanRule", "must be \"off\" or \"block\"", NULL);
+    /* Issue 30: standing areas beside the seats, sold by count in the same hold. */
+    const cJSON *areas = cJSON_GetObjectItemCaseSensitive(op->body, "areas");
+    if (areas && !cJSON_IsNull(areas) &&
+        seatd_areas_check(areas, tiers_ok ? tiers : NULL, why, sizeof(why)) < 0)
+        seatd_json_check_fail(&v, SEATD_EINVAL, "areas", why, why);
     const cJSON *queue_in = cJSON_GetObjectItemCaseSensitive(op->body, "queue");
     cJSON *queue = NULL;
     if (queue_in != NULL && !cJSON_IsNull(queue_in))
@@ -564,6 +570,8 @@ int seatd_handle_shows_create(seatd_req_t *r)
         cJSON_AddNumberToObject(extra, "salesCloseAt", (double)close_ms);
         op->sales_close_ms = close_ms;
     }
+    if (areas && !cJSON_IsNull(areas)) /* copied into the show's meta by create_show.lua */
+        cJSON_AddItemToObject(extra, "areas", cJSON_Duplicate(areas, 1));
     if (queue) /* issue 15: also copied into the show's meta by create_show.lua */
         cJSON_AddItemToObject(extra, "queue", queue);
     op->extra_json = cJSON_PrintUnformatted(extra);

@@ -89,6 +89,7 @@ static const field_t seatmap_fields[] = {
     INT("seatCount", seatmap.seat_count),
     BYTES("held", seatmap.held, seatmap.held_len),
     BYTES("booked", seatmap.booked, seatmap.booked_len),
+    STR("areas", seatmap.areas),
     {NULL, F_STR, 0, NOAUX, 0},
 };
 static const field_t hold_fields[] = {
@@ -103,6 +104,7 @@ static const field_t hold_fields[] = {
     INT("version", hold.version),
     FLAG("replayed", hold.replayed),
     FLAG("split", hold.split),
+    STR("areas", hold.areas),
     {NULL, F_STR, 0, NOAUX, 0},
 };
 static const field_t booking_fields[] = {
@@ -117,6 +119,7 @@ static const field_t booking_fields[] = {
     STR("reason", booking.reason),
     STR("refundStatus", booking.refund_status),
     STR("lateCharge", booking.late_charge),
+    STR("areas", booking.areas),
     INT_HAS("amount", booking.amount, booking.has_amount),
     INT_HAS("refund", booking.refund, booking.has_refund),
     INT_HAS("version", booking.version, booking.has_version),

@@ -66,6 +66,7 @@ typedef struct seatd_seatmap_result_s { /* seatmap */
     size_t held_len;
     const unsigned char *booked; /* likewise */
     size_t booked_len;
+    const char *areas; /* standing areas, "FLOOR:5000:4862,…" (id:capacity:free), "" for none */
 } seatd_seatmap_result_t;
 
 /* A hold's status, decoded once here (the word stays beside it for the API). */
@@ -91,6 +92,7 @@ typedef struct seatd_hold_result_s { /* hold, hold_get, release, release_unclaim
     int64_t version;
     int replayed; /* hold: answered from the idempotency record */
     int split;    /* hold (best available): the seats are two blocks, not one */
+    const char *areas; /* places in standing areas, "FLOOR:2,…" (domain/areas.h), "" for none */
 } seatd_hold_result_t;
 
 /* A booking's status and its refund's, decoded once here (the words stay beside them for the
@@ -118,6 +120,7 @@ typedef struct seatd_booking_result_s { /* book_*, booking_get, cancel*, refund_
     const char *hold_id;
     const char *owner;
     const char *seat_ids; /* comma-joined */
+    const char *areas;    /* places in standing areas, "FLOOR:2,…", "" for none */
     const char *currency;
     const char *status;
     const char *payment_ref;

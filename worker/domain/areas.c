@@ -1,0 +1,186 @@
+/* areas.c - standing areas: shapes and texts; see areas.h. */
+#include "domain/areas.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/errors.h"
+#include "domain/keys.h"
+
+static int fail(char *why, size_t whylen, const char *msg)
+{
+    snprintf(why, whylen, "%s", msg);
+    return SEATD_EINVAL;
+}
+
+/* Whether 'n' is an integer number in [lo, hi]. */
+static int int_in(const cJSON *n, double lo, double hi)
+{
+    return cJSON_IsNumber(n) && n->valuedouble >= lo && n->valuedouble <= hi &&
+           n->valuedouble == (double)(long long)n->valuedouble;
+}
+
+int seatd_areas_check(const cJSON *areas, const cJSON *tiers, char *why, size_t whylen)
+{
+    int n = cJSON_IsArray(areas) ? cJSON_GetArraySize(areas) : -1;
+    if (n < 1 || n > SEATD_AREAS_MAX)
+        return fail(why, whylen, "must be an array of 1 to 32 areas");
+    for (int i = 0; i < n; i++) {
+        const cJSON *a = cJSON_GetArrayItem(areas, i);
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(a, "id");
+        const cJSON *tier = cJSON_GetObjectItemCaseSensitive(a, "tier");
+        if (!cJSON_IsString(id) || !seatd_keys_valid_seat_id(id->valuestring))
+            return fail(why, whylen,
+                        "each area needs an \"id\" of 1-16 characters of "
+                        "[A-Za-z0-9_-]");
+        for (int j = 0; j < i; j++) {
+            const cJSON *other =
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(areas, j), "id");
+            if (strcmp(other->valuestring, id->valuestring) == 0) {
+                snprintf(why, whylen, "area %s is named twice", id->valuestring);
+                return SEATD_EINVAL;
+            }
+        }
+        if (!int_in(cJSON_GetObjectItemCaseSensitive(a, "capacity"), 1, SEATD_AREA_CAPACITY_MAX)) {
+            snprintf(why, whylen, "area %s needs a \"capacity\", an integer 1-1000000",
+                     id->valuestring);
+            return SEATD_EINVAL;
+        }
+        if (!cJSON_IsString(tier) || (tiers && !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(
+                                                   tiers, tier->valuestring)))) {
+            snprintf(why, whylen, "area %s needs a \"tier\" that names one of priceTiers",
+                     id->valuestring);
+            return SEATD_EINVAL;
+        }
+    }
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+    return strcmp(x->string, y->string);
+}
+
+int seatd_areas_request(const cJSON *req, long long max_places, char *out, long long *places,
+                        char *why, size_t whylen)
+{
+    const cJSON *item = NULL;
+    const cJSON *sorted[SEATD_AREAS_MAX];
+    size_t n = 0;
+    *places = 0;
+    out[0] = '\0';
+    if (!cJSON_IsObject(req))
+        return fail(why, whylen,
+                    "must be an object of area ids and place counts, like "
+                    "{\"FLOOR\":2}");
+    cJSON_ArrayForEach(item, req)
+    {
+        if (n == SEATD_AREAS_MAX)
+            return fail(why, whylen, "names more areas than a show has");
+        if (!seatd_keys_valid_seat_id(item->string)) {
+            snprintf(why, whylen, "area ids are 1-16 characters of [A-Za-z0-9_-]");
+            return SEATD_EINVAL;
+        }
+        if (!int_in(item, 1, (double)max_places)) {
+            snprintf(why, whylen, "the places in area %s must be an integer 1-%lld", item->string,
+                     max_places);
+            return SEATD_EINVAL;
+        }
+        sorted[n++] = item;
+        *places += (long long)item->valuedouble;
+    }
+    if (n == 0)
+        return fail(why, whylen, "must name at least one area");
+    qsort(sorted, n, sizeof(sorted[0]), by_name);
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && strcmp(sorted[i - 1]->string, sorted[i]->string) == 0) {
+            snprintf(why, whylen, "area %s is named twice", sorted[i]->string);
+            return SEATD_EINVAL;
+        }
+        at += (size_t)snprintf(out + at, SEATD_AREAS_TEXT_MAX - at, "%s%s:%lld", i ? "," : "",
+                               sorted[i]->string, (long long)sorted[i]->valuedouble);
+    }
+    return 0;
+}
+
+/* Calls 'each' for every comma-separated entry of 'text' split at ':' into up to 3 fields
+ * (copied into a bounded buffer; an entry too long or malformed is skipped). */
+typedef void (*entry_fn)(const char *id, long long a, long long b, int nfields, void *data);
+static void each_entry(const char *text, entry_fn each, void *data)
+{
+    while (text && *text) {
+        const char *end = strchr(text, ',');
+        size_t len = end ? (size_t)(end - text) : strlen(text);
+        char buf[64];
+        if (len < sizeof(buf)) {
+            memcpy(buf, text, len);
+            buf[len] = '\0';
+            char *c1 = strchr(buf, ':');
+            if (c1) {
+                *c1 = '\0';
+                char *c2 = strchr(c1 + 1, ':');
+                long long a = strtoll(c1 + 1, NULL, 10), b = c2 ? strtoll(c2 + 1, NULL, 10) : 0;
+                each(buf, a, b, c2 ? 3 : 2, data);
+            }
+        }
+        text = end ? end + 1 : text + len;
+    }
+}
+
+static void add_place(const char *id, long long a, long long b, int nfields, void *data)
+{
+    (void)b;
+    (void)nfields;
+    cJSON_AddNumberToObject(data, id, (double)a);
+}
+
+cJSON *seatd_areas_places_json(const char *text)
+{
+    if (!text || !*text)
+        return NULL;
+    cJSON *o = cJSON_CreateObject();
+    each_entry(text, add_place, o);
+    return o;
+}
+
+static void add_free(const char *id, long long cap, long long free_, int nfields, void *data)
+{
+    if (nfields != 3)
+        return;
+    cJSON *a = cJSON_AddObjectToObject(data, id);
+    cJSON_AddNumberToObject(a, "capacity", (double)cap);
+    cJSON_AddNumberToObject(a, "available", (double)free_);
+}
+
+cJSON *seatd_areas_free_json(const char *text)
+{
+    if (!text || !*text)
+        return NULL;
+    cJSON *o = cJSON_CreateObject();
+    each_entry(text, add_free, o);
+    return o;
+}
+
+typedef struct {
+    const char *id;
+    long long free_;
+} find_t;
+
+static void find_free(const char *id, long long cap, long long free_, int nfields, void *data)
+{
+    (void)cap;
+    find_t *f = data;
+    if (nfields == 3 && strcmp(id, f->id) == 0)
+        f->free_ = free_;
+}
+
+long long seatd_areas_free_of(const char *text, const char *id)
+{
+    find_t f = {id, -1};
+    each_entry(text, find_free, &f);
+    return f.free_;
+}
