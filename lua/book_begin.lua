@@ -109,7 +109,7 @@ local function book_begin(keys, args)
     local deadline = math.max(held_until, now + window)
     redis.call('HSET', p .. ':booking:' .. booking_id, 'bookingId', booking_id, 'showId', show_id,
         'holdId', hold_id, 'owner', owner, 'seatIds', h.seats, 'bits', h.bits or '',
-        'areas', h.areas or '',
+        'areas', h.areas or '', 'kept', h.kept or '',
         'amount', string.format('%d', amount),
         'currency', args[5] or '', 'paymentMethod', args[6] or '', 'status', 'PENDING_PAYMENT',
         'createdAt', now)

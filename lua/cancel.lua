@@ -89,10 +89,11 @@ local function cancel(keys, args)
     for k, seat in ipairs(seats) do
         local i = bits[k]
         if i and redis.call('SETBIT', p .. ':booked', i, 0) == 1 then
-            changes[#changes + 1] = {seat, 'available'}
+            changes[#changes + 1] = {seat, freed_status(p, i)}
         end
     end
     areas_give_back(p, b.areas, changes)
+    kept_give_back(p, b.kept, changes)
     redis.call('HINCRBY', p .. ':user:' .. b.owner, 'booked', -(#seats + area_places(b.areas)))
     local v = flush(p, changes)
     local refund_status = 'none'

@@ -38,6 +38,9 @@ seatd_create_show
   ARGV[9]  each seat's tier, one letter per seat in bit order ('a' = the first tierName):
            written as the meta's tierNames and {s}:tiers, so that seatd_book_begin prices a
            booking itself (lib.lua, price_seats)
+  ARGV[10] optional: the channels (issue 30), JSON {"<name>":{"seats":[["A1",0],…],"areas":
+           "FLOOR:100,…","releaseAt":ms}}: seats and places kept for each (channels.lua),
+           applied with the show
   Writes {s}:meta (title, startsAt, holdTtlMs, priceTiers, layoutHash, seatCount, createdAt,
   and extra when not "") and {s}:ver = 0. The bitmaps {s}:held and {s}:booked are not
   created: a missing bitmap reads as all zeros (GETBIT, BITCOUNT, seatd_seatmap's ""), the
@@ -108,6 +111,54 @@ local function valid_areas(list, tiers_json)
         out[i] = id .. ':' .. string.format('%d', cap) .. ':' .. tier
     end
     return table.concat(out, ',')
+end
+
+-- The channels of a new show (ARGV[10], JSON {"<name>":{"seats":[["A1",0],…],"areas":
+-- "FLOOR:100,…","releaseAt":ms},…}, written by the worker: worker/store/shows.c), checked for a
+-- show of 'seat_count' seats with the areas 'areas_text' (the meta's): no seat kept twice, every
+-- area's kept places within its capacity. Returns the list {{name, releaseAt, seats,
+-- places}…} (in name order), or nil and the error reply.
+local function valid_channels(p, seat_count, text, areas_text)
+    local ok, x = pcall(cjson.decode, text)
+    if not ok or type(x) ~= 'table' then
+        return nil, fail('INVAL', 'channels')
+    end
+    local names = {}
+    for name in pairs(x) do
+        names[#names + 1] = name
+    end
+    table.sort(names)
+    local out, seen, sums = {}, {}, {}
+    local defs = parse_areas(areas_text)
+    for _, name in ipairs(names) do
+        local c = x[name]
+        if type(c) ~= 'table' then
+            return nil, fail('INVAL', 'channels')
+        end
+        local seats = {}
+        for _, s in ipairs(type(c.seats) == 'table' and c.seats or {}) do
+            if type(s) ~= 'table' or type(s[1]) ~= 'string' or type(s[2]) ~= 'number'
+                or seen[s[2]] then
+                return nil, fail('INVAL', 'channel seats')
+            end
+            seen[s[2]] = true
+            seats[#seats + 1] = {s[1], s[2]}
+        end
+        local places = area_counts(type(c.areas) == 'string' and c.areas or '')
+        for _, a in ipairs(places) do
+            sums[a[1]] = (sums[a[1]] or 0) + a[2]
+            if not (defs and defs[a[1]]) or sums[a[1]] > defs[a[1]].cap then
+                return nil, fail('INVAL', 'channel areas')
+            end
+        end
+        local err = channel_check(p, {seat_count, areas_text, ''}, name,
+            tonumber(c.releaseAt) or 0, seats, {})
+        if err then
+            return nil, err
+        end
+        out[#out + 1] = {name, tonumber(c.releaseAt) or 0, seats, places}
+    end
+    return out
 end
 
 -- The "queue" member of a show's extras (issue 15, queue.lua), checked: {opensAt = ms,
@@ -201,6 +252,14 @@ local function create_show(keys, args)
             end
         end
     end
+    local channels -- ARGV[10] decoded: {{name, release_at, seats, places}…}
+    if (args[10] or '') ~= '' then
+        local err
+        channels, err = valid_channels(p, n, args[10], areas or '')
+        if not channels then
+            return err
+        end
+    end
 
     ------------------------------------------------------------------ effects (cannot fail)
     local now = now_ms()
@@ -227,6 +286,9 @@ local function create_show(keys, args)
         redis.call('SET', p .. ':tiers', args[9])
     end
     redis.call('SET', p .. ':ver', 0)
+    for _, c in ipairs(channels or {}) do -- a new show: nothing to publish (version 0)
+        channel_apply(p, redis.call('HGET', keys[1], 'channels'), c[1], c[2], c[3], c[4], {})
+    end
     return {'showId', id, 'version', '0', 'createdAt', tostring(now)}
 end
 

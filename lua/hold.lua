@@ -109,9 +109,9 @@ local function check_area_request(text, defs)
     return list, places
 end
 
--- The first area of 'list' ({{id, n}…}) without n free places, and its free count; nil when
--- every one has them.
-local function area_short(p, list, defs)
+-- The first area of 'list' ({{id, n}…}) without n places free for a buyer with channels
+-- 'allowed' (a set, or nil), and its free count; nil when every one has them.
+local function area_short(p, list, defs, channels, allowed)
     if #list == 0 then
         return nil
     end
@@ -119,14 +119,38 @@ local function area_short(p, list, defs)
     for i, a in ipairs(list) do
         ids[i] = a[1]
     end
-    local taken = redis.call('HMGET', p .. ':areas', unpack(ids))
-    for i, a in ipairs(list) do
-        local free = defs[a[1]].cap - (tonumber(taken[i]) or 0)
-        if free < a[2] then
-            return a[1], free > 0 and free or 0
+    local free = areas_free(p, defs, ids, channels, allowed)
+    for _, a in ipairs(list) do
+        if free[a[1]] < a[2] then
+            return a[1], free[a[1]]
         end
     end
     return nil
+end
+
+-- Takes the places of 'list' from the quotas of the buyer's channels ('allowed', in name
+-- order) first; returns the 'kept' text of what it took ("FLOOR|boxoffice:2,…", "" for none).
+local function take_kept(p, list, allowed)
+    local names = {}
+    for ch in pairs(allowed) do
+        names[#names + 1] = ch
+    end
+    table.sort(names)
+    local _, each = kept_places(p)
+    local out = {}
+    for _, a in ipairs(list) do
+        local left = a[2]
+        for _, ch in ipairs(names) do
+            local k = a[1] .. '|' .. ch
+            local n = math.min(left, each[k] or 0)
+            if n > 0 then
+                redis.call('HINCRBY', p .. ':akept', k, -n)
+                out[#out + 1] = k .. ':' .. n
+                left = left - n
+            end
+        end
+    end
+    return table.concat(out, ',')
 end
 
 -- "A1:0,A2:1" -> {{'A1', 0}, {'A2', 1}}; nil when a bit is not a seat of the show.
@@ -171,13 +195,28 @@ local function parse_blocks(args, req, seat_count)
     return out
 end
 
--- Whether seat 'item' ({id, bit}) is taken: in 'mine', booked, or held by its seat key.
+-- The channels of the hold being decided (hold_generic sets it): nil when the show keeps no
+-- seat for a channel, else {allowed = the buyer's channels (a set)}.
+local cur_channels = nil
+
+-- Whether seat 'bit' is kept for a channel the buyer does not have (cur_channels).
+local function not_for_buyer(p, bit)
+    if not cur_channels or redis.call('GETBIT', p .. ':blocked', bit) == 0 then
+        return false
+    end
+    local by = redis.call('HGET', p .. ':keptby', bit)
+    local ch = by and string.match(by, '^([^|]+)|')
+    return not (ch and cur_channels.allowed[ch])
+end
+
+-- Whether seat 'item' ({id, bit}) is taken: in 'mine', booked, held by its seat key, or kept
+-- for a channel the buyer does not have.
 local function is_taken(p, item, mine)
     if mine[item[1]] then
         return true
     end
     return redis.call('EXISTS', p .. ':seat:' .. item[1]) == 1
-        or redis.call('GETBIT', p .. ':booked', item[2]) == 1
+        or redis.call('GETBIT', p .. ':booked', item[2]) == 1 or not_for_buyer(p, item[2])
 end
 
 local function block_free(p, b, mine)
@@ -305,7 +344,7 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
     local meta = shared and shared.meta
     if not meta then
         meta = redis.call('HMGET', keys[1], 'holdTtlMs', 'layoutHash', 'seatCount', 'startsAt',
-            'salesCloseAt', 'orphanRule', 'queueOpensAt', 'areas')
+            'salesCloseAt', 'orphanRule', 'queueOpensAt', 'areas', 'channels')
         if shared then
             shared.meta = meta
         end
@@ -464,6 +503,20 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
         if shared then
             shared.reaped = all
         end
+        if meta[9] then -- channels whose release time came: everyone's now (shared with a batch)
+            meta[9] = channels_release_due(p, meta[9], now, changes)
+        end
+    end
+    -- The buyer's channels: only they may take the seats and places kept for them.
+    local allowed
+    if meta[9] and meta[9] ~= '' then
+        allowed = {}
+        for ch in string.gmatch(req and req.channels or '', '[^,]+') do
+            allowed[ch] = true
+        end
+        cur_channels = {allowed = allowed}
+    else
+        cur_channels = nil
     end
 
     -- The candidates, parsed only when needed and after reaping, so they are judged on the
@@ -503,6 +556,15 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
             end
             return fail_flush(p, changes, 'CONFLICT', taken)
         end
+        local kept -- free seats kept for a channel the buyer does not have
+        for i, seat in ipairs(seats) do
+            if not_for_buyer(p, arg[i]) then
+                kept = kept and kept .. ' ' .. seat or seat
+            end
+        end
+        if kept then
+            return fail_flush(p, changes, 'NOT_FOR_SALE', kept)
+        end
         if orphan_rule then
             cands = parse_blocks(args, req, seat_count)
             if not cands then
@@ -524,10 +586,10 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
         end
     end
     -- The areas' capacity, once the seats are known to be free: all or nothing with them.
-    local short, free = area_short(p, area_list, area_defs)
+    local short, free = area_short(p, area_list, area_defs, meta[9], allowed)
     if short then
         return fail_flush(p, changes, 'AREA_SOLD_OUT', short .. ' ' .. free .. ' '
-            .. areas_free_text(p, meta[8]))
+            .. areas_free_text(p, meta[8], meta[9]))
     end
     reap_owner(p, owner, now, changes)
     if max_user > 0 then
@@ -562,9 +624,13 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
         redis.call('HINCRBY', p .. ':areas', a[1], a[2])
         area_touch(changes, a[1])
     end
+    local kept_text = ''
+    if allowed and next(allowed) and #area_list > 0 then
+        kept_text = take_kept(p, area_list, allowed)
+    end
     redis.call('HSET', p .. ':hold:' .. hold_id, 'owner', owner, 'showId', show_id,
         'seats', seat_list, 'bits', table.concat(arg, ','), 'status', 'HELD', 'expiresAt', deadline, 'createdAt', now_text,
-        'idemKey', idem, 'bookingId', '', 'areas', area_text)
+        'idemKey', idem, 'bookingId', '', 'areas', area_text, 'kept', kept_text)
     redis.call('ZADD', p .. ':expiry', deadline, hold_id)
     redis.call('HSET', p .. ':user:' .. owner, hold_id, #seats + places)
     if queued then
@@ -600,11 +666,15 @@ local function hold_sell(keys, args, shared, base, nargs)
     end
     local fp = args[base + 7] or ''
     -- "<request>;<places>": the places asked for in standing areas (see the header)
-    local mode_text, areas = fp, ''
+    local mode_text, areas, channels = fp, '', ''
     local cut = string.find(fp, ';', 1, true)
     if cut then
         mode_text, areas = string.sub(fp, 1, cut - 1), string.sub(fp, cut + 1)
-        if areas == '' then
+        local cut2 = string.find(areas, ';', 1, true)
+        if cut2 then
+            areas, channels = string.sub(areas, 1, cut2 - 1), string.sub(areas, cut2 + 1)
+        end
+        if areas == '' and channels == '' then
             return fail('INVAL', 'request')
         end
     end
@@ -615,7 +685,7 @@ local function hold_sell(keys, args, shared, base, nargs)
     -- (every field made at once; the candidates stay where they are in 'args' until a hold
     -- needs them: parse_blocks)
     local req = {fp = fp, mode = 'named', count = false, cfrom = base + 9 + 2 * np,
-        cto = base + nargs, areas = areas}
+        cto = base + nargs, areas = areas, channels = channels}
     if mode_text ~= 'named' then
         local count = string.match(mode_text, '^best:(%d+):[^:]+:[01]$')
         if not count or np ~= 0 then

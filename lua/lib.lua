@@ -230,9 +230,10 @@ local function area_touch(changes, id)
     changes.areas[id] = true
 end
 
--- Whether 'changes' has anything to publish.
+-- Whether 'changes' has anything to publish (seat changes, area counts, or a change that is
+-- a version of its own without either: changes.bump, a channel released).
 local function has_changes(changes)
-    return #changes > 0 or changes.areas ~= nil
+    return #changes > 0 or changes.areas ~= nil or changes.bump ~= nil
 end
 
 -- Gives back a record's places (its 'areas' text) to their areas: a hold that ends unbooked, a
@@ -244,20 +245,183 @@ local function areas_give_back(p, text, changes)
     end
 end
 
--- The free places of every area of show 'p', "FLOOR:5000:4862,BALC:200:200" (id, capacity,
--- free; the meta's order); "" for a show without areas. For seatd_seatmap and refusals.
-local function areas_free_text(p, areas_text)
+-- Channels (issue 30): seats and places kept for a channel (the box office, house seats, a
+-- partner) until it is released, by an admin or at its release time. Only a buyer whose token
+-- carries the channel may hold them; everyone else sees kept free seats as "unavailable".
+--   meta 'channels'   "boxoffice:0,house:1767225600000": each unreleased channel and its
+--                     release time (epoch ms; 0 = none), in the order they were made
+--   {s}:blocked       bitmap: bit i set while seat i is kept by an unreleased channel
+--   {s}:keptby        hash: seat bit -> "<channel>|<seat id>"
+--   {s}:akept         hash: "<area>|<channel>" -> places of the area still kept for it; the
+--                     public's free count of an area is capacity - taken - every channel's
+--                     kept places, a channel holder's adds their channels' kept places
+-- A hold by a channel holder takes places from its channels' quota first and keeps what it
+-- took as 'kept' ("FLOOR|boxoffice:2,…"), given back to the quota when the hold or booking
+-- ends while the channel is still unreleased.
+local parse_channels = memoized(function(s)
+    local out = {order = {}}
+    for name, at in string.gmatch(s, '([^,:]+):(%d+)') do
+        out.order[#out.order + 1] = name
+        out[name] = tonumber(at)
+    end
+    return out
+end)
+
+-- Places kept for channels: the total per area, and each "<area>|<channel>" -> n.
+local function kept_places(p)
+    local flat = redis.call('HGETALL', p .. ':akept')
+    local total, each = {}, {}
+    for i = 1, #flat, 2 do
+        local area = string.match(flat[i], '^([^|]+)|')
+        local n = tonumber(flat[i + 1]) or 0
+        if area then
+            total[area] = (total[area] or 0) + n
+            each[flat[i]] = n
+        end
+    end
+    return total, each
+end
+
+-- The free places of areas 'ids' (of 'defs', parse_areas) of show 'p', as id -> n: for the
+-- public when 'allowed' is nil, else for a buyer with those channels (a set). 'channels' is
+-- the meta's text: without channels nothing is kept.
+local function areas_free(p, defs, ids, channels, allowed)
+    local taken = redis.call('HMGET', p .. ':areas', unpack(ids))
+    local kept, each = {}, {}
+    if channels and channels ~= '' then
+        kept, each = kept_places(p)
+    end
+    local out = {}
+    for i, id in ipairs(ids) do
+        local free = defs[id].cap - (tonumber(taken[i]) or 0) - (kept[id] or 0)
+        for ch in pairs(allowed or {}) do
+            free = free + (each[id .. '|' .. ch] or 0)
+        end
+        out[id] = free > 0 and free or 0
+    end
+    return out
+end
+
+-- The public's free places of every area of show 'p', "FLOOR:5000:4862,BALC:200:200" (id,
+-- capacity, free; the meta's order); "" for a show without areas. For seatd_seatmap and
+-- refusals.
+local function areas_free_text(p, areas_text, channels)
     local defs = parse_areas(areas_text or '')
     if not defs then
         return ''
     end
-    local taken = redis.call('HMGET', p .. ':areas', unpack(defs.order))
+    local free = areas_free(p, defs, defs.order, channels, nil)
     local out = {}
     for i, id in ipairs(defs.order) do
-        local free = defs[id].cap - (tonumber(taken[i]) or 0)
-        out[i] = id .. ':' .. defs[id].cap .. ':' .. (free > 0 and free or 0)
+        out[i] = id .. ':' .. defs[id].cap .. ':' .. free[id]
     end
     return table.concat(out, ',')
+end
+
+-- Gives back the places a hold or booking took from channels' quotas ('kept' text) to the
+-- channels still unreleased (a released channel's places are the public's already).
+local function kept_give_back(p, text, changes)
+    if not text or text == '' then
+        return
+    end
+    local chans = parse_channels(redis.call('HGET', p .. ':meta', 'channels') or '')
+    for _, k in ipairs(area_counts(text)) do
+        local area, ch = string.match(k[1], '^([^|]+)|(.+)$')
+        if area and chans[ch] then
+            redis.call('HINCRBY', p .. ':akept', k[1], k[2])
+            area_touch(changes, area)
+        end
+    end
+end
+
+-- The status a seat's change publishes when it is no longer held or booked: "unavailable"
+-- while a channel keeps it, else "available".
+local function freed_status(p, bit)
+    if bit and redis.call('GETBIT', p .. ':blocked', bit) == 1 then
+        return 'unavailable'
+    end
+    return 'available'
+end
+
+-- Releases channel 'name' of show 'p' to everyone (an admin's release, or its time came): its
+-- seats are no longer kept (free ones published "available"), its places join the public's,
+-- the meta forgets it; a version of its own even when nothing else changed. Returns false when
+-- the show has no such unreleased channel.
+local function channel_release(p, name, changes)
+    local meta_key = p .. ':meta'
+    local chans = parse_channels(redis.call('HGET', meta_key, 'channels') or '')
+    if not chans[name] then
+        return false
+    end
+    local rest = {}
+    for _, n in ipairs(chans.order) do
+        if n ~= name then
+            rest[#rest + 1] = n .. ':' .. string.format('%d', chans[n])
+        end
+    end
+    if #rest == 0 then
+        redis.call('HDEL', meta_key, 'channels')
+    else
+        redis.call('HSET', meta_key, 'channels', table.concat(rest, ','))
+    end
+    local flat = redis.call('HGETALL', p .. ':keptby')
+    local mine = {} -- {bit, seat}, in bit order (a delta that does not depend on hashing)
+    for i = 1, #flat, 2 do
+        local ch, seat = string.match(flat[i + 1], '^([^|]+)|(.+)$')
+        if ch == name then
+            mine[#mine + 1] = {tonumber(flat[i]), seat}
+        end
+    end
+    table.sort(mine, function(a, b) return a[1] < b[1] end)
+    for _, k in ipairs(mine) do
+        redis.call('HDEL', p .. ':keptby', k[1])
+        redis.call('SETBIT', p .. ':blocked', k[1], 0)
+        if redis.call('EXISTS', p .. ':seat:' .. k[2]) == 0
+            and redis.call('GETBIT', p .. ':booked', k[1]) == 0 then
+            changes[#changes + 1] = {k[2], 'available'}
+        end
+    end
+    if redis.call('BITCOUNT', p .. ':blocked') == 0 then
+        redis.call('DEL', p .. ':blocked')
+    end
+    flat = redis.call('HGETALL', p .. ':akept')
+    for i = 1, #flat, 2 do
+        local area, ch = string.match(flat[i], '^([^|]+)|(.+)$')
+        if ch == name then
+            redis.call('HDEL', p .. ':akept', flat[i])
+            area_touch(changes, area)
+        end
+    end
+    changes.bump = true
+    return true
+end
+
+-- Releases every channel of show 'p' whose release time has come ('channels' the meta's
+-- text, 'now' Redis's clock). Returns the meta's channels text as it is after.
+local function channels_release_due(p, channels, now, changes)
+    local chans = parse_channels(channels or '')
+    local any = false
+    for _, name in ipairs(chans.order) do
+        if chans[name] > 0 and chans[name] <= now then
+            any = channel_release(p, name, changes) or any
+        end
+    end
+    if not any then
+        return channels
+    end
+    return redis.call('HGET', p .. ':meta', 'channels') or ''
+end
+
+-- The earliest release time of the show's channels, or nil.
+local function channels_next_release(channels)
+    local chans = parse_channels(channels or '')
+    local first
+    for _, name in ipairs(chans.order) do
+        if chans[name] > 0 and (not first or chans[name] < first) then
+            first = chans[name]
+        end
+    end
+    return first
 end
 
 -- The price of the seats with bits 'bits_text' (comma-joined, the hold's 'bits') and the
@@ -312,8 +476,10 @@ local function flush(p, changes)
     end
     -- the areas whose free count changed: "a":{"FLOOR":4862,…} (sorted by id)
     local area_json = ''
+    changes.bump = nil
     if changes.areas then
-        local defs = parse_areas(redis.call('HGET', p .. ':meta', 'areas') or '')
+        local m = redis.call('HMGET', p .. ':meta', 'areas', 'channels')
+        local defs = parse_areas(m[1] or '')
         local ids = {}
         for id in pairs(changes.areas) do
             if defs and defs[id] then
@@ -323,11 +489,10 @@ local function flush(p, changes)
         changes.areas = nil -- (cjson.encode: the seat changes stay an array)
         table.sort(ids)
         if #ids > 0 then
-            local taken = redis.call('HMGET', p .. ':areas', unpack(ids))
+            local free = areas_free(p, defs, ids, m[2], nil)
             local parts = {}
             for i, id in ipairs(ids) do
-                local free = defs[id].cap - (tonumber(taken[i]) or 0)
-                parts[i] = '"' .. id .. '":' .. (free > 0 and free or 0)
+                parts[i] = '"' .. id .. '":' .. free[id]
             end
             area_json = ',"a":{' .. table.concat(parts, ',') .. '}'
         end
@@ -385,7 +550,7 @@ local function clear_held(p, seat, bit, changes)
     end
     local was = redis.call('SETBIT', p .. ':held', bit, 0)
     if was == 1 and redis.call('GETBIT', p .. ':booked', bit) == 0 then
-        changes[#changes + 1] = {seat, 'available'}
+        changes[#changes + 1] = {seat, freed_status(p, bit)}
     end
 end
 
@@ -406,6 +571,7 @@ local function end_hold(p, hold_id, h, status, changes)
         end
     end
     areas_give_back(p, h.areas, changes)
+    kept_give_back(p, h.kept, changes)
     local hk = p .. ':hold:' .. hold_id
     redis.call('HSET', hk, 'status', status)
     redis.call('PEXPIRE', hk, RETENTION_MS)

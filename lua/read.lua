@@ -26,7 +26,8 @@ seatd_seatmap
   KEYS[1] {s:<id>}:meta
   Returns {"version", v, "seatCount", n, "held", bytes, "booked", bytes, "areas", text} (one
   atomic read; a missing bitmap is ""; areas: "FLOOR:5000:4862,…", id:capacity:free of each
-  standing area, "" for none)                               Errors: NOSHOW
+  standing area for the public, "" for none), "blocked", bytes (seats kept for a channel,
+  lib.lua "Channels"; "" for none)                               Errors: NOSHOW
 
 seatd_hold_get
   KEYS[1] {s:<id>}:meta   ARGV[1] hold id   ARGV[2] owner ("" = any owner: operators)
@@ -100,14 +101,15 @@ end
 
 local function seatmap(keys, args)
     local p = show_prefix(keys[1])
-    local m = p and redis.call('HMGET', keys[1], 'seatCount', 'areas')
+    local m = p and redis.call('HMGET', keys[1], 'seatCount', 'areas', 'channels')
     if not m or not m[1] then
         return fail('NOSHOW', keys[1])
     end
     return {'version', redis.call('GET', p .. ':ver') or '0', 'seatCount', m[1],
         'held', redis.call('GET', p .. ':held') or '',
         'booked', redis.call('GET', p .. ':booked') or '',
-        'areas', areas_free_text(p, m[2])}
+        'areas', areas_free_text(p, m[2], m[3]),
+        'blocked', m[3] and redis.call('GET', p .. ':blocked') or ''}
 end
 
 local function hold_get(keys, args)

@@ -5,7 +5,9 @@ reap.lua - seatd_reap: ends up to 'max' holds of one show whose deadline has com
   ARGV[1]  max holds to reap (1..10000)
   Each reaped hold: seat keys that still name it deleted, held bits cleared where no seat
   key remains, status EXPIRED, out of the expiry set and its owner's hash; one version bump
-  and one delta ("available") for all the seats that changed.
+  and one delta ("available") for all the seats that changed. Channels whose release time
+  has come are released in the same step (lib.lua, "Channels"); "next" is then the earlier
+  of the next hold deadline and the next channel release.
   Returns  {"reaped", n, "version", v, "due", remaining due holds,
             "next", the earliest deadline (epoch ms) in the expiry set or "" when it is empty,
             "now", Redis's clock (epoch ms)}
@@ -40,13 +42,20 @@ local function reap(keys, args)
     local now = now_ms()
     local changes = {}
     local n = reap_due(p, now, max, changes)
+    -- channels whose release time came (issue 30): the sweeper comes by at that time too
+    local channels = redis.call('HGET', keys[1], 'channels')
+    if channels then
+        channels = channels_release_due(p, channels, now, changes)
+    end
     local v = flush(p, changes)
     local left = redis.call('ZCOUNT', p .. ':expiry', '-inf', now)
     local first = redis.call('ZRANGE', p .. ':expiry', 0, 0, 'WITHSCORES')
-    local nxt = ''
-    if #first == 2 then
-        nxt = tostring(math.floor(tonumber(first[2])))
+    local nxt = #first == 2 and math.floor(tonumber(first[2])) or nil
+    local release = channels_next_release(channels)
+    if release and (not nxt or release < nxt) then
+        nxt = release
     end
+    nxt = nxt and string.format('%d', nxt) or ''
     return {'reaped', tostring(n), 'version', tostring(v), 'due', tostring(left), 'next', nxt,
             'now', tostring(now)}
 end

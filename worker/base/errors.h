@@ -46,6 +46,8 @@
     XX(CONFLICT, 409, "seat-conflict", "CONFLICT", "seats were already taken")                     \
     XX(NOBLOCK, 409, "no-block-available", "NO_BLOCK", "no block of adjacent seats is free")       \
     XX(ORPHANSEAT, 409, "orphan-seat", "ORPHAN_SEAT", "the hold would leave a single seat alone")  \
+    XX(NOTFORSALE, 409, "seat-not-for-sale", "NOT_FOR_SALE",                                       \
+       "seats are kept for a sales channel the token does not carry")                              \
     XX(AREASOLDOUT, 409, "area-sold-out", "AREA_SOLD_OUT",                                         \
        "a standing area has fewer places free than asked")                                         \
     XX(STATE, 409, "invalid-state", "STATE", "the resource is not in a state that allows this")    \

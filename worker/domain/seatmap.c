@@ -36,6 +36,7 @@ static void entry_clear(seatd_seatmap_t *e)
     free(e->held);
     free(e->booked);
     free(e->areas);
+    free(e->blocked);
     free(e->availability);
     free(e->status);
     free(e->status_gz);
@@ -109,10 +110,14 @@ seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_
     return e;
 }
 
-void seatd_seatmap_set_areas(seatd_seatmap_t *m, const char *text)
+void seatd_seatmap_set_extras(seatd_seatmap_t *m, const char *areas, const void *blocked,
+                              size_t blocked_len)
 {
     free(m->areas);
-    m->areas = text && *text ? seatd_strdup(text) : NULL;
+    free(m->blocked);
+    m->areas = areas && *areas ? seatd_strdup(areas) : NULL;
+    m->blocked = blocked && blocked_len ? copy_bytes(blocked, blocked_len) : NULL;
+    m->blocked_len = m->blocked ? blocked_len : 0;
 }
 
 /* Appends ,"areas":{…} for a map with standing areas. */
@@ -175,6 +180,11 @@ const char *seatd_seatmap_availability(seatd_seatmap_t *m, size_t *len)
         seatd_buf_puts(&b, "\",\"booked\":\"");
         put_base64(&b, m->booked, m->booked_len);
         seatd_buf_puts(&b, "\"");
+        if (m->blocked) {
+            seatd_buf_puts(&b, ",\"blocked\":\"");
+            put_base64(&b, m->blocked, m->blocked_len);
+            seatd_buf_puts(&b, "\"");
+        }
         put_areas(&b, m);
         seatd_buf_puts(&b, "}");
         m->availability = seatd_buf_steal(&b, &m->availability_len);
@@ -185,7 +195,7 @@ const char *seatd_seatmap_availability(seatd_seatmap_t *m, size_t *len)
 
 const char *seatd_seatmap_status(seatd_seatmap_t *m, const seatd_layout_t *l, size_t *len)
 {
-    static const char *const names[] = {"available", "held", "booked"};
+    static const char *const names[] = {"available", "held", "booked", "unavailable"};
     if (m->status == NULL) {
         seatd_buf_t b = SEATD_BUF_INIT;
         size_t n = seatd_layout_count(l);
@@ -193,8 +203,11 @@ const char *seatd_seatmap_status(seatd_seatmap_t *m, const seatd_layout_t *l, si
         seatd_buf_printf(&b, "{\"showId\":\"%s\",\"version\":%lld,\"seats\":{", m->show_id,
                          m->version);
         for (size_t i = 0; i < n; i++) /* seat ids match ^[A-Za-z0-9_-]+$: nothing to escape */
-            seatd_buf_printf(&b, "%s\"%s\":\"%s\"", i ? "," : "", seatd_layout_seat(l, i)->id,
-                             names[seatd_seatmap_seat_state(m, i)]);
+            seatd_buf_printf(
+                &b, "%s\"%s\":\"%s\"", i ? "," : "", seatd_layout_seat(l, i)->id,
+                names[seatd_seatmap_seat_state(m, i) == 0 && bit(m->blocked, m->blocked_len, i)
+                          ? 3
+                          : seatd_seatmap_seat_state(m, i)]);
         seatd_buf_puts(&b, "}");
         put_areas(&b, m);
         seatd_buf_puts(&b, "}");

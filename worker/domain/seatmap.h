@@ -48,6 +48,8 @@ typedef struct seatd_seatmap_s {
                                -1 otherwise */
     char *areas;            /* owned: standing areas' free text ("FLOOR:5000:4862,…", areas.h),
                                NULL for none */
+    unsigned char *blocked; /* owned: seats kept for a sales channel (issue 30), NULL for none */
+    size_t blocked_len;
     char *availability;     /* owned rendering, made on first use */
     size_t availability_len;
     char *status; /* owned rendering, made on first use */
@@ -82,9 +84,12 @@ seatd_seatmap_t *seatd_seatmap_put(const char *show_id, long long version, size_
 /* Forgets the cached status of 'show_id' after a change this worker made itself, which
  * Redis answered with 'version': nothing older is served from here again, not even a read
  * that was already in flight when the change was made. */
-/* Keeps with 'm' its standing areas' free counts ('text', the free text of areas.h, copied;
- * NULL or "" for none), read with its bitmaps. */
-void seatd_seatmap_set_areas(seatd_seatmap_t *m, const char *text);
+/* Keeps with 'm' what was read with its bitmaps (issue 30): its standing areas' free counts
+ * ('areas', the free text of areas.h; NULL or "" for none) and the bitmap of seats kept for a
+ * sales channel ('blocked', 'blocked_len' bytes; none when 0). Both copied. A map with a
+ * blocked bitmap shows its kept free seats as "unavailable" and carries "blocked". */
+void seatd_seatmap_set_extras(seatd_seatmap_t *m, const char *areas, const void *blocked,
+                              size_t blocked_len);
 
 void seatd_seatmap_invalidate(const char *show_id, long long version);
 

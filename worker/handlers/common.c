@@ -150,6 +150,14 @@ void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
         cJSON *all = seatd_areas_free_json(res->words[2]);
         if (all)
             cJSON_AddItemToObject(extra, "areas", all);
+    } else if (res->err == SEATD_ENOTFORSALE && res->nwords > 0) {
+        /* "NOT_FOR_SALE <seat…>": kept for a channel (issue 30) */
+        extra = cJSON_CreateObject();
+        cJSON *seats = cJSON_AddArrayToObject(extra, "unavailableSeats");
+        for (size_t i = 0; i < res->nwords; i++)
+            if (seatd_keys_valid_seat_id(res->words[i]))
+                cJSON_AddItemToArray(seats, cJSON_CreateString(res->words[i]));
+        detail = "these seats are kept for a sales channel: not for sale to this token";
     } else if (res->err == SEATD_EUNKNOWNAREA && res->nwords > 0 &&
                seatd_keys_valid_seat_id(res->words[0])) {
         snprintf(msg, sizeof(msg), "area %s is not in this show", res->words[0]);
@@ -226,7 +234,7 @@ struct seatd_seatmap_s *seatd__seatmap_keep(struct seatd_app_s *app, const char 
         seatd_seatmap_put(show_id, s->version, (size_t)s->seat_count, s->held, s->held_len,
                           s->booked, s->booked_len, issued_at_ms, seatd_seatmap_now_ms());
     if (m->version == s->version)
-        seatd_seatmap_set_areas(m, s->areas);
+        seatd_seatmap_set_extras(m, s->areas, s->blocked, s->blocked_len);
     if (m->lost_from >= 0) {
         char *id = seatd_strdup(show_id);
         if (seatd_store_version_floor(app->store, show_id, m->lost_from, on_version_floor, id) < 0)

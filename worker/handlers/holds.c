@@ -19,6 +19,7 @@
 #include "handlers.h"
 #include "http/http_request.h"
 #include "http/json_reply.h"
+#include "http/principal.h"
 #include "domain/keys.h"
 #include "domain/layout.h"
 #include "base/log.h"
@@ -56,13 +57,18 @@ typedef struct {
     char areas[SEATD_AREAS_TEXT_MAX]; /* places in standing areas, "FLOOR:2,…" ("" for none) */
 } hold_op_t;
 
-/* The request text of seatd_hold_sell (lua/hold.lua): 'mode' ("named", "best:…"), and the
- * places asked for after a ";". */
-static const char *hold_request(const hold_op_t *op, const char *mode, char *out, size_t cap)
+#define SEATD_HOLD_CHANNELS_TEXT_MAX (SEATD_PRINCIPAL_CHANNELS_MAX * 33 + 2)
+
+/* The request text of seatd_hold_sell (lua/hold.lua): 'mode' ("named", "best:…"), the places
+ * asked for after a ";", and the buyer's channels (the token's claim) after another. */
+static const char *hold_request(seatd_req_t *r, const hold_op_t *op, const char *mode, char *out,
+                                size_t cap)
 {
-    if (!op->areas[0])
+    const seatd_principal_t *p = seatd_req_principal(r);
+    const char *channels = p ? p->channels : "";
+    if (!op->areas[0] && !channels[0])
         return mode;
-    snprintf(out, cap, "%s;%s", mode, op->areas);
+    snprintf(out, cap, "%s;%s%s%s", mode, op->areas, channels[0] ? ";" : "", channels);
     return out;
 }
 
@@ -202,7 +208,7 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
     seatd_best_list_t cands = {0};
     if (op->nids > 0)
         seatd_best_named(l, sorted, op->nids, &cands);
-    char request[16 + SEATD_AREAS_TEXT_MAX];
+    char request[16 + SEATD_AREAS_TEXT_MAX + SEATD_HOLD_CHANNELS_TEXT_MAX];
     seatd_hold_args_t a = {
         .show_id = op->show_id,
         .hold_id = op->hold_id,
@@ -212,7 +218,7 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .idem_key = op->idem,
         .ttl_ms = 0,
         .max_per_user = (int)app->cfg->max_seats_per_user,
-        .request = hold_request(op, "named", request, sizeof(request)),
+        .request = hold_request(r, op, "named", request, sizeof(request)),
         .cands = (const char *const *)cands.items,
         .ncands = cands.n,
         .admitted = op->admitted,
@@ -277,7 +283,7 @@ static void best_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         }
         return;
     }
-    char mode[64], request[64 + SEATD_AREAS_TEXT_MAX];
+    char mode[64], request[64 + SEATD_AREAS_TEXT_MAX + SEATD_HOLD_CHANNELS_TEXT_MAX];
     snprintf(mode, sizeof(mode), "best:%lld:%s:%d", op->best_count,
              op->best_tier ? op->best_tier : "-", op->best_accessible);
     seatd_hold_args_t a = {
@@ -286,7 +292,7 @@ static void best_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .owner = seatd__sub(r),
         .idem_key = op->idem,
         .max_per_user = (int)app->cfg->max_seats_per_user,
-        .request = hold_request(op, mode, request, sizeof(request)),
+        .request = hold_request(r, op, mode, request, sizeof(request)),
         .cands = (const char *const *)cands.items,
         .ncands = cands.n,
         .admitted = op->admitted,

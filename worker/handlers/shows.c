@@ -13,6 +13,7 @@
 #include "base/buf.h"
 #include "common.h"
 #include "domain/areas.h"
+#include "domain/channels.h"
 #include "domain/config.h"
 #include "handlers.h"
 #include "http/http_request.h"
@@ -269,6 +270,7 @@ typedef struct {
     seatd_layout_t *layout; /* owned until cached */
     char *tiers_json;       /* owned */
     char *extra_json;       /* owned, may be NULL */
+    char *channels_json;    /* owned, may be NULL: the channels as the store takes them */
     const char *title;      /* borrowed from 'body' */
     int64_t starts_at_ms;
     int64_t hold_ttl_ms;
@@ -282,6 +284,7 @@ static void create_op_free(create_op_t *op)
     seatd_layout_free(op->layout);
     free(op->tiers_json);
     free(op->extra_json);
+    free(op->channels_json);
     free(op);
 }
 
@@ -346,6 +349,7 @@ static void on_show_id(const seatd_store_result_t *res, void *data)
         .seat_ids = ids,
         .nseats = n,
         .extra_json = op->extra_json,
+        .channels_json = op->channels_json,
     };
     int rc =
         seatd__step_begin(&r, seatd_store_create_show(seatd__app(r)->store, &a, on_created, op));
@@ -544,9 +548,19 @@ int seatd_handle_shows_create(seatd_req_t *r)
         seatd_json_check_fail(&v, SEATD_EINVAL, "orphanRule", "must be \"off\" or \"block\"", NULL);
     /* Issue 30: standing areas beside the seats, sold by count in the same hold. */
     const cJSON *areas = cJSON_GetObjectItemCaseSensitive(op->body, "areas");
+    int areas_ok = 1;
     if (areas && !cJSON_IsNull(areas) &&
-        seatd_areas_check(areas, tiers_ok ? tiers : NULL, why, sizeof(why)) < 0)
+        (areas_ok = seatd_areas_check(areas, tiers_ok ? tiers : NULL, why, sizeof(why)) == 0) == 0)
         seatd_json_check_fail(&v, SEATD_EINVAL, "areas", why, why);
+    /* Issue 30: seats and places kept for sales channels, applied with the show. */
+    const cJSON *channels = cJSON_GetObjectItemCaseSensitive(op->body, "channels");
+    if (channels && !cJSON_IsNull(channels) && op->layout && areas_ok) {
+        cJSON *none = cJSON_CreateArray(); /* a show without areas keeps no places */
+        if (seatd_channels_check(channels, op->layout, cJSON_IsArray(areas) ? areas : none,
+                                 &op->channels_json, why, sizeof(why)) < 0)
+            seatd_json_check_fail(&v, SEATD_EINVAL, "channels", why, why);
+        cJSON_Delete(none);
+    }
     const cJSON *queue_in = cJSON_GetObjectItemCaseSensitive(op->body, "queue");
     cJSON *queue = NULL;
     if (queue_in != NULL && !cJSON_IsNull(queue_in))

@@ -187,6 +187,34 @@ out:
     return why;
 }
 
+/* Whether 's' is a channel name: [a-z0-9_-]{1,32}. */
+static int valid_channel(const char *s)
+{
+    size_t n = strlen(s);
+    return n >= 1 && n <= 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+/* The "channels" claim into 'out' (comma-joined): absent is none; anything but an array of
+ * at most SEATD_PRINCIPAL_CHANNELS_MAX channel names makes the claims invalid (-1). */
+static int channels_claim(const cJSON *claims, char *out, size_t cap)
+{
+    const cJSON *chans = cJSON_GetObjectItemCaseSensitive(claims, "channels"), *it;
+    size_t at = 0;
+    int n = 0;
+    out[0] = '\0';
+    if (chans == NULL)
+        return 0;
+    if (!cJSON_IsArray(chans) || cJSON_GetArraySize(chans) > SEATD_PRINCIPAL_CHANNELS_MAX)
+        return -1;
+    cJSON_ArrayForEach(it, chans)
+    {
+        if (!cJSON_IsString(it) || !valid_channel(it->valuestring))
+            return -1;
+        at += (size_t)snprintf(out + at, cap - at, "%s%s", n++ ? "," : "", it->valuestring);
+    }
+    return 0;
+}
+
 static int is_admin(const cJSON *claims)
 {
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(claims, "role");
@@ -218,6 +246,9 @@ static seatd_auth_fault_t check_claims(const char *json, size_t len, int64_t now
     const cJSON *sub = cJSON_GetObjectItemCaseSensitive(c, "sub");
     if (!cJSON_IsString(sub) || !valid_sub(sub->valuestring))
         goto out;
+    char channels[sizeof(out->channels)];
+    if (channels_claim(c, channels, sizeof(channels)) < 0)
+        goto out;
     why = SEATD_AUTH_FAULT_EXPIRED;
     if (now >= exp + SEATD_AUTH_LEEWAY_S)
         goto out;
@@ -228,6 +259,7 @@ static seatd_auth_fault_t check_claims(const char *json, size_t len, int64_t now
     memset(out, 0, sizeof(*out));
     memcpy(out->sub, sub->valuestring, strlen(sub->valuestring) + 1);
     out->admin = is_admin(c);
+    memcpy(out->channels, channels, sizeof(channels));
     out->valid_until = exp + SEATD_AUTH_LEEWAY_S;
     out->valid_from = INT64_MIN;
     if (nbf && nbf - SEATD_AUTH_LEEWAY_S > out->valid_from)
@@ -431,9 +463,32 @@ int seatd_auth_verify_bearer_why(const seatd_auth_t *auth, const char *header,
 
 int seatd_auth_sign(const seatd_auth_t *auth, const char *sub, int admin, int64_t ttl_s, char **out)
 {
+    return seatd_auth_sign_channels(auth, sub, admin, NULL, ttl_s, out);
+}
+
+int seatd_auth_sign_channels(const seatd_auth_t *auth, const char *sub, int admin,
+                             const char *channels, int64_t ttl_s, char **out)
+{
     *out = NULL;
     if (sub == NULL || !valid_sub(sub) || ttl_s <= 0)
         return SEATD_EINVAL;
+    /* "boxoffice,house" -> ,"channels":["boxoffice","house"] (names need no escaping) */
+    char chans[SEATD_PRINCIPAL_CHANNELS_MAX * 36 + 16] = "";
+    if (channels != NULL && channels[0]) {
+        char copy[SEATD_PRINCIPAL_CHANNELS_MAX * 33 + 1];
+        size_t at = (size_t)snprintf(chans, sizeof(chans), ",\"channels\":[");
+        int n = 0;
+        if (strlen(channels) >= sizeof(copy))
+            return SEATD_EINVAL;
+        memcpy(copy, channels, strlen(channels) + 1);
+        for (char *save = NULL, *c = strtok_r(copy, ",", &save); c;
+             c = strtok_r(NULL, ",", &save)) {
+            if (!valid_channel(c) || n == SEATD_PRINCIPAL_CHANNELS_MAX)
+                return SEATD_EINVAL;
+            at += (size_t)snprintf(chans + at, sizeof(chans) - at, "%s\"%s\"", n++ ? "," : "", c);
+        }
+        snprintf(chans + at, sizeof(chans) - at, "]");
+    }
     int64_t now = now_s(auth);
     /* A random "jti": without it two tokens for one user minted in the same second are the
      * same bytes, and a client that tells a refreshed token from a stale one by comparing
@@ -444,8 +499,9 @@ int seatd_auth_sign(const seatd_auth_t *auth, const char *sub, int admin, int64_
 
     seatd_buf_t claims = SEATD_BUF_INIT, tok = SEATD_BUF_INIT;
     /* 'sub' is in a charset that needs no JSON escaping (valid_sub); so is base64url. */
-    seatd_buf_printf(&claims, "{\"sub\":\"%s\",\"iat\":%lld,\"exp\":%lld%s,\"jti\":\"", sub,
-                     (long long)now, (long long)(now + ttl_s), admin ? ",\"role\":\"admin\"" : "");
+    seatd_buf_printf(&claims, "{\"sub\":\"%s\",\"iat\":%lld,\"exp\":%lld%s%s,\"jti\":\"", sub,
+                     (long long)now, (long long)(now + ttl_s), admin ? ",\"role\":\"admin\"" : "",
+                     chans);
     b64url_encode(&claims, id, sizeof(id));
     seatd_buf_puts(&claims, "\"}");
     static const char header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";

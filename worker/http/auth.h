@@ -126,5 +126,9 @@ void seatd_auth_challenge(seatd_auth_fault_t why, char *out, size_t n);
  */
 SEATD_MUSTCHECK int seatd_auth_sign(const seatd_auth_t *auth, const char *sub, int admin,
                                     int64_t ttl_s, char **out);
+/* As seatd_auth_sign, with the claim "channels" (issue 30) listing 'channels' (comma-joined
+ * names of [a-z0-9_-]{1,32}, at most SEATD_PRINCIPAL_CHANNELS_MAX; NULL or "": none). */
+SEATD_MUSTCHECK int seatd_auth_sign_channels(const seatd_auth_t *auth, const char *sub, int admin,
+                                             const char *channels, int64_t ttl_s, char **out);
 
 #endif

@@ -90,6 +90,7 @@ static const field_t seatmap_fields[] = {
     BYTES("held", seatmap.held, seatmap.held_len),
     BYTES("booked", seatmap.booked, seatmap.booked_len),
     STR("areas", seatmap.areas),
+    BYTES("blocked", seatmap.blocked, seatmap.blocked_len),
     {NULL, F_STR, 0, NOAUX, 0},
 };
 static const field_t hold_fields[] = {

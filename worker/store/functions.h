@@ -55,6 +55,9 @@
 #define SEATD_FN_LAYOUT_PUT "seatd_layout_put"
 #define SEATD_FN_NEXT_SHOW_ID "seatd_next_show_id"
 #define SEATD_FN_SHOW_TIERS_PUT "seatd_show_tiers_put"
+/* lua/channels.lua */
+#define SEATD_FN_CHANNEL_RELEASE "seatd_channel_release"
+#define SEATD_FN_CHANNEL_SET "seatd_channel_set"
 /* lua/hold.lua */
 #define SEATD_FN_HOLD "seatd_hold"
 #define SEATD_FN_HOLD_BATCH "seatd_hold_batch"
@@ -119,6 +122,8 @@
     XX(SEATD_FN_LAYOUT_PUT, 0)                                                                     \
     XX(SEATD_FN_NEXT_SHOW_ID, 0)                                                                   \
     XX(SEATD_FN_SHOW_TIERS_PUT, SEATD_RDS_IDEMPOTENT) /* written once: a repeat is a no-op */      \
+    XX(SEATD_FN_CHANNEL_RELEASE, 0)                                                                \
+    XX(SEATD_FN_CHANNEL_SET, 0)                                                                    \
     XX(SEATD_FN_HOLD, 0)                                                                           \
     XX(SEATD_FN_HOLD_BATCH, 0)                                                                     \
     XX(SEATD_FN_HOLD_SELL, 0)                                                                      \

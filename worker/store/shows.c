@@ -18,6 +18,7 @@
 #include "store/hints.h"
 #include "store/hold_batch.h"
 #include "domain/keys.h"
+#include "domain/areas.h"
 #include "domain/layout.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -75,6 +76,46 @@ static void on_layout_put(const struct redisReply *reply, int err, void *data)
     store__chain(op, SEATD_FN_CREATE_SHOW, key, op->argc, (const char **)op->argv, on_show_created);
 }
 
+/* The channels of a new show as create_show.lua's ARGV[10] wants them: each seat id with its
+ * bit in 'l', each channel's places as a places text (domain/areas.h). Returns 0 and an owned
+ * '*out', or SEATD_EINVAL / SEATD_EUNKNOWNSEAT. */
+static int channels_arg(const char *json, const seatd_layout_t *l, char **out)
+{
+    cJSON *in = cJSON_Parse(json), *c = NULL;
+    cJSON *o = cJSON_CreateObject();
+    int rc = cJSON_IsObject(in) ? 0 : SEATD_EINVAL;
+    cJSON_ArrayForEach(c, in)
+    {
+        cJSON *ch = cJSON_AddObjectToObject(o, c->string);
+        cJSON *seats = cJSON_AddArrayToObject(ch, "seats");
+        const cJSON *id = NULL, *at = cJSON_GetObjectItemCaseSensitive(c, "releaseAt");
+        cJSON_ArrayForEach(id, cJSON_GetObjectItemCaseSensitive(c, "seatIds"))
+        {
+            long bit = cJSON_IsString(id) ? seatd_layout_find(l, id->valuestring) : -1;
+            if (bit < 0) {
+                rc = SEATD_EUNKNOWNSEAT;
+                continue;
+            }
+            cJSON *pair = cJSON_CreateArray();
+            cJSON_AddItemToArray(pair, cJSON_CreateString(id->valuestring));
+            cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)bit));
+            cJSON_AddItemToArray(seats, pair);
+        }
+        const cJSON *areas = cJSON_GetObjectItemCaseSensitive(c, "areas");
+        char text[SEATD_AREAS_TEXT_MAX] = "", why[128];
+        long long places = 0;
+        if (areas && seatd_areas_request(areas, SEATD_AREA_CAPACITY_MAX, text, &places, why,
+                                         sizeof(why)) < 0)
+            rc = SEATD_EINVAL;
+        cJSON_AddStringToObject(ch, "areas", text);
+        cJSON_AddNumberToObject(ch, "releaseAt", cJSON_IsNumber(at) ? at->valuedouble : 0);
+    }
+    *out = rc == 0 ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    cJSON_Delete(in);
+    return rc;
+}
+
 int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a, seatd_store_cb cb,
                             void *data)
 {
@@ -111,20 +152,29 @@ int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a, seatd
      * tiers: such a show's bookings are refused UNPRICED; priceTiers allows 16). */
     char *tier_names = NULL;
     char *tier_codes = seatd_layout_tier_codes(l, &tier_names);
-    const char *show_args[9] = {a->title,
-                                starts,
-                                ttl,
-                                a->price_tiers_json,
-                                hash,
-                                a->extra_json ? a->extra_json : "",
-                                count,
-                                tier_names ? tier_names : "",
-                                tier_codes ? tier_codes : ""};
+    char *channels = NULL;
+    if (a->channels_json != NULL && (rc = channels_arg(a->channels_json, l, &channels)) < 0) {
+        seatd_layout_free(l);
+        free(tier_names);
+        free(tier_codes);
+        return rc;
+    }
+    const char *show_args[10] = {a->title,
+                                 starts,
+                                 ttl,
+                                 a->price_tiers_json,
+                                 hash,
+                                 a->extra_json ? a->extra_json : "",
+                                 count,
+                                 tier_names ? tier_names : "",
+                                 tier_codes ? tier_codes : "",
+                                 channels ? channels : ""};
     store_op_t *op = store__op_new(st, KIND_SHOW, cb, data);
     snprintf(op->show_id, sizeof(op->show_id), "%s", a->show_id);
     memcpy(op->starts_at, starts, sizeof(starts));
     memcpy(op->hash, hash, sizeof(op->hash));
-    store__op_keep_args(op, 9, show_args);
+    store__op_keep_args(op, channels ? 10 : 9, show_args);
+    free(channels);
     free(tier_names);
     free(tier_codes);
     op->layout = l;

@@ -67,6 +67,8 @@ typedef struct seatd_seatmap_result_s { /* seatmap */
     const unsigned char *booked; /* likewise */
     size_t booked_len;
     const char *areas; /* standing areas, "FLOOR:5000:4862,…" (id:capacity:free), "" for none */
+    const unsigned char *blocked; /* seats kept for a sales channel (issue 30); may be 0 long */
+    size_t blocked_len;
 } seatd_seatmap_result_t;
 
 /* A hold's status, decoded once here (the word stays beside it for the API). */
@@ -300,9 +302,34 @@ typedef struct seatd_show_args_s {
     const char *const *seat_ids; /* in index order */
     size_t nseats;
     const char *extra_json; /* optional meta extras (screen, refund policy), may be NULL */
+    /* optional channels (issue 30), may be NULL: {"<name>":{"seatIds":[…],"areas":{"FLOOR":
+     * 100},"releaseAt":<epoch ms>},…}, checked by the caller (seats of the layout) */
+    const char *channels_json;
 } seatd_show_args_t;
 SEATD_MUSTCHECK int seatd_store_create_show(seatd_store_t *st, const seatd_show_args_t *a,
                                             seatd_store_cb cb, void *data);
+
+/* Channels (issue 30; lua/channels.lua): what channel 'name' keeps on show 'show_id' — the
+ * seats 'seat_ids' (of 'layout', the show's, borrowed for the call) and the places 'areas'
+ * ("FLOOR:100,…", area ids sorted; NULL or "" for none) — replacing what it kept, from now
+ * until 'release_at_ms' (epoch ms; 0: until released). Result: res->show with version.
+ * Errors: NOSHOW, INVAL, UNKNOWNSEAT (a seat not in 'layout'), UNKNOWNAREA, CONFLICT (a seat
+ * kept by another channel), AREASOLDOUT (places that are not free). */
+typedef struct seatd_channel_args_s {
+    const char *show_id;
+    const char *name; /* [a-z0-9_-]{1,32} */
+    int64_t release_at_ms;
+    const struct seatd_layout_s *layout;
+    const char *const *seat_ids;
+    size_t nseats;
+    const char *areas;
+} seatd_channel_args_t;
+SEATD_MUSTCHECK int seatd_store_channel_set(seatd_store_t *st, const seatd_channel_args_t *a,
+                                            seatd_store_cb cb, void *data);
+/* Releases channel 'name' of show 'show_id' to everyone now. Result: res->show with version.
+ * Errors: NOSHOW, NOTFOUND (no such unreleased channel). */
+SEATD_MUSTCHECK int seatd_store_channel_release(seatd_store_t *st, const char *show_id,
+                                                const char *name, seatd_store_cb cb, void *data);
 
 /* Stores the seat tiers of show 'show_id' from its layout 'l' (borrowed for the call), for a
  * show created before create_show stored them (seatd_store_book_begin's SEATD_EUNPRICED); a
