@@ -2,34 +2,41 @@
  * live.h - the live seat map: WebSocket watchers per show, a snapshot, then versioned deltas.
  *
  * Protocol (server -> client text frames; the web page is written against exactly this):
- *   {"type":"snapshot","version":V,"seats":{"C7":"held","C8":"available",…}}
- *   {"type":"delta","fromVersion":F,"version":V,"changes":[{"seat":"C7","status":"held"},…]}
+ *   {"type":"snapshot","version":V,"seats":{"C7":"held","C8":"available",…},
+ *    "areas":{"FLOOR":{"capacity":5000,"available":4862},…}}
+ *   {"type":"delta","fromVersion":F,"version":V,"changes":[{"seat":"C7","status":"held"},…],
+ *    "areas":{"FLOOR":4862,…}}
  *   {"type":"queue","admittedThrough":A,"state":"OPEN"|"SOLD_OUT"|…,"waiting":W}
  *     (a queued show's waiting room, issue 15: sent to every watcher when lua/queue.lua
  *     publishes a change, outside the version sequence; the last one also to new watchers)
- * A delta covers every version F..V exactly once (coalesced: the last status of each seat in
- * that range); consecutive frames to one client chain (the next F is the previous V + 1). A
- * client that connects with ?since=S gets the delta S+1..V when this worker still has those
- * versions in its ring of the last 'ring' versions, nothing if S is the current version, else
- * a snapshot. However many versions arrive within one tick, a watcher that was up to date at
- * the last tick gets them as one delta (the ring keeps what a tick has not sent yet, beyond
- * 'ring' up to 'ring_burst'; past that, a snapshot). Client frames: pong and close are
- * handled; the text {"type":"resync"} asks for a fresh snapshot; anything else is ignored.
- * Pings every 'ping_ms'; no frame from the client for 'idle_ms' closes it (1001). Every
- * frame, pongs and pings included, counts against the connection's output budget
- * (http_server.h): at half of it the client's reading pauses (so pings it keeps sending queue
- * no pongs and do not count as activity) until the output drains below a quarter. A client
- * whose unsent frames would pass 'max_queue_frames' or the budget is too slow and is closed
- * with 1008 (1013 "try again later" would fit, but strict clients such as wslay reject that
- * code as invalid).
+ * "areas" (standing areas, issue 30) only for a show that has them: a snapshot lists every
+ * area with its capacity and free places; a delta only the areas whose free count changed in
+ * F..V, each with its count after V (a version may change places alone: "changes" is then
+ * empty, and it is a delta all the same). A show without areas has no "areas" member.
+ * A delta covers every version F..V exactly once (coalesced: the last status of each seat in that
+ * range, the last free count of each area); consecutive frames to one client chain (the next F is
+ * the previous V + 1). A client that connects with ?since=S gets the delta S+1..V when this worker
+ * still has those versions in its ring of the last 'ring' versions, nothing if S is the current
+ * version, else a snapshot. However many versions arrive within one tick, a watcher that was up to
+ * date at the last tick gets them as one delta (the ring keeps what a tick has not sent yet,
+ * beyond 'ring' up to 'ring_burst'; past that, a snapshot). Client frames: pong and close are
+ * handled; the text {"type":"resync"} asks for a fresh snapshot; anything else is ignored. Pings
+ * every 'ping_ms'; no frame from the client for 'idle_ms' closes it (1001). Every frame, pongs and
+ * pings included, counts against the connection's output budget (http_server.h): at half of it the
+ * client's reading pauses (so pings it keeps sending queue no pongs and do not count as activity)
+ * until the output drains below a quarter. A client whose unsent frames would pass
+ * 'max_queue_frames' or the budget is too slow and is closed with 1008 (1013 "try again later"
+ * would fit, but strict clients such as wslay reject that code as invalid).
  *
- * How versions stay exact: each show's scripts publish one message per version bump on the
- * show's channel ({"v":V,"c":[["C7","held"],…]}). A worker subscribes (pubsub.h) while it has
- * watchers of that show, reads the seat map only once Redis confirmed the subscription, and
+ * How versions stay exact: each show's scripts publish one message per version bump on the show's
+ * channel ({"v":V,"c":[["C7","held"],…],"a":{"FLOOR":4862}}, "a" when an area's free count
+ * changed; the seat-map read gives the areas' capacities and free counts, which the worker then
+ * keeps up to date from "a", so a snapshot needs no read). A worker subscribes (pubsub.h) while it
+ * has watchers of that show, reads the seat map only once Redis confirmed the subscription, and
  * applies the messages with a version above the map's in order. A gap in versions (a dropped
- * subscription, a missed message) triggers a fresh read, after which watchers that are behind
- * get a snapshot. Frames are built at most once per tick (every 'tick_ms') per show and
- * starting version, and shared by the watchers that need the same range.
+ * subscription, a missed message) triggers a fresh read, after which watchers that are behind get
+ * a snapshot. Frames are built at most once per tick (every 'tick_ms') per show and starting
+ * version, and shared by the watchers that need the same range.
  *
  * Lifecycle: seatd_live_new() -> seatd_live_accept() per upgraded request -> ... ->
  * seatd_live_close() (after the HTTP server drained: every watcher is closed by then), which

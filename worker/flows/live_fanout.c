@@ -54,17 +54,28 @@ static frame_t *snapshot_frame(show_t *s)
         return &s->snap;
     frame_reset(&s->snap);
     seatd_buf_t *b = &s->snap.text;
-    seatd_buf_reserve(b, 64 + s->nseats * 24);
+    seatd_buf_reserve(b, 64 + s->nseats * 24 + s->nareas * 64);
     seatd_buf_printf(b, "{\"type\":\"snapshot\",\"version\":%lld,\"seats\":{", s->ver);
     for (size_t i = 0; i < s->nseats; i++) /* ids match ^[A-Za-z0-9_-]+$: no escaping */
         seatd_buf_printf(b, "%s\"%s\":\"%s\"", i ? "," : "", s->ids[i], status_name[s->status[i]]);
-    seatd_buf_puts(b, "}}");
+    seatd_buf_puts(b, "}");
+    if (s->nareas > 0) { /* area ids: the same grammar (live__areas_set) */
+        seatd_buf_puts(b, ",\"areas\":{");
+        for (size_t i = 0; i < s->nareas; i++)
+            seatd_buf_printf(b, "%s\"%s\":{\"capacity\":%u,\"available\":%u}", i ? "," : "",
+                             s->areas[i].id, (unsigned)s->areas[i].capacity,
+                             (unsigned)s->areas[i].free);
+        seatd_buf_puts(b, "}");
+    }
+    seatd_buf_puts(b, "}");
     s->snap_ver = s->ver;
     return &s->snap;
 }
 
 /* Builds the delta (from, ver] of 's' into 'out': every change in that range once, the last
- * status of each seat, in the order seats first changed. Requires the ring to cover it. */
+ * status of each seat, in the order seats first changed, and the last free count of each area
+ * that changed in it, in the show's order of areas ("areas", only when one did). Requires the
+ * ring to cover it. */
 static void delta_frame(show_t *s, long long from, seatd_buf_t *out)
 {
     size_t first = (size_t)(s->ring_n - (size_t)(s->ver - from));
@@ -79,8 +90,17 @@ static void delta_frame(show_t *s, long long from, seatd_buf_t *out)
     uint32_t *order = NULL;
     uint8_t *last = NULL;
     size_t norder = 0, ocap = 0;
+    uint32_t afree[SEATD_AREAS_MAX]; /* per area: its last free count, when 'achanged' */
+    uint8_t achanged[SEATD_AREAS_MAX] = {0};
+    int any_area = 0;
     for (size_t k = first; k < s->ring_n; k++) {
         const ring_entry_t *e = live__ring_at(s, k);
+        for (uint32_t j = 0; j < e->na; j++) {
+            uint32_t ai = e->idx[e->n + 2 * j];
+            afree[ai] = e->idx[e->n + 2 * j + 1];
+            achanged[ai] = 1;
+            any_area = 1;
+        }
         for (uint32_t i = 0; i < e->n; i++) {
             uint32_t idx = e->idx[i];
             if (seen[idx]) {
@@ -104,7 +124,19 @@ static void delta_frame(show_t *s, long long from, seatd_buf_t *out)
                          s->ids[order[i]], status_name[last[i]]);
         seen[order[i]] = 0;
     }
-    seatd_buf_puts(out, "]}");
+    seatd_buf_puts(out, "]");
+    if (any_area) {
+        seatd_buf_puts(out, ",\"areas\":{");
+        const char *sep = "";
+        for (size_t ai = 0; ai < s->nareas; ai++) {
+            if (!achanged[ai])
+                continue;
+            seatd_buf_printf(out, "%s\"%s\":%u", sep, s->areas[ai].id, (unsigned)afree[ai]);
+            sep = ",";
+        }
+        seatd_buf_puts(out, "}");
+    }
+    seatd_buf_puts(out, "}");
     free(order);
     free(last);
 }

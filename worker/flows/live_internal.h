@@ -8,9 +8,10 @@
  *     (coalescing; runs only while some show has unsent versions), the housekeeping timer
  *     (pings, idle and close deadlines; once a second) and one shared read buffer.
  *   - show_t: one watched show: its seat ids (copied from the layout) with an id -> index
- *     hash, the seat statuses at version 'ver' (valid while 'synced'), a ring of the last
- *     versions' changes, the messages buffered while a seat-map read is in flight, and its
- *     watchers. Freed when its last watcher leaves and no read is in flight for it.
+ *     hash, the seat statuses and standing areas' free counts at version 'ver' (valid while
+ *     'synced'), a ring of the last versions' changes (seats and areas), the messages
+ *     buffered while a seat-map read is in flight, and its watchers. Freed when its last
+ *     watcher leaves and no read is in flight for it.
  *   - watcher_t: one WebSocket connection (a stream taken from http_server), its codec, the
  *     version the client has ('sent_ver', -1: needs a snapshot) and its unsent-frame count.
  *     Freed in the connection's on_closed hook.
@@ -29,6 +30,7 @@
 
 #include "base/buf.h"
 #include "clients/pubsub.h"
+#include "domain/areas.h"
 #include "domain/keys.h"
 #include "domain/layout.h"
 #include "flows/live.h"
@@ -46,10 +48,18 @@ enum { ST_AVAILABLE, ST_HELD, ST_BOOKED };
 
 typedef struct {
     long long v;   /* the version */
-    uint32_t n;    /* changes */
-    uint32_t *idx; /* owned: seat indexes */
-    uint8_t *st;   /* owned: new statuses */
+    uint32_t n;    /* seat changes */
+    uint8_t na;    /* area changes (at most SEATD_AREAS_MAX) */
+    uint32_t *idx; /* owned: the n seat indexes, then na pairs (area index, its free count) */
+    uint8_t *st;   /* owned: the seats' new statuses */
 } ring_entry_t;
+
+/* A standing area of a show (issue 30), as the last seat-map read named it. */
+typedef struct {
+    char id[17];       /* [A-Za-z0-9_-]{1,16}: written into frames as it is */
+    uint32_t capacity; /* places */
+    uint32_t free;     /* free places at the show's 'ver' */
+} area_t;
 
 /* One frame as sent to many watchers: its text, and the same compressed once for those that
  * negotiated permessage-deflate (ws_codec.h). */
@@ -79,6 +89,8 @@ struct show_s {
     uint32_t *slots;             /* owned: open-addressing id hash of index + 1 (0 = empty) */
     size_t nslots;               /* a power of two >= 2 * nseats */
     uint8_t *status;             /* owned: ST_* per seat at 'ver' */
+    area_t *areas;               /* owned: its standing areas at 'ver'; NULL when it has none */
+    size_t nareas;               /* entries in 'areas' (at most SEATD_AREAS_MAX) */
     long long ver;               /* version of 'status' */
     int synced;                  /* 'status' is the truth at 'ver' and messages apply in order */
     int subscribed;              /* Redis confirmed the subscription */
@@ -178,6 +190,7 @@ ring_entry_t *live__ring_at(const show_t *s, size_t k);
 void live__ring_clear(show_t *s);
 void live__ring_trim(show_t *s);
 void live__buffered_clear(show_t *s);
+void live__areas_set(show_t *s, const char *text);
 void live__desync(show_t *s, int read_now);
 void live__buffer_msg(show_t *s, const char *msg, size_t len);
 void live__on_delta(show_t *s, const char *msg, size_t len);

@@ -1,8 +1,9 @@
 /*
  * live_show.c - one watched show of the live seat map: finding it by id, its seat ids with
- * their id -> index hash, its ring of the last versions' changes, its lifecycle, and applying
- * the delta messages of a show in step with Redis (a gap or a bad message sends it back to a
- * seat-map read, live_sync.c). See live_internal.h.
+ * their id -> index hash, its standing areas, its ring of the last versions' changes (seats
+ * and areas' free counts), its lifecycle, and applying the delta messages of a show in step
+ * with Redis (a gap or a bad message sends it back to a seat-map read, live_sync.c). See
+ * live_internal.h.
  */
 #include "flows/live_internal.h"
 
@@ -174,7 +175,92 @@ void live__show_maybe_free(show_t *s)
     free(s->ids);
     free(s->slots);
     free(s->status);
+    free(s->areas);
     free(s);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Standing areas
+ * --------------------------------------------------------------------------------------- */
+
+#define AREA_ID_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+
+/* A count of 1-9 digits at 'p' into '*out'; returns the position after it, or NULL. */
+static const char *parse_count(const char *p, uint32_t *out)
+{
+    size_t n = strspn(p, "0123456789");
+    if (n == 0 || n > 9)
+        return NULL;
+    uint32_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (uint32_t)(p[i] - '0');
+    *out = v;
+    return p + n;
+}
+
+/* One "id:capacity:free" of a free text at 'p' into 'a'; returns the position after it
+ * (at ',' or the end), or NULL when it is not one. */
+static const char *parse_area(const char *p, area_t *a)
+{
+    size_t n = strspn(p, AREA_ID_CHARS);
+    if (n == 0 || n >= sizeof(a->id) || p[n] != ':')
+        return NULL;
+    memcpy(a->id, p, n);
+    a->id[n] = '\0';
+    p = parse_count(p + n + 1, &a->capacity);
+    if (p == NULL || *p != ':')
+        return NULL;
+    p = parse_count(p + 1, &a->free);
+    if (p == NULL || (*p != ',' && *p != '\0'))
+        return NULL;
+    if (a->free > a->capacity)
+        a->free = a->capacity;
+    return p;
+}
+
+static long area_index(const show_t *s, const char *id)
+{
+    for (size_t i = 0; i < s->nareas; i++)
+        if (strcmp(s->areas[i].id, id) == 0)
+            return (long)i;
+    return -1;
+}
+
+/*
+ * The areas of 's' and their free counts from a seat-map read's free text 'text' (borrowed;
+ * "FLOOR:5000:4862,BALC:200:200", "" or NULL for none): the array is made, resized or freed
+ * to fit (a show without areas keeps none). The caller clears the ring after it: its entries'
+ * area indexes are the array's.
+ */
+void live__areas_set(show_t *s, const char *text)
+{
+    area_t got[SEATD_AREAS_MAX];
+    size_t n = 0;
+    const char *p = text ? text : "";
+    while (*p) {
+        area_t a;
+        const char *end = parse_area(p, &a);
+        if (end == NULL || n == SEATD_AREAS_MAX) {
+            seatd_log(SEATD_LOG_WARN, NULL, "live: bad areas in the seat map", "\"show\":\"%s\"",
+                      s->id);
+            break; /* the areas before it stay */
+        }
+        int dup = 0;
+        for (size_t i = 0; i < n && !dup; i++)
+            dup = strcmp(got[i].id, a.id) == 0;
+        if (!dup)
+            got[n++] = a;
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (n == 0) {
+        free(s->areas);
+        s->areas = NULL;
+    } else if (n != s->nareas) {
+        s->areas = seatd_realloc(s->areas, n * sizeof(*s->areas));
+    }
+    s->nareas = n;
+    if (n > 0)
+        memcpy(s->areas, got, n * sizeof(*got));
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -192,21 +278,29 @@ static int parse_status(const char *st)
     return -1;
 }
 
-/* Decodes {"v":V,"c":[["C7","held"],…]} into a ring entry. Returns 0 or -1. */
+/* Decodes {"v":V,"c":[["C7","held"],…],"a":{"FLOOR":4862,…}} ("a": the free counts of the
+ * areas that changed, when any did) into a ring entry. A version may change areas only ("c"
+ * empty): it is a version all the same. Returns 0 or -1. */
 static int decode_delta(show_t *s, const char *msg, size_t len, ring_entry_t *e)
 {
     cJSON *root = cJSON_ParseWithLength(msg, len);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "v");
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "c");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "a");
     if (!cJSON_IsNumber(v) || !(cJSON_IsArray(c) || cJSON_IsObject(c))) {
         cJSON_Delete(root);
         return -1;
     }
     /* cjson.encode turns an empty Lua table into {}: no changes. */
     int n = cJSON_IsArray(c) ? cJSON_GetArraySize(c) : 0;
+    /* areas the show does not have (none known, or not in the last read) are not shown */
+    int na = s->nareas > 0 && cJSON_IsObject(a) ? cJSON_GetArraySize(a) : 0;
+    if (na > SEATD_AREAS_MAX)
+        na = SEATD_AREAS_MAX;
     e->v = (long long)v->valuedouble;
     e->n = 0;
-    e->idx = seatd_malloc(sizeof(*e->idx) * (size_t)(n ? n : 1));
+    e->na = 0;
+    e->idx = seatd_malloc(sizeof(*e->idx) * (size_t)(n + 2 * na ? n + 2 * na : 1));
     e->st = seatd_malloc((size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) {
         const cJSON *pair = cJSON_GetArrayItem(c, i);
@@ -221,6 +315,19 @@ static int decode_delta(show_t *s, const char *msg, size_t len, ring_entry_t *e)
         e->idx[e->n] = (uint32_t)idx;
         e->st[e->n] = (uint8_t)code;
         e->n++;
+    }
+    const cJSON *m = NULL, *counts = na > 0 ? a : NULL;
+    cJSON_ArrayForEach(m, counts)
+    {
+        if (e->na == na)
+            break;
+        long k = area_index(s, m->string);
+        if (k < 0 || !cJSON_IsNumber(m) || m->valuedouble < 0)
+            continue;
+        uint32_t cap = s->areas[k].capacity;
+        e->idx[e->n + 2u * e->na] = (uint32_t)k;
+        e->idx[e->n + 2u * e->na + 1] = m->valuedouble < cap ? (uint32_t)m->valuedouble : cap;
+        e->na++;
     }
     cJSON_Delete(root);
     return 0;
@@ -238,6 +345,8 @@ static void apply(show_t *s, ring_entry_t *e)
 {
     for (uint32_t i = 0; i < e->n; i++)
         s->status[e->idx[i]] = e->st[i];
+    for (uint32_t j = 0; j < e->na; j++)
+        s->areas[e->idx[e->n + 2 * j]].free = e->idx[e->n + 2 * j + 1];
     s->ver = e->v;
     if (s->ver > s->high_ver)
         s->high_ver = s->ver;

@@ -1,8 +1,8 @@
 /*
  * live_sync.c - keeping a watched show in step with Redis: the seat-map read that gives its
- * statuses at a version (after a subscription, a gap or a lost link; the messages that arrive
- * meanwhile are buffered and applied after it), and the pub/sub events of its channel:
- * subscribed, lost, a delta, a waiting-room change. See live_internal.h.
+ * statuses (and standing areas' free counts) at a version (after a subscription, a gap or a lost
+ * link; the messages that arrive meanwhile are buffered and applied after it), and the pub/sub
+ * events of its channel: subscribed, lost, a delta, a waiting-room change. See live_internal.h.
  */
 #include "flows/live_internal.h"
 
@@ -102,9 +102,11 @@ static void on_seatmap(const seatd_store_result_t *res, void *data)
         s->status[i] = bit(sm->booked, sm->booked_len, i) ? ST_BOOKED
                        : bit(sm->held, sm->held_len, i)   ? ST_HELD
                                                           : ST_AVAILABLE;
+    live__areas_set(s, sm->areas);
     s->ver = sm->version;
     s->synced = 1;
-    live__ring_clear(s);
+    s->snap_ver = -1;    /* the map read may differ from a snapshot cached at its version */
+    live__ring_clear(s); /* (also: the ring's area indexes are the new array's) */
     /* Messages that arrived during the read: older ones are in the map, newer ones apply. */
     buffered_t *m = s->bhead;
     s->bhead = s->btail = NULL;
