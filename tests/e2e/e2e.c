@@ -28,13 +28,18 @@ int e2e_port(void)
 
 const char *e2e_token(const char *sub, int admin)
 {
+    return e2e_token_channels(sub, admin, NULL);
+}
+
+const char *e2e_token_channels(const char *sub, int admin, const char *channels)
+{
     static char token[1024];
     const char *secret = getenv("SEATD_JWT_SECRET");
     seatd_auth_t *auth = NULL;
     if (secret == NULL || seatd_auth_new(secret, strlen(secret), &auth) < 0)
         abort();
     char *t = NULL;
-    if (seatd_auth_sign(auth, sub, admin, 3600, &t) < 0)
+    if (seatd_auth_sign_channels(auth, sub, admin, channels, 3600, &t) < 0)
         abort();
     snprintf(token, sizeof(token), "%s", t);
     free(t);

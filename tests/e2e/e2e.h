@@ -23,6 +23,8 @@ typedef struct e2e_res_s {
 int e2e_port(void);
 /* A token for 'sub' (admin role if 'admin'). Returns a static buffer (overwritten per call). */
 const char *e2e_token(const char *sub, int admin);
+/* As e2e_token, with the "channels" claim 'channels' (comma-joined; NULL: none). */
+const char *e2e_token_channels(const char *sub, int admin, const char *channels);
 
 /* Sends a request as 'sub' (NULL: no Authorization header) with optional JSON 'body' and
  * extra header lines 'extra' ("Name: v\r\n…", may be NULL). Returns 0 or -1 (no answer). */

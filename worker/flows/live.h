@@ -3,6 +3,8 @@
  *
  * Protocol (server -> client text frames; the web page is written against exactly this):
  *   {"type":"snapshot","version":V,"seats":{"C7":"held","C8":"available",…},
+ *    (a status is "available", "held", "booked", or "unavailable": kept for a sales channel
+ *    and free, issue 30)
  *    "areas":{"FLOOR":{"capacity":5000,"available":4862},…}}
  *   {"type":"delta","fromVersion":F,"version":V,"changes":[{"seat":"C7","status":"held"},…],
  *    "areas":{"FLOOR":4862,…}}

@@ -13,7 +13,7 @@
 #include "base/buf.h"
 #include "base/mem.h"
 
-static const char *const status_name[] = {"available", "held", "booked"};
+static const char *const status_name[] = {"available", "held", "booked", "unavailable"};
 
 #define DEFLATE_MIN 256 /* shorter frames go uncompressed: not worth a deflate */
 

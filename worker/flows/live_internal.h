@@ -44,7 +44,9 @@
 #define CLOSE_GRACE_MS 2000 /* after our close frame, how long to wait for the write */
 #define RETRY_READ_MS 1000  /* a failed seat-map read is retried after this */
 
-enum { ST_AVAILABLE, ST_HELD, ST_BOOKED };
+/* A seat's status as the feed shows it; ST_UNAVAILABLE: kept for a sales channel and free
+ * (issue 30). */
+enum { ST_AVAILABLE, ST_HELD, ST_BOOKED, ST_UNAVAILABLE };
 
 typedef struct {
     long long v;   /* the version */

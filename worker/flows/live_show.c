@@ -275,6 +275,8 @@ static int parse_status(const char *st)
         return ST_HELD;
     if (strcmp(st, "booked") == 0)
         return ST_BOOKED;
+    if (strcmp(st, "unavailable") == 0)
+        return ST_UNAVAILABLE;
     return -1;
 }
 

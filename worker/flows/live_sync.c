@@ -99,9 +99,10 @@ static void on_seatmap(const seatd_store_result_t *res, void *data)
         s->high_ver = sm->version;
     s->lost = 0;
     for (size_t i = 0; i < s->nseats; i++)
-        s->status[i] = bit(sm->booked, sm->booked_len, i) ? ST_BOOKED
-                       : bit(sm->held, sm->held_len, i)   ? ST_HELD
-                                                          : ST_AVAILABLE;
+        s->status[i] = bit(sm->booked, sm->booked_len, i)     ? ST_BOOKED
+                       : bit(sm->held, sm->held_len, i)       ? ST_HELD
+                       : bit(sm->blocked, sm->blocked_len, i) ? ST_UNAVAILABLE
+                                                              : ST_AVAILABLE;
     live__areas_set(s, sm->areas);
     s->ver = sm->version;
     s->synced = 1;
