@@ -80,6 +80,7 @@ enum {
     O_PASSWORD_STDIN = 1 << 20,
     O_ADMIN = 1 << 21,
     O_NAME = 1 << 22,
+    O_CHANNELS = 1 << 23,
 };
 #define O_HTTP (O_URL | O_TOKEN)
 #define O_RDS (O_REDIS | O_REDIS_USER | O_REDIS_PASS)
@@ -89,7 +90,7 @@ typedef struct opts_s {
     unsigned given; /* O_* seen */
     const char *url, *token, *redis, *redis_user, *redis_pass;
     const char *layout, *body, *title, *starts_at, *hold_ttl, *sales_close_at;
-    const char *page, *size, *sub, *role, *ttl, *email, *name;
+    const char *page, *size, *sub, *role, *ttl, *email, *name, *channels;
     const char *prices[MAX_PRICES];
     int nprices;
     int json;
@@ -129,6 +130,7 @@ static const struct {
     {"--password-stdin", O_PASSWORD_STDIN, 0, NO_FIELD},
     {"--admin", O_ADMIN, 0, NO_FIELD},
     {"--name", O_NAME, 1, offsetof(opts_t, name)},
+    {"--channels", O_CHANNELS, 1, offsetof(opts_t, channels)},
 };
 
 typedef int (*cmd_fn)(opts_t *o);
@@ -145,6 +147,8 @@ static int cmd_booking_cancel(opts_t *o);
 static int cmd_audit(opts_t *o);
 static int cmd_reap(opts_t *o);
 static int cmd_user_create(opts_t *o);
+static int cmd_channel_set(opts_t *o);
+static int cmd_channel_release(opts_t *o);
 
 static const struct command_s {
     const char *group; /* first word */
@@ -201,11 +205,21 @@ static const struct command_s {
      "  of standard input (never from the command line), checked and hashed by the worker\n"
      "  (argon2id) as at registration; --admin grants the admin role, so the account's\n"
      "  access tokens (POST /v1/auth/login) carry role \"admin\". Prints the user id.\n"},
-    {"token", NULL, cmd_token, O_SUB | O_ROLE | O_TTL, 0,
-     "token --sub USER [--role admin] [--ttl SECONDS]",
+    {"channel", "set", cmd_channel_set, O_HTTP | O_BODY, 2, "channel set SHOW NAME --body FILE",
+     "Sets what sales channel NAME keeps on show SHOW, replacing what it kept\n"
+     "  (PUT /v1/admin/shows/{id}/channels/{name}): FILE is {\"seatIds\":[...],\n"
+     "  \"areas\":{\"FLOOR\":100},\"releaseAt\":ISO}, each member optional. Only tokens whose\n"
+     "  \"channels\" claim names NAME may hold them (seatctl token --channels NAME).\n"},
+    {"channel", "release", cmd_channel_release, O_HTTP, 2, "channel release SHOW NAME",
+     "Releases sales channel NAME of show SHOW to everyone now\n"
+     "  (DELETE /v1/admin/shows/{id}/channels/{name}): its seats and places go on sale to\n"
+     "  every buyer in one step, with a new version of the seat map.\n"},
+    {"token", NULL, cmd_token, O_SUB | O_ROLE | O_TTL | O_CHANNELS, 0,
+     "token --sub USER [--role admin] [--ttl SECONDS] [--channels NAME,...]",
      "Prints a bearer token for USER signed with SEATD_JWT_SECRET (at least 32 bytes),\n"
      "  else with the stack's secret (the runtime folder's jwt_secret); --ttl defaults to\n"
-     "  3600 seconds, --role admin grants the admin role.\n"},
+     "  3600 seconds, --role admin grants the admin role, --channels lists the sales\n"
+     "  channels whose kept seats and places its bearer may hold (claim \"channels\").\n"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -1008,6 +1022,46 @@ static int cmd_booking_cancel(opts_t *o)
     return record_cmd(o, "DELETE", "bookings", 'b');
 }
 
+/* channel set / release: the admin route of channel o->args[1] of show o->args[0]. */
+static int channel_cmd(opts_t *o, const char *method, const char *body)
+{
+    int rc = check_show_id(o->args[0]);
+    if (rc)
+        return rc;
+    char path[160];
+    snprintf(path, sizeof path, "/v1/admin/shows/%s/channels/%.40s", o->args[0], o->args[1]);
+    http_res_t res;
+    if ((rc = http_admin(o, method, path, body, &res)) >= 0)
+        return rc;
+    if (o->json)
+        return print_answer(o, &res);
+    printf("show %s: channel %s %s, version %.0f\n", o->args[0], o->args[1],
+           strcmp(method, "DELETE") == 0 ? "released" : "set",
+           cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(res.json, "version")));
+    http_res_free(&res);
+    return EXIT_OK;
+}
+
+static int cmd_channel_set(opts_t *o)
+{
+    char why[512];
+    if (o->body == NULL)
+        return usage_error("channel set needs --body FILE");
+    cJSON *body = read_json_file(o->body, why, sizeof why);
+    if (body == NULL)
+        return usage_error("%s", why);
+    char *text = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    int rc = channel_cmd(o, "PUT", text);
+    free(text);
+    return rc;
+}
+
+static int cmd_channel_release(opts_t *o)
+{
+    return channel_cmd(o, "DELETE", NULL);
+}
+
 static int cmd_reap(opts_t *o)
 {
     int rc = check_show_id(o->args[0]);
@@ -1384,10 +1438,12 @@ static int cmd_token(opts_t *o)
     if (bad)
         return fail(o, "bad secret");
     char *token = NULL;
-    int rc = seatd_auth_sign(auth, o->sub, o->role != NULL, ttl, &token);
+    int rc = seatd_auth_sign_channels(auth, o->sub, o->role != NULL, o->channels, ttl, &token);
     seatd_auth_free(auth);
     if (rc < 0)
-        return usage_error("'%s' is not a valid user id (^[A-Za-z0-9_.@:|-]{1,64}$)", o->sub);
+        return usage_error("'%s' is not a valid user id (^[A-Za-z0-9_.@:|-]{1,64}$), or "
+                           "--channels is not up to 8 names of [a-z0-9_-]{1,32}",
+                           o->sub);
     if (o->json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "token", token);

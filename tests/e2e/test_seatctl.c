@@ -445,6 +445,45 @@ Test(seatctl, reap_ends_expired_holds_through_the_api)
     run_free(&r);
 }
 
+Test(seatctl, channel_set_keeps_seats_for_a_token_with_the_channel_and_release_opens_them)
+{
+    char show[32], path[64], file[] = "/tmp/seatctl-channel-XXXXXX";
+    cr_assert_eq(e2e_create_show(1, 5, 300, show), 0);
+    int fd = mkstemp(file);
+    cr_assert(fd >= 0);
+    static const char body[] = "{\"seatIds\":[\"A1\"]}";
+    cr_assert_eq(write(fd, body, sizeof(body) - 1), (ssize_t)(sizeof(body) - 1));
+    close(fd);
+    run_t r;
+    seatctl(&r, "channel", "set", show, "house", "--body", file, "--json", NULL);
+    unlink(file);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r.json, "released")));
+    run_free(&r);
+    snprintf(path, sizeof(path), "/v1/shows/%s/holds", show);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", path, "fan", "{\"seatIds\":[\"A1\"]}", NULL, &res), 0);
+    cr_assert_eq(res.http.status, 409, "kept for the house");
+    e2e_res_free(&res);
+    /* a token minted by seatctl with the channel holds it */
+    seatctl(&r, "token", "--sub", "usher", "--channels", "house", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char auth[1200];
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %.*s\r\n", (int)strcspn(r.out, "\n"),
+             r.out);
+    run_free(&r);
+    cr_assert_eq(e2e_call("POST", path, NULL, "{\"seatIds\":[\"A1\"]}", auth, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+    seatctl(&r, "channel", "release", show, "house", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "channel house released"), "%s", r.out);
+    run_free(&r);
+    seatctl(&r, "channel", "release", show, "house", NULL);
+    cr_assert_eq(r.status, 1, "released once: not found");
+    run_free(&r);
+}
+
 Test(seatctl, usage_errors_exit_2_and_help_exits_0)
 {
     run_t r;
