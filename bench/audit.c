@@ -181,9 +181,9 @@ int main(int argc, char **argv)
         return 2;
     }
     printf("audit show=%s seats=%d holds=%ld live_holds=%ld bookings=%ld booked_seats=%ld "
-           "held_seats=%ld settled=%d violations=%ld\n",
+           "held_seats=%ld areas=%ld area_places=%ld settled=%d violations=%ld\n",
            show, rep.nseats, rep.holds, rep.live_holds, rep.confirmed, rep.booked_seats,
-           rep.held_seats, o.settled, rep.violations);
+           rep.held_seats, rep.areas, rep.area_places, o.settled, rep.violations);
     redisFree(c);
     return rep.violations ? 1 : 0;
 }

@@ -8,6 +8,10 @@
  * released (seatd_release) with probability Q %, or left to expire. Latency is from the
  * moment a call is appended to the moment its reply is read, so it includes the pipeline's
  * queueing: compare throughput, not latency, with the HTTP paths.
+ *
+ * A hold that asks for places in standing areas (--areas) is a seatd_hold_sell call with the
+ * request "named;FLOOR:2" (as store.c sends it); its refusal of taken seats is a reply
+ * ("refused", …), not an error, and counts as a 409 like seatd_hold's CONFLICT.
  */
 #include "loadgen.h"
 
@@ -24,6 +28,7 @@ enum call_kind_e { CALL_HOLD, CALL_BOOK_BEGIN, CALL_BOOK_CONFIRM, CALL_RELEASE }
 typedef struct call_s {
     int kind;            /* enum call_kind_e */
     int nseats;          /* seats of the hold */
+    int places;          /* places of the hold (--areas), 0 without */
     uint64_t t0;         /* when the call (or the booking's first call) was appended, us */
     char hold_id[72];    /* the hold it is about */
     char owner[24];      /* the virtual user */
@@ -50,9 +55,11 @@ static int status_of(const char *err)
     static const struct {
         const char *word;
         int status;
-    } map[] = {{"CONFLICT", 409}, {"STATE", 409},   {"LIMIT", 422},   {"NOSHOW", 404},
-               {"NOTFOUND", 404}, {"EXPIRED", 410}, {"INVAL", 400},   {"UNKNOWN_SEAT", 400},
-               {"EMPTY", 400},    {"TOOMANY", 400}, {"DUPSEAT", 400}, {"IDEM_MISMATCH", 422}};
+    } map[] = {{"CONFLICT", 409},      {"STATE", 409},        {"LIMIT", 422},
+               {"NOSHOW", 404},        {"NOTFOUND", 404},     {"EXPIRED", 410},
+               {"INVAL", 400},         {"UNKNOWN_SEAT", 400}, {"EMPTY", 400},
+               {"TOOMANY", 400},       {"DUPSEAT", 400},      {"IDEM_MISMATCH", 422},
+               {"AREA_SOLD_OUT", 409}, {"UNKNOWN_AREA", 400}};
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         size_t l = strlen(map[i].word);
         if (strncmp(err, map[i].word, l) == 0 && (err[l] == ' ' || err[l] == '\0'))
@@ -89,6 +96,9 @@ static void append_hold(direct_t *d)
     char ids[SEATD_BENCH_MAX_PICK][8], ttl[24], maxu[16];
     const char *sorted[SEATD_BENCH_MAX_PICK], *bitarg[SEATD_BENCH_MAX_PICK];
     int n = seatd_bench_pick(&d->rng, idx);
+    int alone = 0, places = seatd_bench_pick_places(d->cfg, &d->rng, &alone);
+    if (alone)
+        n = 0;
     for (int k = 0; k < n; k++) {
         seatd_bench_seat_id(idx[k], ids[k]);
         sorted[k] = ids[k];
@@ -99,15 +109,24 @@ static void append_hold(direct_t *d)
             if (sorted[k] == ids[j])
                 bitarg[k] = d->bits[idx[j]];
     c->nseats = n;
+    c->places = places ? d->cfg->places : 0;
     new_id(d, 'h', c->hold_id, sizeof c->hold_id);
     snprintf(c->owner, sizeof c->owner, "u%lld",
              (long long)seatd_bench_rng_range(&d->rng, 0, d->cfg->users - 1));
     snprintf(ttl, sizeof ttl, "%ld", d->cfg->ttl_ms);
     snprintf(maxu, sizeof maxu, "%d", d->cfg->max_per_user);
-    const char *argv[10 + 2 * SEATD_BENCH_MAX_PICK] = {"FCALL",    "seatd_hold",  "1", d->meta_key,
+    const char *argv[12 + 2 * SEATD_BENCH_MAX_PICK] = {"FCALL",    "seatd_hold",  "1", d->meta_key,
                                                        c->hold_id, c->owner,      ttl, maxu,
                                                        "",         d->layout_hash};
     int argc = 10;
+    char request[80], np[8];
+    if (places) { /* seatd_hold_sell: the request and the number of pairs before the pairs */
+        snprintf(request, sizeof request, "named;%s", d->cfg->areas);
+        snprintf(np, sizeof np, "%d", n);
+        argv[1] = "seatd_hold_sell";
+        argv[argc++] = request;
+        argv[argc++] = np;
+    }
     for (int k = 0; k < n; k++) {
         argv[argc++] = sorted[k];
         argv[argc++] = bitarg[k];
@@ -171,9 +190,14 @@ static void append_book_begin(direct_t *d, const call_t *won)
     memcpy(c->hold_id, won->hold_id, sizeof c->hold_id);
     memcpy(c->owner, won->owner, sizeof c->owner);
     c->nseats = won->nseats;
+    c->places = won->places;
     new_id(d, 'b', c->booking_id, sizeof c->booking_id);
     char amount[24];
-    snprintf(amount, sizeof amount, "%d", 1200 * won->nseats);
+    /* (an amount given is taken as is: the seats at the standard price, places at their
+     * area's) */
+    snprintf(amount, sizeof amount, "%d",
+             1200 * won->nseats +
+                 (strcmp(d->cfg->area_tier, "premium") == 0 ? 1800 : 1200) * won->places);
     const char *argv[] = {"FCALL",    "seatd_book_begin", "1",           d->meta_key,
                           c->hold_id, c->owner,           c->booking_id, amount,
                           "EUR",      "tok_ok",           "60000"};
@@ -207,8 +231,12 @@ static void on_reply(direct_t *d, const call_t *c, const redisReply *r, int drai
 {
     seatd_bench_slot_t *s = d->slot;
     int rec = c->t0 >= d->record_from_us; /* not a warm-up call */
-    int ok = r->type != REDIS_REPLY_ERROR;
-    int status = ok ? (c->kind == CALL_HOLD ? 201 : 200) : status_of(r->str);
+    /* seatd_hold_sell refuses taken seats with a reply: {"refused", "CONFLICT …", …} */
+    int refused = r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                  r->element[0]->type == REDIS_REPLY_STRING &&
+                  strcmp(r->element[0]->str, "refused") == 0;
+    int ok = r->type != REDIS_REPLY_ERROR && !refused;
+    int status = refused ? 409 : ok ? (c->kind == CALL_HOLD ? 201 : 200) : status_of(r->str);
     int op = c->kind == CALL_HOLD      ? SEATD_BENCH_OP_HOLD
              : c->kind == CALL_RELEASE ? SEATD_BENCH_OP_RELEASE
                                        : SEATD_BENCH_OP_BOOK;
@@ -226,6 +254,8 @@ static void on_reply(direct_t *d, const call_t *c, const redisReply *r, int drai
             s->all_wins++;
             s->wins += (uint64_t)rec;
             s->seats_won += rec ? (uint64_t)c->nseats : 0;
+            s->places_won += rec ? (uint64_t)c->places : 0;
+            s->area_wins += (uint64_t)(rec && c->places);
             double u = seatd_bench_rng_unit(&d->rng) * 100.0;
             if (u < d->cfg->book_pct)
                 append_book_begin(d, c);
@@ -422,6 +452,8 @@ int seatd_bench_direct_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
         freeReplyObject(r);
         memcpy(stored, hash, sizeof stored);
     }
+    char extra[256];
+    seatd_bench_area_extra(cfg, extra, sizeof extra);
     const char *argv[] = {"FCALL",
                           "seatd_create_show",
                           "1",
@@ -431,7 +463,7 @@ int seatd_bench_direct_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
                           ttl,
                           "{\"standard\":1200,\"premium\":1800}",
                           hash,
-                          "",
+                          extra,
                           count};
     r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
     if (!r || r->type == REDIS_REPLY_ERROR) {

@@ -69,6 +69,7 @@ typedef struct conn_s {
     size_t retry_after_len;   /* its length */
     char idem[48];            /* the hold's idempotency key (--idem), "" without */
     char seats[40];           /* the hold's seat ids, comma-separated (--log) */
+    int places;               /* places the hold in flight asks for (--areas), 0 without */
     char body[CONN_BODY];     /* the first CONN_BODY-1 bytes of the answer body */
     size_t body_len;          /* their count */
     char wbuf[CONN_WBUF];     /* the request */
@@ -203,12 +204,13 @@ static void log_outcome(conn_t *c, int status)
     static const char *const names[] = {"hold", "book", "release", "seatmap"};
     if (p->loglen > sizeof p->logbuf - 512)
         log_flush(p);
-    int n = snprintf(
-        p->logbuf + p->loglen, sizeof p->logbuf - p->loglen, "%lld %s %d u%d %s %s %s %s %llu %s\n",
-        (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, names[c->op], status, c->user,
-        c->op == SEATD_BENCH_OP_HOLD && c->idem[0] ? c->idem : "-", id,
-        c->retry_after_len ? c->retry_after : "-", info,
-        (unsigned long long)(seatd_bench_now_us() - c->t0), c->seats[0] ? c->seats : "-");
+    int n = snprintf(p->logbuf + p->loglen, sizeof p->logbuf - p->loglen,
+                     "%lld %s %d u%d %s %s %s %s %llu %s %s\n",
+                     (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, names[c->op], status,
+                     c->user, c->op == SEATD_BENCH_OP_HOLD && c->idem[0] ? c->idem : "-", id,
+                     c->retry_after_len ? c->retry_after : "-", info,
+                     (unsigned long long)(seatd_bench_now_us() - c->t0),
+                     c->seats[0] ? c->seats : "-", c->places ? p->cfg->areas : "-");
     if (n > 0 && (size_t)n < sizeof p->logbuf - p->loglen)
         p->loglen += (size_t)n;
 }
@@ -274,27 +276,37 @@ static void format_hold(conn_t *c)
     proc_t *p = c->p;
     int idx[SEATD_BENCH_MAX_PICK];
     int n = seatd_bench_pick(&p->rng, idx);
+    int alone = 0, places = seatd_bench_pick_places(p->cfg, &p->rng, &alone);
+    if (alone)
+        n = 0;
     c->nseats = n;
+    c->places = places ? p->cfg->places : 0;
+    c->seats[0] = '\0';
     c->user = (int)seatd_bench_rng_range(&p->rng, 0, p->cfg->users - 1);
-    char body[256];
-    size_t bl = (size_t)snprintf(body, sizeof body, "{\"seatIds\":[");
-    size_t sl = 0;
+    char body[320];
+    size_t bl = 0, sl = 0;
+    if (places)
+        bl = (size_t)snprintf(body, sizeof body, "{\"areas\":%s%s", p->cfg->areas_json,
+                              alone ? "" : ",\"seatIds\":[");
+    else
+        bl = (size_t)snprintf(body, sizeof body, "{\"seatIds\":[");
     for (int k = 0; k < n; k++) {
         char id[8];
         seatd_bench_seat_id(idx[k], id);
         bl += (size_t)snprintf(body + bl, sizeof body - bl, "%s\"%s\"", k ? "," : "", id);
         sl += (size_t)snprintf(c->seats + sl, sizeof c->seats - sl, "%s%s", k ? "," : "", id);
     }
+    const char *close_list = alone ? "" : "]";
     c->idem[0] = '\0';
     c->hold_id[0] = '\0';
     if (p->cfg->idem) {
         snprintf(c->idem, sizeof c->idem, "f%llx-%d-%llu",
                  (unsigned long long)(p->cfg->seed & 0xffffffffu), c->index,
                  (unsigned long long)++p->idem_seq);
-        bl +=
-            (size_t)snprintf(body + bl, sizeof body - bl, "],\"idempotencyKey\":\"%s\"}", c->idem);
+        bl += (size_t)snprintf(body + bl, sizeof body - bl, "%s,\"idempotencyKey\":\"%s\"}",
+                               close_list, c->idem);
     } else {
-        bl += (size_t)snprintf(body + bl, sizeof body - bl, "]}");
+        bl += (size_t)snprintf(body + bl, sizeof body - bl, "%s}", close_list);
     }
     c->wlen = (size_t)snprintf(c->wbuf, sizeof c->wbuf,
                                "POST /v1/shows/%s/holds HTTP/1.1\r\nHost: bench\r\n"
@@ -445,6 +457,8 @@ static int on_message_complete(http_parser *hp)
             s->all_wins++;
             s->wins += (uint64_t)rec;
             s->seats_won += rec ? (uint64_t)c->nseats : 0;
+            s->places_won += rec ? (uint64_t)c->places : 0;
+            s->area_wins += (uint64_t)(rec && c->places);
             double u = seatd_bench_rng_unit(&p->rng) * 100.0;
             if (seatd_bench_json_str(c->body, "holdId", c->hold_id, sizeof c->hold_id) == 0) {
                 if (u < p->cfg->book_pct)

@@ -8,6 +8,8 @@
  *                 [--rate R] [--book-pct P] [--release-pct Q] [--users U] [--hold-ttl S]
  *                 [--seatmap [--inm] [--gzip]] [--secret S]
  *                 [--pay TOK[,TOK…]] [--idem] [--log FILE]
+ *                 [--areas ID:N[,ID:N…] [--areas-pct P] [--areas-only | --areas-only-pct Q]]
+ *                 [--area-capacity N [--area-tier T]]
  *
  * Each HTTP connection is one virtual user at a time, in a closed loop (or paced by --rate):
  * POST /v1/shows/{id}/holds for 1-4 seats (scenario.h); a 201 is then booked
@@ -19,10 +21,18 @@
  * from the list (default tok_ok); --idem sends a unique idempotencyKey with every hold;
  * --log FILE appends one line per answered (or dropped) hold, booking and release:
  *   <wall ms> <op> <http status, 0: no answer> <user> <idempotency key|-> <holdId/bookingId|->
- *   <Retry-After|-> <problem slug or booking status|-> <latency us> <seat ids|->
- * (the seat ids, comma-separated, are the hold's: on a booking or release line, those of the
- * hold it acts on);
+ *   <Retry-After|-> <problem slug or booking status|-> <latency us> <seat ids|-> <places|->
+ * (the seat ids, comma-separated, and the places, "FLOOR:2", are the hold's: on a booking or
+ * release line, those of the hold it acts on);
  * (each load process writes its own lines; lines are not in time order across processes).
+ *
+ * Standing areas (issue 30): --areas FLOOR:2 makes each hold also ask for 2 places in area
+ * FLOOR ("areas":{"FLOOR":2}; direct: seatd_hold_sell with "named;FLOOR:2"), --areas-pct P
+ * only P % of the holds (100), --areas-only-pct Q (or --areas-only, 100) Q % of those places
+ * alone, with no seats. --area-capacity N gives a created show one area of N places (its id
+ * the first of --areas, else FLOOR; tier --area-tier, standard). A log line then ends with the
+ * hold's places ("FLOOR:2", or "-"); the holds and totals lines count places_per_s,
+ * area_wins and places_won.
  *
  * --warmup S runs S seconds first without measuring (connections, caches, nginx's upstream
  * keep-alive pool); the 'totals' line still counts every hold won, for the audit.
@@ -49,6 +59,55 @@
 #include <http_parser.h>
 
 #include "jwt.h"
+
+/* ===================================== standing areas ==================================== */
+
+int seatd_bench_pick_places(const seatd_bench_cfg_t *cfg, seatd_bench_rng_t *r, int *alone)
+{
+    *alone = 0;
+    if (!cfg->areas[0] || seatd_bench_rng_unit(r) * 100.0 >= cfg->areas_pct)
+        return 0;
+    *alone = seatd_bench_rng_unit(r) * 100.0 < cfg->areas_only_pct;
+    return 1;
+}
+
+void seatd_bench_area_extra(const seatd_bench_cfg_t *cfg, char *out, size_t cap)
+{
+    if (cfg->area_capacity <= 0)
+        snprintf(out, cap, "%s", "");
+    else
+        snprintf(out, cap, "{\"areas\":[{\"id\":\"%s\",\"capacity\":%ld,\"tier\":\"%s\"}]}",
+                 cfg->area_id, cfg->area_capacity, cfg->area_tier);
+}
+
+/* Parses --areas "FLOOR:2,BALC:1" into cfg->areas, its JSON object and its place count.
+ * Returns 0 or -1. */
+static int parse_areas(seatd_bench_cfg_t *cfg, const char *spec)
+{
+    char copy[64], *save = NULL;
+    if (snprintf(copy, sizeof copy, "%s", spec) >= (int)sizeof copy)
+        return -1;
+    size_t jl = (size_t)snprintf(cfg->areas_json, sizeof cfg->areas_json, "{");
+    cfg->places = 0;
+    int k = 0;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save), k++) {
+        char *colon = strchr(t, ':');
+        int n = colon ? atoi(colon + 1) : 0;
+        if (!colon || colon == t || n < 1 || (size_t)(colon - t) >= sizeof cfg->area_id)
+            return -1;
+        *colon = '\0';
+        if (k == 0 && !cfg->area_id[0])
+            snprintf(cfg->area_id, sizeof cfg->area_id, "%s", t);
+        jl += (size_t)snprintf(cfg->areas_json + jl, sizeof cfg->areas_json - jl, "%s\"%s\":%d",
+                               k ? "," : "", t, n);
+        cfg->places += n;
+    }
+    if (jl + 2 > sizeof cfg->areas_json || cfg->places == 0)
+        return -1;
+    snprintf(cfg->areas_json + jl, sizeof cfg->areas_json - jl, "}");
+    snprintf(cfg->areas, sizeof cfg->areas, "%s", spec);
+    return 0;
+}
 
 /* ================================ show creation over HTTP ================================ */
 
@@ -81,7 +140,9 @@ static int http_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
     char tok[SEATD_BENCH_JWT_MAX];
     if (seatd_bench_jwt(cfg->secret, "bench-admin", 1, 3600, tok, sizeof tok) != 0)
         return -1;
-    char *body = seatd_bench_show_json("Blockbuster (bench)", hold_ttl_s);
+    char extra[256];
+    seatd_bench_area_extra(cfg, extra, sizeof extra);
+    char *body = seatd_bench_show_json("Blockbuster (bench)", hold_ttl_s, extra);
     size_t blen = strlen(body);
     char head[1024];
     int hlen = snprintf(head, sizeof head,
@@ -177,8 +238,10 @@ static void usage(void)
             "         [--users U] [--hold-ttl S] [--ttl-ms MS] [--max-per-user M]\n"
             "         [--seatmap [--inm] [--gzip]] [--secret S (or SEATD_JWT_SECRET)] [--seed N]\n"
             "         [--pay TOK[,TOK...]] [--idem] [--log FILE]\n"
+            "         [--areas ID:N[,ID:N...] [--areas-pct P] [--areas-only|--areas-only-pct Q]]\n"
             "       seatd_loadgen (--direct --redis H:P | --target H:P) --create-only\n"
             "         [--shows N] [--numeric-seats] [--hold-ttl S]\n"
+            "         [--area-capacity N [--area-tier T]] [--areas ID:N (the area's id)]\n"
             "Prints the show id (show id=…, the last one created), one line per operation,\n"
             "statuses, and the\n"
             "'holds …' and 'totals …' lines. Exit status 0 unless the load could not run.\n");
@@ -195,6 +258,8 @@ int main(int argc, char **argv)
                              .users = 10000,
                              .max_per_user = 10,
                              .ttl_ms = 3000,
+                             .areas_pct = 100,
+                             .area_tier = "standard",
                              .secret = getenv("SEATD_JWT_SECRET")};
     int create = 0, hold_ttl_s = 3, create_only = 0, shows = 1;
     cfg.seed = (uint64_t)getpid() * 2654435761u ^ seatd_bench_now_us();
@@ -268,6 +333,21 @@ int main(int argc, char **argv)
             cfg.idem = 1;
         } else if (ARG("--log")) {
             cfg.log_path = v;
+        } else if (ARG("--areas")) {
+            if (parse_areas(&cfg, v) != 0)
+                return usage(), 2;
+        } else if (ARG("--areas-pct")) {
+            cfg.areas_pct = atof(v);
+        } else if (strcmp(a, "--areas-only") == 0) {
+            cfg.areas_only_pct = 100;
+        } else if (ARG("--areas-only-pct")) {
+            cfg.areas_only_pct = atof(v);
+        } else if (ARG("--area-capacity")) {
+            cfg.area_capacity = atol(v);
+        } else if (ARG("--area-tier")) {
+            if (strcmp(v, "standard") != 0 && strcmp(v, "premium") != 0) /* the show's tiers */
+                return usage(), 2;
+            snprintf(cfg.area_tier, sizeof cfg.area_tier, "%s", v);
         } else {
             usage();
             return 2;
@@ -278,10 +358,13 @@ int main(int argc, char **argv)
         (cfg.duration_s <= 0 && cfg.count <= 0 && !create_only) || shows < 1 ||
         (!cfg.direct && cfg.ntargets == 0) || (cfg.direct && cfg.redis.port == 0) ||
         (!create && !cfg.show_id[0]) || (!cfg.direct && !cfg.seatmap && !cfg.secret) ||
-        (create && !cfg.direct && !cfg.secret)) {
+        (create && !cfg.direct && !cfg.secret) || cfg.area_capacity < 0 ||
+        cfg.area_capacity > 1000000) {
         usage();
         return 2;
     }
+    if (!cfg.area_id[0])
+        snprintf(cfg.area_id, sizeof cfg.area_id, "FLOOR");
     for (int k = 0; create && k < shows; k++) {
         int rc = cfg.direct ? seatd_bench_direct_create_show(&cfg, hold_ttl_s)
                             : http_create_show(&cfg, hold_ttl_s);
@@ -330,13 +413,14 @@ int main(int argc, char **argv)
     seatd_bench_slot_t *total = calloc(1, sizeof *total);
     for (int k = 0; k < cfg.procs; k++)
         seatd_bench_slot_merge(total, &slots[k]);
-    printf("run mode=%s scenario=%s procs=%d conns=%d pipeline=%d show=%s\n",
+    printf("run mode=%s scenario=%s procs=%d conns=%d pipeline=%d show=%s areas=%s\n",
            cfg.direct ? "direct" : "http",
            cfg.seatmap ? (cfg.inm    ? "seatmap-inm"
                           : cfg.gzip ? "seatmap-gzip"
                                      : "seatmap")
                        : "blockbuster",
-           cfg.procs, cfg.direct ? 1 : cfg.conns, cfg.direct ? cfg.pipeline : 1, cfg.show_id);
+           cfg.procs, cfg.direct ? 1 : cfg.conns, cfg.direct ? cfg.pipeline : 1, cfg.show_id,
+           cfg.areas[0] ? cfg.areas : "-");
     seatd_bench_report(stdout, total, total->elapsed_s);
     uint64_t answers = 0;
     for (int op = 0; op < SEATD_BENCH_NOPS; op++)

@@ -54,6 +54,15 @@ typedef struct seatd_bench_cfg_s {
     int npay;             /* their count (0: tok_ok) */
     int idem;             /* send a unique idempotencyKey with every hold */
     const char *log_path; /* append one line per hold/booking/release outcome (see loadgen.c) */
+    /* Standing areas (issue 30): places asked with the holds, and the show's area. */
+    char areas[64];        /* --areas: places per hold, "FLOOR:2,BALC:1" (ids sorted), "" none */
+    char areas_json[96];   /* the same as the request's JSON object, {"FLOOR":2,"BALC":1} */
+    int places;            /* the places per hold, summed */
+    double areas_pct;      /* % of holds that ask for the places (100) */
+    double areas_only_pct; /* % of those that ask for places alone, no seats (--areas-only: 100) */
+    long area_capacity;    /* show creation: one area of this capacity (0: none) */
+    char area_id[20];      /* its id (the first of --areas, else FLOOR) */
+    char area_tier[24];    /* its tier, a priceTiers name of the bench show (standard) */
 } seatd_bench_cfg_t;
 
 /* Runs process number 'proc' of the HTTP driver until done; counters go to 'slot'.
@@ -62,6 +71,13 @@ int seatd_bench_http_run(const seatd_bench_cfg_t *cfg, int proc, seatd_bench_slo
 
 /* The same for the direct driver (direct.c). */
 int seatd_bench_direct_run(const seatd_bench_cfg_t *cfg, int proc, seatd_bench_slot_t *slot);
+
+/* 1 if the next hold of a driver drawing from 'r' asks for places, and *'alone' whether for
+ * places alone (loadgen.c). */
+int seatd_bench_pick_places(const seatd_bench_cfg_t *cfg, seatd_bench_rng_t *r, int *alone);
+
+/* The show's extra JSON with its area ({"areas":[…]}), "" without one (loadgen.c). */
+void seatd_bench_area_extra(const seatd_bench_cfg_t *cfg, char *out, size_t cap);
 
 /* Creates the 2,000-seat show straight in Redis (FCALL seatd_create_show) and writes its id
  * into 'cfg->show_id'. Returns 0 or -1 with a message on stderr. (direct.c) */

@@ -39,6 +39,8 @@ void seatd_bench_slot_merge(seatd_bench_slot_t *dst, const seatd_bench_slot_t *s
     dst->wins += src->wins;
     dst->conflicts += src->conflicts;
     dst->seats_won += src->seats_won;
+    dst->places_won += src->places_won;
+    dst->area_wins += src->area_wins;
     dst->bookings += src->bookings;
     dst->releases += src->releases;
     dst->conn_errors += src->conn_errors;
@@ -87,17 +89,18 @@ void seatd_bench_report(FILE *f, const seatd_bench_slot_t *t, double elapsed_s)
     uint64_t attempts = t->wins + t->conflicts;
     fprintf(f,
             "holds attempts_per_s=%.0f wins_per_s=%.0f conflict_ratio=%.3f bookings_per_s=%.1f "
-            "releases_per_s=%.1f errors=%llu elapsed_s=%.2f\n",
+            "releases_per_s=%.1f errors=%llu elapsed_s=%.2f places_per_s=%.0f\n",
             (double)attempts / elapsed_s, (double)t->wins / elapsed_s,
             attempts ? (double)t->conflicts / (double)attempts : 0.0,
             (double)t->bookings / elapsed_s, (double)t->releases / elapsed_s,
-            (unsigned long long)errors, elapsed_s);
+            (unsigned long long)errors, elapsed_s, (double)t->places_won / elapsed_s);
     fprintf(f,
             "totals wins=%llu bookings=%llu measured_wins=%llu measured_bookings=%llu "
-            "errors=%llu\n",
+            "errors=%llu area_wins=%llu places_won=%llu\n",
             (unsigned long long)t->all_wins, (unsigned long long)t->all_bookings,
             (unsigned long long)t->wins, (unsigned long long)t->bookings,
-            (unsigned long long)errors);
+            (unsigned long long)errors, (unsigned long long)t->area_wins,
+            (unsigned long long)t->places_won);
 }
 
 /* ====================================== answers ========================================= */
@@ -219,9 +222,10 @@ int seatd_bench_pick(seatd_bench_rng_t *r, int *idx)
     return n;
 }
 
-char *seatd_bench_show_json(const char *title, int hold_ttl_s)
+char *seatd_bench_show_json(const char *title, int hold_ttl_s, const char *extra)
 {
-    size_t cap = 256 + (size_t)SEATD_BENCH_SEATS * 96;
+    size_t more = extra && extra[0] == '{' && extra[1] != '}' ? strlen(extra) : 0;
+    size_t cap = 256 + more + (size_t)SEATD_BENCH_SEATS * 96;
     char *out = malloc(cap);
     if (!out)
         abort();
@@ -229,8 +233,9 @@ char *seatd_bench_show_json(const char *title, int hold_ttl_s)
                                   "{\"title\":\"%s\",\"startsAt\":\"2030-01-01T20:00:00Z\","
                                   "\"holdTtlSeconds\":%d,"
                                   "\"priceTiers\":{\"standard\":1200,\"premium\":1800},"
-                                  "\"seats\":[",
-                                  title, hold_ttl_s);
+                                  "%.*s%s\"seats\":[",
+                                  title, hold_ttl_s, more ? (int)(more - 2) : 0,
+                                  more ? extra + 1 : "", more ? "," : "");
     for (int i = 0; i < SEATD_BENCH_SEATS; i++) {
         char id[8], row[4];
         int rown = i / SEATD_BENCH_PER_ROW, num = i % SEATD_BENCH_PER_ROW + 1;

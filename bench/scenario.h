@@ -55,9 +55,11 @@ typedef struct seatd_bench_slot_s {
     uint64_t wins;                                          /* holds created (201) */
     uint64_t conflicts;                                     /* holds refused with 409 conflict */
     uint64_t seats_won;                                     /* seats in the holds created */
-    uint64_t bookings;                                      /* bookings answered CONFIRMED */
-    uint64_t releases;                                      /* holds released */
-    uint64_t conn_errors;                                   /* connects/reads/writes that failed */
+    uint64_t places_won;   /* places (standing areas) in the holds created (measured) */
+    uint64_t area_wins;    /* holds created that carry places (measured) */
+    uint64_t bookings;     /* bookings answered CONFIRMED */
+    uint64_t releases;     /* holds released */
+    uint64_t conn_errors;  /* connects/reads/writes that failed */
     uint64_t all_wins;     /* holds created, warm-up included (what the audit counts) */
     uint64_t all_bookings; /* bookings CONFIRMED, warm-up included */
     double elapsed_s;      /* time this process drove load */
@@ -114,9 +116,10 @@ int seatd_bench_pick(seatd_bench_rng_t *r, int *idx);
 
 /*
  * Returns the owned JSON body of POST /v1/shows for the 2,000-seat show (free()): rows A-J
- * "premium", the rest "standard", hold TTL 'hold_ttl_s' seconds.
+ * "premium", the rest "standard", hold TTL 'hold_ttl_s' seconds, and the members of the JSON
+ * object text 'extra' (borrowed; NULL or "" for none, else "{\"areas\":[…]}") merged in.
  */
-char *seatd_bench_show_json(const char *title, int hold_ttl_s);
+char *seatd_bench_show_json(const char *title, int hold_ttl_s, const char *extra);
 
 /* Monotonic clock in microseconds. */
 uint64_t seatd_bench_now_us(void);

@@ -19,6 +19,14 @@ typedef struct owner_s {
     long seats;    /* seats in their CONFIRMED bookings */
 } owner_t;
 
+#define MAX_AREAS 32 /* create_show.lua's limit */
+
+typedef struct area_s {
+    char id[24];   /* the area's id, from the meta's 'areas' */
+    long capacity; /* its capacity */
+    long booked;   /* places of its CONFIRMED bookings, summed by the bookings' scan */
+} area_t;
+
 typedef struct audit_s {
     redisContext *rc;  /* borrowed; one node, or NULL */
     seatd_redis_t *rs; /* borrowed; one node or a cluster, when 'rc' is NULL */
@@ -34,6 +42,8 @@ typedef struct audit_s {
     int *booked_by;  /* index -> CONFIRMED bookings listing it */
     owner_t *owners; /* owners of CONFIRMED bookings, owned */
     size_t nowners, capowners;
+    area_t areas[MAX_AREAS]; /* the show's standing areas (meta 'areas'), in the meta's order */
+    int nareas;
 } audit_t;
 
 __attribute__((format(printf, 3, 4))) static void violation(audit_t *a, const char *check,
@@ -243,6 +253,33 @@ static long count_csv(const char *list)
     return n;
 }
 
+/* The places in a record's 'areas' text ("FLOOR:2,BALC:1"), named 'what' by a violation of
+ * 'areas' when in an area the show does not have; with 'book', each is also added to its
+ * area's booked sum. */
+static long count_places(audit_t *a, const char *text, int book, const char *what)
+{
+    long total = 0;
+    for (const char *p = text; p && *p;) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        const char *colon = memchr(p, ':', len);
+        long n = colon ? strtol(colon + 1, NULL, 10) : 0;
+        size_t idlen = colon ? (size_t)(colon - p) : len;
+        total += n;
+        int i = 0;
+        while (i < a->nareas &&
+               !(strlen(a->areas[i].id) == idlen && memcmp(a->areas[i].id, p, idlen) == 0))
+            i++;
+        if (i == a->nareas || n <= 0)
+            violation(a, "areas", "%s holds places \"%.*s\" the show has no area for", what,
+                      (int)len, p);
+        else if (book)
+            a->areas[i].booked += n;
+        p = q ? q + 1 : NULL;
+    }
+    return total;
+}
+
 /* Check 'bits': the record 'what' lists 'seats' with 'bits' (comma-joined, aligned); each bit
  * must be the seat's index in the layout. With 'only' non-NULL, only that seat is checked. */
 static void check_bits(audit_t *a, const char *what, const char *seats, const char *bits,
@@ -342,6 +379,7 @@ static void on_booking(audit_t *a, const char *key)
                           s, id);
         }
         free(copy);
+        n += count_places(a, hfield(h, 2, "areas"), 1, key);
         if (owner)
             owner_add(a, owner, n);
     }
@@ -349,13 +387,13 @@ static void on_booking(audit_t *a, const char *key)
 }
 
 /* A hold record, its score in {s}:expiry and its field in its owner's hash, atomically:
- * {status, owner, seats, expiresAt, score or "", user field or ""}. */
+ * {status, owner, seats, expiresAt, score or "", user field or "", areas or ""}. */
 static const char hold_probe_lua[] =
-    "local h = redis.call('HMGET', KEYS[1], 'status', 'owner', 'seats', 'expiresAt') "
+    "local h = redis.call('HMGET', KEYS[1], 'status', 'owner', 'seats', 'expiresAt', 'areas') "
     "local z = redis.call('ZSCORE', KEYS[2], ARGV[1]) "
     "local u = false "
     "if h[2] then u = redis.call('HGET', ARGV[2] .. h[2], ARGV[1]) end "
-    "return {h[1] or '', h[2] or '', h[3] or '', h[4] or '', z or '', u or ''}";
+    "return {h[1] or '', h[2] or '', h[3] or '', h[4] or '', z or '', u or '', h[5] or ''}";
 
 static void on_hold(audit_t *a, const char *key)
 {
@@ -367,15 +405,19 @@ static void on_hold(audit_t *a, const char *key)
     redisReply *r = probe(a, hold_probe_lua, 2, 4, args);
     if (!r)
         return;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6 || !r->element[0]->str[0]) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7 || !r->element[0]->str[0]) {
         freeReplyObject(r); /* gone meanwhile (records end an hour after their hold) */
         return;
     }
     const char *status = r->element[0]->str, *owner = r->element[1]->str;
     const char *seats = r->element[2]->str, *expires = r->element[3]->str;
     const char *score = r->element[4]->str, *user = r->element[5]->str;
+    const char *places = r->element[6]->str;
     a->rep->holds++;
     if (live_status(status)) {
+        /* Live by its status until reaped, due or not: as its held bits (check_held_bit), its
+         * places stay counted in {s}:areas until the reaper gives them back. */
+        long n = count_csv(seats) + count_places(a, places, 0, key);
         a->rep->live_holds++;
         if (!score[0])
             violation(a, "expiry", "hold %s is %s but not in %s:expiry", id, status, a->prefix);
@@ -385,9 +427,9 @@ static void on_hold(audit_t *a, const char *key)
         if (!user[0])
             violation(a, "user_holds", "hold %s is %s but not in %s:user:%s", id, status, a->prefix,
                       owner);
-        else if (atol(user) != count_csv(seats))
-            violation(a, "user_holds", "hold %s has %ld seats but %s:user:%s counts %s", id,
-                      count_csv(seats), a->prefix, owner, user);
+        else if (atol(user) != n)
+            violation(a, "user_holds", "hold %s has %ld seats and places but %s:user:%s counts %s",
+                      id, n, a->prefix, owner, user);
     } else {
         if (score[0])
             violation(a, "expiry", "hold %s is %s but still in %s:expiry", id, status, a->prefix);
@@ -586,6 +628,93 @@ static int load_layout(audit_t *a, const char *show_id)
     return 0;
 }
 
+/* ---- standing areas ---------------------------------------------------------------------- */
+
+/* The show's areas from its meta text "FLOOR:5000:standing,BALC:200:balcony" (NULL: none). */
+static void load_areas(audit_t *a, const char *text)
+{
+    for (const char *p = text; p && *p && a->nareas < MAX_AREAS;) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        const char *colon = memchr(p, ':', len);
+        if (colon && (size_t)(colon - p) < sizeof a->areas[0].id) {
+            area_t *ar = &a->areas[a->nareas++];
+            snprintf(ar->id, sizeof ar->id, "%.*s", (int)(colon - p), p);
+            ar->capacity = strtol(colon + 1, NULL, 10);
+            ar->booked = 0;
+        } else {
+            violation(a, "areas", "the show's meta has a malformed area \"%.*s\"", (int)len, p);
+        }
+        p = q ? q + 1 : NULL;
+    }
+}
+
+/* The places taken per area ({s}:areas) and those of the live holds, read in one atomic step:
+ * the reaper gives a due hold's places back while the audit runs, and a hold counted by a
+ * scan before and the counter read after would differ by them. The live holds are the
+ * members of {s}:expiry whose record is HELD or PENDING_PAYMENT, due or not (check 'expiry'
+ * ties the two). Returns {{id, taken, …}, {id, places, …}}. */
+static const char areas_probe_lua[] =
+    "local live, out = {}, {} "
+    "for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do "
+    "  local h = redis.call('HMGET', ARGV[1] .. id, 'status', 'areas') "
+    "  if (h[1] == 'HELD' or h[1] == 'PENDING_PAYMENT') and h[2] then "
+    "    for a, n in string.gmatch(h[2], '([^,:]+):(%d+)') do "
+    "      live[a] = (live[a] or 0) + tonumber(n) "
+    "    end "
+    "  end "
+    "end "
+    "for a, n in pairs(live) do out[#out + 1] = a; out[#out + 1] = tostring(n) end "
+    "return {redis.call('HGETALL', KEYS[2]), out}";
+
+/* Check 'areas': each area's field of {s}:areas (places taken) = the places of its live holds
+ * (areas_probe_lua) + those of its CONFIRMED bookings (the bookings' scan: they change only
+ * when a booking settles or is cancelled, which the version catches), within [0, capacity];
+ * no field names an area the show does not have (unless 0). A PENDING_PAYMENT booking's
+ * places are its live hold's. */
+static void check_areas(audit_t *a)
+{
+    char expiry[96], areas[96], hold_prefix[96];
+    snprintf(expiry, sizeof expiry, "%s:expiry", a->prefix);
+    snprintf(areas, sizeof areas, "%s:areas", a->prefix);
+    snprintf(hold_prefix, sizeof hold_prefix, "%s:hold:", a->prefix);
+    const char *args[] = {expiry, areas, hold_prefix};
+    redisReply *r = probe(a, areas_probe_lua, 2, 3, args);
+    if (!r)
+        return;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        snprintf(a->err, a->errlen, "redis: the areas probe answered no pair");
+        a->failed = 1;
+        freeReplyObject(r);
+        return;
+    }
+    const redisReply *h = r->element[0], *live = r->element[1];
+    for (int i = 0; i < a->nareas; i++) {
+        const area_t *ar = &a->areas[i];
+        const char *v = hfield(h, 0, ar->id), *l = hfield(live, 0, ar->id);
+        long taken = v ? strtol(v, NULL, 10) : 0, held = l ? strtol(l, NULL, 10) : 0;
+        a->rep->areas++;
+        a->rep->area_places += taken;
+        if (taken != held + ar->booked)
+            violation(a, "areas",
+                      "area %s: %s:areas counts %ld places taken, its live holds hold %ld and "
+                      "its CONFIRMED bookings %ld",
+                      ar->id, a->prefix, taken, held, ar->booked);
+        if (taken < 0 || taken > ar->capacity)
+            violation(a, "areas", "area %s: %ld places taken, outside [0, %ld]", ar->id, taken,
+                      ar->capacity);
+    }
+    for (size_t k = 0; h->type == REDIS_REPLY_ARRAY && k + 1 < h->elements; k += 2) {
+        int i = 0;
+        while (i < a->nareas && strcmp(a->areas[i].id, h->element[k]->str) != 0)
+            i++;
+        if (i == a->nareas && strtol(h->element[k + 1]->str, NULL, 10) != 0)
+            violation(a, "areas", "%s:areas counts %s places in area %s, which the show lacks",
+                      a->prefix, h->element[k + 1]->str, h->element[k]->str);
+    }
+    freeReplyObject(r);
+}
+
 static long long show_version(audit_t *a)
 {
     redisReply *v = cmd(a, "GET %s:ver", a->prefix);
@@ -601,12 +730,15 @@ static void run_checks(audit_t *a)
 {
     const seatd_audit_opts_t *o = a->o;
     seatd_audit_report_t *rep = a->rep;
-    redisReply *sc = cmd(a, "HGET %s:meta seatCount", a->prefix);
+    redisReply *sc = cmd(a, "HMGET %s:meta seatCount areas", a->prefix);
     if (!sc)
         return;
-    if (sc->type != REDIS_REPLY_STRING || atoi(sc->str) != a->nseats)
+    if (sc->type != REDIS_REPLY_ARRAY || sc->elements != 2 ||
+        sc->element[0]->type != REDIS_REPLY_STRING || atoi(sc->element[0]->str) != a->nseats)
         violation(a, "counts", "the show's seatCount disagrees with its layout's %d seats",
                   a->nseats);
+    if (sc->type == REDIS_REPLY_ARRAY && sc->elements == 2)
+        load_areas(a, sc->element[1]->str);
     freeReplyObject(sc);
 
     /* Bookings first (double_booking, booked_bits, owner_counts, pending), then the bitmaps. */
@@ -639,6 +771,7 @@ static void run_checks(audit_t *a)
             check_held_bit(a, i);
     }
     scan(a, "hold", on_hold);
+    check_areas(a);
     check_members(a, "expiry", "hold", "expiry");
     scan(a, "user", on_user);
     if (o->settled && rep->live_holds > 0)
@@ -683,7 +816,7 @@ static void run_checks(audit_t *a)
         if (b && have != a->owners[i].seats)
             violation(a, "owner_counts",
                       "owner %s's booked count is %ld, their bookings hold %ld "
-                      "seats",
+                      "seats and places",
                       a->owners[i].name, have, a->owners[i].seats);
         if (b)
             freeReplyObject(b);

@@ -18,8 +18,14 @@
  *   expiry           live hold <=> member of {s}:expiry, scored with its expiresAt; every
  *                    member of {s}:expiry has a hold record
  *   user_holds       live hold <=> field of its owner's {s}:user:<sub>, valued with its seat
- *                    count; no field names a hold that is not live
- *   owner_counts     each owner's "booked" = the seats of their CONFIRMED bookings
+ *                    and place count; no field names a hold that is not live
+ *   owner_counts     each owner's "booked" = the seats and places of their CONFIRMED bookings
+ *   areas            for each standing area of the meta's 'areas' ("FLOOR:5000:standing,…"),
+ *                    its field of {s}:areas = the places ('areas' "FLOOR:2,…") of the live
+ *                    holds (as held bits: a due hold counts until reaped) and the CONFIRMED
+ *                    bookings, and 0 <= taken <= capacity; no record or field names an area
+ *                    the show lacks (the counter and the live holds' places are read in one
+ *                    atomic probe, as the reaper gives places back while the audit runs)
  *   pending          PENDING_PAYMENT booking <=> member of {s}:pending
  *   failed           a member of {s}:failed (watched for a late charge) is a FAILED booking
  *                    with no refund recorded
@@ -29,7 +35,7 @@
  *                    and CONFIRMED bookings as expected
  *   settled          (opts.settled) no seat key, held bit or live hold is left
  *
- * The comparisons of whole-show sets (booked_bits, held_and_booked, outbox, owner_counts)
+ * The comparisons of whole-show sets (booked_bits, held_and_booked, outbox, owner_counts, areas)
  * read several keys one after the other: on a show that changes meanwhile they may see a
  * transient difference, so seatd_audit_show() reads the show's version before and after
  * and 'report->stable' says whether nothing changed in between (callers retry if not).
@@ -70,6 +76,8 @@ typedef struct seatd_audit_report_s {
     long seat_keys;    /* live seat keys */
     long held_seats;   /* held bits */
     long booked_seats; /* booked bits */
+    long areas;        /* standing areas in the meta */
+    long area_places;  /* places taken in them ({s}:areas, summed) */
     long long version; /* the show's version at the start */
     int stable;        /* 1: the version did not change while the audit ran */
     long violations;   /* violations found */

@@ -195,3 +195,163 @@ Test(show_audit, a_due_hold_not_yet_reaped_keeps_its_held_bits_legitimately)
     cr_assert_eq(rep.held_seats, 1);
     cr_assert_eq(rep.seat_keys, 0);
 }
+
+/* ---- standing areas ---------------------------------------------------------------------- */
+
+/* Show "1" with seats6 and areas FLOOR (capacity 10, standing) and BALC (capacity 3). */
+static void create_area_show(th_t *t)
+{
+    char layout[1024];
+    size_t off = (size_t)snprintf(layout, sizeof layout, "{\"showId\":\"1\",\"seats\":[");
+    for (size_t n = 0; seats6[n]; n++)
+        off += (size_t)snprintf(layout + off, sizeof layout - off,
+                                "%s{\"id\":\"%s\",\"row\":\"A\",\"number\":%zu,"
+                                "\"tier\":\"standard\",\"x\":%zu,\"y\":0}",
+                                n ? "," : "", seats6[n], n + 1, n);
+    snprintf(layout + off, sizeof layout - off, "]}");
+    seatd_show_args_t a = {0};
+    a.show_id = "1";
+    a.title = "Areas";
+    a.starts_at_ms = 1800000000000LL;
+    a.hold_ttl_ms = 60000;
+    a.price_tiers_json = "{\"standard\":1200,\"standing\":800}";
+    a.layout_json = layout;
+    a.seat_ids = seats6;
+    a.nseats = 6;
+    a.extra_json = "{\"areas\":[{\"id\":\"FLOOR\",\"capacity\":10,\"tier\":\"standing\"},"
+                   "{\"id\":\"BALC\",\"capacity\":3,\"tier\":\"standard\"}]}";
+    th_res_t r = {0};
+    cr_assert_eq(th_finish(t, &r, seatd_store_create_show(t->store, &a, th_on_result, &r)), 0);
+    th_res_clear(&r);
+}
+
+/* A hold of 'seats' (NULL-terminated, or NULL) and the places 'areas' by 'owner'; its id is
+ * written to 'hold_id' (SEATD_ID_MAX bytes). */
+static void area_hold(th_t *t, const char *owner, const char *const *seats, const char *areas,
+                      char *hold_id)
+{
+    size_t n = 0;
+    while (seats && seats[n])
+        n++;
+    char request[128];
+    snprintf(request, sizeof request, "named;%s", areas);
+    seatd_hold_args_t a;
+    th_res_t r = {0};
+    cr_assert_eq(th_hold_args(&a, hold_id, "1", owner, seats, n, NULL, 0, 0), 0);
+    a.request = request;
+    cr_assert_eq(th_finish(t, &r, seatd_store_hold(t->store, &a, th_on_result, &r)), 0,
+                 "hold %s: err %d %s", areas, r.err, r.detail);
+    th_res_clear(&r);
+}
+
+/* Begins the booking of 'hold_id' (priced in the store); its id goes to 'booking_id'. */
+static void area_book_begin(th_t *t, const char *hold_id, const char *owner, char *booking_id)
+{
+    th_res_t r = {0};
+    cr_assert_eq(seatd_keys_new_id(booking_id, "1", 'b'), 0);
+    seatd_book_args_t a = {0};
+    a.hold_id = hold_id;
+    a.owner = owner;
+    a.booking_id = booking_id;
+    a.amount = SEATD_BOOK_PRICE_IN_STORE;
+    a.currency = "EUR";
+    a.payment_method = "tok_ok";
+    a.payment_window_ms = 60000;
+    cr_assert_eq(th_finish(t, &r, seatd_store_book_begin(t->store, &a, th_on_result, &r)), 0,
+                 "book: err %d %s", r.err, r.detail);
+    th_res_clear(&r);
+}
+
+typedef struct area_fixture_s {
+    char held[SEATD_ID_MAX];    /* alice HELD: A1 + FLOOR:2 */
+    char only[SEATD_ID_MAX];    /* bob HELD: BALC:1,FLOOR:3, places alone */
+    char pending[SEATD_ID_MAX]; /* carol PENDING_PAYMENT: A2 + FLOOR:1 */
+    char booked[SEATD_ID_MAX];  /* dave BOOKED: FLOOR:2 (a CONFIRMED booking) */
+    char booking[SEATD_ID_MAX]; /* dave's booking */
+    char ended[SEATD_ID_MAX];   /* erin RELEASED: FLOOR:1 (given back) */
+} area_fixture_t;
+
+/* Show 1 with areas: FLOOR taken 2 + 3 + 1 + 2 = 8 of 10, BALC 1 of 3. */
+static void build_areas(area_fixture_t *f)
+{
+    th_t t;
+    th_res_t r = {0};
+    char b[SEATD_ID_MAX];
+    cr_assert_eq(th_open(&t), 0);
+    create_area_show(&t);
+    const char *a1[] = {"A1", NULL}, *a2[] = {"A2", NULL};
+    area_hold(&t, "alice", a1, "FLOOR:2", f->held);
+    area_hold(&t, "bob", NULL, "BALC:1,FLOOR:3", f->only);
+    area_hold(&t, "carol", a2, "FLOOR:1", f->pending);
+    area_book_begin(&t, f->pending, "carol", b);
+    area_hold(&t, "dave", NULL, "FLOOR:2", f->booked);
+    area_book_begin(&t, f->booked, "dave", f->booking);
+    cr_assert_eq(th_book_confirm(&t, &r, f->booking), 0);
+    area_hold(&t, "erin", NULL, "FLOOR:1", f->ended);
+    cr_assert_eq(th_release(&t, &r, f->ended, "erin"), 0);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(show_audit, a_show_with_area_holds_and_bookings_is_consistent)
+{
+    area_fixture_t f;
+    build_areas(&f);
+    seen_t s;
+    seatd_audit_report_t rep;
+    cr_assert_eq(audit(&s, &rep), 0, "violations:%s", s.checks);
+    cr_assert_eq(rep.areas, 2);
+    cr_assert_eq(rep.area_places, 9); /* FLOOR 8 + BALC 1 */
+    cr_assert_eq(rep.live_holds, 3);
+    cr_assert_eq(rep.confirmed, 1);
+    cr_assert_eq(rep.pending, 1);
+}
+
+Test(show_audit, a_due_area_hold_not_yet_reaped_still_counts_its_places)
+{
+    area_fixture_t f;
+    build_areas(&f);
+    /* bob's deadline passes; the reaper has not run: his places are still taken. */
+    corrupt("ZADD {s:1}:expiry 1 %s", f.only, NULL);
+    corrupt("HSET {s:1}:hold:%s expiresAt 1", f.only, NULL);
+    seen_t s;
+    seatd_audit_report_t rep;
+    cr_assert_eq(audit(&s, &rep), 0, "violations:%s", s.checks);
+    cr_assert_eq(rep.area_places, 9);
+}
+
+/* One corruption of the area counters or records per row: 'ids' 1 = bob's places-alone hold,
+ * 2 = dave's CONFIRMED booking, 3 = alice's hold. */
+static const case_t area_cases[] = {
+    {"HINCRBY {s:1}:areas FLOOR 1", 0, "areas"},
+    {"HINCRBY {s:1}:areas FLOOR -1", 0, "areas"},
+    {"HINCRBY {s:1}:areas BALC -2", 0, "areas"}, /* -1: below zero too */
+    {"HSET {s:1}:areas FLOOR 11", 0, "areas"},   /* beyond the capacity */
+    {"HDEL {s:1}:areas BALC", 0, "areas"},
+    {"HSET {s:1}:areas PIT 1", 0, "areas"},           /* an area the show lacks */
+    {"HSET {s:1}:hold:%s areas FLOOR:4", 1, "areas"}, /* the hold says more than counted */
+    {"HSET {s:1}:hold:%s areas PIT:1", 3, "areas"},
+    {"HSET {s:1}:booking:%s areas FLOOR:1", 2, "areas"},
+    {"HSET {s:1}:hold:%s status RELEASED", 1, "areas"}, /* ended without giving back */
+    {"HSET {s:1}:user:bob %s 3", 1, "user_holds"},      /* 4 = BALC:1 + FLOOR:3 */
+    {"HINCRBY {s:1}:user:dave booked -2", 0, "owner_counts"},
+};
+
+Test(show_audit, each_area_corruption_is_named_by_its_check)
+{
+    for (size_t i = 0; i < sizeof area_cases / sizeof area_cases[0]; i++) {
+        seatd_test_redis_flushall();
+        area_fixture_t f;
+        build_areas(&f);
+        const char *id = area_cases[i].ids == 1   ? f.only
+                         : area_cases[i].ids == 2 ? f.booking
+                         : area_cases[i].ids == 3 ? f.held
+                                                  : NULL;
+        corrupt(area_cases[i].cmd, id, NULL);
+        seen_t s;
+        seatd_audit_report_t rep;
+        cr_assert_gt(audit(&s, &rep), 0, "case %zu (%s) found nothing", i, area_cases[i].cmd);
+        cr_assert(has(&s, area_cases[i].check), "case %zu (%s): want %s, got%s", i,
+                  area_cases[i].cmd, area_cases[i].check, s.checks);
+    }
+}
