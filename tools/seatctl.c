@@ -1383,6 +1383,8 @@ static int cmd_audit(opts_t *o)
         cJSON_AddNumberToObject(j, "liveHolds", (double)rep.live_holds);
         cJSON_AddNumberToObject(j, "confirmedBookings", (double)rep.confirmed);
         cJSON_AddNumberToObject(j, "pendingBookings", (double)rep.pending);
+        cJSON_AddNumberToObject(j, "areas", (double)rep.areas);
+        cJSON_AddNumberToObject(j, "areaPlaces", (double)rep.area_places);
         cJSON_AddNumberToObject(j, "version", (double)rep.version);
         cJSON_AddBoolToObject(j, "stable", rep.stable);
         cJSON_AddNumberToObject(j, "attempts", attempt);
@@ -1395,10 +1397,12 @@ static int cmd_audit(opts_t *o)
         }
         cJSON_Delete(out.list);
         printf("audit show %s: %s: %d seats, %ld held, %ld booked, %ld live holds, %ld "
-               "bookings confirmed, %ld pending, version %lld%s; %ld violations\n",
+               "bookings confirmed, %ld pending, %ld places taken in %ld areas, version %lld%s; "
+               "%ld violations\n",
                show, rep.violations ? "FAILED" : "consistent", rep.nseats, rep.held_seats,
-               rep.booked_seats, rep.live_holds, rep.confirmed, rep.pending, rep.version,
-               rep.stable ? "" : " (the show changed while it was read)", rep.violations);
+               rep.booked_seats, rep.live_holds, rep.confirmed, rep.pending, rep.area_places,
+               rep.areas, rep.version, rep.stable ? "" : " (the show changed while it was read)",
+               rep.violations);
     }
     return rep.violations ? EXIT_FAIL : EXIT_OK;
 }
