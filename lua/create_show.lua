@@ -63,6 +63,10 @@ seatd_catalogue_add
 
 seatd_next_show_id
   KEYS[1]  seatd:show_seq
+  ARGV[1]  optional: the id wanted (the worker chose it for its hash slot: a show created
+           "groupWith" another shares its slot, so a group of them is one Function call on a
+           Redis Cluster); it must be above every id given so far (else EXISTS <last id>),
+           and the sequence moves to it
   Returns  {"showId", next id}
 ]]
 
@@ -318,7 +322,21 @@ local function catalogue_add(keys, args)
 end
 
 local function next_show_id(keys, args)
-    return {'showId', tostring(redis.call('INCR', keys[1]))}
+    local at = args[1] and tonumber(args[1])
+    if not at then
+        return {'showId', tostring(redis.call('INCR', keys[1]))}
+    end
+    -- an id chosen by the worker (its hash slot: a group's shows share one, issue 30), above
+    -- every id given so far
+    local cur = tonumber(redis.call('GET', keys[1]) or '0') or 0
+    if at ~= math.floor(at) or at < 1 or at > 1e15 then
+        return fail('INVAL', 'show id')
+    end
+    if at <= cur then
+        return fail('EXISTS', tostring(cur))
+    end
+    redis.call('SET', keys[1], string.format('%d', at))
+    return {'showId', string.format('%d', at)}
 end
 
 redis.register_function{function_name='seatd_layout_put', callback=layout_put}

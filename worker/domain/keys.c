@@ -156,6 +156,23 @@ int seatd_keys_show(char *out, const char *show_id, const char *suffix)
     return tagged_key(out, "{s:", seatd_keys_valid_show_id(show_id), show_id, suffix);
 }
 
+unsigned seatd_keys_show_slot(const char *show_id)
+{
+    char tag[SEATD_ID_MAX + 4];
+    int n = snprintf(tag, sizeof(tag), "s:%s", show_id);
+    return seatd_rds_crc16(tag, (size_t)n) & (SEATD_RDS_SLOTS - 1);
+}
+
+long long seatd_keys_show_id_in_slot(long long from, unsigned slot)
+{
+    for (long long id = from > 1 ? from : 1;; id++) {
+        char text[24];
+        snprintf(text, sizeof(text), "%lld", id);
+        if (seatd_keys_show_slot(text) == slot)
+            return id;
+    }
+}
+
 int seatd_keys_user(char *out, const char *sub, const char *suffix)
 {
     return tagged_key(out, "{u:", seatd_keys_valid_sub(sub), sub, suffix);

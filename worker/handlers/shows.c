@@ -275,6 +275,8 @@ typedef struct {
     int64_t starts_at_ms;
     int64_t hold_ttl_ms;
     int64_t sales_close_ms; /* 0: sales close at starts_at_ms */
+    int with_slot;          /* "groupWith": the hash slot the id must have; -1: any id */
+    int id_tries;           /* ids claimed for that slot so far */
     char show_id[SEATD_ID_MAX];
 } create_op_t;
 
@@ -323,7 +325,22 @@ static void on_created(const seatd_store_result_t *res, void *data)
 
 static void on_show_id(const seatd_store_result_t *res, void *data)
 {
-    create_op_t *op = create_step_ok(data, res);
+    create_op_t *op = data;
+    if (res->err == SEATD_EEXISTS && op->with_slot >= 0 && op->id_tries < 5) {
+        /* another show took an id above the one chosen: choose again above it */
+        if (seatd__step_end(&op->r)) {
+            create_op_free(op);
+            return;
+        }
+        seatd_req_t *r = op->r;
+        if (seatd__step_begin(&r, seatd_store_next_show_id(seatd__app(r)->store, on_show_id, op)) <
+            0) {
+            seatd_req_finish_problem(r, SEATD_EUNAVAILABLE, NULL, NULL);
+            create_op_free(op);
+        }
+        return;
+    }
+    op = create_step_ok(data, res);
     if (op == NULL)
         return;
     seatd_req_t *r = op->r;
@@ -331,6 +348,18 @@ static void on_show_id(const seatd_store_result_t *res, void *data)
     if (id == NULL || !seatd_keys_valid_show_id(id)) {
         seatd_req_finish_problem(r, SEATD_EPROTO, "bad show id from the store", NULL);
         create_op_free(op);
+        return;
+    }
+    if (op->with_slot >= 0 && seatd_keys_show_slot(id) != (unsigned)op->with_slot) {
+        /* "groupWith": the next id above this one in that show's slot (issue 30) */
+        long long want =
+            seatd_keys_show_id_in_slot(strtoll(id, NULL, 10) + 1, (unsigned)op->with_slot);
+        op->id_tries++;
+        if (seatd__step_begin(
+                &r, seatd_store_claim_show_id(seatd__app(r)->store, want, on_show_id, op)) < 0) {
+            seatd_req_finish_problem(r, SEATD_EUNAVAILABLE, NULL, NULL);
+            create_op_free(op);
+        }
         return;
     }
     snprintf(op->show_id, sizeof(op->show_id), "%s", id);
@@ -561,6 +590,15 @@ int seatd_handle_shows_create(seatd_req_t *r)
             seatd_json_check_fail(&v, SEATD_EINVAL, "channels", why, why);
         cJSON_Delete(none);
     }
+    /* Issue 30: a show to be grouped with another gets an id in that show's hash slot, so
+     * that a group of them is decided in one Function call on a Redis Cluster too. */
+    const char *group_with = NULL;
+    op->with_slot = -1;
+    seatd_json_check_string(&v, op->body, "groupWith", SEATD_ID_MAX, 0, &group_with);
+    if (group_with && !seatd_keys_valid_show_id(group_with))
+        seatd_json_check_fail(&v, SEATD_EINVAL, "groupWith", "must be a show id", NULL);
+    else if (group_with)
+        op->with_slot = (int)seatd_keys_show_slot(group_with);
     const cJSON *queue_in = cJSON_GetObjectItemCaseSensitive(op->body, "queue");
     cJSON *queue = NULL;
     if (queue_in != NULL && !cJSON_IsNull(queue_in))

@@ -212,6 +212,15 @@ int seatd_store_next_show_id(seatd_store_t *st, seatd_store_cb cb, void *data)
                         SEATD_KEY_SHOW_SEQ, 0, NULL, NULL, store__on_reply);
 }
 
+int seatd_store_claim_show_id(seatd_store_t *st, long long id, seatd_store_cb cb, void *data)
+{
+    char text[24];
+    snprintf(text, sizeof(text), "%lld", id);
+    const char *args[1] = {text};
+    return store__fcall(store__op_new(st, KIND_SHOW, cb, data), SEATD_FN_NEXT_SHOW_ID,
+                        SEATD_KEY_SHOW_SEQ, 1, args, NULL, store__on_reply);
+}
+
 /* A no-argument read of one show's function 'fn'. */
 static int show_read(seatd_store_t *st, const char *fn, kind_t kind, const char *show_id,
                      seatd_store_cb cb, void *data)

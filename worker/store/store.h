@@ -340,6 +340,11 @@ SEATD_MUSTCHECK int seatd_store_show_tiers_put(seatd_store_t *st, const char *sh
 
 /* INCR of the show id sequence. Result: res->show with showId. */
 SEATD_MUSTCHECK int seatd_store_next_show_id(seatd_store_t *st, seatd_store_cb cb, void *data);
+/* Moves the show id sequence to 'id', chosen by the caller (a show that shares another's hash
+ * slot, issue 30). Result: res->show with showId. Errors: EXISTS (an id at or above 'id' was
+ * given already: choose again above it). */
+SEATD_MUSTCHECK int seatd_store_claim_show_id(seatd_store_t *st, long long id, seatd_store_cb cb,
+                                              void *data);
 
 /* A show's meta. Result: res->show with showId, title, startsAt (ms), holdTtlMs, priceTiers (JSON),
  * seatCount, version, createdAt, extra, layoutHash. Errors: NOSHOW. */
