@@ -5,7 +5,10 @@
  *   - live changes over the WebSocket (snapshot, then versioned deltas); a gap in versions
  *     means "refetch"; a closed or missing WebSocket means "reconnect with backoff and poll
  *     GET …/seats with If-None-Match meanwhile", so the map stays correct either way;
- *   - the user's own hold ("mine") and the seats they just selected ("selected").
+ *   - the user's own hold ("mine") and the seats they just selected ("selected");
+ *   - the show's standing areas (issue 30): places sold by count, not by seat. Their free
+ *     counts come with the status map (availability, WebSocket snapshot) and with each delta,
+ *     and the places chosen go into the same hold as the seats.
  */
 'use strict';
 
@@ -34,7 +37,10 @@
     version: null,
     etag: null,
     selected: new Set(),
-    hold: null,            // {holdId, seatIds, expiresAt (ms, server clock)}
+    hold: null,            // {holdId, seatIds, areas ({FLOOR: 2}), expiresAt (ms, server clock)}
+    areas: [],             // the show's standing areas, [{id, capacity, tier}] (the show document)
+    areaFree: new Map(),   // area id -> places free (the server's word, with the status map)
+    areaPick: new Map(),   // area id -> places chosen (> 0 only)
     myBooked: new Set(),
     phase: 'select',       // select | hold | ticket
     busy: false,
@@ -122,6 +128,12 @@
   function tierPrice(tier) {
     const tiers = (state.show && state.show.priceTiers) || {};
     return typeof tiers[tier] === 'number' ? tiers[tier] : null;
+  }
+
+  /* 'text' as a sentence: a capital (unless 'lower') and a full stop. */
+  function sentence(text, lower) {
+    const t = String(text || '').trim().replace(/[.\s]+$/, '');
+    return (lower ? t : t.charAt(0).toUpperCase() + t.slice(1)) + '.';
   }
 
   function listWords(items) {
@@ -1058,10 +1070,16 @@
     }
   }
 
+  /* A tier that only standing areas use ("standing"): not a seat colour, not a seat choice. */
+  function areaOnlyTier(t) {
+    return state.areas.some((a) => a.tier === t) && !state.layout.some((s) => s.tier === t);
+  }
+
   function drawLegend(tiers) {
     const legend = $('legend');
     legend.textContent = '';
     for (const t of tiers) {
+      if (areaOnlyTier(t)) continue;   // priced in the standing areas' card instead
       const price = tierPrice(t);
       const li = el('li');
       // The colour drawMap() gave the tier's seats (also for a tier with no seat in this hall).
@@ -1148,8 +1166,9 @@
     if (status === 'selected') {
       state.selected.delete(id);
     } else if (status === 'available') {
-      if (state.selected.size >= MAX_SELECT) {
-        say(`You can choose up to ${MAX_SELECT} seats at a time.`, 'info');
+      if (state.selected.size + placesCount() >= MAX_SELECT) {
+        say(placesCount() ? `You can choose up to ${MAX_SELECT} seats and places at a time.`
+          : `You can choose up to ${MAX_SELECT} seats at a time.`, 'info');
         return;
       }
       state.selected.add(id);
@@ -1193,11 +1212,13 @@
 
   /* ---------------------------------------------------------------- seat status */
 
-  function applySnapshot(version, seats) {
+  /* 'areas': the standing areas' free counts of the same version (absent: unchanged). */
+  function applySnapshot(version, seats, areas) {
     if (state.version != null && version < state.version) return false;
     state.version = version;
     state.etag = `"${version}"`;
     for (const [id, st] of Object.entries(seats || {})) state.status.set(id, st);
+    applyAreaFree(areas);
     afterStatusChange();
     return true;
   }
@@ -1210,6 +1231,7 @@
     for (const c of msg.changes || []) state.status.set(c.seat, c.status);
     state.version = msg.version;
     state.etag = `"${msg.version}"`;
+    applyAreaFree(msg.areas);   // {"FLOOR": 482}: the free counts after this change
     afterStatusChange();
   }
 
@@ -1257,7 +1279,7 @@
     const p = api('GET', `/v1/shows/${encodeURIComponent(state.showId)}/availability${q}`, undefined, headers)
       .then((res) => {
         if (res.status === 200 && res.body && typeof res.body.version === 'number') {
-          applySnapshot(res.body.version, availabilitySeats(res.body));
+          applySnapshot(res.body.version, availabilitySeats(res.body), res.body.areas);
         }
         return res.status;
       })
@@ -1309,7 +1331,7 @@
       try { msg = JSON.parse(ev.data); } catch (_) { return; }
       if (msg && msg.type === 'queue') { onQueueFrame(msg); live(); return; }
       if (typeof msg.version !== 'number') return;
-      if (msg.type === 'snapshot') applySnapshot(msg.version, msg.seats);
+      if (msg.type === 'snapshot') applySnapshot(msg.version, msg.seats, msg.areas);
       else if (msg.type === 'delta') applyDelta(msg);
       else if (msg.type === 'version') { if (state.version == null || msg.version > state.version) refreshSeats(false, msg.version); }
       else return;
@@ -1329,6 +1351,186 @@
     const base = Math.min(WS_BACKOFF_MAX_MS, 500 * 2 ** state.wsAttempt);
     state.wsAttempt = Math.min(state.wsAttempt + 1, 10);
     state.wsTimer = setTimeout(connectWs, base / 2 + Math.random() * base / 2);
+  }
+
+  /* ---------------------------------------------------------------- standing areas
+   *
+   * A show may sell places in standing areas (general admission: "FLOOR", 500 places) beside
+   * its seats. The show document names them ([{id, capacity, tier}]); their free counts come
+   * with the status map (the availability document and the WebSocket's snapshot:
+   * {"FLOOR":{"capacity":500,"available":482}}) and with each delta ({"FLOOR":482}, the count
+   * after the change); an area a frame does not name did not change. The buyer chooses a
+   * number of places per area, and they go into the one hold with the seats: all or nothing.
+   */
+
+  function initAreas() {
+    const list = Array.isArray(state.show && state.show.areas) ? state.show.areas : [];
+    state.areas = list.filter((a) => a && typeof a.id === 'string' && /^[A-Za-z0-9_-]+$/.test(a.id));
+    $('areas-card').hidden = !state.areas.length;
+    const ul = $('areas');
+    ul.textContent = '';
+    for (const a of state.areas) ul.append(areaItem(a));
+    renderAreas();
+  }
+
+  function areaOf(id) {
+    return state.areas.find((a) => a.id === id) || null;
+  }
+
+  /* One area's card: name, tier and price, "N of C places free" and a stepper. The area id
+   * ([A-Za-z0-9_-], checked above) is used as it is in element ids. */
+  function areaItem(a) {
+    const li = el('li', { class: 'area', 'data-area': a.id });
+    const head = el('div', { class: 'area-head' });
+    head.append(el('h3', { class: 'area-name', id: `area-name-${a.id}` }, a.id));
+    const price = tierPrice(a.tier);
+    head.append(el('span', { class: 'area-tier' },
+      tierName(String(a.tier || '')) + (price != null ? ` · ${showMoney(price)} a place` : '')));
+    li.append(head);
+    li.append(el('p', { class: 'area-free', id: `area-free-${a.id}` }));
+    const step = el('div', { class: 'stepper', role: 'group', 'aria-labelledby': `area-name-${a.id}` });
+    const label = el('label', { for: `area-qty-${a.id}`, class: 'area-qty-label' }, 'Places');
+    label.append(el('span', { class: 'sr-only' }, ` in ${a.id}`));
+    const less = el('button', { type: 'button', class: 'btn step-btn area-less', 'aria-label': `One place fewer in ${a.id}`,
+      'aria-controls': `area-qty-${a.id}` }, '−');
+    const qty = el('input', { id: `area-qty-${a.id}`, class: 'area-qty', type: 'number', min: '0', step: '1',
+      value: '0', inputmode: 'numeric', autocomplete: 'off', 'aria-describedby': `area-free-${a.id}` });
+    const more = el('button', { type: 'button', class: 'btn step-btn area-more', 'aria-label': `One place more in ${a.id}`,
+      'aria-controls': `area-qty-${a.id}` }, '+');
+    less.addEventListener('click', () => choosePlaces(a.id, pickOf(a.id) - 1));
+    more.addEventListener('click', () => choosePlaces(a.id, pickOf(a.id) + 1));
+    qty.addEventListener('change', () => choosePlaces(a.id, Math.floor(Number(qty.value) || 0)));
+    step.append(label, less, qty, more);
+    li.append(step);
+    return li;
+  }
+
+  function pickOf(id) {
+    return state.areaPick.get(id) || 0;
+  }
+
+  /* Places chosen in every area together. */
+  function placesCount() {
+    let n = 0;
+    for (const v of state.areaPick.values()) n += v;
+    return n;
+  }
+
+  /* The places chosen as a hold's "areas" member ({"FLOOR": 2}), null for none. */
+  function pickedAreas() {
+    const out = {};
+    for (const a of state.areas) if (pickOf(a.id) > 0) out[a.id] = pickOf(a.id);
+    return Object.keys(out).length ? out : null;
+  }
+
+  /* The most places the buyer may choose in area 'id': what is free, and what is left of the
+   * hold limit after the seats and the other areas' places. */
+  function areaMax(id) {
+    const free = state.areaFree.get(id);
+    if (typeof free !== 'number') return 0;
+    const room = MAX_SELECT - state.selected.size - (placesCount() - pickOf(id));
+    return Math.max(0, Math.min(free, room));
+  }
+
+  function choosePlaces(id, n) {
+    if (state.phase === 'hold' || state.busy) return;
+    if (!mayShop()) { say(queueBlockedText(), 'info'); renderAreas(); return; }
+    if (state.phase === 'ticket') setPhase('select');
+    const max = areaMax(id);
+    const want = Math.max(0, n);
+    if (want > max) {
+      const free = state.areaFree.get(id);
+      say(typeof free === 'number' && free <= max
+        ? (free === 0 ? `${id} is sold out.` : `Only ${free} place${free === 1 ? '' : 's'} left in ${id}.`)
+        : `You can choose up to ${MAX_SELECT} seats and places at a time.`, 'info');
+    } else {
+      say('');
+    }
+    const v = Math.min(want, max);
+    if (v > 0) state.areaPick.set(id, v);
+    else state.areaPick.delete(id);
+    renderPanel();
+  }
+
+  /* "FLOOR × 2, BALCONY × 1" for a hold's, a booking's or a ticket's "areas" ('' for none). */
+  function placesText(areas) {
+    if (!areas || typeof areas !== 'object') return '';
+    return Object.entries(areas).filter(([, n]) => typeof n === 'number' && n > 0)
+      .map(([id, n]) => `${id} × ${n}`).join(', ');
+  }
+
+  /* Seats and places, as the hold summary and the ticket list them. */
+  function itemsText(seatIds, areas) {
+    return [seatIds && seatIds.length ? seatListText(seatIds) : '', placesText(areas)].filter(Boolean).join(', ');
+  }
+
+  /* What the places cost at their areas' tiers; null when a price is unknown. */
+  function placesTotal(areas) {
+    let sum = 0;
+    for (const [id, n] of Object.entries(areas || {})) {
+      const a = areaOf(id);
+      const p = a ? tierPrice(a.tier) : null;
+      if (p == null) return null;
+      sum += p * n;
+    }
+    return sum;
+  }
+
+  /* Free counts from the server: {"FLOOR":{"capacity":500,"available":482}} (status map,
+   * snapshot, refusal) or {"FLOOR":482} (delta). Places chosen beyond what is now free are
+   * cut back, and the buyer is told. */
+  function applyAreaFree(areas) {
+    if (!areas || typeof areas !== 'object' || !state.areas.length) return;
+    for (const [id, v] of Object.entries(areas)) {
+      const a = areaOf(id);
+      if (!a) continue;
+      const free = typeof v === 'number' ? v : v && typeof v.available === 'number' ? v.available : null;
+      if (v && typeof v.capacity === 'number') a.capacity = v.capacity;
+      if (free != null && isFinite(free)) state.areaFree.set(id, Math.max(0, free));
+    }
+    const cut = [];
+    for (const a of state.areas) {
+      const free = state.areaFree.get(a.id);
+      if (typeof free === 'number' && pickOf(a.id) > free) {
+        if (free > 0) state.areaPick.set(a.id, free);
+        else state.areaPick.delete(a.id);
+        cut.push(free === 0 ? `${a.id} just sold out` : `only ${free} place${free === 1 ? '' : 's'} left in ${a.id}`);
+      }
+    }
+    renderAreas();
+    if (cut.length) {
+      const text = listWords(cut);
+      say(text.charAt(0).toUpperCase() + text.slice(1) + ': your places were cut back.', 'error');
+      renderPanel();
+    }
+  }
+
+  function renderAreas() {
+    if (!state.areas.length) return;
+    const choosing = state.phase !== 'hold' && !state.busy && mayShop();
+    for (const a of state.areas) {
+      const li = $('areas').querySelector(`[data-area="${CSS.escape(a.id)}"]`);
+      if (!li) continue;
+      const free = state.areaFree.get(a.id);
+      const known = typeof free === 'number';
+      const cap = typeof a.capacity === 'number' ? a.capacity : null;
+      const soldOut = known && free === 0;
+      li.dataset.free = known ? String(free) : '';
+      li.dataset.soldout = String(soldOut);
+      const line = li.querySelector('.area-free');
+      line.textContent = !known ? (cap != null ? `${cap.toLocaleString()} places` : '')
+        : soldOut ? 'Sold out'
+          : `${free.toLocaleString()} of ${(cap != null ? cap : free).toLocaleString()} place${cap === 1 ? '' : 's'} free`;
+      const pick = pickOf(a.id);
+      const max = areaMax(a.id);
+      const qty = li.querySelector('.area-qty');
+      if (document.activeElement !== qty || qty.value !== String(pick)) qty.value = String(pick);
+      qty.max = String(Math.max(pick, max));
+      qty.disabled = !choosing || !known || soldOut;
+      li.querySelector('.area-less').disabled = qty.disabled || pick <= 0;
+      li.querySelector('.area-more').disabled = qty.disabled || pick >= max;
+      li.classList.toggle('picked', pick > 0);
+    }
   }
 
   /* ---------------------------------------------------------------- the waiting room
@@ -1550,9 +1752,12 @@
   function lockMap() {
     const locked = !mayShop();
     $('map').classList.toggle('locked', locked);
-    if (locked === mapLocked && !(locked && state.selected.size)) return;
+    if (locked === mapLocked && !(locked && (state.selected.size || state.areaPick.size))) return;
     mapLocked = locked;
-    if (locked) state.selected.clear();
+    if (locked) {
+      state.selected.clear();
+      state.areaPick.clear();
+    }
     paintAll();
     renderPanel();
   }
@@ -1614,15 +1819,20 @@
   function renderPanel() {
     const sel = [...state.selected];
     if (state.phase === 'select') {
-      $('selection-text').classList.toggle('hint', !sel.length);
-      $('selection-text').textContent = sel.length
-        ? `${sel.length} seat${sel.length === 1 ? '' : 's'}: ${seatListText(sel)}`
-        : `Tap available seats to select them (up to ${MAX_SELECT}).`;
-      const t = totalOf(sel);
-      $('selection-total').textContent = sel.length && t != null ? `Total ${showMoney(t)}` : '';
-      $('hold-btn').disabled = !sel.length || state.busy;
-      $('clear-btn').disabled = !sel.length || state.busy;
-      $('hold-btn').textContent = state.busy ? 'Holding…' : (sel.length > 1 ? `Hold ${sel.length} seats` : 'Hold seats');
+      const places = pickedAreas();
+      const nPlaces = placesCount();
+      const any = sel.length > 0 || nPlaces > 0;
+      $('selection-text').classList.toggle('hint', !any);
+      const seatsPart = sel.length ? `${sel.length} seat${sel.length === 1 ? '' : 's'}: ${seatListText(sel)}` : '';
+      $('selection-text').textContent = any
+        ? [seatsPart, placesText(places)].filter(Boolean).join('; ')
+        : `Tap available seats to select them (up to ${MAX_SELECT})` +
+          (state.areas.length ? ', or choose standing places.' : '.');
+      const ts = totalOf(sel), tp = placesTotal(places);
+      $('selection-total').textContent = any && ts != null && tp != null ? `Total ${showMoney(ts + tp)}` : '';
+      $('hold-btn').disabled = !any || state.busy;
+      $('clear-btn').disabled = !any || state.busy;
+      $('hold-btn').textContent = state.busy ? 'Holding…' : holdButtonText(sel.length, nPlaces);
       $('best-btn').disabled = state.busy;
       const spaces = sel.map((id) => state.seatById.get(id)).filter((x) => x && x.accessible).sort((a, b) => seatSort(a.id, b.id));
       const ct = $('companions-text');
@@ -1633,14 +1843,22 @@
           (c.length ? `; its companion seat${c.length === 1 ? '' : 's'}: ${seatListText(c)}.` : '.');
       }).join(' ');
     } else if (state.phase === 'hold' && state.hold) {
-      $('hold-seats').textContent = seatListText(state.hold.seatIds);
-      const t = totalOf(state.hold.seatIds);
-      $('hold-total').textContent = t != null ? `Total ${showMoney(t)}` : '';
+      $('hold-seats').textContent = itemsText(state.hold.seatIds, state.hold.areas);
+      const ts = totalOf(state.hold.seatIds), tp = placesTotal(state.hold.areas);
+      $('hold-total').textContent = ts != null && tp != null ? `Total ${showMoney(ts + tp)}` : '';
       $('hold-split').hidden = !state.hold.split;
       $('pay-btn').disabled = state.busy;
       $('release-btn').disabled = state.busy;
       $('pay-btn').textContent = state.paying ? 'Paying…' : 'Pay';
     }
+    renderAreas();   // the steppers follow the phase, the busy flag and the room left
+  }
+
+  /* "Hold seats", "Hold 3 seats", "Hold 2 places", "Hold 1 seat and 2 places". */
+  function holdButtonText(seats, places) {
+    if (!places) return seats > 1 ? `Hold ${seats} seats` : 'Hold seats';
+    const p = `${places} place${places === 1 ? '' : 's'}`;
+    return seats ? `Hold ${seats} seat${seats === 1 ? '' : 's'} and ${p}` : `Hold ${p}`;
   }
 
   /* ---------------------------------------------------------------- hold */
@@ -1692,12 +1910,16 @@
   /* A named hold of the seats selected. */
   async function hold() {
     const seatIds = [...state.selected].sort(seatSort);
-    if (!seatIds.length || state.busy) return;
+    const areas = pickedAreas();
+    if ((!seatIds.length && !areas) || state.busy) return;
     if (!state.session) {
       openAccount({ why: 'Sign in or create an account to hold these seats. Your selection stays.', then: hold });
       return;
     }
-    await submitHold({ seatIds }, seatIds.join(','), seatIds);
+    // seatIds is left out when only places are held.
+    const body = seatIds.length ? { seatIds } : {};
+    if (areas) body.areas = areas;
+    await submitHold(body, seatIds.join(',') + (areas ? ';' + JSON.stringify(areas) : ''), seatIds);
   }
 
   /* Best available: the server picks the block, inside the one atomic hold. */
@@ -1710,7 +1932,9 @@
       openAccount({ why: 'Sign in or create an account to hold seats.', then: holdBest });
       return;
     }
-    await submitHold({ best }, 'best:' + JSON.stringify(best), null);
+    // The places chosen go into the same hold as the seats the server picks.
+    const areas = pickedAreas();
+    await submitHold(areas ? { best, areas } : { best }, 'best:' + JSON.stringify(best) + (areas ? ';' + JSON.stringify(areas) : ''), null);
   }
 
   /* One tap on a proposed block: a named hold of exactly those seats. */
@@ -1731,6 +1955,7 @@
     count.value = '2';
     const tier = $('best-tier');
     for (const t of Object.keys((state.show && state.show.priceTiers) || {})) {
+      if (areaOnlyTier(t)) continue;   // no seat to pick in it
       const p = tierPrice(t);
       tier.append(el('option', { value: t }, tierName(t) + (p != null ? ` (${showMoney(p)})` : '')));
     }
@@ -1753,14 +1978,17 @@
     if (res.status === 201 && res.body && res.body.holdId) {
       const b = res.body;
       const ids = Array.isArray(b.seatIds) && b.seatIds.length ? b.seatIds : (named || []);
-      state.hold = { holdId: b.holdId, seatIds: ids, expiresAt: Date.parse(b.expiresAt), split: b.split === true };
+      const places = b.areas && typeof b.areas === 'object' ? b.areas : (body.areas || null);
+      state.hold = { holdId: b.holdId, seatIds: ids, areas: places, expiresAt: Date.parse(b.expiresAt), split: b.split === true };
       for (const id of ids) state.status.set(id, 'held');
       state.selected.clear();
+      state.areaPick.clear();
       paintAll();
-      if (typeof b.version === 'number') refreshSeats(false, b.version); // the map as of our hold
+      // The map and the areas' free counts as of our hold.
+      if (typeof b.version === 'number') refreshSeats(false, b.version);
       setPhase('hold');
       startCountdown();
-      say(`Held ${seatListText(ids)} for you.` +
+      say(`Held ${itemsText(ids, places)} for you.` +
         (state.hold.split ? ' These seats are not side by side.' : '') +
         ' Pay before the timer runs out.', 'success');
       // On a phone the panel sits below the map: bring the countdown and the Pay button up.
@@ -1794,6 +2022,35 @@
         `pick a different block${alts.length ? ` or take ${blockText(alts[0])}` : ''}.`, 'error');
       showAlternatives(alts);
       refreshSeats(false);
+      return;
+    }
+    if (res.status === 409 && type === 'area-sold-out') {
+      // Nothing was held. The refusal carries every area's free count: show them, and cut
+      // the places chosen back to what is left.
+      const area = typeof p.area === 'string' ? p.area : '';
+      const left = typeof p.available === 'number' ? p.available
+        : (p.areas && p.areas[area] && typeof p.areas[area].available === 'number' ? p.areas[area].available : null);
+      const asked = (body.areas && body.areas[area]) || 0;
+      if (area && left != null) applyAreaFree(Object.assign({ [area]: left }, p.areas || {}));
+      else applyAreaFree(p.areas);
+      renderPanel();
+      say(left == null ? `There are not that many places left in ${area || 'this area'}. Nothing was held.`
+        : left === 0 ? `${area} is sold out: no places left. Nothing was held.`
+          : `Only ${left} place${left === 1 ? '' : 's'} left in ${area}` + (asked ? ` (you asked for ${asked})` : '') +
+            `. Nothing was held; your ${area} places are now ${left}: hold again to take ${left === 1 ? 'it' : 'them'}.`, 'error');
+      refreshSeats(false);
+      return;
+    }
+    if (res.status === 400 && /\/unknown-area$/.test(String((res.body && res.body.type) || ''))) {
+      renderPanel();
+      say(sentence(problemText(res, 'a standing area is not sold for this show')) +
+        ' Nothing was held. Reload the page to see what is on sale.', 'error');
+      return;
+    }
+    if (res.status === 400) {
+      renderPanel();
+      say('The server refused this hold: ' + sentence(problemText(res, 'the request was not valid'), true) +
+        ' Nothing was held.', 'error');
       return;
     }
     if (res.status === 409 && type === 'no-block-available') {
@@ -1868,11 +2125,13 @@
   }
 
   /* After an expiry or a release, catch the map up promptly: the server's sweeper may take a
-   * moment to publish the change, so look a few times (cheap conditional GETs). */
-  function settleSeats(ids) {
+   * moment to publish the change, so look a few times (cheap conditional GETs). 'minVersion'
+   * (a release's answer) makes the first look at least that new: places given back to a
+   * standing area show nowhere else on the map. */
+  function settleSeats(ids, minVersion) {
     let n = 0;
     const again = async () => {
-      await refreshSeats(n > 0);
+      await refreshSeats(n > 0, n === 0 && typeof minVersion === 'number' ? minVersion : undefined);
       n += 1;
       const still = ids.some((id) => state.status.get(id) === 'held');
       if (still && n < 8) setTimeout(again, 400 * n);
@@ -1894,7 +2153,7 @@
       setPhase('select');
       paintAll();
       say(res.status === 404 || res.status === 410 ? 'That hold had already ended.' : 'Seats released.', 'info');
-      settleSeats(h.seatIds);
+      settleSeats(h.seatIds, res.body && res.body.version);
       return;
     }
     renderPanel();
@@ -2002,6 +2261,7 @@
       state.status.set(id, 'booked');
       if (queued() && !state.queueBooked.includes(id)) state.queueBooked.push(id);
     }
+    if (!(b.areas && typeof b.areas === 'object') && state.hold && state.hold.areas) b = Object.assign({}, b, { areas: state.hold.areas });
     state.hold = null;
     paintAll();
     renderTicket(b, seats);
@@ -2012,10 +2272,10 @@
   function renderTicket(b, seats) {
     const t = $('ticket');
     t.textContent = '';
-    t.append(...ticketParts(b, state.show, seatListText(seats)));
+    t.append(...ticketParts(b, state.show, seats.length ? seatListText(seats) : ''));
   }
 
-  /* The ticket's content: title, time, seats, amount, booking id, status, QR, ticket code. */
+  /* The ticket's content: title, time, seats, places, amount, booking id, status, QR, ticket code. */
   function ticketParts(b, show, seatsText) {
     const parts = [];
     parts.push(el('p', { class: 'ticket-title' }, (show && show.title) || ''));
@@ -2025,7 +2285,9 @@
       dl.append(el('dt', {}, k));
       dl.append(el('dd', cls ? { class: cls } : {}, v));
     };
-    row('Seats', seatsText, 'ticket-seats');
+    const places = placesText(b.areas);
+    if (seatsText || !places) row('Seats', seatsText, 'ticket-seats');
+    if (places) row('Places', places, 'ticket-places');   // standing areas: "FLOOR × 2"
     if (typeof b.amount === 'number') row('Paid', money(b.amount, b.currency || showCurrency(show)), 'ticket-amount');
     row('Booking', b.bookingId || '', 'ticket-id');
     row('Status', STATUS_TEXT[b.status] || b.status || '', 'ticket-status');
@@ -2050,14 +2312,18 @@
     const res = await authApi('GET', '/v1/me/holds');
     if (res.status !== 200 || state.hold || state.phase !== 'select') return;
     const h = listOf(res.body, 'holds').find((x) => x && x.holdId && String(x.showId) === String(state.showId) &&
-      x.status === 'HELD' && Date.parse(x.expiresAt) > serverNow() && Array.isArray(x.seatIds));
+      x.status === 'HELD' && Date.parse(x.expiresAt) > serverNow() &&
+      (Array.isArray(x.seatIds) || (x.areas && typeof x.areas === 'object')));
     if (!h) return;
-    state.hold = { holdId: h.holdId, seatIds: h.seatIds, expiresAt: Date.parse(h.expiresAt) };
-    for (const id of h.seatIds) state.selected.delete(id);
+    const seatIds = Array.isArray(h.seatIds) ? h.seatIds : [];
+    const areas = h.areas && typeof h.areas === 'object' ? h.areas : null;
+    state.hold = { holdId: h.holdId, seatIds, areas, expiresAt: Date.parse(h.expiresAt) };
+    for (const id of seatIds) state.selected.delete(id);
+    state.areaPick.clear();
     paintAll();
     setPhase('hold');
     startCountdown();
-    say(`You still hold ${seatListText(h.seatIds)}. Pay before the timer runs out.`, 'info');
+    say(`You still hold ${itemsText(seatIds, areas)}. Pay before the timer runs out.`, 'info');
   }
 
   /* ---------------------------------------------------------------- my tickets */
@@ -2179,7 +2445,11 @@
       li.append(el('p', { class: 'my-title' }, `Show ${h.showId}`));
       li.append(el('p', { class: 'muted my-when' }));
       const dl = el('dl', { class: 'my-facts' });
-      dl.append(el('dt', {}, 'Seats'), el('dd', { class: 'my-seats' }, seatIdsText(h.seatIds)));
+      const places = placesText(h.areas);
+      if ((Array.isArray(h.seatIds) && h.seatIds.length) || !places) {
+        dl.append(el('dt', {}, 'Seats'), el('dd', { class: 'my-seats' }, seatIdsText(h.seatIds)));
+      }
+      if (places) dl.append(el('dt', {}, 'Places'), el('dd', { class: 'my-places' }, places));
       const left = el('dd', { class: 'hold-left', 'data-expires': String(Date.parse(h.expiresAt)) });
       dl.append(el('dt', {}, h.status === 'PENDING_PAYMENT' ? 'Paying' : 'Pay within'), left);
       li.append(dl);
@@ -2293,7 +2563,9 @@
     li.append(el('p', { class: 'muted my-when' }));
     const dl = el('dl', { class: 'my-facts' });
     const row = (k, v, cls) => dl.append(el('dt', {}, k), el('dd', cls ? { class: cls } : {}, v));
-    row('Seats', seatIdsText(b.seatIds), 'my-seats');
+    const places = placesText(b.areas);
+    if ((Array.isArray(b.seatIds) && b.seatIds.length) || !places) row('Seats', seatIdsText(b.seatIds), 'my-seats');
+    if (places) row('Places', places, 'my-places');
     let status = STATUS_TEXT[b.status] || String(b.status || '').toLowerCase().replace(/_/g, ' ');
     if (refunded) status = b.refundStatus === 'pending' ? 'Not booked: refund on its way' : 'Not booked: refunded';
     row('Status', status, 'my-status');
@@ -2378,11 +2650,13 @@
     // Seat i of the layout is bit i of the availability bitmaps.
     state.seatIdAt = layoutRes.body.seats.map((s) => (s && typeof s.id === 'string' ? s.id : null));
 
+    initAreas();
     drawMap();
     initMapEvents();
     $('hold-btn').addEventListener('click', hold);
     $('clear-btn').addEventListener('click', () => {
       state.selected.clear();
+      state.areaPick.clear();
       paintAll();
       renderPanel();
       say('');

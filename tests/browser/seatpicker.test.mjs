@@ -10,6 +10,7 @@
 // the demo show and run against any stack. Screenshots land in artifacts/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -102,7 +103,7 @@ async function newContext(opts = {}) {
 /* A page's view of the seat feed, which the test can stall (a slow network), then release:
  * WebSocket frames from the server and the GET …/availability polls are held back while frozen. */
 async function installFeedValve(page) {
-  const valve = { frozen: false, waiting: [], wsOpened: 0, wsFrames: 0 };
+  const valve = { frozen: false, waiting: [], wsOpened: 0, wsFrames: 0, areaFrames: 0 };
   const flushOrQueue = (fn) => (valve.frozen ? valve.waiting.push(fn) : fn());
   await page.routeWebSocket(/\/v1\/shows\/[^/]+\/seats\/ws/, (ws) => {
     let server;
@@ -113,7 +114,11 @@ async function installFeedValve(page) {
       return;
     }
     valve.wsOpened += 1;
-    server.onMessage((msg) => { valve.wsFrames += 1; flushOrQueue(() => ws.send(msg)); });
+    server.onMessage((msg) => {
+      valve.wsFrames += 1;
+      if (typeof msg === 'string' && msg.includes('"areas"')) valve.areaFrames += 1;   // standing areas' counts
+      flushOrQueue(() => ws.send(msg));
+    });
     // 1005/1006 are reported, never sent: pass those on as a plain close.
     const closeArgs = (code, reason) => (code && code !== 1005 && code !== 1006 ? { code, reason } : undefined);
     server.onClose((code, reason) => flushOrQueue(() => ws.close(closeArgs(code, reason))));
@@ -1258,4 +1263,265 @@ test('money carries its currency, written the buyer\'s way: legend, tiers, selec
     assert.match(await link.locator('.show-price').textContent(), /^12,00\s*(€\s*)?[–-]\s*26,00\s€$/);
     noPageErrors(page);
   });
+});
+
+/* ---------------------------------------------------------------- standing areas (issue 30) */
+
+/* The demo show, as deploy/up posts it (deploy/demo-show), with a hold TTL long enough to pay. */
+async function createDemoShow() {
+  const body = JSON.parse(execFileSync(join(HERE, '..', '..', 'deploy', 'demo-show'), ['120'], { encoding: 'utf8' }));
+  body.title = `${body.title} ${RUN_TAG}`;
+  const res = await apiCall('POST', '/v1/shows', tokens.admin, body);
+  assert.equal(res.status, 201, `creating the demo show: ${res.text}`);
+  return res.body.id;
+}
+
+const areaItem = (page, id) => page.locator(`#areas [data-area="${id}"]`);
+const areaFreeText = async (page, id) => (await areaItem(page, id).locator('.area-free').textContent()).trim();
+
+async function expectAreaFree(page, id, text, timeoutMs, why) {
+  try {
+    await page.waitForFunction(([a, t]) =>
+      document.querySelector(`#areas [data-area="${a}"] .area-free`)?.textContent.trim() === t,
+    [id, text], { timeout: Math.max(1, timeoutMs), polling: 25 });
+  } catch {
+    assert.fail(`${why}: area ${id} should say "${text}" within ${timeoutMs} ms; it says "${await areaFreeText(page, id)}"`);
+  }
+}
+
+test('standing areas: shown with their free counts, held with seats, sold out, refusals in words', async (t) => {
+  const demo = await createDemoShow();
+  const tokA = mintToken(`ava-${RUN_TAG}`);
+  const tokB = mintToken(`ben-${RUN_TAG}`);
+  const { page: a } = await openPicker(await newContext(), tokA, { show: demo });
+  const { page: b, feed: bFeed } = await openPicker(await newContext(), tokB, { show: demo, valve: true });
+
+  await t.test('the demo show\'s areas are shown with their tier, price and free counts', async () => {
+    assert.equal(await a.isVisible('#areas-card'), true);
+    assert.deepEqual(await a.$$eval('#areas [data-area]', (els) => els.map((e) => e.dataset.area)), ['FLOOR', 'BALCONY']);
+    await expectAreaFree(a, 'FLOOR', '500 of 500 places free', 2000, 'the demo show\'s FLOOR');
+    await expectAreaFree(a, 'BALCONY', '120 of 120 places free', 2000, 'the demo show\'s BALCONY');
+    assert.equal((await areaItem(a, 'FLOOR').locator('.area-tier').textContent()).trim(), 'Standing · €9.00 a place');
+    assert.equal((await areaItem(a, 'BALCONY').locator('.area-tier').textContent()).trim(), 'Standard · €12.00 a place');
+    // Accessible: the count and the steppers have names; nothing chosen yet, so "fewer" is off.
+    assert.equal(await a.getByLabel('Places in FLOOR').inputValue(), '0');
+    assert.equal(await a.getByRole('button', { name: 'One place more in FLOOR' }).isEnabled(), true);
+    assert.equal(await a.getByRole('button', { name: 'One place fewer in FLOOR' }).isDisabled(), true);
+    // The "standing" tier has no seat: neither a seat colour in the legend nor a seat choice.
+    assert.doesNotMatch(await a.textContent('#legend'), /Standing/);
+    assert.ok(!(await a.$$eval('#best-tier option', (os) => os.map((o) => o.value))).includes('standing'));
+    await shot(a, 'areas-demo-show');
+  });
+
+  let holdId;
+  await t.test('2 FLOOR places and a seat are held in one POST; the other buyer\'s FLOOR count drops by 2 live', async () => {
+    await a.click('#map [data-seat="C7"]');
+    await a.getByRole('button', { name: 'One place more in FLOOR' }).click();
+    await a.getByRole('button', { name: 'One place more in FLOOR' }).click();
+    assert.equal(await a.getByLabel('Places in FLOOR').inputValue(), '2');
+    assert.equal(await a.textContent('#selection-text'), '1 seat: C7; FLOOR × 2');
+    assert.equal(await a.textContent('#selection-total'), 'Total €30.00');   // 12.00 + 2 x 9.00
+    assert.equal((await a.textContent('#hold-btn')).trim(), 'Hold 1 seat and 2 places');
+    await shot(a, 'areas-chosen');
+
+    const answer = a.waitForResponse(isHoldPost(demo));
+    await a.click('#hold-btn');
+    const res = await answer;
+    const sent = res.request().postDataJSON();
+    assert.deepEqual(sent.seatIds, ['C7']);
+    assert.deepEqual(sent.areas, { FLOOR: 2 });
+    assert.equal(res.status(), 201, await res.text());
+    const heldAt = Date.now();
+    const body = await res.json();
+    assert.deepEqual(body.areas, { FLOOR: 2 });
+    holdId = body.holdId;
+    await a.waitForSelector('#panel-hold:not([hidden])');
+    assert.equal(await a.textContent('#hold-seats'), 'C7, FLOOR × 2');
+    assert.equal(await a.textContent('#hold-total'), 'Total €30.00');
+    await expectSeat(a, 'C7', 'mine', 1000, 'A\'s hold');
+    // While holding, no more places can be chosen.
+    assert.equal(await a.getByLabel('Places in FLOOR').isDisabled(), true);
+    const check = await apiCall('GET', `/v1/holds/${encodeURIComponent(holdId)}`, tokA);
+    assert.equal(check.status, 200, check.text);
+    assert.deepEqual(check.body.areas, { FLOOR: 2 });
+    assert.deepEqual(check.body.seatIds, ['C7']);
+
+    // B's page hears it from the live feed (a delta's "areas"), not from a reload.
+    let live = true;
+    try {
+      await expectAreaFree(b, 'FLOOR', '498 of 500 places free', 2000, 'B\'s live FLOOR count');
+    } catch (err) {
+      live = false;
+      t.diagnostic(`not live: ${err.message}; B's feed: ${bFeed.wsFrames} frames, ${bFeed.areaFrames} with "areas"`);
+    }
+    t.diagnostic(`B's FLOOR count ${live ? `dropped ${Date.now() - heldAt} ms after A's 201` : 'did not drop live'}; ` +
+      `B's WebSocket frames: ${bFeed.wsFrames}, with "areas": ${bFeed.areaFrames}`);
+    await expectSeat(b, 'C7', 'held', 2000, 'B\'s live map');
+    await expectAreaFree(a, 'FLOOR', '498 of 500 places free', 2000, 'A\'s own FLOOR count');
+    await expectAreaFree(b, 'BALCONY', '120 of 120 places free', 100, 'B\'s BALCONY, untouched');
+    assert.ok(live, 'B\'s FLOOR count dropped by 2 through the live feed within 2 s');
+    await shot(b, 'areas-live-count');
+  });
+
+  await t.test('paid: the ticket and My tickets list the places', async (st) => {
+    await a.click('#pay-btn');
+    await a.waitForSelector('#panel-ticket:not([hidden])', { timeout: 5000 });
+    const ticket = await a.textContent('#ticket');
+    assert.match(ticket, /Seats\s*C7/);
+    assert.match(ticket, /Places\s*FLOOR × 2/);
+    assert.match(ticket, /Paid\s*€30\.00/);
+    const bookingId = (await a.textContent('#ticket .ticket-id')).trim();
+    const check = await apiCall('GET', `/v1/bookings/${encodeURIComponent(bookingId)}`, tokA);
+    assert.equal(check.status, 200, check.text);
+    assert.deepEqual(check.body.areas, { FLOOR: 2 });
+    await shot(a, 'areas-ticket');
+    await a.goto(`${BASE}/?view=tickets`);
+    await a.waitForSelector('#tickets[data-loaded="true"]');
+    const booking = a.locator(`.booking[data-booking-id="${bookingId}"]`);
+    assert.equal((await booking.locator('.my-seats').textContent()).trim(), 'C7');
+    // The list shows the places its entries carry (GET /v1/me/bookings).
+    const listed = await apiCall('GET', '/v1/me/bookings?limit=10', tokA);
+    const entry = (listed.body.bookings || []).find((x) => x.bookingId === bookingId);
+    if (entry && entry.areas) {
+      assert.equal((await booking.locator('.my-places').textContent()).trim(), 'FLOOR × 2');
+    } else {
+      st.diagnostic('GET /v1/me/bookings carries no "areas" yet: the list cannot name the places (the ticket below does)');
+      assert.equal(await booking.locator('.my-places').count(), 0);
+    }
+    // The ticket (the booking itself) names them.
+    await booking.locator('.show-ticket').click();
+    await booking.locator('.ticket-places').waitFor();
+    assert.equal((await booking.locator('.ticket-places').textContent()).trim(), 'FLOOR × 2');
+    await shot(a, 'areas-my-tickets');
+  });
+
+  await t.test('places alone: the POST has no seatIds; the hold summary lists them; released, they come back', async () => {
+    await b.getByRole('button', { name: 'One place more in BALCONY' }).click();
+    assert.equal((await b.textContent('#hold-btn')).trim(), 'Hold 1 place');
+    assert.equal(await b.textContent('#selection-total'), 'Total €12.00');
+    const answer = b.waitForResponse(isHoldPost(demo));
+    await b.click('#hold-btn');
+    const res = await answer;
+    const sent = res.request().postDataJSON();
+    assert.equal('seatIds' in sent, false, `no seatIds: ${JSON.stringify(sent)}`);
+    assert.deepEqual(sent.areas, { BALCONY: 1 });
+    assert.equal(res.status(), 201, await res.text());
+    await b.waitForSelector('#panel-hold:not([hidden])');
+    assert.equal(await b.textContent('#hold-seats'), 'BALCONY × 1');
+    await expectAreaFree(b, 'BALCONY', '119 of 120 places free', 2000, 'B\'s BALCONY after the hold');
+    await b.click('#release-btn');
+    await b.waitForFunction(() => /released/.test(document.querySelector('#message').textContent));
+    await expectAreaFree(b, 'BALCONY', '120 of 120 places free', 3000, 'B\'s BALCONY after the release');
+  });
+  noPageErrors(b);
+
+  await t.test('a sold-out area says so and its stepper is disabled', async () => {
+    const show = await createShow('Pit', { priceTiers: { standard: 1200, premium: 1800, vip: 2600, standing: 900 },
+      areas: [{ id: 'PIT', capacity: 1, tier: 'standing' }, { id: 'LAWN', capacity: 3, tier: 'standing' }] });
+    const taker = mintToken(`tak-${RUN_TAG}`);
+    const h = await apiCall('POST', holdsPath(show), taker, { areas: { PIT: 1 }, idempotencyKey: randomUUID() });
+    assert.equal(h.status, 201, h.text);
+    const { page } = await openPicker(await newContext(), mintToken(`sol-${RUN_TAG}`), { show });
+    await expectAreaFree(page, 'PIT', 'Sold out', 2000, 'PIT, held by another buyer');
+    await expectAreaFree(page, 'LAWN', '3 of 3 places free', 100, 'LAWN');
+    assert.equal(await areaItem(page, 'PIT').getAttribute('data-soldout'), 'true');
+    assert.equal(await page.getByLabel('Places in PIT').isDisabled(), true);
+    assert.equal(await page.getByRole('button', { name: 'One place more in PIT' }).isDisabled(), true);
+    assert.equal(await page.getByRole('button', { name: 'One place fewer in PIT' }).isDisabled(), true);
+    assert.equal(await page.getByRole('button', { name: 'One place more in LAWN' }).isEnabled(), true);
+    await shot(page, 'areas-sold-out');
+    noPageErrors(page);
+  });
+
+  await t.test('too few places left when holding: "only 1 place left in LAWN", nothing held; an unknown area in words', async () => {
+    const show = await createShow('Lawn', { priceTiers: { standard: 1200, premium: 1800, vip: 2600, standing: 900 },
+      areas: [{ id: 'LAWN', capacity: 3, tier: 'standing' }] });
+    const { page, feed } = await openPicker(await newContext(), mintToken(`law-${RUN_TAG}`), { show, valve: true });
+    await expectAreaFree(page, 'LAWN', '3 of 3 places free', 2000, 'LAWN before');
+    for (let i = 0; i < 3; i++) await page.getByRole('button', { name: 'One place more in LAWN' }).click();
+    assert.equal(await page.getByLabel('Places in LAWN').inputValue(), '3');
+    assert.equal(await page.getByRole('button', { name: 'One place more in LAWN' }).isDisabled(), true, 'no more than are free');
+    // Someone else takes 2 while this page's feed is stalled: it still shows 3 free.
+    feed.freeze();
+    const other = await apiCall('POST', holdsPath(show), mintToken(`oth-${RUN_TAG}`), { areas: { LAWN: 2 }, idempotencyKey: randomUUID() });
+    assert.equal(other.status, 201, other.text);
+    const answer = page.waitForResponse(isHoldPost(show));
+    await page.click('#hold-btn');
+    const res = await answer;
+    assert.equal(res.status(), 409);
+    const p = await res.json();
+    assert.match(p.type, /area-sold-out$/);
+    assert.equal(p.available, 1);
+    await page.waitForFunction(() => /left in LAWN/.test(document.querySelector('#message').textContent));
+    assert.match(await message(page), /^Only 1 place left in LAWN \(you asked for 3\)\. Nothing was held/);
+    assert.equal(await page.getAttribute('#message', 'data-kind'), 'error');
+    assert.equal(await page.isVisible('#panel-hold'), false, 'nothing held');
+    // The refusal's counts are shown, and the choice is cut back to what is left.
+    await expectAreaFree(page, 'LAWN', '1 of 3 places free', 500, 'LAWN after the refusal');
+    assert.equal(await page.getByLabel('Places in LAWN').inputValue(), '1');
+    await shot(page, 'areas-refused');
+    feed.thaw();
+
+    // A 400: the page asks for an area the show does not have (the request is altered on its way).
+    await page.route((u) => u.pathname.endsWith(holdsPath(show)), (route) => {
+      const body = route.request().postDataJSON();
+      route.continue({ postData: JSON.stringify({ ...body, areas: { NOPE: 1 } }) });
+    });
+    const bad = page.waitForResponse(isHoldPost(show));
+    await page.click('#hold-btn');
+    assert.equal((await bad).status(), 400);
+    await page.waitForFunction(() => /NOPE/.test(document.querySelector('#message').textContent));
+    assert.equal(await message(page), 'Area NOPE is not in this show. Nothing was held. Reload the page to see what is on sale.');
+    assert.equal(await page.isVisible('#panel-hold'), false);
+    noPageErrors(page);
+  });
+  noPageErrors(a);
+});
+
+test('standing areas follow the feed: a snapshot\'s "areas" {id: {capacity, available}}, a delta\'s {id: free}, absent is unchanged', async () => {
+  // A scripted WebSocket server stands in for the real one, so that each frame of the protocol
+  // is tried on its own (the real feed is in the test above).
+  const show = await createShow('Feed', { priceTiers: { standard: 1200, premium: 1800, vip: 2600, standing: 900 },
+    areas: [{ id: 'FLOOR', capacity: 50, tier: 'standing' }, { id: 'BALC', capacity: 20, tier: 'standard' }] });
+  const page = await (await newContext()).newPage();
+  page.on('pageerror', (err) => { page.__errors = (page.__errors || []).concat(String(err)); });
+  let feed = null;
+  await page.routeWebSocket(/\/v1\/shows\/[^/]+\/seats\/ws/, (ws) => { feed = ws; });
+  await page.goto(`${BASE}/?show=${encodeURIComponent(show)}#token=${encodeURIComponent(mintToken(`fee-${RUN_TAG}`))}`);
+  await page.waitForFunction(() => document.querySelector('#map [data-seat="A1"]')?.dataset.status);
+  await expectAreaFree(page, 'FLOOR', '50 of 50 places free', 2000, 'from the availability document');
+  await page.waitForFunction(() => document.querySelector('#live').dataset.mode === 'ws');
+  assert.ok(feed, 'the page opened the WebSocket');
+  const v = (await apiCall('GET', `/v1/shows/${show}/availability`)).body.version;
+  const send = (frame) => feed.send(JSON.stringify(frame));
+
+  send({ type: 'snapshot', version: v + 1, seats: {}, areas: { FLOOR: { capacity: 50, available: 40 }, BALC: { capacity: 20, available: 20 } } });
+  await expectAreaFree(page, 'FLOOR', '40 of 50 places free', 1000, 'after a snapshot');
+  send({ type: 'delta', fromVersion: v + 2, version: v + 2, changes: [], areas: { FLOOR: 37 } });
+  await expectAreaFree(page, 'FLOOR', '37 of 50 places free', 1000, 'after a delta naming FLOOR');
+  await expectAreaFree(page, 'BALC', '20 of 20 places free', 100, 'BALC, which the delta did not name');
+  send({ type: 'delta', fromVersion: v + 3, version: v + 3, changes: [{ seat: 'A1', status: 'held' }] });
+  await expectSeat(page, 'A1', 'held', 1000, 'a delta without "areas"');
+  await expectAreaFree(page, 'FLOOR', '37 of 50 places free', 100, 'FLOOR after a delta without "areas"');
+  // An older frame changes nothing.
+  send({ type: 'delta', fromVersion: v + 2, version: v + 2, changes: [], areas: { FLOOR: 45 } });
+  await page.waitForTimeout(150);
+  await expectAreaFree(page, 'FLOOR', '37 of 50 places free', 100, 'FLOOR after a stale delta');
+
+  // Places chosen beyond what is left are cut back, in words; sold out disables the stepper.
+  await page.getByRole('button', { name: 'One place more in BALC' }).click();
+  await page.getByRole('button', { name: 'One place more in BALC' }).click();
+  assert.equal(await page.textContent('#selection-text'), 'BALC × 2');
+  send({ type: 'delta', fromVersion: v + 4, version: v + 4, changes: [], areas: { BALC: 1 } });
+  await expectAreaFree(page, 'BALC', '1 of 20 places free', 1000, 'BALC down to 1');
+  assert.equal(await page.getByLabel('Places in BALC').inputValue(), '1');
+  assert.equal(await message(page), 'Only 1 place left in BALC: your places were cut back.');
+  send({ type: 'delta', fromVersion: v + 5, version: v + 5, changes: [], areas: { BALC: 0 } });
+  await expectAreaFree(page, 'BALC', 'Sold out', 1000, 'BALC sold out');
+  assert.equal(await page.getByLabel('Places in BALC').inputValue(), '0');
+  assert.equal(await page.getByLabel('Places in BALC').isDisabled(), true);
+  assert.equal(await page.getByRole('button', { name: 'One place more in BALC' }).isDisabled(), true);
+  assert.equal(await message(page), 'BALC just sold out: your places were cut back.');
+  assert.equal(await page.isDisabled('#hold-btn'), true, 'nothing left to hold');
+  noPageErrors(page);
 });
