@@ -11,6 +11,7 @@
 #include "app.h"
 #include "common.h"
 #include "handlers.h"
+#include "domain/areas.h"
 #include "domain/keys.h"
 #include "http/http_request.h"
 #include "http/router.h"
@@ -85,6 +86,9 @@ static cJSON *me_booking_json(const seatd_booking_result_t *b)
     cJSON_AddStringToObject(o, "showId", b->show_id);
     cJSON_AddStringToObject(o, "holdId", b->hold_id);
     seatd__json_add_csv_array(o, "seatIds", b->seat_ids);
+    cJSON *areas = seatd_areas_places_json(b->areas);
+    if (areas) /* places in standing areas (issue 30) */
+        cJSON_AddItemToObject(o, "areas", areas);
     cJSON_AddStringToObject(o, "status", b->status);
     cJSON_AddNumberToObject(o, "amount", (double)b->amount);
     if (b->currency[0])
