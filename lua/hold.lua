@@ -551,7 +551,7 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
             end
         end
         if taken then
-            if req then
+            if req and not req.group then
                 return refuse(p, changes, 'CONFLICT', taken, fingerprint, orphan_rule, shared)
             end
             return fail_flush(p, changes, 'CONFLICT', taken)
@@ -580,6 +580,9 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
                 end
             end
             if #orphans > 0 then
+                if req.group then
+                    return fail_flush(p, changes, 'ORPHAN_SEAT', table.concat(orphans, ' '))
+                end
                 return refuse(p, changes, 'ORPHAN_SEAT', table.concat(orphans, ' '), fingerprint,
                     orphan_rule, shared)
             end
@@ -610,43 +613,56 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
     end
 
     ------------------------------------------------------------------ effects (cannot fail)
-    local seat_list = table.concat(seats, ',')
-    local deadline = now + ttl
-    if close and deadline > close then
-        deadline = close -- > now: checked above
+    -- A group hold (seatd_group_hold) decides every show before it changes any: it gets the
+    -- effects to run once all its shows passed.
+    local function apply()
+        local seat_list = table.concat(seats, ',')
+        local deadline = now + ttl
+        if close and deadline > close then
+            deadline = close -- > now: checked above
+        end
+        for i, seat in ipairs(seats) do
+            redis.call('SET', p .. ':seat:' .. seat, hold_id, 'NX', 'PXAT', seat_deadline(deadline))
+            redis.call('SETBIT', p .. ':held', arg[i], '1')
+            changes[#changes + 1] = {seat, 'held'}
+        end
+        for _, a in ipairs(area_list) do
+            redis.call('HINCRBY', p .. ':areas', a[1], a[2])
+            area_touch(changes, a[1])
+        end
+        local kept_text = ''
+        if allowed and next(allowed) and #area_list > 0 then
+            kept_text = take_kept(p, area_list, allowed)
+        end
+        redis.call('HSET', p .. ':hold:' .. hold_id, 'owner', owner, 'showId', show_id,
+            'seats', seat_list, 'bits', table.concat(arg, ','), 'status', 'HELD', 'expiresAt', deadline, 'createdAt', now_text,
+            'idemKey', idem, 'bookingId', '', 'areas', area_text, 'kept', kept_text)
+        redis.call('ZADD', p .. ':expiry', deadline, hold_id)
+        redis.call('HSET', p .. ':user:' .. owner, hold_id, #seats + places)
+        if queued then
+            redis.call('ZREM', p .. ':qpend', owner) -- has held: no longer an expected taker
+        end
+        local version = flush(p, changes)
+        local answer = {holdId = hold_id, showId = show_id, expiresAt = tostring(deadline),
+            version = tostring(version), seatIds = seat_list, replayed = '0',
+            split = split and '1' or '0', areas = area_text}
+        if best or area_text ~= '' then
+            answer.fp = fingerprint -- (a named hold's seats alone are its fingerprint)
+        end
+        if idem_key then
+            redis.call('SET', idem_key, cjson.encode(answer), 'PX', IDEM_TTL_MS)
+        end
+        return reply_fields(answer, HOLD_FIELDS)
     end
-    for i, seat in ipairs(seats) do
-        redis.call('SET', p .. ':seat:' .. seat, hold_id, 'NX', 'PXAT', seat_deadline(deadline))
-        redis.call('SETBIT', p .. ':held', arg[i], '1')
-        changes[#changes + 1] = {seat, 'held'}
+    if shared and shared.defer then
+        -- 'abandon': another show of the group refused; the reaping done here is published
+        return {apply = apply, abandon = function()
+            if has_changes(changes) then
+                flush(p, changes)
+            end
+        end}
     end
-    for _, a in ipairs(area_list) do
-        redis.call('HINCRBY', p .. ':areas', a[1], a[2])
-        area_touch(changes, a[1])
-    end
-    local kept_text = ''
-    if allowed and next(allowed) and #area_list > 0 then
-        kept_text = take_kept(p, area_list, allowed)
-    end
-    redis.call('HSET', p .. ':hold:' .. hold_id, 'owner', owner, 'showId', show_id,
-        'seats', seat_list, 'bits', table.concat(arg, ','), 'status', 'HELD', 'expiresAt', deadline, 'createdAt', now_text,
-        'idemKey', idem, 'bookingId', '', 'areas', area_text, 'kept', kept_text)
-    redis.call('ZADD', p .. ':expiry', deadline, hold_id)
-    redis.call('HSET', p .. ':user:' .. owner, hold_id, #seats + places)
-    if queued then
-        redis.call('ZREM', p .. ':qpend', owner) -- has held: no longer an expected taker
-    end
-    local version = flush(p, changes)
-    local answer = {holdId = hold_id, showId = show_id, expiresAt = tostring(deadline),
-        version = tostring(version), seatIds = seat_list, replayed = '0',
-        split = split and '1' or '0', areas = area_text}
-    if best or area_text ~= '' then
-        answer.fp = fingerprint -- (a named hold's seats alone are its fingerprint)
-    end
-    if idem_key then
-        redis.call('SET', idem_key, cjson.encode(answer), 'PX', IDEM_TTL_MS)
-    end
-    return reply_fields(answer, HOLD_FIELDS)
+    return apply()
 end
 
 local function hold(keys, args)
@@ -685,7 +701,8 @@ local function hold_sell(keys, args, shared, base, nargs)
     -- (every field made at once; the candidates stay where they are in 'args' until a hold
     -- needs them: parse_blocks)
     local req = {fp = fp, mode = 'named', count = false, cfrom = base + 9 + 2 * np,
-        cto = base + nargs, areas = areas, channels = channels}
+        cto = base + nargs, areas = areas, channels = channels,
+        group = shared and shared.group or false}
     if mode_text ~= 'named' then
         local count = string.match(mode_text, '^best:(%d+):[^:]+:[01]$')
         if not count or np ~= 0 then

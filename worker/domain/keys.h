@@ -102,7 +102,9 @@ int seatd_keys_valid_idem_key(const char *s);
 /*
  * Hold and booking ids name their show so any worker finds the keys from the id alone:
  * "<showId>-h<20 hex>" and "<showId>-b<20 hex>"; so do waiting-room tickets,
- * "<showId>-q<20 hex>" (issue 15). 'kind' is 'h', 'b' or 'q'.
+ * "<showId>-q<20 hex>" (issue 15); event groups and group holds name their first show,
+ * "<showId>-g<20 hex>" and "<showId>-m<20 hex>" (issue 30). 'kind' is 'h', 'b', 'q', 'g'
+ * or 'm'.
  * seatd_keys_new_id() writes a fresh random id (OpenSSL RAND_bytes) into 'out'
  * (SEATD_ID_MAX bytes). seatd_keys_parse_id() checks 'id' and copies its show id into
  * 'show_out' (SEATD_ID_MAX bytes); returns 0 or SEATD_EBADID.

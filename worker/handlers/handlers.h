@@ -44,6 +44,9 @@ int seatd_handle_admin_bookings_get(seatd_req_t *r);
 int seatd_handle_admin_bookings_cancel(seatd_req_t *r);
 int seatd_handle_admin_shows_reap(seatd_req_t *r);
 int seatd_handle_admin_channels_set(seatd_req_t *r);
+int seatd_handle_groups_create(seatd_req_t *r);
+int seatd_handle_groups_get(seatd_req_t *r);
+int seatd_handle_groups_hold(seatd_req_t *r);
 int seatd_handle_admin_channels_release(seatd_req_t *r);
 
 /* accounts*.c: accounts, token pairs and the buyer's own holds and bookings */

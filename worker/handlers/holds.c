@@ -494,7 +494,26 @@ static void on_release(const seatd_store_result_t *res, void *data)
     seatd_req_finish_json(r, 200, o);
 }
 
+/* A group hold (issue 30): every show's hold in it still HELD, released. */
+static void on_group_released(const seatd_store_result_t *res, void *data)
+{
+    seatd_req_t *r = data;
+    if (seatd__done(r, res))
+        return;
+    seatd_metrics_inc(SEATD_METRIC_HOLD_RELEASED);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "holdId", seatd_req_param(r, "id"));
+    cJSON_AddStringToObject(o, "status", "RELEASED");
+    cJSON_AddNumberToObject(o, "released", (double)res->group.released);
+    seatd_req_finish_json(r, 200, o);
+}
+
 int seatd_handle_holds_delete(seatd_req_t *r)
 {
+    const char *id = seatd_req_param(r, "id");
+    if (seatd_keys_parse_id(id, 'm', NULL) == 0)
+        return seatd__step_begin(&r,
+                                 seatd_store_group_release(seatd__app(r)->store, id, seatd__sub(r),
+                                                           on_group_released, r));
     return seatd__start_on_id(r, "id", 'h', seatd__sub(r), seatd_store_release, on_release);
 }

@@ -58,6 +58,11 @@
 /* lua/channels.lua */
 #define SEATD_FN_CHANNEL_RELEASE "seatd_channel_release"
 #define SEATD_FN_CHANNEL_SET "seatd_channel_set"
+/* lua/groups.lua */
+#define SEATD_FN_GROUP_CREATE "seatd_group_create"
+#define SEATD_FN_GROUP_GET "seatd_group_get"
+#define SEATD_FN_GROUP_HOLD "seatd_group_hold"
+#define SEATD_FN_GROUP_RELEASE "seatd_group_release"
 /* lua/hold.lua */
 #define SEATD_FN_HOLD "seatd_hold"
 #define SEATD_FN_HOLD_BATCH "seatd_hold_batch"
@@ -124,6 +129,10 @@
     XX(SEATD_FN_SHOW_TIERS_PUT, SEATD_RDS_IDEMPOTENT) /* written once: a repeat is a no-op */      \
     XX(SEATD_FN_CHANNEL_RELEASE, 0)                                                                \
     XX(SEATD_FN_CHANNEL_SET, 0)                                                                    \
+    XX(SEATD_FN_GROUP_CREATE, 0)                                                                   \
+    XX(SEATD_FN_GROUP_GET, SEATD_RDS_IDEMPOTENT)                                                   \
+    XX(SEATD_FN_GROUP_HOLD, 0)                                                                     \
+    XX(SEATD_FN_GROUP_RELEASE, 0)                                                                  \
     XX(SEATD_FN_HOLD, 0)                                                                           \
     XX(SEATD_FN_HOLD_BATCH, 0)                                                                     \
     XX(SEATD_FN_HOLD_SELL, 0)                                                                      \

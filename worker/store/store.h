@@ -220,6 +220,18 @@ typedef struct seatd_statuses_result_s { /* bookings_status */
     const char *const *status; /* one per id asked, in order: "CONFIRMED", … or "" (missing) */
 } seatd_statuses_result_t;
 
+typedef struct seatd_group_result_s { /* group_create, group_get, group_hold, group_release */
+    const char *group_id;   /* "<first showId>-g<20 hex>" */
+    const char *title;
+    const char *show_ids;   /* comma-joined */
+    const char *hold_id;    /* group_hold: the group hold, "<first showId>-m<20 hex>" */
+    size_t nholds;          /* group_hold: one per show held */
+    const char *const *holds; /* "<showId>|<holdId>|<expiresAt ms>|<version>|<seats ;-joined>|
+                                 <places text>" */
+    int64_t created_at_ms;
+    int64_t released; /* group_release: holds released */
+} seatd_group_result_t;
+
 typedef struct seatd_store_result_s {
     int err;            /* 0, or a negative SEATD_E* code */
     const char *detail; /* the error text after the word ("" if none); borrowed */
@@ -237,6 +249,7 @@ typedef struct seatd_store_result_s {
     seatd_account_result_t account;
     seatd_queue_result_t queue;
     seatd_statuses_result_t statuses;
+    seatd_group_result_t group;
     int removed; /* hint_clear: 1 when the hint was dropped */
     /* success: the raw name/value pairs, for tests and diagnostics only */
     size_t nfields;
@@ -330,6 +343,44 @@ SEATD_MUSTCHECK int seatd_store_channel_set(seatd_store_t *st, const seatd_chann
  * Errors: NOSHOW, NOTFOUND (no such unreleased channel). */
 SEATD_MUSTCHECK int seatd_store_channel_release(seatd_store_t *st, const char *show_id,
                                                 const char *name, seatd_store_cb cb, void *data);
+
+/* Event groups (issue 30; lua/groups.lua). A group lives in its first show's slot; on a Redis
+ * Cluster every show must share it (created "groupWith" the first). */
+/* Creates group 'group_id' (from seatd_keys_new_id(…, first show, 'g')) of the 'n' shows
+ * 'show_ids' (2..20, the first the id's) titled 'title'. Result: res->group. Errors: NOSHOW,
+ * EXISTS, INVAL. */
+SEATD_MUSTCHECK int seatd_store_group_create(seatd_store_t *st, const char *group_id,
+                                             const char *title, const char *const *show_ids,
+                                             size_t n, seatd_store_cb cb, void *data);
+/* Group 'group_id'. Result: res->group. Errors: NOTFOUND. */
+SEATD_MUSTCHECK int seatd_store_group_get(seatd_store_t *st, const char *group_id,
+                                          seatd_store_cb cb, void *data);
+/* One show of a group hold: its id, its layout (borrowed for the call) and the seats. */
+typedef struct seatd_group_leg_s {
+    const char *show_id;
+    const struct seatd_layout_s *layout;
+} seatd_group_leg_t;
+typedef struct seatd_group_hold_args_s {
+    const char *group_id;
+    const char *hold_id; /* the group hold's, from seatd_keys_new_id(…, first show, 'm') */
+    const char *owner;
+    int max_per_user;
+    const char *request; /* "named[;<places>[;<channels>]]", as seatd_hold_args_t.request */
+    const seatd_group_leg_t *legs;
+    size_t nlegs;
+    const char *const *seat_ids; /* the same seats in every show (sorted, unique) */
+    size_t nseats;
+} seatd_group_hold_args_t;
+/* Holds the same seats (and places) in every show of 'legs', all or nothing, in one call.
+ * Result: res->group with hold_id and holds. Errors: NOTFOUND (no such group), INVAL, and a
+ * show's refusal with the words "show=<id>" first, then its detail (CONFLICT, NOT_FOR_SALE,
+ * AREA_SOLD_OUT, LIMIT, SALES_CLOSED, UNKNOWN_SEAT, …). */
+SEATD_MUSTCHECK int seatd_store_group_hold(seatd_store_t *st, const seatd_group_hold_args_t *a,
+                                           seatd_store_cb cb, void *data);
+/* Releases every HELD hold of group hold 'hold_id' of 'owner'. Result: res->group with
+ * released. Errors: NOTFOUND. */
+SEATD_MUSTCHECK int seatd_store_group_release(seatd_store_t *st, const char *hold_id,
+                                              const char *owner, seatd_store_cb cb, void *data);
 
 /* Stores the seat tiers of show 'show_id' from its layout 'l' (borrowed for the call), for a
  * show created before create_show stored them (seatd_store_book_begin's SEATD_EUNPRICED); a

@@ -76,6 +76,7 @@ typedef enum {
     KIND_ACCOUNT,
     KIND_QUEUE,
     KIND_STATUSES,
+    KIND_GROUP,
     KIND_COUNT
 } kind_t;
 
