@@ -38,7 +38,7 @@ local function channel_check(p, meta, name, release_at, seats, places)
         return fail('INVAL', 'release time')
     end
     local chans = parse_channels(meta[3] or '')
-    if not chans[name] and #chans.order >= CHANNELS_MAX then
+    if not chans[name] and #chans[0] >= CHANNELS_MAX then
         return fail('INVAL', 'too many channels')
     end
     local seat_count = tonumber(meta[1]) or 0
@@ -141,7 +141,7 @@ local function channel_apply(p, channels, name, release_at, seats, places, chang
     end
     local chans = parse_channels(channels or '')
     local out = {}
-    for _, n in ipairs(chans.order) do
+    for _, n in ipairs(chans[0]) do
         out[#out + 1] = n .. ':' .. (n == name and string.format('%d', release_at)
             or string.format('%d', chans[n]))
     end

@@ -132,6 +132,9 @@ local function valid_channels(p, seat_count, text, areas_text)
         names[#names + 1] = name
     end
     table.sort(names)
+    if #names > CHANNELS_MAX then
+        return nil, fail('INVAL', 'too many channels')
+    end
     local out, seen, sums = {}, {}, {}
     local defs = parse_areas(areas_text)
     for _, name in ipairs(names) do

@@ -144,7 +144,11 @@ local function take_kept(p, list, allowed)
             local k = a[1] .. '|' .. ch
             local n = math.min(left, each[k] or 0)
             if n > 0 then
-                redis.call('HINCRBY', p .. ':akept', k, -n)
+                if n == each[k] then
+                    redis.call('HDEL', p .. ':akept', k) -- (no zero left behind)
+                else
+                    redis.call('HINCRBY', p .. ':akept', k, -n)
+                end
                 out[#out + 1] = k .. ':' .. n
                 left = left - n
             end
@@ -552,7 +556,8 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
         end
         if taken then
             if req and not req.group then
-                return refuse(p, changes, 'CONFLICT', taken, fingerprint, orphan_rule, shared)
+                return refuse(p, changes, 'CONFLICT', taken, table.concat(seats, ','),
+                    orphan_rule, shared)
             end
             return fail_flush(p, changes, 'CONFLICT', taken)
         end
@@ -583,8 +588,8 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
                 if req.group then
                     return fail_flush(p, changes, 'ORPHAN_SEAT', table.concat(orphans, ' '))
                 end
-                return refuse(p, changes, 'ORPHAN_SEAT', table.concat(orphans, ' '), fingerprint,
-                    orphan_rule, shared)
+                return refuse(p, changes, 'ORPHAN_SEAT', table.concat(orphans, ' '),
+                    table.concat(seats, ','), orphan_rule, shared)
             end
         end
     end
@@ -681,7 +686,8 @@ local function hold_sell(keys, args, shared, base, nargs)
         return fail('INVAL', 'request and pairs')
     end
     local fp = args[base + 7] or ''
-    -- "<request>;<places>": the places asked for in standing areas (see the header)
+    -- "<request>;<places>;<channels>": the places asked for in standing areas and the buyer's
+    -- sales channels (see the header)
     local mode_text, areas, channels = fp, '', ''
     local cut = string.find(fp, ';', 1, true)
     if cut then
@@ -700,7 +706,9 @@ local function hold_sell(keys, args, shared, base, nargs)
     end
     -- (every field made at once; the candidates stay where they are in 'args' until a hold
     -- needs them: parse_blocks)
-    local req = {fp = fp, mode = 'named', count = false, cfrom = base + 9 + 2 * np,
+    -- the idempotency fingerprint: the request without the token's channels (a retry with a
+    -- refreshed token is the same request)
+    local req = {fp = mode_text .. (areas ~= '' and ';' .. areas or ''), mode = 'named', count = false, cfrom = base + 9 + 2 * np,
         cto = base + nargs, areas = areas, channels = channels,
         group = shared and shared.group or false}
     if mode_text ~= 'named' then

@@ -188,7 +188,7 @@ end
 
 -- Standing areas (issue 30). A show's areas are its meta field 'areas',
 -- "FLOOR:5000:standing,BALC:200:balcony" (id, capacity, price tier; written by create_show.lua),
--- parsed once per text: {order = {'FLOOR', 'BALC'}, FLOOR = {cap = 5000, tier = 'standing'}, …}
+-- parsed once per text: {[0] = {'FLOOR', 'BALC'}, FLOOR = {cap = 5000, tier = 'standing'}, …}
 -- (shared: never changed by a caller); nil for a show without areas. The places taken in an
 -- area (held and booked alike) are the field <id> of {s}:areas; free = capacity - taken, never
 -- below zero because seatd_hold checks capacity and adds in one step. A hold or booking keeps
@@ -197,9 +197,9 @@ local parse_areas = memoized(function(s)
     if s == '' then
         return nil
     end
-    local out = {order = {}}
+    local out = {[0] = {}} -- [0]: the ids in order (a number: never an id)
     for id, cap, tier in string.gmatch(s, '([^,:]+):(%d+):([^,:]+)') do
-        out.order[#out.order + 1] = id
+        out[0][#out[0] + 1] = id
         out[id] = {cap = tonumber(cap), tier = tier}
     end
     return out
@@ -259,9 +259,9 @@ end
 -- took as 'kept' ("FLOOR|boxoffice:2,…"), given back to the quota when the hold or booking
 -- ends while the channel is still unreleased.
 local parse_channels = memoized(function(s)
-    local out = {order = {}}
+    local out = {[0] = {}} -- [0]: the ids in order (a number: never an id)
     for name, at in string.gmatch(s, '([^,:]+):(%d+)') do
-        out.order[#out.order + 1] = name
+        out[0][#out[0] + 1] = name
         out[name] = tonumber(at)
     end
     return out
@@ -310,9 +310,9 @@ local function areas_free_text(p, areas_text, channels)
     if not defs then
         return ''
     end
-    local free = areas_free(p, defs, defs.order, channels, nil)
+    local free = areas_free(p, defs, defs[0], channels, nil)
     local out = {}
-    for i, id in ipairs(defs.order) do
+    for i, id in ipairs(defs[0]) do
         out[i] = id .. ':' .. defs[id].cap .. ':' .. free[id]
     end
     return table.concat(out, ',')
@@ -354,7 +354,7 @@ local function channel_release(p, name, changes)
         return false
     end
     local rest = {}
-    for _, n in ipairs(chans.order) do
+    for _, n in ipairs(chans[0]) do
         if n ~= name then
             rest[#rest + 1] = n .. ':' .. string.format('%d', chans[n])
         end
@@ -376,8 +376,11 @@ local function channel_release(p, name, changes)
     for _, k in ipairs(mine) do
         redis.call('HDEL', p .. ':keptby', k[1])
         redis.call('SETBIT', p .. ':blocked', k[1], 0)
+        -- (a held bit without its seat key: an expired hold not yet reaped, which publishes
+        -- "available" when it is)
         if redis.call('EXISTS', p .. ':seat:' .. k[2]) == 0
-            and redis.call('GETBIT', p .. ':booked', k[1]) == 0 then
+            and redis.call('GETBIT', p .. ':booked', k[1]) == 0
+            and redis.call('GETBIT', p .. ':held', k[1]) == 0 then
             changes[#changes + 1] = {k[2], 'available'}
         end
     end
@@ -401,7 +404,7 @@ end
 local function channels_release_due(p, channels, now, changes)
     local chans = parse_channels(channels or '')
     local any = false
-    for _, name in ipairs(chans.order) do
+    for _, name in ipairs(chans[0]) do
         if chans[name] > 0 and chans[name] <= now then
             any = channel_release(p, name, changes) or any
         end
@@ -416,7 +419,7 @@ end
 local function channels_next_release(channels)
     local chans = parse_channels(channels or '')
     local first
-    for _, name in ipairs(chans.order) do
+    for _, name in ipairs(chans[0]) do
         if chans[name] > 0 and (not first or chans[name] < first) then
             first = chans[name]
         end

@@ -184,6 +184,8 @@ Test(lua_areas, a_sold_out_area_takes_nothing_and_says_what_is_left)
     /* unknown areas, and more than a hold may have */
     cr_assert_eq(hold(&t, &r, "bob", NULL, "PIT:1", 0, 0, NULL, hid), SEATD_EUNKNOWNAREA);
     cr_assert_str_eq(r.detail, "PIT");
+    /* a name the parsed areas once kept their list under (a Lua error after reaping) */
+    cr_assert_eq(hold(&t, &r, "bob", NULL, "order:1", 0, 0, NULL, hid), SEATD_EUNKNOWNAREA);
     cr_assert_eq(hold(&t, &r, "bob", NULL, "FLOOR:101", 0, 0, NULL, hid), SEATD_ETOOMANY);
     cr_assert_eq(hold(&t, &r, "bob", NULL, "FLOOR:1,BALC:1", 0, 0, NULL, hid), SEATD_EINVAL,
                  "places out of order are malformed");

@@ -101,8 +101,12 @@ int seatd_areas_request(const cJSON *req, long long max_places, char *out, long 
             snprintf(why, whylen, "area %s is named twice", sorted[i]->string);
             return SEATD_EINVAL;
         }
-        at += (size_t)snprintf(out + at, SEATD_AREAS_TEXT_MAX - at, "%s%s:%lld", i ? "," : "",
-                               sorted[i]->string, (long long)sorted[i]->valuedouble);
+        /* fits: at most SEATD_AREAS_MAX entries of at most 26 bytes (areas.h) */
+        int w = snprintf(out + at, SEATD_AREAS_TEXT_MAX - at, "%s%s:%lld", i ? "," : "",
+                         sorted[i]->string, (long long)sorted[i]->valuedouble);
+        if (w < 0 || (size_t)w >= SEATD_AREAS_TEXT_MAX - at)
+            return fail(why, whylen, "names too many areas");
+        at += (size_t)w;
     }
     return 0;
 }

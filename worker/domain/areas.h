@@ -20,8 +20,9 @@ struct cJSON;
 
 #define SEATD_AREAS_MAX 32
 #define SEATD_AREA_CAPACITY_MAX 1000000
-/* Room for a places text of SEATD_AREAS_MAX areas. */
-#define SEATD_AREAS_TEXT_MAX (SEATD_AREAS_MAX * 24)
+/* Room for a places text of SEATD_AREAS_MAX areas: an id of 16, ':', a count of up to 7
+ * digits (SEATD_AREA_CAPACITY_MAX) and ',' each, and the NUL. */
+#define SEATD_AREAS_TEXT_MAX (SEATD_AREAS_MAX * 26 + 1)
 
 /* 0 if 'areas' (borrowed) is a show's areas as above, priced by 'tiers' (the priceTiers
  * object; NULL: tiers are not checked, they were refused already); else SEATD_EINVAL with

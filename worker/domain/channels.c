@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/errors.h"
+#include "base/mem.h"
 #include "base/timefmt.h"
 #include "domain/areas.h"
 #include "domain/layout.h"
@@ -29,6 +30,28 @@ static double area_capacity(const cJSON *areas, const char *id)
             return cap->valuedouble;
     }
     return -1;
+}
+
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A seat id that is in 'a' twice, or in both 'a' and 'b' (arrays of strings; 'b' may be
+ * NULL), or NULL: sorted, so a section of thousands of seats costs n log n, not n². */
+static const char *first_twice(const cJSON *a, const cJSON *b)
+{
+    size_t n = (size_t)cJSON_GetArraySize(a) + (size_t)(b ? cJSON_GetArraySize(b) : 0), k = 0;
+    const char **all = seatd_malloc((n ? n : 1) * sizeof(*all)), *found = NULL;
+    const cJSON *it = NULL;
+    cJSON_ArrayForEach(it, a) all[k++] = it->valuestring;
+    cJSON_ArrayForEach(it, b) all[k++] = it->valuestring;
+    qsort(all, n, sizeof(*all), by_text);
+    for (size_t i = 1; i < n && found == NULL; i++)
+        if (strcmp(all[i - 1], all[i]) == 0)
+            found = all[i];
+    free(all);
+    return found;
 }
 
 int seatd_channel_check(const char *name, const cJSON *body, const seatd_layout_t *l,
@@ -59,13 +82,12 @@ int seatd_channel_check(const char *name, const cJSON *body, const seatd_layout_
                                                                          : "a seat id");
             goto fail;
         }
-        const cJSON *seen = NULL;
-        cJSON_ArrayForEach(seen, seats) if (strcmp(seen->valuestring, id->valuestring) == 0)
-        {
-            snprintf(why, whylen, "channel %s: seat %s is named twice", name, id->valuestring);
-            goto fail;
-        }
         cJSON_AddItemToArray(seats, cJSON_CreateString(id->valuestring));
+    }
+    const char *twice = first_twice(seats, NULL);
+    if (twice) {
+        snprintf(why, whylen, "channel %s: seat %s is named twice", name, twice);
+        goto fail;
     }
     const cJSON *places = cJSON_GetObjectItemCaseSensitive(body, "areas");
     if (places != NULL) {
@@ -116,20 +138,15 @@ int seatd_channels_check(const cJSON *channels, const seatd_layout_t *l, const c
         if (seatd_channel_check(c->string, c, l, areas, &one, why, whylen) < 0)
             goto fail;
         /* a seat kept by two channels, or an area kept past its capacity in all */
-        const cJSON *id = NULL, *other = NULL;
-        cJSON_ArrayForEach(id, cJSON_GetObjectItemCaseSensitive(one, "seatIds"))
+        const cJSON *other = NULL;
+        cJSON_ArrayForEach(other, all)
         {
-            cJSON_ArrayForEach(other, all)
-            {
-                const cJSON *s = NULL;
-                cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(other, "seatIds"))
-                {
-                    if (strcmp(s->valuestring, id->valuestring) == 0) {
-                        snprintf(why, whylen, "seat %s is kept by two channels", id->valuestring);
-                        cJSON_Delete(one);
-                        goto fail;
-                    }
-                }
+            const char *twice = first_twice(cJSON_GetObjectItemCaseSensitive(one, "seatIds"),
+                                            cJSON_GetObjectItemCaseSensitive(other, "seatIds"));
+            if (twice) {
+                snprintf(why, whylen, "seat %s is kept by two channels", twice);
+                cJSON_Delete(one);
+                goto fail;
             }
         }
         const cJSON *p = NULL;

@@ -139,7 +139,7 @@ void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
     if (res->err == SEATD_ECONFLICT || res->err == SEATD_EORPHANSEAT) {
         reply_refusal(r, res);
         return;
-    } else if (res->err == SEATD_EAREASOLDOUT && res->nwords > 2 &&
+    } else if (res->err == SEATD_EAREASOLDOUT && res->nwords > 1 &&
                seatd_keys_valid_seat_id(res->words[0]) && sscanf(res->words[1], "%lld", &a) == 1) {
         /* "AREA_SOLD_OUT <id> <free> <id:capacity:free,…>": what is left, every area */
         snprintf(msg, sizeof(msg), "area %s has %lld places free", res->words[0], a);
@@ -147,7 +147,7 @@ void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
         extra = cJSON_CreateObject();
         cJSON_AddStringToObject(extra, "area", res->words[0]);
         cJSON_AddNumberToObject(extra, "available", (double)a);
-        cJSON *all = seatd_areas_free_json(res->words[2]);
+        cJSON *all = res->nwords > 2 ? seatd_areas_free_json(res->words[2]) : NULL;
         if (all)
             cJSON_AddItemToObject(extra, "areas", all);
     } else if (res->err == SEATD_ENOTFORSALE && res->nwords > 0) {

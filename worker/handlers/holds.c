@@ -268,11 +268,21 @@ static void best_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
     seatd_app_t *app = seatd__app(r);
     seatd_seatmap_t *m = seatd_seatmap_get(op->show_id, 0);
     seatd_best_hint_t hint = {0};
-    if (m != NULL)
+    unsigned char *taken = NULL; /* held, or kept for a sales channel (issue 30) */
+    if (m != NULL && m->blocked != NULL) {
+        size_t len = m->held_len > m->blocked_len ? m->held_len : m->blocked_len;
+        taken = seatd_calloc(len + 1, 1);
+        for (size_t i = 0; i < len; i++)
+            taken[i] = (unsigned char)((i < m->held_len ? m->held[i] : 0) |
+                                       (i < m->blocked_len ? m->blocked[i] : 0));
+        hint = (seatd_best_hint_t){taken, m->booked, len, m->booked_len};
+    } else if (m != NULL) {
         hint = (seatd_best_hint_t){m->held, m->booked, m->held_len, m->booked_len};
+    }
     seatd_best_list_t cands = {0};
     int rc = seatd_best_candidates(l, (size_t)op->best_count, op->best_tier, op->best_accessible,
                                    m ? &hint : NULL, &cands);
+    free(taken);
     if (rc < 0) { /* no seat has the tier asked */
         op->r = r;
         rc = seatd__step_begin(&op->r,
