@@ -1,0 +1,166 @@
+/* End-to-end: event groups (issue 30) through nginx: shows created "groupWith" one another
+ * share a hash slot, a group of them, the same seats held in every show or in none (409 with
+ * the show that refused, nothing held anywhere), a subset, places, and the group hold
+ * released whole. On the cluster pass the same calls run on a 3+3 Redis Cluster. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "domain/keys.h"
+#include "e2e.h"
+
+TestSuite(api_groups, .timeout = 120);
+
+/* A show of seats A1-A3 (and FLOOR, capacity 2), "groupWith" 'with' unless NULL. */
+static void create(const char *with, char *id)
+{
+    char body[1024], member[64] = "";
+    if (with)
+        snprintf(member, sizeof(member), "\"groupWith\":\"%s\",", with);
+    snprintf(body, sizeof(body),
+             "{\"title\":\"season\",\"startsAt\":\"2030-01-01T20:00:00Z\",%s"
+             "\"priceTiers\":{\"standard\":1200},"
+             "\"areas\":[{\"id\":\"FLOOR\",\"capacity\":2,\"tier\":\"standard\"}],\"seats\":["
+             "{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"tier\":\"standard\",\"x\":1,\"y\":1},"
+             "{\"id\":\"A2\",\"row\":\"A\",\"number\":2,\"tier\":\"standard\",\"x\":2,\"y\":1},"
+             "{\"id\":\"A3\",\"row\":\"A\",\"number\":3,\"tier\":\"standard\",\"x\":3,\"y\":1}]}",
+             member);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin", body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    snprintf(id, 32, "%s", e2e_str(&res, "id"));
+    e2e_res_free(&res);
+}
+
+/* A group of 'n' fresh shows (the ids into 'shows'); its id into 'gid' (64 bytes). */
+static void create_group(int n, char shows[][32], char *gid)
+{
+    create(NULL, shows[0]);
+    for (int i = 1; i < n; i++) {
+        create(shows[0], shows[i]);
+        cr_assert_eq(seatd_keys_show_slot(shows[i]), seatd_keys_show_slot(shows[0]),
+                     "groupWith gives the show's slot");
+    }
+    char body[512];
+    int off = snprintf(body, sizeof(body), "{\"title\":\"Season 2030\",\"showIds\":[");
+    for (int i = 0; i < n; i++)
+        off += snprintf(body + off, sizeof(body) - (size_t)off, "%s\"%s\"", i ? "," : "", shows[i]);
+    snprintf(body + off, sizeof(body) - (size_t)off, "]}");
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", "/v1/groups", "admin", body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    snprintf(gid, 64, "%s", e2e_str(&res, "id"));
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res.json, "showIds")), n);
+    e2e_res_free(&res);
+}
+
+static void group_hold(const char *gid, const char *sub, const char *body, e2e_res_t *res)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/groups/%s/holds", gid);
+    cr_assert_eq(e2e_call("POST", path, sub, body, NULL, res), 0);
+}
+
+Test(api_groups, the_same_seats_are_held_in_every_show_or_in_none)
+{
+    char shows[3][32], gid[64];
+    create_group(3, shows, gid);
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/groups/%s", gid);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("GET", path, NULL, NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    cr_assert_str_eq(e2e_str(&res, "title"), "Season 2030");
+    e2e_res_free(&res);
+
+    group_hold(gid, "alice", "{\"seatIds\":[\"A1\"],\"areas\":{\"FLOOR\":1}}", &res);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    const cJSON *holds = cJSON_GetObjectItemCaseSensitive(res.json, "holds");
+    cr_assert_eq(cJSON_GetArraySize(holds), 3, "one hold per show");
+    char mid[64];
+    snprintf(mid, sizeof(mid), "%s", e2e_str(&res, "holdId"));
+    e2e_res_free(&res);
+    for (int i = 0; i < 3; i++) {
+        long keys, held, booked;
+        e2e_show_counts(shows[i], &keys, &held, &booked);
+        cr_assert_eq(held, 1, "show %s", shows[i]);
+    }
+
+    /* A2 taken in the third show: a group hold of A2 holds nothing anywhere */
+    e2e_hold(shows[2], "bob", "[\"A2\"]", path, 64);
+    long long v0 = e2e_show_version(shows[0]);
+    group_hold(gid, "carol", "{\"seatIds\":[\"A2\",\"A3\"]}", &res);
+    cr_assert_eq(res.http.status, 409, "%.*s", (int)res.http.body_len, res.http.body);
+    const cJSON *conf = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(res.json, "conflicts"), shows[2]);
+    cr_assert_eq(cJSON_GetArraySize(conf), 1);
+    cr_assert_str_eq(cJSON_GetArrayItem(conf, 0)->valuestring, "A2");
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_show_version(shows[0]), v0, "nothing held in the first show");
+
+    /* a subset of the group: the first two shows only */
+    char body[160];
+    snprintf(body, sizeof(body), "{\"seatIds\":[\"A3\"],\"showIds\":[\"%s\",\"%s\"]}", shows[0],
+             shows[1]);
+    group_hold(gid, "dave", body, &res);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res.json, "holds")), 2);
+    e2e_res_free(&res);
+
+    /* the places: FLOOR has 1 left in each show, 2 asked: area-sold-out naming the show */
+    group_hold(gid, "erin", "{\"areas\":{\"FLOOR\":2}}", &res);
+    cr_assert_eq(res.http.status, 409, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert(strstr(e2e_str(&res, "type"), "area-sold-out"));
+    e2e_res_free(&res);
+
+    /* released whole */
+    snprintf(path, sizeof(path), "/v1/holds/%s", mid);
+    cr_assert_eq(e2e_call("DELETE", path, "mallory", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 404, "another user's");
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_call("DELETE", path, "alice", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert_eq(e2e_num(&res, "released"), 3);
+    e2e_res_free(&res);
+    long keys, held, booked;
+    e2e_show_counts(shows[1], &keys, &held, &booked);
+    cr_assert_eq(held, 1, "dave's A3 only");
+}
+
+Test(api_groups, bad_groups_and_group_holds_get_a_clear_error)
+{
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", "/v1/groups", "admin", "{\"title\":\"x\",\"showIds\":[\"1\"]}",
+                          NULL, &res),
+                 0);
+    cr_assert_eq(res.http.status, 400, "one show is no group");
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_call("POST", "/v1/groups", "alice",
+                          "{\"title\":\"x\",\"showIds\":[\"1\",\"2\"]}", NULL, &res),
+                 0);
+    cr_assert_eq(res.http.status, 403, "admins only");
+    e2e_res_free(&res);
+    char shows[2][32], gid[64];
+    create_group(2, shows, gid);
+    group_hold(gid, "alice", "{\"seatIds\":[\"Z9\"]}", &res);
+    cr_assert_eq(res.http.status, 400, "%.*s", (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+    group_hold(gid, "alice", "{\"seatIds\":[\"A1\"],\"showIds\":[\"999999999\"]}", &res);
+    cr_assert_eq(res.http.status, 404, "no such show: %d", res.http.status);
+    e2e_res_free(&res);
+    char other[32], body[128];
+    create(shows[0], other);
+    snprintf(body, sizeof(body), "{\"seatIds\":[\"A1\"],\"showIds\":[\"%s\"]}", other);
+    group_hold(gid, "alice", body, &res);
+    cr_assert_eq(res.http.status, 400, "a show not in the group: %d", res.http.status);
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_show_version(other), 0, "nothing held");
+    group_hold("1-g00000000000000000000", "alice", "{\"seatIds\":[\"A1\"]}", &res);
+    cr_assert_eq(res.http.status, 404);
+    e2e_res_free(&res);
+    group_hold(gid, "alice", "{}", &res);
+    cr_assert_eq(res.http.status, 400);
+    e2e_res_free(&res);
+}
