@@ -104,14 +104,23 @@ local function group_hold(keys, args)
     end
     -- Each show decided in turn, nothing made until all passed.
     local pending, at = {}, 5
+    -- A refusal after some shows were decided: their reaping is published, then the error.
+    local function give_up(err)
+        for _, q in ipairs(pending) do
+            q.abandon()
+        end
+        return err
+    end
     for i = 2, #keys do
         local _, show = show_prefix(keys[i])
         if not show or not member[show] then
-            return fail('INVAL', 'not a show of the group')
+            return give_up(fail('INVAL', 'not a show of the group'))
         end
+        member[show] = false -- each show once: a second decision would not see the first's
+                             -- deferred effects
         local np = num(args[at + 3] or '')
         if not np or np < 0 or np ~= math.floor(np) or at + 3 + 2 * np > #args then
-            return fail('INVAL', 'group hold shape')
+            return give_up(fail('INVAL', 'group hold shape'))
         end
         -- seatd_hold_sell's arguments for this show, copied out: hold id, owner, ttl, max,
         -- no idempotency key, layoutHash, the request, P, the pairs
@@ -124,21 +133,18 @@ local function group_hold(keys, args)
         local r = hold_sell({keys[i]}, a, {defer = true, group = true, p = false,
             show_id = false, meta = false, now = false, now_text = false, reaped = false}, 0, #a)
         if type(r) ~= 'table' or not r.apply then
-            for _, q in ipairs(pending) do
-                q.abandon()
-            end
             if type(r) == 'table' and r.err then
                 local word, rest = string.match(r.err, '^(%S+)%s*(.*)$')
-                return redis.error_reply((word or 'INTERNAL') .. ' show=' .. show .. ' '
-                    .. (rest or ''))
+                return give_up(redis.error_reply((word or 'INTERNAL') .. ' show=' .. show .. ' '
+                    .. (rest or '')))
             end
-            return fail('INTERNAL', 'group hold')
+            return give_up(fail('INTERNAL', 'group hold'))
         end
         pending[#pending + 1] = r
         pending[#pending].show = show
     end
     if at ~= #args or #pending == 0 then
-        return fail('INVAL', 'group hold shape')
+        return give_up(fail('INVAL', 'group hold shape'))
     end
     local out, members = {'groupHoldId', mid, 'groupId', gid}, {}
     for _, q in ipairs(pending) do

@@ -38,8 +38,8 @@ static void create(th_t *t, char *gid)
 }
 
 /* Holds 'seats' in both shows of 'gid' for 'owner'; the group hold id into 'mid'. */
-static int group_hold(th_t *t, th_res_t *r, const char *gid, const char *owner,
-                      const char *const *seats, size_t n, char *mid)
+static int group_hold_legs(th_t *t, th_res_t *r, const char *gid, const char *owner,
+                           const char *const *seats, size_t n, char *mid, int twice)
 {
     seatd_layout_t *l = NULL;
     cJSON *doc = NULL;
@@ -56,7 +56,7 @@ static int group_hold(th_t *t, th_res_t *r, const char *gid, const char *owner,
         if (seatd_layout_from_json(doc, NULL, &l, NULL, 0) < 0)
             return -1;
     }
-    seatd_group_leg_t legs[2] = {{"1", l}, {show_b, l}};
+    seatd_group_leg_t legs[2] = {{"1", l}, {twice ? "1" : show_b, l}};
     if (seatd_keys_new_id(mid, "1", 'm') < 0)
         return -1;
     seatd_group_hold_args_t a = {.group_id = gid,
@@ -73,6 +73,29 @@ static int group_hold(th_t *t, th_res_t *r, const char *gid, const char *owner,
     seatd_layout_free(l);
     cJSON_Delete(doc);
     return rc;
+}
+
+static int group_hold(th_t *t, th_res_t *r, const char *gid, const char *owner,
+                      const char *const *seats, size_t n, char *mid)
+{
+    return group_hold_legs(t, r, gid, owner, seats, n, mid, 0);
+}
+
+Test(lua_groups, a_show_named_twice_is_refused_and_holds_nothing)
+{
+    th_t t;
+    th_res_t r = {0};
+    char gid[SEATD_ID_MAX], mid[SEATD_ID_MAX];
+    cr_assert_eq(th_open(&t), 0);
+    create(&t, gid);
+    const char *one[] = {"C1"};
+    /* the second decision of a show would not see the first's deferred effects */
+    cr_assert_eq(group_hold_legs(&t, &r, gid, "alice", one, 1, mid, 1), SEATD_EINVAL);
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_int(c, "EXISTS {s:1}:seat:C1"), 0);
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
 }
 
 Test(lua_groups, holds_the_same_seats_in_every_show_or_in_none)

@@ -432,6 +432,17 @@ void seatd__json_add_csv_array(void *obj, const char *name, const char *csv)
     }
 }
 
+const char *seatd__hold_request(seatd_req_t *r, const char *mode, const char *areas, char *out,
+                                size_t cap)
+{
+    const seatd_principal_t *p = seatd_req_principal(r);
+    const char *channels = p ? p->channels : "";
+    if (!areas[0] && !channels[0])
+        return mode;
+    snprintf(out, cap, "%s;%s%s%s", mode, areas, channels[0] ? ";" : "", channels);
+    return out;
+}
+
 void *seatd__json_hold(const seatd_hold_result_t *h, const char *status_if_empty)
 {
     cJSON *o = cJSON_CreateObject();

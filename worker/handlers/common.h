@@ -29,6 +29,8 @@
 
 #include <stdint.h>
 
+#include "domain/areas.h"
+#include "http/principal.h"
 #include "store/store.h"
 
 typedef struct seatd_req_s seatd_req_t;
@@ -158,6 +160,14 @@ typedef void (*seatd__layout_cont)(seatd_req_t *r, const struct seatd_layout_s *
  */
 int seatd__with_layout(seatd_req_t *r, const char *show_id, seatd__layout_cont cont,
                        void (*fail)(void *ctx), void *ctx);
+
+/* The request text of the hold Functions (lua/hold.lua, seatd_hold_sell's ARGV[7]): 'mode'
+ * ("named", "best:…"), then the places 'areas' (a places text, domain/areas.h; "" for none)
+ * and the token's sales channels (issue 30) after ";", when there are any. Returns 'mode' or
+ * 'out' ('cap' bytes: strlen(mode) + 1 + SEATD__HOLD_REQUEST_EXTRA fit). */
+#define SEATD__HOLD_REQUEST_EXTRA (SEATD_AREAS_TEXT_MAX + SEATD_PRINCIPAL_CHANNELS_MAX * 33 + 2)
+const char *seatd__hold_request(seatd_req_t *r, const char *mode, const char *areas, char *out,
+                                size_t cap);
 
 /* Adds "expiresAt"-style ISO member 'name' for epoch ms 'ms' to object 'obj' (cJSON *). */
 void seatd__json_add_time(void *obj, const char *name, int64_t ms);

@@ -254,15 +254,9 @@ static void ghold_send(seatd_req_t *r, ghold_op_t *op)
     if (rc == 0 && op->nids > 0) /* normalised against the first show: the grammar and order */
         rc = seatd_seats_normalise(op->ids, op->nids, (size_t)app->cfg->max_seats_per_hold, NULL,
                                    sorted, &bad);
-    char hold_id[SEATD_ID_MAX],
-        request[64 + SEATD_AREAS_TEXT_MAX + SEATD_PRINCIPAL_CHANNELS_MAX * 33];
-    const seatd_principal_t *pr = seatd_req_principal(r);
-    const char *channels = pr ? pr->channels : "";
-    if (!op->areas[0] && !channels[0])
-        snprintf(request, sizeof(request), "named");
-    else
-        snprintf(request, sizeof(request), "named;%s%s%s", op->areas, channels[0] ? ";" : "",
-                 channels);
+    char hold_id[SEATD_ID_MAX], request_text[16 + SEATD__HOLD_REQUEST_EXTRA];
+    const char *request =
+        seatd__hold_request(r, "named", op->areas, request_text, sizeof(request_text));
     if (rc == 0)
         rc = seatd_keys_new_id(hold_id, op->shows[0], 'm');
     if (rc == 0) {

@@ -57,19 +57,11 @@ typedef struct {
     char areas[SEATD_AREAS_TEXT_MAX]; /* places in standing areas, "FLOOR:2,…" ("" for none) */
 } hold_op_t;
 
-#define SEATD_HOLD_CHANNELS_TEXT_MAX (SEATD_PRINCIPAL_CHANNELS_MAX * 33 + 2)
-
-/* The request text of seatd_hold_sell (lua/hold.lua): 'mode' ("named", "best:…"), the places
- * asked for after a ";", and the buyer's channels (the token's claim) after another. */
+/* The request text of seatd_hold_sell for 'mode' with this op's places (common.h). */
 static const char *hold_request(seatd_req_t *r, const hold_op_t *op, const char *mode, char *out,
                                 size_t cap)
 {
-    const seatd_principal_t *p = seatd_req_principal(r);
-    const char *channels = p ? p->channels : "";
-    if (!op->areas[0] && !channels[0])
-        return mode;
-    snprintf(out, cap, "%s;%s%s%s", mode, op->areas, channels[0] ? ";" : "", channels);
-    return out;
+    return seatd__hold_request(r, mode, op->areas, out, cap);
 }
 
 static void hold_op_free(void *ctx)
@@ -208,7 +200,7 @@ static void hold_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
     seatd_best_list_t cands = {0};
     if (op->nids > 0)
         seatd_best_named(l, sorted, op->nids, &cands);
-    char request[16 + SEATD_AREAS_TEXT_MAX + SEATD_HOLD_CHANNELS_TEXT_MAX];
+    char request[16 + SEATD__HOLD_REQUEST_EXTRA];
     seatd_hold_args_t a = {
         .show_id = op->show_id,
         .hold_id = op->hold_id,
@@ -293,7 +285,7 @@ static void best_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         }
         return;
     }
-    char mode[64], request[64 + SEATD_AREAS_TEXT_MAX + SEATD_HOLD_CHANNELS_TEXT_MAX];
+    char mode[64], request[64 + SEATD__HOLD_REQUEST_EXTRA];
     snprintf(mode, sizeof(mode), "best:%lld:%s:%d", op->best_count,
              op->best_tier ? op->best_tier : "-", op->best_accessible);
     seatd_hold_args_t a = {
