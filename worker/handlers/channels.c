@@ -89,9 +89,8 @@ static void set_with_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx)
         .areas = places,
     };
     op->base.r = r;
-    seatd__op_started(
-        &op->base, seatd__step_begin(&op->base.r, seatd_store_channel_set(seatd__app(r)->store, &a,
-                                                                          on_channel_changed, op)));
+    seatd__op_started(&op->base,
+                      seatd_store_channel_set(seatd__app(r)->store, &a, on_channel_changed, op));
     free(seats);
     cJSON_Delete(checked);
 }
@@ -134,9 +133,7 @@ int seatd_handle_admin_channels_release(seatd_req_t *r)
     channel_op_t *op = channel_op_new(r, &rc);
     if (op == NULL)
         return rc;
-    seatd__op_started(
-        &op->base, seatd__step_begin(
-                       &op->base.r, seatd_store_channel_release(seatd__app(r)->store, op->show_id,
-                                                                op->name, on_channel_changed, op)));
+    seatd__op_started(&op->base, seatd_store_channel_release(seatd__app(r)->store, op->show_id,
+                                                             op->name, on_channel_changed, op));
     return 0;
 }

@@ -129,6 +129,11 @@ static void reply_refusal(seatd_req_t *r, const seatd_store_result_t *res)
 
 void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
 {
+    seatd__reply_store_error_in(r, res, NULL);
+}
+
+void seatd__reply_store_error_in(seatd_req_t *r, const seatd_store_result_t *res, const char *show)
+{
     /* Every detail below is written here from validated words: a script's or Redis's text can
      * name keys ("{s:42}:meta") or internals, so it is only logged. */
     log_store_error(r, res);
@@ -192,6 +197,11 @@ void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res)
             extra = cJSON_CreateObject();
             cJSON_AddStringToObject(extra, "salesCloseAt", ts);
         }
+    }
+    if (show != NULL) { /* a group hold's refusal names the show that refused */
+        if (extra == NULL)
+            extra = cJSON_CreateObject();
+        cJSON_AddStringToObject(extra, "showId", show);
     }
     seatd_req_finish_problem(r, res->err, detail, extra);
 }

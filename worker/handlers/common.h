@@ -46,6 +46,8 @@ const char *seatd__sub(seatd_req_t *r);
  * written from validated words only (seat ids, statuses, numbers): a script's or Redis's
  * own text may name keys or internals, so it is logged (debug; warn for 5xx), never sent. */
 void seatd__reply_store_error(seatd_req_t *r, const seatd_store_result_t *res);
+/* The same, with "showId": 'show' (NULL: none) in the problem (a group hold's refusal). */
+void seatd__reply_store_error_in(seatd_req_t *r, const seatd_store_result_t *res, const char *show);
 
 /* Answers 'r' 404 not-found for a body's "holdId" ('hold_id', borrowed) that names no hold of
  * the caller's: the detail names the hold when 'hold_id' is a valid hold id (then the problem

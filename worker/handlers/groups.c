@@ -177,7 +177,7 @@ static void reply_group_refusal(seatd_req_t *r, const seatd_store_result_t *res)
     seatd_store_result_t shifted = *res; /* the show's own refusal, its words after show= */
     shifted.words++;
     shifted.nwords--;
-    seatd__reply_store_error(r, &shifted);
+    seatd__reply_store_error_in(r, &shifted, show);
 }
 
 static void on_group_hold(const seatd_store_result_t *res, void *data)
@@ -272,9 +272,8 @@ static void ghold_send(seatd_req_t *r, ghold_op_t *op)
             .nseats = op->nids,
         };
         op->base.r = r;
-        rc = seatd__op_started(
-            &op->base, seatd__step_begin(
-                           &op->base.r, seatd_store_group_hold(app->store, &a, on_group_hold, op)));
+        rc =
+            seatd__op_started(&op->base, seatd_store_group_hold(app->store, &a, on_group_hold, op));
         op = NULL; /* answered by on_group_hold, or by seatd__op_started */
     }
     if (rc < 0 && op != NULL) {
@@ -382,7 +381,7 @@ int seatd_handle_groups_hold(seatd_req_t *r)
         return 0;
     }
     /* every show of the group: read it first */
-    return seatd__op_started(
-        &op->base, seatd__step_begin(&op->base.r, seatd_store_group_get(seatd__app(r)->store, gid,
-                                                                        on_group_for_hold, op)));
+    seatd__op_started(&op->base,
+                      seatd_store_group_get(seatd__app(r)->store, gid, on_group_for_hold, op));
+    return 0;
 }
