@@ -24,7 +24,7 @@
 /* ==================================== HTTP driver ======================================== */
 
 #define CONN_WBUF 1024  /* request bytes: the largest is a 4-seat hold with a token */
-#define CONN_BODY 1024  /* answer body bytes kept (hold ids, booking status) */
+#define CONN_BODY 2048  /* answer body bytes kept (hold ids, a group hold's, booking status) */
 #define CONN_RBUF 65536 /* read buffer per connection */
 
 enum conn_state_e {
@@ -70,11 +70,14 @@ typedef struct conn_s {
     char idem[48];            /* the hold's idempotency key (--idem), "" without */
     char seats[40];           /* the hold's seat ids, comma-separated (--log) */
     int places;               /* places the hold in flight asks for (--areas), 0 without */
-    char body[CONN_BODY];     /* the first CONN_BODY-1 bytes of the answer body */
-    size_t body_len;          /* their count */
-    char wbuf[CONN_WBUF];     /* the request */
-    size_t wlen;              /* its length */
-    char rbuf[CONN_RBUF];     /* read buffer */
+    char legs[SEATD_BENCH_MAX_GROUP][40]; /* a won group hold's show holds (--group) */
+    int nlegs;                            /* their count, 0: the last hold was not a group's */
+    int leg;                              /* the one the booking in flight books */
+    char body[CONN_BODY];                 /* the first CONN_BODY-1 bytes of the answer body */
+    size_t body_len;                      /* their count */
+    char wbuf[CONN_WBUF];                 /* the request */
+    size_t wlen;                          /* its length */
+    char rbuf[CONN_RBUF];                 /* read buffer */
 } conn_t;
 
 struct proc_s {
@@ -201,16 +204,19 @@ static void log_outcome(conn_t *c, int status)
     }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    static const char *const names[] = {"hold", "book", "release", "seatmap"};
+    static const char *const names[] = {"hold", "book", "release", "seatmap", "ghold"};
+    char legs[SEATD_BENCH_MAX_GROUP * 41] = "";
+    for (int k = 0, l = 0; c->op == SEATD_BENCH_OP_GHOLD && k < c->nlegs; k++)
+        l += snprintf(legs + l, sizeof legs - (size_t)l, "%s%s", k ? "," : " ", c->legs[k]);
     if (p->loglen > sizeof p->logbuf - 512)
         log_flush(p);
     int n = snprintf(p->logbuf + p->loglen, sizeof p->logbuf - p->loglen,
-                     "%lld %s %d u%d %s %s %s %s %llu %s %s\n",
+                     "%lld %s %d u%d %s %s %s %s %llu %s %s%s\n",
                      (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, names[c->op], status,
                      c->user, c->op == SEATD_BENCH_OP_HOLD && c->idem[0] ? c->idem : "-", id,
                      c->retry_after_len ? c->retry_after : "-", info,
                      (unsigned long long)(seatd_bench_now_us() - c->t0),
-                     c->seats[0] ? c->seats : "-", c->places ? p->cfg->areas : "-");
+                     c->seats[0] ? c->seats : "-", c->places ? p->cfg->areas : "-", legs);
     if (n > 0 && (size_t)n < sizeof p->logbuf - p->loglen)
         p->loglen += (size_t)n;
 }
@@ -279,6 +285,11 @@ static void format_hold(conn_t *c)
     int alone = 0, places = seatd_bench_pick_places(p->cfg, &p->rng, &alone);
     if (alone)
         n = 0;
+    const seatd_bench_cfg_t *cfg = p->cfg;
+    int group = cfg->group > 0 && seatd_bench_rng_unit(&p->rng) * 100.0 < cfg->group_pct;
+    c->op = group ? SEATD_BENCH_OP_GHOLD : SEATD_BENCH_OP_HOLD;
+    c->nlegs = 0;
+    c->leg = 0;
     c->nseats = n;
     c->places = places ? p->cfg->places : 0;
     c->seats[0] = '\0';
@@ -299,7 +310,7 @@ static void format_hold(conn_t *c)
     const char *close_list = alone ? "" : "]";
     c->idem[0] = '\0';
     c->hold_id[0] = '\0';
-    if (p->cfg->idem) {
+    if (p->cfg->idem && !group) { /* (a group hold takes no idempotency key) */
         snprintf(c->idem, sizeof c->idem, "f%llx-%d-%llu",
                  (unsigned long long)(p->cfg->seed & 0xffffffffu), c->index,
                  (unsigned long long)++p->idem_seq);
@@ -309,10 +320,11 @@ static void format_hold(conn_t *c)
         bl += (size_t)snprintf(body + bl, sizeof body - bl, "%s}", close_list);
     }
     c->wlen = (size_t)snprintf(c->wbuf, sizeof c->wbuf,
-                               "POST /v1/shows/%s/holds HTTP/1.1\r\nHost: bench\r\n"
+                               "POST /v1/%s/%s/holds HTTP/1.1\r\nHost: bench\r\n"
                                "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
                                "Content-Length: %zu\r\n\r\n%s",
-                               p->cfg->show_id, user_token(p, c->user), bl, body);
+                               group ? "groups" : "shows", group ? cfg->group_id : cfg->show_id,
+                               user_token(p, c->user), bl, body);
 }
 
 static void format_follow(conn_t *c, int op)
@@ -324,8 +336,9 @@ static void format_follow(conn_t *c, int op)
         const seatd_bench_cfg_t *cfg = p->cfg;
         const char *pay =
             cfg->npay ? cfg->pay[seatd_bench_rng_range(&p->rng, 0, cfg->npay - 1)] : "tok_ok";
+        /* a group hold: each show's hold is booked in turn (one booking each) */
         int bl = snprintf(body, sizeof body, "{\"holdId\":\"%s\",\"paymentMethod\":\"%s\"}",
-                          c->hold_id, pay);
+                          c->nlegs ? c->legs[c->leg] : c->hold_id, pay);
         c->wlen = (size_t)snprintf(c->wbuf, sizeof c->wbuf,
                                    "POST /v1/bookings HTTP/1.1\r\nHost: bench\r\n"
                                    "Authorization: Bearer %s\r\n"
@@ -384,7 +397,7 @@ static void conn_next(conn_t *c)
         send_request(c, SEATD_BENCH_OP_SEATMAP);
     } else {
         format_hold(c);
-        send_request(c, SEATD_BENCH_OP_HOLD);
+        send_request(c, c->op);
     }
 }
 
@@ -436,6 +449,19 @@ static int on_body(http_parser *hp, const char *at, size_t len)
     return 0;
 }
 
+/* A won group hold's answer: its show holds' ids (every "holdId" after the group hold's own,
+ * which comes first) into c->legs. */
+static void parse_legs(conn_t *c)
+{
+    const char *q = strstr(c->body, "\"holdId\"");
+    c->nlegs = 0;
+    c->leg = 0;
+    while (q && (q = strstr(q + 8, "\"holdId\"")) && c->nlegs < SEATD_BENCH_MAX_GROUP) {
+        if (seatd_bench_json_str(q, "holdId", c->legs[c->nlegs], sizeof c->legs[0]) == 0)
+            c->nlegs++;
+    }
+}
+
 static int on_message_complete(http_parser *hp)
 {
     conn_t *c = hp->data;
@@ -452,6 +478,16 @@ static int on_message_complete(http_parser *hp)
         s->bytes[c->op] += c->resp_bytes;
     }
     switch (c->op) {
+    case SEATD_BENCH_OP_GHOLD:
+        if (status == 201) {
+            s->all_group_wins++;
+            s->group_wins += (uint64_t)rec;
+            parse_legs(c);
+        } else if (status == 409) {
+            s->group_conflicts += (uint64_t)rec;
+        }
+        /* a group hold counts as a hold too */
+        /* fall through */
     case SEATD_BENCH_OP_HOLD:
         if (status == 201) {
             s->all_wins++;
@@ -477,6 +513,10 @@ static int on_message_complete(http_parser *hp)
             strcmp(st, "CONFIRMED") == 0) {
             s->all_bookings++;
             s->bookings += (uint64_t)rec;
+        }
+        if (c->nlegs && c->leg + 1 < c->nlegs) { /* the group hold's next show */
+            c->leg++;
+            c->follow = SEATD_BENCH_OP_BOOK;
         }
         break;
     }

@@ -10,6 +10,7 @@
  *                 [--pay TOK[,TOK…]] [--idem] [--log FILE]
  *                 [--areas ID:N[,ID:N…] [--areas-pct P] [--areas-only | --areas-only-pct Q]]
  *                 [--area-capacity N [--area-tier T]]
+ *                 [--group N [--group-id G] [--group-pct P]]
  *
  * Each HTTP connection is one virtual user at a time, in a closed loop (or paced by --rate):
  * POST /v1/shows/{id}/holds for 1-4 seats (scenario.h); a 201 is then booked
@@ -33,6 +34,19 @@
  * the first of --areas, else FLOOR; tier --area-tier, standard). A log line then ends with the
  * hold's places ("FLOOR:2", or "-"); the holds and totals lines count places_per_s,
  * area_wins and places_won.
+ *
+ * Event groups (issue 30, HTTP only): --group N with --create-show (or --create-only) creates N
+ * shows, the first plain and the others "groupWith" it (so all share its hash slot), and a
+ * group of them (POST /v1/groups, admin), and prints "group id=<id> shows=<a>,<b>,…"; the
+ * holds are then group holds (POST /v1/groups/{id}/holds with the same seat choice and places
+ * as a named hold; no idempotency key: the route takes none), each one hold in every show of
+ * the group. --group-id G --group N uses an existing group of N shows (--show its first);
+ * --group-pct P makes only P % of the holds group holds (100), the rest named holds on --show.
+ * A group hold counts in the hold figures (a win, a 409) and apart in op=ghold,
+ * group_attempts_per_s / group_wins_per_s and the totals' group_wins; a won one is booked show
+ * by show (one booking per show's hold, --book-pct) or released whole (DELETE
+ * /v1/holds/{group hold id}, --release-pct). Its --log line has op "ghold", the group hold's id
+ * and a 12th field: its show holds' ids, comma-separated.
  *
  * --warmup S runs S seconds first without measuring (connections, caches, nginx's upstream
  * keep-alive pool); the 'totals' line still counts every hold won, for the audit.
@@ -134,22 +148,21 @@ static int on_blocking_complete(http_parser *hp)
     return 0;
 }
 
-/* POST /v1/shows with an admin token, blocking; writes the new show id into cfg->show_id. */
-static int http_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
+/* POST 'path' with 'body' (borrowed) and an admin token, blocking; copies the answer's "id"
+ * into 'id' ('cap' bytes). Returns 0 on a 201 with an id, else -1 with a message on stderr. */
+static int http_admin_post(const seatd_bench_cfg_t *cfg, const char *path, const char *body,
+                           char *id, size_t cap)
 {
     char tok[SEATD_BENCH_JWT_MAX];
     if (seatd_bench_jwt(cfg->secret, "bench-admin", 1, 3600, tok, sizeof tok) != 0)
         return -1;
-    char extra[256];
-    seatd_bench_area_extra(cfg, extra, sizeof extra);
-    char *body = seatd_bench_show_json("Blockbuster (bench)", hold_ttl_s, extra);
     size_t blen = strlen(body);
     char head[1024];
     int hlen = snprintf(head, sizeof head,
-                        "POST /v1/shows HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer %s\r\n"
+                        "POST %s HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer %s\r\n"
                         "Content-Type: application/json\r\nContent-Length: %zu\r\n"
                         "Connection: close\r\n\r\n",
-                        tok, blen);
+                        path, tok, blen);
     const seatd_bench_target_t *t = &cfg->targets[0];
     struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons((uint16_t)t->port)};
     struct sockaddr_un un = {.sun_family = AF_UNIX};
@@ -194,17 +207,62 @@ static int http_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s)
         if (hp.http_errno != HPE_OK)
             break;
     }
-    if (!a.done || hp.status_code != 201 ||
-        seatd_bench_json_str(a.body, "id", cfg->show_id, sizeof cfg->show_id) != 0) {
-        fprintf(stderr, "loadgen: POST /v1/shows answered %d: %s\n", hp.status_code, a.body);
+    if (!a.done || hp.status_code != 201 || seatd_bench_json_str(a.body, "id", id, cap) != 0) {
+        fprintf(stderr, "loadgen: POST %s answered %d: %s\n", path, hp.status_code, a.body);
         goto out;
     }
     rc = 0;
 out:
     if (fd >= 0)
         close(fd);
+    return rc;
+}
+
+/* POST /v1/shows, blocking; writes the new show id into cfg->show_id. With 'group_with'
+ * (borrowed; NULL or "" for none) the show is created "groupWith" that show. */
+static int http_create_show(seatd_bench_cfg_t *cfg, int hold_ttl_s, const char *group_with)
+{
+    char extra[320];
+    seatd_bench_area_extra(cfg, extra, sizeof extra);
+    if (group_with && group_with[0]) {
+        size_t l = strlen(extra);
+        if (l > 2) /* {"areas":[…]} -> {"areas":[…],"groupWith":"42"} */
+            snprintf(extra + l - 1, sizeof extra - l + 1, ",\"groupWith\":\"%s\"}", group_with);
+        else
+            snprintf(extra, sizeof extra, "{\"groupWith\":\"%s\"}", group_with);
+    }
+    char *body = seatd_bench_show_json("Blockbuster (bench)", hold_ttl_s, extra);
+    int rc = http_admin_post(cfg, "/v1/shows", body, cfg->show_id, sizeof cfg->show_id);
     free(body);
     return rc;
+}
+
+/* --group N with --create-show: N shows, the first plain and the others "groupWith" it, and a
+ * group of them (POST /v1/groups); cfg->show_id ends as the first, cfg->group_id the group.
+ * Prints "group id=… shows=…". Returns 0 or -1. */
+static int http_create_group(seatd_bench_cfg_t *cfg, int hold_ttl_s)
+{
+    char first[32] = "", body[64 + SEATD_BENCH_MAX_GROUP * 36];
+    size_t bl = (size_t)snprintf(body, sizeof body, "{\"title\":\"bench group\",\"showIds\":[");
+    for (int k = 0; k < cfg->group; k++) {
+        if (http_create_show(cfg, hold_ttl_s, first) != 0)
+            return -1;
+        if (k == 0)
+            snprintf(first, sizeof first, "%s", cfg->show_id);
+        bl += (size_t)snprintf(body + bl, sizeof body - bl, "%s\"%s\"", k ? "," : "", cfg->show_id);
+    }
+    snprintf(body + bl, sizeof body - bl, "]}");
+    if (http_admin_post(cfg, "/v1/groups", body, cfg->group_id, sizeof cfg->group_id) != 0)
+        return -1;
+    char *ids = strstr(body, "[");
+    ids[strlen(ids) - 2] = '\0';
+    printf("group id=%s shows=", cfg->group_id);
+    for (char *q = ids + 1; *q; q++)
+        if (*q != '"')
+            putchar(*q);
+    printf("\n");
+    snprintf(cfg->show_id, sizeof cfg->show_id, "%s", first);
+    return 0;
 }
 
 /* ========================================= main ========================================== */
@@ -239,9 +297,13 @@ static void usage(void)
             "         [--seatmap [--inm] [--gzip]] [--secret S (or SEATD_JWT_SECRET)] [--seed N]\n"
             "         [--pay TOK[,TOK...]] [--idem] [--log FILE]\n"
             "         [--areas ID:N[,ID:N...] [--areas-pct P] [--areas-only|--areas-only-pct Q]]\n"
+            "         [--group N [--group-id G] [--group-pct P]]\n"
             "       seatd_loadgen (--direct --redis H:P | --target H:P) --create-only\n"
             "         [--shows N] [--numeric-seats] [--hold-ttl S]\n"
             "         [--area-capacity N [--area-tier T]] [--areas ID:N (the area's id)]\n"
+            "         [--group N (N shows and a group of them; HTTP)]\n"
+            "       group holds: --group N (--create-show | --group-id G --show FIRST)\n"
+            "         [--group-pct P]\n"
             "Prints the show id (show id=…, the last one created), one line per operation,\n"
             "statuses, and the\n"
             "'holds …' and 'totals …' lines. Exit status 0 unless the load could not run.\n");
@@ -259,6 +321,7 @@ int main(int argc, char **argv)
                              .max_per_user = 10,
                              .ttl_ms = 3000,
                              .areas_pct = 100,
+                             .group_pct = 100,
                              .area_tier = "standard",
                              .secret = getenv("SEATD_JWT_SECRET")};
     int create = 0, hold_ttl_s = 3, create_only = 0, shows = 1;
@@ -342,6 +405,12 @@ int main(int argc, char **argv)
             cfg.areas_only_pct = 100;
         } else if (ARG("--areas-only-pct")) {
             cfg.areas_only_pct = atof(v);
+        } else if (ARG("--group")) {
+            cfg.group = atoi(v);
+        } else if (ARG("--group-pct")) {
+            cfg.group_pct = atof(v);
+        } else if (ARG("--group-id")) {
+            snprintf(cfg.group_id, sizeof cfg.group_id, "%s", v);
         } else if (ARG("--area-capacity")) {
             cfg.area_capacity = atol(v);
         } else if (ARG("--area-tier")) {
@@ -359,15 +428,18 @@ int main(int argc, char **argv)
         (!cfg.direct && cfg.ntargets == 0) || (cfg.direct && cfg.redis.port == 0) ||
         (!create && !cfg.show_id[0]) || (!cfg.direct && !cfg.seatmap && !cfg.secret) ||
         (create && !cfg.direct && !cfg.secret) || cfg.area_capacity < 0 ||
-        cfg.area_capacity > 1000000) {
+        cfg.area_capacity > 1000000 || cfg.group < 0 || cfg.group > SEATD_BENCH_MAX_GROUP ||
+        cfg.group == 1 || (cfg.group && cfg.direct) || (cfg.group && !create && !cfg.group_id[0]) ||
+        cfg.group_pct < 0 || cfg.group_pct > 100) {
         usage();
         return 2;
     }
     if (!cfg.area_id[0])
         snprintf(cfg.area_id, sizeof cfg.area_id, "FLOOR");
     for (int k = 0; create && k < shows; k++) {
-        int rc = cfg.direct ? seatd_bench_direct_create_show(&cfg, hold_ttl_s)
-                            : http_create_show(&cfg, hold_ttl_s);
+        int rc = cfg.direct      ? seatd_bench_direct_create_show(&cfg, hold_ttl_s)
+                 : cfg.group > 0 ? http_create_group(&cfg, hold_ttl_s)
+                                 : http_create_show(&cfg, hold_ttl_s, NULL);
         if (rc != 0)
             return 1;
     }
@@ -413,14 +485,16 @@ int main(int argc, char **argv)
     seatd_bench_slot_t *total = calloc(1, sizeof *total);
     for (int k = 0; k < cfg.procs; k++)
         seatd_bench_slot_merge(total, &slots[k]);
-    printf("run mode=%s scenario=%s procs=%d conns=%d pipeline=%d show=%s areas=%s\n",
+    printf("run mode=%s scenario=%s procs=%d conns=%d pipeline=%d show=%s areas=%s group=%s "
+           "group_shows=%d group_pct=%.0f\n",
            cfg.direct ? "direct" : "http",
            cfg.seatmap ? (cfg.inm    ? "seatmap-inm"
                           : cfg.gzip ? "seatmap-gzip"
                                      : "seatmap")
                        : "blockbuster",
            cfg.procs, cfg.direct ? 1 : cfg.conns, cfg.direct ? cfg.pipeline : 1, cfg.show_id,
-           cfg.areas[0] ? cfg.areas : "-");
+           cfg.areas[0] ? cfg.areas : "-", cfg.group ? cfg.group_id : "-", cfg.group,
+           cfg.group ? cfg.group_pct : 0.0);
     seatd_bench_report(stdout, total, total->elapsed_s);
     uint64_t answers = 0;
     for (int op = 0; op < SEATD_BENCH_NOPS; op++)

@@ -18,6 +18,7 @@
 #include "scenario.h"
 
 #define SEATD_BENCH_MAX_TARGETS 16
+#define SEATD_BENCH_MAX_GROUP 8 /* shows in a --group */
 
 typedef struct seatd_bench_target_s {
     char host[108]; /* numeric IPv4 address, or a unix socket path when port is 0 */
@@ -63,6 +64,10 @@ typedef struct seatd_bench_cfg_s {
     long area_capacity;    /* show creation: one area of this capacity (0: none) */
     char area_id[20];      /* its id (the first of --areas, else FLOOR) */
     char area_tier[24];    /* its tier, a priceTiers name of the bench show (standard) */
+    /* Event groups (issue 30): group holds (HTTP driver). */
+    int group;         /* --group N: the shows of the group (2..8), 0: no group holds */
+    double group_pct;  /* % of the holds that are group holds (--group-pct; 100) */
+    char group_id[64]; /* the group held (created by --create-show, or --group-id) */
 } seatd_bench_cfg_t;
 
 /* Runs process number 'proc' of the HTTP driver until done; counters go to 'slot'.

@@ -41,6 +41,9 @@ void seatd_bench_slot_merge(seatd_bench_slot_t *dst, const seatd_bench_slot_t *s
     dst->seats_won += src->seats_won;
     dst->places_won += src->places_won;
     dst->area_wins += src->area_wins;
+    dst->group_wins += src->group_wins;
+    dst->group_conflicts += src->group_conflicts;
+    dst->all_group_wins += src->all_group_wins;
     dst->bookings += src->bookings;
     dst->releases += src->releases;
     dst->conn_errors += src->conn_errors;
@@ -78,7 +81,8 @@ void seatd_bench_report(FILE *f, const seatd_bench_slot_t *t, double elapsed_s)
             fprintf(f, "status op=%s code=%d count=%llu\n", op_names[op], s,
                     (unsigned long long)t->status[op][s]);
             /* Expected answers: hold 201/409, book 201, release 200/204, seat map 200/304. */
-            int ok = (op == SEATD_BENCH_OP_HOLD && (s == 201 || s == 409)) ||
+            int ok = ((op == SEATD_BENCH_OP_HOLD || op == SEATD_BENCH_OP_GHOLD) &&
+                      (s == 201 || s == 409)) ||
                      (op == SEATD_BENCH_OP_BOOK && (s == 200 || s == 201)) ||
                      (op == SEATD_BENCH_OP_RELEASE && (s == 200 || s == 204)) ||
                      (op == SEATD_BENCH_OP_SEATMAP && (s == 200 || s == 304));
@@ -89,18 +93,23 @@ void seatd_bench_report(FILE *f, const seatd_bench_slot_t *t, double elapsed_s)
     uint64_t attempts = t->wins + t->conflicts;
     fprintf(f,
             "holds attempts_per_s=%.0f wins_per_s=%.0f conflict_ratio=%.3f bookings_per_s=%.1f "
-            "releases_per_s=%.1f errors=%llu elapsed_s=%.2f places_per_s=%.0f\n",
+            "releases_per_s=%.1f errors=%llu elapsed_s=%.2f places_per_s=%.0f "
+            "group_attempts_per_s=%.0f group_wins_per_s=%.0f\n",
             (double)attempts / elapsed_s, (double)t->wins / elapsed_s,
             attempts ? (double)t->conflicts / (double)attempts : 0.0,
             (double)t->bookings / elapsed_s, (double)t->releases / elapsed_s,
-            (unsigned long long)errors, elapsed_s, (double)t->places_won / elapsed_s);
+            (unsigned long long)errors, elapsed_s, (double)t->places_won / elapsed_s,
+            (double)(t->group_wins + t->group_conflicts) / elapsed_s,
+            (double)t->group_wins / elapsed_s);
     fprintf(f,
             "totals wins=%llu bookings=%llu measured_wins=%llu measured_bookings=%llu "
-            "errors=%llu area_wins=%llu places_won=%llu\n",
+            "errors=%llu area_wins=%llu places_won=%llu group_wins=%llu "
+            "measured_group_wins=%llu\n",
             (unsigned long long)t->all_wins, (unsigned long long)t->all_bookings,
             (unsigned long long)t->wins, (unsigned long long)t->bookings,
             (unsigned long long)errors, (unsigned long long)t->area_wins,
-            (unsigned long long)t->places_won);
+            (unsigned long long)t->places_won, (unsigned long long)t->all_group_wins,
+            (unsigned long long)t->group_wins);
 }
 
 /* ====================================== answers ========================================= */

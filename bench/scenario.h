@@ -35,7 +35,8 @@
     XX(HOLD, "hold")                                                                               \
     XX(BOOK, "book")                                                                               \
     XX(RELEASE, "release")                                                                         \
-    XX(SEATMAP, "seatmap")
+    XX(SEATMAP, "seatmap")                                                                         \
+    XX(GHOLD, "ghold")
 
 enum seatd_bench_op_e {
 #define SEATD_BENCH_OP_ENUM(name, str) SEATD_BENCH_OP_##name,
@@ -55,15 +56,18 @@ typedef struct seatd_bench_slot_s {
     uint64_t wins;                                          /* holds created (201) */
     uint64_t conflicts;                                     /* holds refused with 409 conflict */
     uint64_t seats_won;                                     /* seats in the holds created */
-    uint64_t places_won;   /* places (standing areas) in the holds created (measured) */
-    uint64_t area_wins;    /* holds created that carry places (measured) */
-    uint64_t bookings;     /* bookings answered CONFIRMED */
-    uint64_t releases;     /* holds released */
-    uint64_t conn_errors;  /* connects/reads/writes that failed */
-    uint64_t all_wins;     /* holds created, warm-up included (what the audit counts) */
-    uint64_t all_bookings; /* bookings CONFIRMED, warm-up included */
-    double elapsed_s;      /* time this process drove load */
-    int done;              /* set by the child when it finished cleanly */
+    uint64_t places_won;      /* places (standing areas) in the holds created (measured) */
+    uint64_t area_wins;       /* holds created that carry places (measured) */
+    uint64_t group_wins;      /* group holds created (measured; counted in wins too) */
+    uint64_t group_conflicts; /* group holds refused with 409 (measured; in conflicts too) */
+    uint64_t all_group_wins;  /* group holds created, warm-up included */
+    uint64_t bookings;        /* bookings answered CONFIRMED */
+    uint64_t releases;        /* holds released */
+    uint64_t conn_errors;     /* connects/reads/writes that failed */
+    uint64_t all_wins;        /* holds created, warm-up included (what the audit counts) */
+    uint64_t all_bookings;    /* bookings CONFIRMED, warm-up included */
+    double elapsed_s;         /* time this process drove load */
+    int done;                 /* set by the child when it finished cleanly */
 } seatd_bench_slot_t;
 
 /* Adds 'src' into 'dst'; elapsed_s becomes the largest. */
@@ -73,8 +77,9 @@ void seatd_bench_slot_merge(seatd_bench_slot_t *dst, const seatd_bench_slot_t *s
  * Prints the report of 'total' over 'elapsed_s' seconds to 'f': one line per operation
  * ("op=hold count=… per_s=… p50_ms=… p90_ms=… p99_ms=… p999_ms=… max_ms=… bytes_per_resp=…"),
  * one line per (operation, status) pair ("status op=hold code=409 count=…"), and the
- * scenario line ("holds attempts_per_s=… wins_per_s=… conflict_ratio=… bookings_per_s=…")
- * and the totals line ("totals wins=… seats_won=… bookings=… releases=… errors=…") that
+ * scenario line ("holds attempts_per_s=… wins_per_s=… conflict_ratio=… bookings_per_s=… …
+ * group_attempts_per_s=… group_wins_per_s=…"; a group hold counts as one hold) and the totals
+ * line ("totals wins=… bookings=… … group_wins=…") that
  * bench/run hands to the audit.
  */
 void seatd_bench_report(FILE *f, const seatd_bench_slot_t *total, double elapsed_s);
