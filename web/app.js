@@ -991,6 +991,16 @@
     map.setAttribute('viewBox', `0 0 ${width} ${height}`);
     map.dataset.units = String(width);
 
+    // The hatch of the seats kept for a sales channel ("Not for sale"; CSS fills them with it).
+    const defs = svg('defs');
+    const hatch = svg('pattern', {
+      id: 'kept-hatch', patternUnits: 'userSpaceOnUse', width: 0.22, height: 0.22, patternTransform: 'rotate(45)',
+    });
+    hatch.append(svg('rect', { class: 'kept-bg', x: 0, y: 0, width: 0.22, height: 0.22 }));
+    hatch.append(svg('rect', { class: 'kept-line', x: 0, y: 0, width: 0.06, height: 0.22 }));
+    defs.append(hatch);
+    map.append(defs);
+
     // The screen.
     const sx = LABEL_W + cols * 0.08, sw = cols * 0.84;
     map.append(svg('path', {
@@ -2484,7 +2494,9 @@
     for (const leg of legs) {
       const b = leg.booking;
       const li = el('li', { 'data-show-id': leg.showId, 'data-hold-id': leg.holdId, 'data-status': b ? 'CONFIRMED' : 'HELD' });
-      li.append(el('p', { class: 'leg-title' }, showLabel(leg.showId).replace(/^s/, 'S')));
+      const show = state.group.shows.get(leg.showId);
+      li.append(el('p', { class: 'leg-title' }, (show && show.title) || `Show ${leg.showId}`));
+      li.append(el('p', { class: 'leg-facts' }, [`Show ${leg.showId}`, show ? formatWhen(show.startsAt) : ''].filter(Boolean).join(' · ')));
       li.append(el('p', { class: 'leg-facts' }, itemsText(leg.seatIds, leg.areas) +
         (isNaN(leg.expiresAt) ? '' : ` · held until ${new Date(leg.expiresAt - state.skewMs).toLocaleTimeString()}`)));
       li.append(el('p', { class: 'leg-facts leg-state' }, b ? `Paid: booking ${b.bookingId}` : `Hold ${leg.holdId}`));

@@ -1535,7 +1535,7 @@ test('seats kept for a sales channel: "Not for sale" on the map and in the legen
   const tok = mintToken(`cara-${RUN_TAG}`);   // a buyer's token: no channels
   const { page, feed } = await openPicker(await newContext(), tok, { show: kept, valve: true });
 
-  await t.test('A1 and A2 are drawn as not for sale (availability\'s "blocked"), A3 as for sale', async () => {
+  await t.test('A1 and A2 are drawn as not for sale, A3 as for sale, and the legend says what that is', async () => {
     for (const id of ['A1', 'A2']) await expectSeat(page, id, 'unavailable', 2000, 'a seat kept for the box office');
     assert.match(await seatClass(page, 'A3'), /\bavailable\b/);
     assert.equal(await page.getAttribute('#map [data-seat="A1"]', 'aria-label'), 'Row A seat 1, standard, €12.00, not for sale');
@@ -1545,6 +1545,23 @@ test('seats kept for a sales channel: "Not for sale" on the map and in the legen
     const seats = await apiCall('GET', `/v1/shows/${kept}/seats`);
     assert.equal(seats.body.seats.A1, 'unavailable', 'the API agrees');
     await shot(page, 'channels-not-for-sale');
+  });
+
+  await t.test('without the WebSocket, the availability document\'s "blocked" bitmap alone says so', async () => {
+    const poller = await (await newContext()).newPage();
+    poller.on('pageerror', (err) => { poller.__errors = (poller.__errors || []).concat(String(err)); });
+    await poller.routeWebSocket(/\/seats\/ws/, (ws) => ws.close());
+    const seen = [];
+    poller.on('response', (r) => { if (/\/availability(\?|$)/.test(r.url())) seen.push(r.status()); });
+    await poller.goto(`${BASE}/?show=${encodeURIComponent(kept)}#token=${encodeURIComponent(tok)}`);
+    await poller.waitForSelector('#map [data-seat="E10"]');
+    for (const id of ['A1', 'A2']) await expectSeat(poller, id, 'unavailable', 2000, 'from the availability document');
+    assert.match(await seatClass(poller, 'A3'), /\bavailable\b/);
+    assert.ok(seen.includes(200), 'the availability document was read');
+    const doc = await apiCall('GET', `/v1/shows/${kept}/availability`);
+    assert.equal(typeof doc.body.blocked, 'string', 'the document has "blocked"');
+    noPageErrors(poller);
+    await poller.close();
   });
 
   await t.test('clicking a kept seat selects nothing and says so', async () => {
