@@ -33,7 +33,7 @@
     seatById: new Map(),
     seatIdAt: [],          // layout index -> seat id (bit i of the availability bitmaps)
     els: new Map(),        // seat id -> SVG element
-    status: new Map(),     // seat id -> available|held|booked (the server's word)
+    status: new Map(),     // seat id -> available|held|booked|unavailable (the server's word; unavailable: kept for a sales channel)
     version: null,
     etag: null,
     selected: new Set(),
@@ -62,6 +62,7 @@
     queueBusy: false,
     queueBooked: [],       // queued show: the seats this buyer has booked on it (this visit or before)
     queueBookedKnown: false, // ... once read from My tickets (until then a lapsed turn is not called lapsed)
+    group: null,           // ?group=: {id, title, showIds, shows: Map showId -> show document (once read)}
   };
   const QUEUE_POLL_MS = 15000;     // a waiting page re-reads its place this often (the WebSocket is the fast path)
 
@@ -890,8 +891,17 @@
 
   const STATUS_WORDS = {
     available: 'available', held: 'held', booked: 'booked', mine: 'held for you', selected: 'selected',
+    unavailable: 'not for sale',
   };
-  const TAKEN_WORDS = { held: 'held by someone else', booked: 'already booked', mine: 'already held for you' };
+  const TAKEN_WORDS = {
+    held: 'held by someone else', booked: 'already booked', mine: 'already held for you', unavailable: 'not for sale',
+  };
+  /* The statuses this page knows how to draw; anything else the server may say one day is
+   * drawn (and refused) as not for sale rather than breaking the map. */
+  const KNOWN_STATUS = new Set(['available', 'held', 'booked', 'unavailable']);
+  function serverStatus(st) {
+    return KNOWN_STATUS.has(st) ? st : 'unavailable';
+  }
 
   function seatLabel(seat, status) {
     const price = tierPrice(seat.tier);
@@ -936,6 +946,13 @@
   function paintAll() {
     computeCompanions();
     for (const id of state.els.keys()) paintSeat(id);
+    const kept = document.querySelector('#legend [data-legend="unavailable"]');
+    if (kept) kept.hidden = !anyUnavailable();
+  }
+
+  function anyUnavailable() {
+    for (const st of state.status.values()) if (st === 'unavailable') return true;
+    return false;
   }
 
   /* Seat positions come in layout units; the pitch is the smallest gap between neighbours. */
@@ -973,6 +990,16 @@
     const height = SCREEN_H + rows + 0.2;
     map.setAttribute('viewBox', `0 0 ${width} ${height}`);
     map.dataset.units = String(width);
+
+    // The hatch of the seats kept for a sales channel ("Not for sale"; CSS fills them with it).
+    const defs = svg('defs');
+    const hatch = svg('pattern', {
+      id: 'kept-hatch', patternUnits: 'userSpaceOnUse', width: 0.22, height: 0.22, patternTransform: 'rotate(45)',
+    });
+    hatch.append(svg('rect', { class: 'kept-bg', x: 0, y: 0, width: 0.22, height: 0.22 }));
+    hatch.append(svg('rect', { class: 'kept-line', x: 0, y: 0, width: 0.06, height: 0.22 }));
+    defs.append(hatch);
+    map.append(defs);
 
     // The screen.
     const sx = LABEL_W + cols * 0.08, sw = cols * 0.84;
@@ -1088,8 +1115,11 @@
       if (price != null) li.append(el('strong', { class: 'price' }, showMoney(price)));
       legend.append(li);
     }
-    for (const [cls, word] of [['selected', 'Selected'], ['mine', 'Held for you'], ['held', 'Held'], ['booked', 'Sold']]) {
-      const li = el('li', { class: 'legend-status' });
+    for (const [cls, word] of [['selected', 'Selected'], ['mine', 'Held for you'], ['held', 'Held'], ['booked', 'Sold'],
+      ['unavailable', 'Not for sale']]) {
+      const li = el('li', { class: 'legend-status', 'data-legend': cls });
+      // Seats kept for a sales channel (the box office, a partner): only shown when the show keeps any.
+      if (cls === 'unavailable') li.hidden = !anyUnavailable();
       li.append(el('span', { class: `swatch seat-swatch ${cls}`, 'aria-hidden': 'true' }));
       li.append(el('span', {}, word));
       legend.append(li);
@@ -1217,7 +1247,7 @@
     if (state.version != null && version < state.version) return false;
     state.version = version;
     state.etag = `"${version}"`;
-    for (const [id, st] of Object.entries(seats || {})) state.status.set(id, st);
+    for (const [id, st] of Object.entries(seats || {})) state.status.set(id, serverStatus(st));
     applyAreaFree(areas);
     afterStatusChange();
     return true;
@@ -1228,28 +1258,38 @@
     if (state.version == null) { refreshSeats(); return; }
     if (msg.version <= state.version) return;            // already have it
     if (from > state.version + 1) { refreshSeats(); return; }  // a gap: refetch
-    for (const c of msg.changes || []) state.status.set(c.seat, c.status);
+    for (const c of msg.changes || []) if (c && typeof c.seat === 'string') state.status.set(c.seat, serverStatus(c.status));
     state.version = msg.version;
     state.etag = `"${msg.version}"`;
     applyAreaFree(msg.areas);   // {"FLOOR": 482}: the free counts after this change
     afterStatusChange();
   }
 
-  /* A selected seat that someone else took is no longer selectable. */
+  /* A selected seat that someone else took (or that is now kept for a sales channel) is no
+   * longer selectable. */
   function afterStatusChange() {
-    const lost = [];
+    const lost = [], kept = [];
     for (const id of state.selected) {
-      if ((state.status.get(id) || 'available') !== 'available') {
+      const st = state.status.get(id) || 'available';
+      if (st !== 'available') {
         state.selected.delete(id);
-        lost.push(id);
+        (st === 'unavailable' ? kept : lost).push(id);
       }
     }
     paintAll();
-    if (lost.length) {
+    if (lost.length || kept.length) {
       lost.sort(seatSort);
-      say(takenMessage(lost), 'error');
+      kept.sort(seatSort);
+      say([lost.length ? takenMessage(lost) : '', kept.length ? notForSaleText(kept) + ' any more' : '']
+        .filter(Boolean).join('; ') + '.', 'error');
       renderPanel();
     }
+  }
+
+  /* "Seat A1 is not for sale", "Seats A1 and A2 are not for sale". */
+  function notForSaleText(ids) {
+    const w = seatWord(ids);
+    return w.charAt(0).toUpperCase() + w.slice(1) + (ids.length === 1 ? ' is' : ' are') + ' not for sale';
   }
 
   /* Bit i of a base64 bitmap (bit 0 = the most significant bit of byte 0; past the end: 0). */
@@ -1258,13 +1298,15 @@
     return (i) => (i >> 3) < bytes.length && ((bytes.charCodeAt(i >> 3) >> (7 - (i & 7))) & 1) === 1;
   }
 
-  /* The availability resource (two bitmaps, under 1 KB for 2,000 seats) as a status map. */
+  /* The availability resource (two bitmaps, under 1 KB for 2,000 seats, and a third,
+   * "blocked", for the free seats a show keeps for a sales channel) as a status map. */
   function availabilitySeats(body) {
     const held = bitmapBits(body.held);
     const booked = bitmapBits(body.booked);
+    const blocked = bitmapBits(typeof body.blocked === 'string' ? body.blocked : '');
     const seats = {};
     state.seatIdAt.forEach((id, i) => {
-      if (id) seats[id] = booked(i) ? 'booked' : held(i) ? 'held' : 'available';
+      if (id) seats[id] = booked(i) ? 'booked' : held(i) ? 'held' : blocked(i) ? 'unavailable' : 'available';
     });
     return seats;
   }
@@ -1849,7 +1891,15 @@
       $('hold-split').hidden = !state.hold.split;
       $('pay-btn').disabled = state.busy;
       $('release-btn').disabled = state.busy;
-      $('pay-btn').textContent = state.paying ? 'Paying…' : 'Pay';
+      const legs = state.hold.group ? state.hold.legs : null;
+      $('hold-legs').hidden = !legs;
+      $('hold-charge-note').hidden = !legs;
+      if (legs) {
+        renderLegs(legs);
+        const sum = groupTotal(legs);
+        $('hold-total').textContent = sum != null ? `Total ${showMoney(sum)} for ${legs.length} show${legs.length === 1 ? '' : 's'}` : '';
+      }
+      $('pay-btn').textContent = state.paying ? 'Paying…' : legs ? 'Pay for all' : 'Pay';
     }
     renderAreas();   // the steppers follow the phase, the busy flag and the room left
   }
@@ -1919,6 +1969,10 @@
     // seatIds is left out when only places are held.
     const body = seatIds.length ? { seatIds } : {};
     if (areas) body.areas = areas;
+    if (state.group) {   // the same seats and places in every show of the group, in one call
+      await submitGroupHold(body, seatIds);
+      return;
+    }
     await submitHold(body, seatIds.join(',') + (areas ? ';' + JSON.stringify(areas) : ''), seatIds);
   }
 
@@ -2012,6 +2066,20 @@
         ? `. Take ${alts.length === 1 ? 'these seats' : 'one of these blocks'} instead, or choose other seats.`
         : state.selected.size ? '. Your other seats are still selected.' : '. Please choose other seats.'), 'error');
       showAlternatives(alts);
+      refreshSeats(false);
+      return;
+    }
+    if (res.status === 409 && type === 'seat-not-for-sale') {
+      // Kept for a sales channel this buyer's token does not name: not for sale to them.
+      const kept = (Array.isArray(p.unavailableSeats) ? p.unavailableSeats : []).filter((id) => state.seatById.has(id)).sort(seatSort);
+      for (const id of kept) {
+        state.selected.delete(id);
+        state.status.set(id, 'unavailable');
+      }
+      paintAll();
+      renderPanel();
+      say((kept.length ? notForSaleText(kept) : 'Some of these seats are not for sale') + '. Nothing was held' +
+        (state.selected.size ? '; your other seats are still selected.' : '. Please choose other seats.'), 'error');
       refreshSeats(false);
       return;
     }
@@ -2152,7 +2220,8 @@
       if (res.status === 200 || res.status === 204) for (const id of h.seatIds) state.status.set(id, 'available');
       setPhase('select');
       paintAll();
-      say(res.status === 404 || res.status === 410 ? 'That hold had already ended.' : 'Seats released.', 'info');
+      say(res.status === 404 || res.status === 410 ? 'That hold had already ended.'
+        : h.group ? 'Seats released in every show of the group.' : 'Seats released.', 'info');
       settleSeats(h.seatIds, res.body && res.body.version);
       return;
     }
@@ -2165,6 +2234,7 @@
 
   async function pay() {
     if (!state.hold || state.busy) return;
+    if (state.hold.group) { await payAll(); return; }
     const h = state.hold;
     state.busy = true;
     state.paying = true;
@@ -2271,6 +2341,8 @@
 
   function renderTicket(b, seats) {
     const t = $('ticket');
+    t.hidden = false;
+    $('group-tickets').hidden = true;
     t.textContent = '';
     t.append(...ticketParts(b, state.show, seats.length ? seatListText(seats) : ''));
   }
@@ -2308,7 +2380,8 @@
   /* A live hold of this buyer on this show (made in another tab, or before a reload): pick it up
    * again, countdown and all. */
   async function resumeHold() {
-    if (!state.session || state.hold || state.phase !== 'select' || !state.showId) return;
+    // A group hold is one hold per show: My tickets lists them, each paid there on its own.
+    if (!state.session || state.hold || state.phase !== 'select' || !state.showId || state.group) return;
     const res = await authApi('GET', '/v1/me/holds');
     if (res.status !== 200 || state.hold || state.phase !== 'select') return;
     const h = listOf(res.body, 'holds').find((x) => x && x.holdId && String(x.showId) === String(state.showId) &&
@@ -2324,6 +2397,288 @@
     setPhase('hold');
     startCountdown();
     say(`You still hold ${itemsText(seatIds, areas)}. Pay before the timer runs out.`, 'info');
+  }
+
+  /* ---------------------------------------------------------------- a group of shows
+   *
+   * ?group=<id>: shows sold together (a season, a festival pass). The page reads the group
+   * (GET /v1/groups/{id}: title, showIds), lists its shows, draws the map of the first (or of
+   * ?show=), and its Hold button holds the seats and places chosen in EVERY show of the group
+   * with one POST /v1/groups/{id}/holds: all or nothing, decided in one step on the server. A
+   * refusal names the show that refused, and nothing is held anywhere. The answer is one hold
+   * per show under one group hold id (released whole by DELETE /v1/holds/{id}); each show's
+   * hold is booked on its own ("Pay for all" books them in turn: one charge per show).
+   */
+
+  async function showGroup(gid, wanted) {
+    state.view = 'picker';
+    $('picker').hidden = false;
+    const res = await api('GET', `/v1/groups/${encodeURIComponent(gid)}`);
+    const ids = res.status === 200 && res.body && Array.isArray(res.body.showIds)
+      ? res.body.showIds.filter((x) => typeof x === 'string' || typeof x === 'number').map(String) : [];
+    if (!ids.length) {
+      fatal(res.status === 404 ? `There is no group of shows ${gid}.`
+        : res.status === 200 ? 'This group has no shows.' : problemText(res, 'Could not load this group of shows.'));
+      return;
+    }
+    state.group = { id: String(res.body.id || gid), title: String(res.body.title || ''), showIds: ids, shows: new Map() };
+    const showId = wanted && ids.includes(wanted) ? wanted : ids[0];
+    renderGroup(showId);
+    await showPicker(showId);
+    if (wanted && !ids.includes(wanted)) say(`Show ${wanted} is not part of this group: here is show ${showId}.`, 'info');
+  }
+
+  function renderGroup(current) {
+    const g = state.group;
+    $('group-card').hidden = false;
+    $('group-title').textContent = g.title || `Group ${g.id}`;
+    const ul = $('group-shows');
+    ul.textContent = '';
+    for (const id of g.showIds) {
+      const li = el('li', { 'data-show-id': id });
+      const a = el('a', { href: `/?group=${encodeURIComponent(g.id)}&show=${encodeURIComponent(id)}` });
+      if (id === current) a.setAttribute('aria-current', 'page');
+      a.append(el('span', { class: 'group-show-title' }, `Show ${id}`));
+      a.append(el('span', { class: 'muted group-show-when' }));
+      li.append(a);
+      ul.append(li);
+      showInfo(id).then((show) => {
+        if (!show) return;
+        g.shows.set(id, show);
+        a.querySelector('.group-show-title').textContent = show.title || `Show ${id}`;
+        a.querySelector('.group-show-when').textContent = formatWhen(show.startsAt);
+        if (state.phase === 'hold') renderPanel();
+      });
+    }
+  }
+
+  /* "show 16427 (Second night, Sat 12 Dec 2026, 20:00)" once its document is read, else "show 16427". */
+  function showLabel(id) {
+    const show = state.group && state.group.shows.get(String(id));
+    const extra = show ? [show.title, formatWhen(show.startsAt)].filter(Boolean).join(', ') : '';
+    return `show ${id}` + (extra ? ` (${extra})` : '');
+  }
+
+  function seatNames(ids) {
+    return ids.slice().sort(seatSort).map((id) => {
+      const s = state.seatById.get(id);
+      return s ? `${s.row}${s.number}` : id;
+    });
+  }
+
+  /* What a group hold costs: each show at its own prices (the seats' tiers from this map's
+   * layout: a group's shows share their seats); null while a price is unknown. */
+  function groupTotal(legs) {
+    let sum = 0;
+    for (const leg of legs) {
+      const show = String(leg.showId) === String(state.showId) ? state.show : state.group.shows.get(leg.showId);
+      const tiers = (show && show.priceTiers) || null;
+      if (!tiers) return null;
+      for (const id of leg.seatIds) {
+        const s = state.seatById.get(id);
+        if (!s || typeof tiers[s.tier] !== 'number') return null;
+        sum += tiers[s.tier];
+      }
+      for (const [aid, n] of Object.entries(leg.areas || {})) {
+        const a = ((show && show.areas) || []).find((x) => x && x.id === aid);
+        if (!a || typeof tiers[a.tier] !== 'number') return null;
+        sum += tiers[a.tier] * n;
+      }
+    }
+    return sum;
+  }
+
+  function renderLegs(legs) {
+    const ul = $('hold-legs');
+    ul.textContent = '';
+    for (const leg of legs) {
+      const b = leg.booking;
+      const li = el('li', { 'data-show-id': leg.showId, 'data-hold-id': leg.holdId, 'data-status': b ? 'CONFIRMED' : 'HELD' });
+      const show = state.group.shows.get(leg.showId);
+      li.append(el('p', { class: 'leg-title' }, (show && show.title) || `Show ${leg.showId}`));
+      li.append(el('p', { class: 'leg-facts' }, [`Show ${leg.showId}`, show ? formatWhen(show.startsAt) : ''].filter(Boolean).join(' · ')));
+      li.append(el('p', { class: 'leg-facts' }, itemsText(leg.seatIds, leg.areas) +
+        (isNaN(leg.expiresAt) ? '' : ` · held until ${new Date(leg.expiresAt - state.skewMs).toLocaleTimeString()}`)));
+      li.append(el('p', { class: 'leg-facts leg-state' }, b ? `Paid: booking ${b.bookingId}` : `Hold ${leg.holdId}`));
+      ul.append(li);
+    }
+  }
+
+  async function submitGroupHold(body, named) {
+    state.busy = true;
+    renderPanel();
+    say('');
+    showAlternatives([]);
+    const res = await authApi('POST', `/v1/groups/${encodeURIComponent(state.group.id)}/holds`, body);
+    state.busy = false;
+
+    if (res.status === 201 && res.body && res.body.holdId && Array.isArray(res.body.holds)) {
+      const b = res.body;
+      const legs = b.holds.filter((h) => h && typeof h.holdId === 'string' && h.showId != null).map((h) => ({
+        showId: String(h.showId),
+        holdId: h.holdId,
+        seatIds: Array.isArray(h.seatIds) ? h.seatIds : named,
+        areas: h.areas && typeof h.areas === 'object' ? h.areas : (body.areas || null),
+        expiresAt: Date.parse(h.expiresAt),
+        version: h.version,
+        booking: null,
+      }));
+      const here = legs.find((l) => l.showId === String(state.showId));
+      const ids = here ? here.seatIds : named;
+      const places = here ? here.areas : (body.areas || null);
+      const times = legs.map((l) => l.expiresAt).filter((t) => !isNaN(t));
+      let exp = Date.parse(b.expiresAt);
+      if (isNaN(exp)) exp = times.length ? Math.min(...times) : serverNow() + 60000;
+      state.hold = { holdId: b.holdId, group: true, legs, seatIds: ids, areas: places, expiresAt: exp };
+      for (const id of ids) state.status.set(id, 'held');
+      state.selected.clear();
+      state.areaPick.clear();
+      paintAll();
+      if (here && typeof here.version === 'number') refreshSeats(false, here.version);
+      setPhase('hold');
+      startCountdown();
+      say(`Held ${itemsText(ids, places)} for you in ${legs.length} show${legs.length === 1 ? '' : 's'}. ` +
+        'Pay for all before the timer runs out (it shows the earliest expiry).', 'success');
+      if (window.matchMedia && matchMedia('(max-width: 800px)').matches) {
+        $('panel-hold').scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+      }
+      return;
+    }
+
+    const p = res.body || {};
+    const type = String(p.type || '').split('/').pop();
+    const where = p.showId != null ? String(p.showId) : null;
+    const here = (sid) => sid != null && String(sid) === String(state.showId);
+    const nothing = ': nothing was held in any show.';
+    if (res.status === 409 && type === 'seat-conflict') {
+      let conflicts = p.conflicts && typeof p.conflicts === 'object' ? p.conflicts : {};
+      if (!Object.keys(conflicts).length && where && Array.isArray(p.conflictingSeats)) conflicts = { [where]: p.conflictingSeats };
+      const parts = [];
+      for (const [sid, list] of Object.entries(conflicts)) {
+        const ids = (Array.isArray(list) ? list : []).filter((x) => typeof x === 'string');
+        if (!ids.length) continue;
+        parts.push(`${listWords(seatNames(ids))} ${ids.length === 1 ? 'is' : 'are'} taken in ${showLabel(sid)}`);
+        for (const id of ids) {
+          state.selected.delete(id);
+          if (here(sid)) state.status.set(id, 'held');
+        }
+      }
+      paintAll();
+      renderPanel();
+      say((parts.length ? parts.join('; ') : `Seats are taken${where ? ' in ' + showLabel(where) : ''}`) + nothing +
+        (state.selected.size ? ' Your other seats are still selected.' : ' Please choose other seats.'), 'error');
+      refreshSeats(false);
+      return;
+    }
+    if (res.status === 409 && type === 'seat-not-for-sale') {
+      const kept = (Array.isArray(p.unavailableSeats) ? p.unavailableSeats : []).filter((x) => typeof x === 'string');
+      for (const id of kept) {
+        state.selected.delete(id);
+        if (here(where)) state.status.set(id, 'unavailable');
+      }
+      paintAll();
+      renderPanel();
+      say((kept.length ? notForSaleText(kept) : 'Some of these seats are not for sale') +
+        (where ? ` in ${showLabel(where)}` : '') + nothing, 'error');
+      refreshSeats(false);
+      return;
+    }
+    if (res.status === 409 && type === 'area-sold-out') {
+      const area = typeof p.area === 'string' ? p.area : 'a standing area';
+      const left = typeof p.available === 'number' ? p.available : null;
+      if (here(where)) applyAreaFree(p.areas);
+      renderPanel();
+      say((left === 0 ? `${area} is sold out` : left != null ? `Only ${left} place${left === 1 ? '' : 's'} left in ${area}`
+        : `Not that many places left in ${area}`) + (where ? ` in ${showLabel(where)}` : '') + nothing, 'error');
+      return;
+    }
+    renderPanel();
+    if (res.status === 401) {
+      openAccount({ why: 'Your session has ended. Sign in again to hold these seats.', then: hold });
+    }
+    if (res.status === 422 && /\/seat-limit$/.test(String(p.type || ''))) {
+      say(seatLimitText(p) + (where ? ` (${showLabel(where)})` : '') + ' Nothing was held in any show.', 'error');
+      return;
+    }
+    const why = problemText(res, 'Could not hold these seats.');
+    say(res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 429
+      ? sentence(why) + (where ? ` (${showLabel(where)})` : '') + ' Nothing was held in any show.' : why, 'error');
+  }
+
+  /* "Pay for all": each show's hold is its own booking and its own charge, made in turn. A
+   * refusal stops there: the shows paid stay paid, the others stay held (try another card). */
+  async function payAll() {
+    const h = state.hold;
+    if (!h || !h.group || state.busy) return;
+    state.busy = true;
+    state.paying = true;
+    renderPanel();
+    const card = $('card-select').value;
+    for (const leg of h.legs) {
+      if (leg.booking) continue;
+      say(`Paying for ${showLabel(leg.showId)}…`, 'info', { persist: true });
+      const res = await authApi('POST', '/v1/bookings', { holdId: leg.holdId, paymentMethod: card });
+      let b = null;
+      if (res.status === 201 && res.body && res.body.status === 'CONFIRMED') b = res.body;
+      else if (res.status === 202 && res.body && res.body.bookingId) b = await waitBooking(res.body.bookingId);
+      if (!b) {
+        state.paying = false;
+        state.busy = false;
+        renderPanel();
+        const paid = h.legs.filter((l) => l.booking).map((l) => showLabel(l.showId));
+        const why = res.status === 402 ? 'The card was declined'
+          : res.status === 202 ? 'The payment is still pending' : sentence(problemText(res, 'the payment did not go through')).replace(/\.$/, '');
+        say(`${why} for ${showLabel(leg.showId)}.` + (paid.length ? ` Paid already (each charged on its own): ${listWords(paid)}.` : '') +
+          (res.status === 402 ? ' The shows not paid are still held: try another card.' : ''), 'error');
+        if (res.status === 401) openAccount({ why: 'Sign in again to pay for the seats you hold.', then: pay });
+        return;
+      }
+      const full = await authApi('GET', `/v1/bookings/${encodeURIComponent(b.bookingId)}`);
+      leg.booking = full.status === 200 && full.body ? Object.assign({}, b, full.body) : b;
+      renderPanel();
+    }
+    state.paying = false;
+    state.busy = false;
+    groupBooked(h);
+  }
+
+  /* A booking that answered 202: its outcome, CONFIRMED or not (null: not confirmed in time). */
+  async function waitBooking(bookingId) {
+    const deadline = Date.now() + 120000;
+    while (Date.now() < deadline) {
+      await sleep(1000);
+      const res = await authApi('GET', `/v1/bookings/${encodeURIComponent(bookingId)}`);
+      const st = res.status === 200 && res.body ? res.body.status : null;
+      if (st === 'CONFIRMED') return res.body;
+      if (st && st !== 'PENDING_PAYMENT' && st !== 'PENDING') return null;
+    }
+    return null;
+  }
+
+  function groupBooked(h) {
+    clearInterval(state.countdownTimer);
+    const here = h.legs.find((l) => l.showId === String(state.showId));
+    for (const id of here ? here.seatIds : []) {
+      state.myBooked.add(id);
+      state.status.set(id, 'booked');
+    }
+    state.hold = null;
+    paintAll();
+    $('ticket').hidden = true;
+    const box = $('group-tickets');
+    box.hidden = false;
+    box.textContent = '';
+    for (const leg of h.legs) {
+      const b = Object.assign({ areas: leg.areas }, leg.booking);
+      const show = String(leg.showId) === String(state.showId) ? state.show
+        : state.group.shows.get(leg.showId) || { title: `Show ${leg.showId}` };
+      const t = el('div', { class: 'ticket', 'data-show-id': leg.showId, 'data-booking-id': b.bookingId || '' });
+      const seats = Array.isArray(b.seatIds) && b.seatIds.length ? b.seatIds : leg.seatIds;
+      t.append(...ticketParts(b, show, seats.length ? seatListText(seats) : ''));
+      box.append(t);
+    }
+    setPhase('ticket');
+    say(`Booked ${h.legs.length} show${h.legs.length === 1 ? '' : 's'}! Each show was charged separately. Enjoy the shows.`, 'success');
   }
 
   /* ---------------------------------------------------------------- my tickets */
@@ -2667,6 +3022,8 @@
     $('again-btn').addEventListener('click', () => { setPhase('select'); say(''); });
     $('notice-close').addEventListener('click', () => { say(''); showAlternatives([]); });
     initBestForm();
+    // A group hold names its seats: best available is a single show's.
+    $('best-form').hidden = !!state.group;
     initQueue();
     setPhase('select');
 
@@ -2682,7 +3039,9 @@
     initSession();
     const params = new URLSearchParams(location.search);
     const id = params.get('show');
-    if (id) showPicker(id);
+    const group = params.get('group');
+    if (group) showGroup(group, id);
+    else if (id) showPicker(id);
     else if (params.get('view') === 'tickets') showTickets();
     else showCatalogue();
   }

@@ -1525,3 +1525,185 @@ test('standing areas follow the feed: a snapshot\'s "areas" {id: {capacity, avai
   assert.equal(await page.isDisabled('#hold-btn'), true, 'nothing left to hold');
   noPageErrors(page);
 });
+
+/* ---------------------------------------------------------------- sales channels (issue 30) */
+
+const isNotForSale = (page) => page.waitForFunction(() => /not for sale/.test(document.querySelector('#message').textContent));
+
+test('seats kept for a sales channel: "Not for sale" on the map and in the legend, never selectable, a 409 in words', async (t) => {
+  const kept = await createShow('Channels', { channels: { boxoffice: { seatIds: ['A1', 'A2'] } } });
+  const tok = mintToken(`cara-${RUN_TAG}`);   // a buyer's token: no channels
+  const { page, feed } = await openPicker(await newContext(), tok, { show: kept, valve: true });
+
+  await t.test('A1 and A2 are drawn as not for sale, A3 as for sale, and the legend says what that is', async () => {
+    for (const id of ['A1', 'A2']) await expectSeat(page, id, 'unavailable', 2000, 'a seat kept for the box office');
+    assert.match(await seatClass(page, 'A3'), /\bavailable\b/);
+    assert.equal(await page.getAttribute('#map [data-seat="A1"]', 'aria-label'), 'Row A seat 1, standard, €12.00, not for sale');
+    assert.equal(await page.getAttribute('#map [data-seat="A1"]', 'aria-disabled'), 'true');
+    assert.equal(await page.isVisible('#legend [data-legend="unavailable"]'), true, 'the legend names them');
+    assert.equal((await page.textContent('#legend [data-legend="unavailable"]')).trim(), 'Not for sale');
+    const seats = await apiCall('GET', `/v1/shows/${kept}/seats`);
+    assert.equal(seats.body.seats.A1, 'unavailable', 'the API agrees');
+    await shot(page, 'channels-not-for-sale');
+  });
+
+  await t.test('without the WebSocket, the availability document\'s "blocked" bitmap alone says so', async () => {
+    const poller = await (await newContext()).newPage();
+    poller.on('pageerror', (err) => { poller.__errors = (poller.__errors || []).concat(String(err)); });
+    await poller.routeWebSocket(/\/seats\/ws/, (ws) => ws.close());
+    const seen = [];
+    poller.on('response', (r) => { if (/\/availability(\?|$)/.test(r.url())) seen.push(r.status()); });
+    await poller.goto(`${BASE}/?show=${encodeURIComponent(kept)}#token=${encodeURIComponent(tok)}`);
+    await poller.waitForSelector('#map [data-seat="E10"]');
+    for (const id of ['A1', 'A2']) await expectSeat(poller, id, 'unavailable', 2000, 'from the availability document');
+    assert.match(await seatClass(poller, 'A3'), /\bavailable\b/);
+    assert.ok(seen.includes(200), 'the availability document was read');
+    const doc = await apiCall('GET', `/v1/shows/${kept}/availability`);
+    assert.equal(typeof doc.body.blocked, 'string', 'the document has "blocked"');
+    noPageErrors(poller);
+    await poller.close();
+  });
+
+  await t.test('clicking a kept seat selects nothing and says so', async () => {
+    await page.click('#map [data-seat="A1"]', { force: true });   // aria-disabled: not a target
+    assert.doesNotMatch(await seatClass(page, 'A1'), /\b(selected|mine|held)\b/);
+    assert.equal(await message(page), 'Row A seat 1 is not for sale.');
+    assert.equal(await page.isDisabled('#hold-btn'), true, 'nothing to hold');
+  });
+
+  await t.test('a seat kept while it was selected: "Seat A3 is not for sale", nothing held, the rest still selected', async () => {
+    await page.click('#map [data-seat="A3"]');
+    await page.click('#map [data-seat="A5"]');
+    feed.freeze();   // the page does not hear of the new channel before it holds
+    const put = await apiCall('PUT', `/v1/admin/shows/${kept}/channels/partner`, tokens.admin, { seatIds: ['A3'] });
+    assert.equal(put.status, 200, put.text);
+    const held = page.waitForResponse(isHoldPost(kept));
+    await page.click('#hold-btn');
+    const res = await held;
+    assert.equal(res.status(), 409);
+    assert.match((await res.json()).type, /\/seat-not-for-sale$/);
+    await isNotForSale(page);
+    assert.equal(await message(page), 'Seat A3 is not for sale. Nothing was held; your other seats are still selected.');
+    assert.match(await seatClass(page, 'A3'), /\bunavailable\b/);
+    assert.match(await seatClass(page, 'A5'), /\bselected\b/);
+    feed.thaw();
+    const mine = await apiCall('GET', '/v1/me/holds', tok);
+    assert.equal(mine.status, 200, mine.text);
+    const live = (mine.body.holds || mine.body.items || []).filter((h) => String(h.showId) === String(kept) && h.status === 'HELD');
+    assert.deepEqual(live, [], 'nothing held');
+  });
+
+  await t.test('the channels released: the seats come on sale live, the legend entry goes', async () => {
+    for (const ch of ['boxoffice', 'partner']) {
+      const del = await apiCall('DELETE', `/v1/admin/shows/${kept}/channels/${ch}`, tokens.admin);
+      assert.ok(del.status === 200 || del.status === 204, del.text);
+    }
+    for (const id of ['A1', 'A2', 'A3']) await expectSeat(page, id, 'available', 3000, 'released by the admin');
+    assert.equal(await page.isVisible('#legend [data-legend="unavailable"]'), false);
+  });
+  noPageErrors(page);
+});
+
+/* ---------------------------------------------------------------- event groups (issue 30) */
+
+test('a group of two shows: one POST holds in both, a refusal names the show and holds nothing, "Pay for all" books each', async (t) => {
+  const first = await createShow('Group night 1');
+  const second = await createShow('Group night 2', { groupWith: first });
+  const g = await apiCall('POST', '/v1/groups', tokens.admin, { title: `Season ${RUN_TAG}`, showIds: [first, second] });
+  assert.equal(g.status, 201, `creating the group: ${g.text}`);
+  const gid = g.body.id;
+  const tok = mintToken(`gus-${RUN_TAG}`);
+  const rival = mintToken(`olga-${RUN_TAG}`);
+  const page = await (await newContext()).newPage();
+  page.on('pageerror', (err) => { page.__errors = (page.__errors || []).concat(String(err)); });
+  const holdPosts = [];
+  page.on('request', (r) => {
+    const path = new URL(r.url()).pathname;
+    if (r.method() === 'POST' && /\/holds$/.test(path)) holdPosts.push({ path, body: r.postDataJSON() });
+  });
+  const groupHoldAnswer = () => page.waitForResponse((r) =>
+    new URL(r.url()).pathname === `/v1/groups/${gid}/holds` && r.request().method() === 'POST');
+  await page.goto(`${BASE}/?group=${encodeURIComponent(gid)}#token=${encodeURIComponent(tok)}`);
+  await page.waitForSelector('#map [data-seat="E10"]');
+  await page.waitForFunction(() => document.querySelector('#map [data-seat="A1"]').dataset.status);
+
+  await t.test('the page shows the group\'s title, its two shows and the first show\'s map', async () => {
+    assert.equal(await page.textContent('#group-title'), `Season ${RUN_TAG}`);
+    await page.waitForFunction((n) => [...document.querySelectorAll('#group-shows .group-show-title')]
+      .map((e) => e.textContent).join('|') === n, `Group night 1 ${RUN_TAG}|Group night 2 ${RUN_TAG}`);
+    assert.equal(await page.getAttribute(`#group-shows [data-show-id="${first}"] a`, 'aria-current'), 'page');
+    assert.equal(await page.textContent('#show-title'), `Group night 1 ${RUN_TAG}`);
+    assert.equal(await page.isVisible('#best-form'), false, 'best available is a single show\'s');
+  });
+
+  await t.test('D5 taken in the second show: the refusal names that show, nothing is held in the first', async () => {
+    const taken = await apiCall('POST', `/v1/shows/${second}/holds`, rival, { seatIds: ['D5'] });
+    assert.equal(taken.status, 201, taken.text);
+    await page.click('#map [data-seat="D5"]');
+    const answer = groupHoldAnswer();
+    await page.click('#hold-btn');
+    const res = await answer;
+    assert.equal(res.status(), 409);
+    assert.deepEqual((await res.json()).conflicts, { [second]: ['D5'] });
+    await page.waitForFunction(() => /nothing was held/.test(document.querySelector('#message').textContent));
+    assert.match(await message(page),
+      new RegExp(`^D5 is taken in show ${second} \\(Group night 2 ${RUN_TAG}, [^)]+\\): nothing was held in any show\\.`));
+    assert.doesNotMatch(await seatClass(page, 'D5'), /\b(selected|mine)\b/);
+    const mine = await apiCall('GET', '/v1/me/holds', tok);
+    assert.equal(mine.status, 200, mine.text);
+    assert.deepEqual((mine.body.holds || mine.body.items || []).filter((h) => h.status === 'HELD'), [],
+      'nothing held in either show');
+    const s1 = await apiCall('GET', `/v1/shows/${first}/seats?minVersion=0`);
+    assert.equal(s1.body.seats.D5, 'available', 'D5 of the first show is still free');
+  });
+
+  let answer;
+  await t.test('C7 is held in both shows with ONE POST /v1/groups/{id}/holds', async () => {
+    holdPosts.length = 0;
+    await page.click('#map [data-seat="C7"]');
+    const waiting = groupHoldAnswer();
+    await page.click('#hold-btn');
+    const res = await waiting;
+    assert.equal(res.status(), 201);
+    answer = await res.json();
+    await expectSeat(page, 'C7', 'mine', 1000, 'the group hold, on this show\'s map');
+    assert.deepEqual(holdPosts, [{ path: `/v1/groups/${gid}/holds`, body: { seatIds: ['C7'] } }], 'one POST, the group\'s');
+    assert.deepEqual(answer.holds.map((h) => h.showId).sort(), [first, second].sort());
+    for (const leg of answer.holds) {
+      const h = await apiCall('GET', `/v1/holds/${encodeURIComponent(leg.holdId)}`, tok);
+      assert.equal(h.status, 200, h.text);
+      assert.equal(h.body.status, 'HELD');
+      assert.deepEqual(h.body.seatIds, ['C7']);
+      const seats = await apiCall('GET', `/v1/shows/${leg.showId}/seats?minVersion=${leg.version}`);
+      assert.equal(seats.body.seats.C7, 'held', `C7 held in show ${leg.showId}`);
+    }
+    assert.deepEqual(await page.$$eval('#hold-legs li', (els) => els.map((e) => e.dataset.showId)), [first, second]);
+    assert.match(await page.textContent('#hold-legs'), new RegExp(`Group night 2 ${RUN_TAG}`));
+    assert.equal(await page.textContent('#pay-btn'), 'Pay for all');
+    assert.equal(await page.isVisible('#hold-charge-note'), true);
+    assert.match(await page.textContent('#hold-charge-note'), /charged separately/);
+    assert.match(await page.textContent('#hold-total'), /^Total €36\.00 for 2 shows$/);
+    await shot(page, 'group-held');
+  });
+
+  await t.test('"Pay for all" books each show\'s hold in turn: two confirmed bookings, two tickets', async () => {
+    await page.click('#pay-btn');
+    await page.waitForSelector('#panel-ticket:not([hidden]) #group-tickets .ticket:nth-child(2)', { timeout: 15000 });
+    const tickets = await page.$$eval('#group-tickets .ticket', (els) => els.map((e) => ({
+      show: e.dataset.showId, booking: e.dataset.bookingId, status: e.querySelector('.ticket-status').textContent })));
+    assert.deepEqual(tickets.map((x) => x.show), [first, second]);
+    for (const x of tickets) {
+      assert.equal(x.status, 'Confirmed');
+      const b = await apiCall('GET', `/v1/bookings/${encodeURIComponent(x.booking)}`, tok);
+      assert.equal(b.status, 200, b.text);
+      assert.equal(b.body.status, 'CONFIRMED');
+      assert.equal(String(b.body.showId), x.show);
+      assert.deepEqual(b.body.seatIds, ['C7']);
+      assert.equal(b.body.holdId, answer.holds.find((h) => h.showId === x.show).holdId);
+    }
+    assert.match(await message(page), /^Booked 2 shows! Each show was charged separately/);
+    await expectSeat(page, 'C7', 'booked', 1000, 'booked on this show\'s map');
+    await shot(page, 'group-booked');
+  });
+  noPageErrors(page);
+});
