@@ -99,7 +99,8 @@ static int random_bytes(unsigned char *out, size_t n)
 int seatd_keys_new_id(char *out, const char *show_id, char kind)
 {
     unsigned char rnd[ID_HEX / 2];
-    if (!seatd_keys_valid_show_id(show_id) || (kind != 'h' && kind != 'b' && kind != 'q' && kind != 'g' && kind != 'm'))
+    if (!seatd_keys_valid_show_id(show_id) ||
+        (kind != 'h' && kind != 'b' && kind != 'q' && kind != 'g' && kind != 'm'))
         return SEATD_EBADID;
     if (random_bytes(rnd, sizeof(rnd)) < 0)
         return SEATD_EINTERNAL;

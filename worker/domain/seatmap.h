@@ -50,7 +50,7 @@ typedef struct seatd_seatmap_s {
                                NULL for none */
     unsigned char *blocked; /* owned: seats kept for a sales channel (issue 30), NULL for none */
     size_t blocked_len;
-    char *availability;     /* owned rendering, made on first use */
+    char *availability; /* owned rendering, made on first use */
     size_t availability_len;
     char *status; /* owned rendering, made on first use */
     size_t status_len;

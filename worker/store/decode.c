@@ -198,24 +198,20 @@ static const field_t statuses_fields[] = {
 };
 
 static const field_t group_fields[] = {
-    STR("groupId", group.group_id),
-    STR("title", group.title),
-    STR("showIds", group.show_ids),
-    STR("groupHoldId", group.hold_id),
-    LIST("hold", group.holds, group.nholds),
-    INT("createdAt", group.created_at_ms),
-    INT("released", group.released),
-    {NULL, F_STR, 0, NOAUX, 0},
+    STR("groupId", group.group_id),          STR("title", group.title),
+    STR("showIds", group.show_ids),          STR("groupHoldId", group.hold_id),
+    LIST("hold", group.holds, group.nholds), INT("createdAt", group.created_at_ms),
+    INT("released", group.released),         {NULL, F_STR, 0, NOAUX, 0},
 };
 
 static const field_t *const kind_fields[KIND_COUNT] = {
-    [KIND_GROUP] = group_fields,
-    [KIND_QUEUE] = queue_fields,     [KIND_SHOW] = show_fields,
-    [KIND_PAGE] = page_fields,       [KIND_SEATMAP] = seatmap_fields,
-    [KIND_HOLD] = hold_fields,       [KIND_BOOKING] = booking_fields,
-    [KIND_PENDING] = pending_fields, [KIND_REAP] = reap_fields,
-    [KIND_ATTEMPT] = attempt_fields, [KIND_REMOVED] = removed_fields,
-    [KIND_ACCOUNT] = account_fields, [KIND_STATUSES] = statuses_fields,
+    [KIND_GROUP] = group_fields,       [KIND_QUEUE] = queue_fields,
+    [KIND_SHOW] = show_fields,         [KIND_PAGE] = page_fields,
+    [KIND_SEATMAP] = seatmap_fields,   [KIND_HOLD] = hold_fields,
+    [KIND_BOOKING] = booking_fields,   [KIND_PENDING] = pending_fields,
+    [KIND_REAP] = reap_fields,         [KIND_ATTEMPT] = attempt_fields,
+    [KIND_REMOVED] = removed_fields,   [KIND_ACCOUNT] = account_fields,
+    [KIND_STATUSES] = statuses_fields,
 };
 
 void store__decoded_free(decoded_t *d)

@@ -92,8 +92,8 @@ typedef struct seatd_hold_result_s { /* hold, hold_get, release, release_unclaim
     int64_t expires_at_ms;    /* epoch ms, Redis clock */
     int64_t created_at_ms;
     int64_t version;
-    int replayed; /* hold: answered from the idempotency record */
-    int split;    /* hold (best available): the seats are two blocks, not one */
+    int replayed;      /* hold: answered from the idempotency record */
+    int split;         /* hold (best available): the seats are two blocks, not one */
     const char *areas; /* places in standing areas, "FLOOR:2,…" (domain/areas.h), "" for none */
 } seatd_hold_result_t;
 
@@ -221,11 +221,11 @@ typedef struct seatd_statuses_result_s { /* bookings_status */
 } seatd_statuses_result_t;
 
 typedef struct seatd_group_result_s { /* group_create, group_get, group_hold, group_release */
-    const char *group_id;   /* "<first showId>-g<20 hex>" */
+    const char *group_id;             /* "<first showId>-g<20 hex>" */
     const char *title;
-    const char *show_ids;   /* comma-joined */
-    const char *hold_id;    /* group_hold: the group hold, "<first showId>-m<20 hex>" */
-    size_t nholds;          /* group_hold: one per show held */
+    const char *show_ids;     /* comma-joined */
+    const char *hold_id;      /* group_hold: the group hold, "<first showId>-m<20 hex>" */
+    size_t nholds;            /* group_hold: one per show held */
     const char *const *holds; /* "<showId>|<holdId>|<expiresAt ms>|<version>|<seats ;-joined>|
                                  <places text>" */
     int64_t created_at_ms;
