@@ -47,7 +47,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s[size] = '\0';
     cJSON_Delete(seatd_areas_free_json(s));
     cJSON_Delete(seatd_areas_places_json(s));
-    (void)seatd_areas_free_of(s, "FLOOR");
 
     cJSON *j = cJSON_ParseWithLength(s, size);
     char out[SEATD_AREAS_TEXT_MAX], why[256];

@@ -168,23 +168,3 @@ cJSON *seatd_areas_free_json(const char *text)
     each_entry(text, add_free, o);
     return o;
 }
-
-typedef struct {
-    const char *id;
-    long long free_;
-} find_t;
-
-static void find_free(const char *id, long long cap, long long free_, int nfields, void *data)
-{
-    (void)cap;
-    find_t *f = data;
-    if (nfields == 3 && strcmp(id, f->id) == 0)
-        f->free_ = free_;
-}
-
-long long seatd_areas_free_of(const char *text, const char *id)
-{
-    find_t f = {id, -1};
-    each_entry(text, find_free, &f);
-    return f.free_;
-}

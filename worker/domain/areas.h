@@ -44,7 +44,4 @@ struct cJSON *seatd_areas_places_json(const char *text);
  * {"FLOOR":{"capacity":5000,"available":4862},…}; NULL for "" or NULL. */
 struct cJSON *seatd_areas_free_json(const char *text);
 
-/* The free count of area 'id' in a free text, or -1 when it is not there. */
-long long seatd_areas_free_of(const char *text, const char *id);
-
 #endif

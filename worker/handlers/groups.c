@@ -303,13 +303,17 @@ static void ghold_next_layout(seatd_req_t *r, const seatd_layout_t *l, void *ctx
     }
 }
 
+static void ghold_add_show(ghold_op_t *op, const char *show)
+{
+    op->shows = seatd_realloc(op->shows, (op->nshows + 1) * sizeof(*op->shows));
+    op->shows[op->nshows++] = seatd_strdup(show);
+}
+
 static void ghold_with_shows(seatd_req_t *r, ghold_op_t *op, const char *csv)
 {
     char *copy = seatd_strdup(csv);
-    for (char *save = NULL, *s = strtok_r(copy, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
-        op->shows = seatd_realloc(op->shows, (op->nshows + 1) * sizeof(*op->shows));
-        op->shows[op->nshows++] = seatd_strdup(s);
-    }
+    for (char *save = NULL, *s = strtok_r(copy, ",", &save); s; s = strtok_r(NULL, ",", &save))
+        ghold_add_show(op, s);
     free(copy);
     ghold_next_layout(r, NULL, op);
 }
@@ -372,10 +376,8 @@ int seatd_handle_groups_hold(seatd_req_t *r)
         return 0;
     }
     if (subset != NULL) {
-        for (size_t i = 0; i < nshows; i++) {
-            op->shows = seatd_realloc(op->shows, (op->nshows + 1) * sizeof(*op->shows));
-            op->shows[op->nshows++] = seatd_strdup(shows[i]);
-        }
+        for (size_t i = 0; i < nshows; i++)
+            ghold_add_show(op, shows[i]);
         free(shows);
         ghold_next_layout(r, NULL, op);
         return 0;
