@@ -129,33 +129,52 @@ static inline int th_finish(th_t *t, th_res_t *r, int rc)
 
 /* ---------------------------------------------------------------------- operations */
 
-/* Creates show 'show' with the NULL-terminated 'seats' (index order), holdTtlMs 'ttl_ms'. */
-static inline int th_create_show(th_t *t, const char *show, const char *const *seats,
-                                 long long ttl_ms)
+/* The seats array of a layout of the NULL-terminated 'seats' (index order, tier "standard",
+ * row the id's first letter) into 'out' ('cap' bytes). Returns the number of seats. */
+static inline size_t th_seats_json(char *out, size_t cap, const char *const *seats)
 {
-    char layout[8192];
-    size_t n = 0, off = 0;
-    off += (size_t)snprintf(layout + off, sizeof(layout) - off, "{\"showId\":\"%s\",\"seats\":[",
-                            show);
+    size_t n = 0, off = (size_t)snprintf(out, cap, "[");
     for (; seats[n]; n++)
-        off += (size_t)snprintf(layout + off, sizeof(layout) - off,
+        off += (size_t)snprintf(out + off, cap - off,
                                 "%s{\"id\":\"%s\",\"row\":\"%c\",\"number\":%zu,"
                                 "\"tier\":\"standard\",\"x\":%zu,\"y\":0}",
                                 n ? "," : "", seats[n], seats[n][0], n, n);
-    snprintf(layout + off, sizeof(layout) - off, "]}");
+    snprintf(out + off, cap - off, "]");
+    return n;
+}
+
+/* Creates show 'show' with the NULL-terminated 'seats' (index order), holdTtlMs 'ttl_ms',
+ * the price tiers 'tiers' (JSON), and the optional meta extras 'extra' and channels
+ * 'channels' (seatd_show_args_t's; NULL for none). */
+static inline int th_create_show_with(th_t *t, const char *show, const char *const *seats,
+                                      long long ttl_ms, const char *tiers, const char *extra,
+                                      const char *channels)
+{
+    char layout[8192], arr[8000];
+    size_t n = th_seats_json(arr, sizeof(arr), seats);
+    snprintf(layout, sizeof(layout), "{\"showId\":\"%s\",\"seats\":%s}", show, arr);
     seatd_show_args_t a = {0};
     a.show_id = show;
     a.title = "Test show";
     a.starts_at_ms = 1800000000000LL;
     a.hold_ttl_ms = ttl_ms;
-    a.price_tiers_json = "{\"standard\":1200}";
+    a.price_tiers_json = tiers;
     a.layout_json = layout;
     a.seat_ids = seats;
     a.nseats = n;
+    a.extra_json = extra;
+    a.channels_json = channels;
     th_res_t r = {0};
     int rc = th_finish(t, &r, seatd_store_create_show(t->store, &a, th_on_result, &r));
     th_res_clear(&r);
     return rc;
+}
+
+/* Creates show 'show' with the NULL-terminated 'seats' (index order), holdTtlMs 'ttl_ms'. */
+static inline int th_create_show(th_t *t, const char *show, const char *const *seats,
+                                 long long ttl_ms)
+{
+    return th_create_show_with(t, show, seats, ttl_ms, "{\"standard\":1200}", NULL, NULL);
 }
 
 /* Holds the NULL-terminated 'seats' with a fresh hold id; 'idem' may be NULL. */

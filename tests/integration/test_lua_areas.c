@@ -21,32 +21,13 @@ TestSuite(lua_areas, .init = setup, .timeout = 60);
  * (capacity 3, standard). */
 static int create_show(th_t *t, long long cap, long long ttl_ms)
 {
-    char layout[1024], extra[256];
-    size_t off = (size_t)snprintf(layout, sizeof(layout), "{\"showId\":\"1\",\"seats\":[");
-    for (size_t n = 0; seats4[n]; n++)
-        off += (size_t)snprintf(layout + off, sizeof(layout) - off,
-                                "%s{\"id\":\"%s\",\"row\":\"C\",\"number\":%zu,"
-                                "\"tier\":\"standard\",\"x\":%zu,\"y\":0}",
-                                n ? "," : "", seats4[n], n + 1, n);
-    snprintf(layout + off, sizeof(layout) - off, "]}");
+    char extra[256];
     snprintf(extra, sizeof(extra),
              "{\"areas\":[{\"id\":\"FLOOR\",\"capacity\":%lld,\"tier\":\"standing\"},"
              "{\"id\":\"BALC\",\"capacity\":3,\"tier\":\"standard\"}]}",
              cap);
-    seatd_show_args_t a = {0};
-    a.show_id = "1";
-    a.title = "Areas";
-    a.starts_at_ms = 1800000000000LL;
-    a.hold_ttl_ms = ttl_ms;
-    a.price_tiers_json = "{\"standard\":1200,\"standing\":800}";
-    a.layout_json = layout;
-    a.seat_ids = seats4;
-    a.nseats = 4;
-    a.extra_json = extra;
-    th_res_t r = {0};
-    int rc = th_finish(t, &r, seatd_store_create_show(t->store, &a, th_on_result, &r));
-    th_res_clear(&r);
-    return rc;
+    return th_create_show_with(t, "1", seats4, ttl_ms, "{\"standard\":1200,\"standing\":800}",
+                               extra, NULL);
 }
 
 /* A hold of 'seats' (NULL-terminated) and the places text 'areas' ("" for none) by 'owner';
@@ -98,8 +79,6 @@ Test(lua_areas, places_are_held_with_seats_and_priced_into_the_booking)
     cr_assert_eq(th_open(&t), 0);
     cr_assert_eq(create_show(&t, 5, 60000), 0);
     redisContext *c = seatd_test_redis_connect();
-    redisReply *sub = NULL;
-    (void)sub;
     const char *want[] = {"C2", NULL};
     cr_assert_eq(hold(&t, &r, "alice", want, "BALC:1,FLOOR:2", 0, 0, NULL, hid), 0, "err %d %s",
                  r.err, r.detail);

@@ -21,33 +21,14 @@ TestSuite(lua_channels, .init = setup, .timeout = 60);
  * places until 'release_at' (epoch ms, 0: none). */
 static int create_show(th_t *t, long long release_at)
 {
-    char layout[1024], channels[256];
-    size_t off = (size_t)snprintf(layout, sizeof(layout), "{\"showId\":\"1\",\"seats\":[");
-    for (size_t n = 0; seats4[n]; n++)
-        off += (size_t)snprintf(layout + off, sizeof(layout) - off,
-                                "%s{\"id\":\"%s\",\"row\":\"C\",\"number\":%zu,"
-                                "\"tier\":\"standard\",\"x\":%zu,\"y\":0}",
-                                n ? "," : "", seats4[n], n + 1, n);
-    snprintf(layout + off, sizeof(layout) - off, "]}");
+    char channels[256];
     snprintf(channels, sizeof(channels),
              "{\"boxoffice\":{\"seatIds\":[\"C1\",\"C2\"],\"areas\":{\"FLOOR\":2},"
              "\"releaseAt\":%lld}}",
              release_at);
-    seatd_show_args_t a = {0};
-    a.show_id = "1";
-    a.title = "Channels";
-    a.starts_at_ms = 1800000000000LL;
-    a.hold_ttl_ms = 60000;
-    a.price_tiers_json = "{\"standard\":1200}";
-    a.layout_json = layout;
-    a.seat_ids = seats4;
-    a.nseats = 4;
-    a.extra_json = "{\"areas\":[{\"id\":\"FLOOR\",\"capacity\":5,\"tier\":\"standard\"}]}";
-    a.channels_json = channels;
-    th_res_t r = {0};
-    int rc = th_finish(t, &r, seatd_store_create_show(t->store, &a, th_on_result, &r));
-    th_res_clear(&r);
-    return rc;
+    return th_create_show_with(
+        t, "1", seats4, 60000, "{\"standard\":1200}",
+        "{\"areas\":[{\"id\":\"FLOOR\",\"capacity\":5,\"tier\":\"standard\"}]}", channels);
 }
 
 /* A hold by 'owner' carrying the token channels 'channels' ("" for none). */
