@@ -22,8 +22,49 @@ book_fail.lua - seatd_book_fail: the payment failed; the hold goes back to HELD.
   except that a refund given for an already FAILED booking (a charge that landed late) is
   recorded once (and the booking leaves {s}:refunds and {s}:failed, see seatd_late_charge).
   Returns  {"bookingId", id, "status", "FAILED", "holdStatus", "HELD"|"EXPIRED"|…}
+  A group payment (lib.lua, payment_members) fails every member PENDING_PAYMENT with it (each
+  show's hold HELD again); the refund and the watch are the payment's.
   Errors   NOTFOUND, STATE <status> (CONFIRMED, CANCELLED)
 ]]
+
+-- Fails PENDING_PAYMENT booking 'b' (record key 'bk') of show 'p' with 'reason' and, when
+-- 'refund' is given, its refund (reference 'refund_ref'); 'watch': its charge may still land,
+-- so it enters {s}:failed (a group payment's member never: its payment is watched). Its hold,
+-- if still PENDING_PAYMENT for it, is HELD again (or EXPIRED at its deadline). Cannot fail.
+-- Returns the hold's status.
+local function fail_apply(p, bk, booking_id, b, o, now, changes)
+    redis.call('HSET', bk, 'status', 'FAILED', 'reason', o.reason, 'failedAt', now)
+    redis.call('ZREM', p .. ':pending', booking_id)
+    if o.refund and o.refund ~= '' then
+        redis.call('HSET', bk, 'refund', o.refund, 'refundRef', o.refund_ref,
+            'refundStatus', 'succeeded')
+    elseif o.watch then
+        -- Its charge may still be on its way: watched until the charge horizon has passed.
+        redis.call('ZADD', p .. ':failed', tonumber(b.createdAt or '0') or 0, booking_id)
+    end
+    local hk = p .. ':hold:' .. (b.holdId or '')
+    local h = hgetall(hk)
+    if h and h.status == 'PENDING_PAYMENT' and h.bookingId == booking_id then
+        local held_until = tonumber(h.heldUntil or h.expiresAt)
+        -- Restored only if its seat keys can still live a millisecond (a PEXPIREAT at or
+        -- before now deletes the key at once): at held_until - 1 the hold ends here.
+        if seat_deadline(held_until) > now then
+            for _, seat in ipairs(split_commas(h.seats)) do
+                local sk = p .. ':seat:' .. seat
+                if redis.call('GET', sk) == b.holdId then
+                    redis.call('PEXPIREAT', sk, seat_deadline(held_until))
+                end
+            end
+            redis.call('ZADD', p .. ':expiry', held_until, b.holdId)
+            redis.call('HSET', hk, 'status', 'HELD', 'bookingId', '', 'expiresAt', held_until)
+            h.status = 'HELD'
+        else
+            end_hold(p, b.holdId, h, 'EXPIRED', changes)
+            h.status = 'EXPIRED'
+        end
+    end
+    return (h and h.status) or ''
+end
 
 local function book_fail(keys, args)
     local p, booking_id, bk, b = load_booking(keys, args)
@@ -63,37 +104,20 @@ local function book_fail(keys, args)
     local now = now_ms()
     local changes = {}
     reap_due(p, now, REAP_BATCH, changes)
-    redis.call('HSET', bk, 'status', 'FAILED', 'reason', args[2] or '', 'failedAt', now)
-    redis.call('ZREM', p .. ':pending', booking_id)
-    if refund and refund ~= '' then
-        redis.call('HSET', bk, 'refund', refund, 'refundRef', args[4] or '',
-            'refundStatus', 'succeeded')
-    elseif not min_age then
-        -- Its charge may still be on its way: watched until the charge horizon has passed.
-        redis.call('ZADD', p .. ':failed', tonumber(b.createdAt or '0') or 0, booking_id)
-    end
-    local h = hgetall(hk)
-    if h and h.status == 'PENDING_PAYMENT' and h.bookingId == booking_id then
-        local held_until = tonumber(h.heldUntil or h.expiresAt)
-        -- Restored only if its seat keys can still live a millisecond (a PEXPIREAT at or
-        -- before now deletes the key at once): at held_until - 1 the hold ends here.
-        if seat_deadline(held_until) > now then
-            for _, seat in ipairs(split_commas(h.seats)) do
-                local sk = p .. ':seat:' .. seat
-                if redis.call('GET', sk) == b.holdId then
-                    redis.call('PEXPIREAT', sk, seat_deadline(held_until))
-                end
-            end
-            redis.call('ZADD', p .. ':expiry', held_until, b.holdId)
-            redis.call('HSET', hk, 'status', 'HELD', 'bookingId', '', 'expiresAt', held_until)
-            h.status = 'HELD'
-        else
-            end_hold(p, b.holdId, h, 'EXPIRED', changes)
-            h.status = 'EXPIRED'
+    local status = fail_apply(p, bk, booking_id, b, {reason = args[2] or '', refund = refund,
+        refund_ref = args[4] or '', watch = not min_age}, now, changes)
+    flush(p, changes)
+    -- A group payment's members fail with it: each show's hold HELD again.
+    for _, m in ipairs(payment_members(b)) do
+        local mb = hgetall(m.bk)
+        if mb and mb.status == 'PENDING_PAYMENT' then
+            local mchanges = {}
+            reap_due(m.p, now, REAP_BATCH, mchanges)
+            fail_apply(m.p, m.bk, m.id, mb, {reason = args[2] or ''}, now, mchanges)
+            flush(m.p, mchanges)
         end
     end
-    flush(p, changes)
-    return {'bookingId', booking_id, 'status', 'FAILED', 'holdStatus', (h and h.status) or ''}
+    return {'bookingId', booking_id, 'status', 'FAILED', 'holdStatus', status}
 end
 
 redis.register_function{function_name='seatd_book_fail', callback=book_fail}

@@ -68,6 +68,9 @@ local function cancel(keys, args)
     if b.status ~= 'CONFIRMED' then
         return fail('STATE', b.status)
     end
+    if b.members then -- a group payment: each show's booking is cancelled by its own policy
+        return fail('STATE', 'PAYMENT')
+    end
     local now = now_ms()
     local refund, percent
     if args[3] == 'policy' then

@@ -179,10 +179,43 @@ end
 local BOOKING_FIELDS = {'bookingId', 'showId', 'holdId', 'owner', 'seatIds', 'amount',
     'currency', 'paymentMethod', 'status', 'paymentRef', 'createdAt', 'confirmedAt', 'reason',
     'refund', 'cancelledAt', 'failedAt', 'refundStatus', 'refundRef', 'refundPercent',
-    'startsAt', 'version', 'lateCharge', 'areas'}
+    'startsAt', 'version', 'lateCharge', 'areas', 'members', 'paidBy'}
+
+-- One payment for a group hold (issue 30): a booking record of the group's first show with no
+-- seats of its own, 'members' "42:42-b…,43:43-b…" naming one ordinary booking per show (each
+-- with 'paidBy' = the payment's id). The payment is what is charged (its id the charge's
+-- idempotency key, its amount the members' sum); begin, confirm and fail act on it and on
+-- every member in one step, so that a buyer never has part of a group paid. The members share
+-- the payment's slot (groups.lua), so their keys are reached from its Functions.
+-- Returns the members of payment record 'b': {{show, id, p, bk}, …} (empty for a booking).
+local function payment_members(b)
+    local out = {}
+    for show, id in string.gmatch(b.members or '', '(%d+):([^,]+)') do
+        local p = '{s:' .. show .. '}'
+        out[#out + 1] = {show = show, id = id, p = p, bk = p .. ':booking:' .. id}
+    end
+    return out
+end
+
+-- A payment's members as its reply carries them: "show|bookingId|status|amount|version|
+-- seats ;-joined|places ;-joined" per member, comma-joined.
+local function members_reply(b)
+    local out = {}
+    for _, m in ipairs(payment_members(b)) do
+        local r = redis.call('HMGET', m.bk, 'status', 'amount', 'version', 'cancelVersion',
+            'seatIds', 'areas')
+        out[#out + 1] = table.concat({m.show, m.id, r[1] or '', r[2] or '0', r[4] or r[3] or '',
+            (string.gsub(r[5] or '', ',', ';')), (string.gsub(r[6] or '', ',', ';'))}, '|')
+    end
+    return table.concat(out, ',')
+end
+
 local function booking_reply(meta_key, b)
     b.startsAt = redis.call('HGET', meta_key, 'startsAt') or ''
     b.version = b.cancelVersion or b.version -- the show version of its last seat change
+    if b.members then
+        b.members = members_reply(b)
+    end
     return reply_fields(b, BOOKING_FIELDS)
 end
 

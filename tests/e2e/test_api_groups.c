@@ -164,3 +164,116 @@ Test(api_groups, bad_groups_and_group_holds_get_a_clear_error)
     cr_assert_eq(res.http.status, 400);
     e2e_res_free(&res);
 }
+
+/* POST /v1/bookings for a group hold; 'method' the card. */
+static void book_group(const char *mid, const char *sub, const char *method, e2e_res_t *res)
+{
+    char body[160];
+    snprintf(body, sizeof(body), "{\"holdId\":\"%s\",\"paymentMethod\":\"%s\"}", mid, method);
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", sub, body, NULL, res), 0);
+}
+
+/* GET /v1/holds/{id}'s status. */
+static void hold_status(const char *hold_id, const char *sub, char *out, size_t n)
+{
+    char path[192];
+    e2e_res_t res;
+    snprintf(path, sizeof(path), "/v1/holds/%s", hold_id);
+    cr_assert_eq(e2e_call("GET", path, sub, NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200, "%.*s", (int)res.http.body_len, res.http.body);
+    snprintf(out, n, "%s", e2e_str(&res, "status"));
+    e2e_res_free(&res);
+}
+
+Test(api_groups, one_payment_books_every_show_of_a_group_hold_or_none)
+{
+    char shows[2][32], gid[64], mid[64], held[2][64], st[32];
+    create_group(2, shows, gid);
+    e2e_res_t res;
+    group_hold(gid, "gina", "{\"seatIds\":[\"A1\"],\"areas\":{\"FLOOR\":1}}", &res);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    snprintf(mid, sizeof(mid), "%s", e2e_str(&res, "holdId"));
+    const cJSON *holds = cJSON_GetObjectItemCaseSensitive(res.json, "holds");
+    for (int i = 0; i < 2; i++)
+        snprintf(held[i], sizeof(held[i]), "%s",
+                 cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(holds, i), "holdId")
+                     ->valuestring);
+    e2e_res_free(&res);
+
+    /* a declined card: nothing booked anywhere, every show's hold HELD again */
+    book_group(mid, "gina", "tok_declined", &res);
+    cr_assert_eq(res.http.status, 402, "%.*s", (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+    for (int i = 0; i < 2; i++) {
+        hold_status(held[i], "gina", st, sizeof(st));
+        cr_assert_str_eq(st, "HELD", "show %s", shows[i]);
+    }
+    book_group(mid, "mallory", "tok_ok", &res);
+    cr_assert_eq(res.http.status, 404, "another buyer's group hold");
+    e2e_res_free(&res);
+
+    /* one payment: the sum of both shows (a seat and a place at 1200 each, twice) */
+    book_group(mid, "gina", "tok_ok", &res);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    char pay[64];
+    snprintf(pay, sizeof(pay), "%s", e2e_str(&res, "bookingId"));
+    cr_assert_str_eq(e2e_str(&res, "status"), "CONFIRMED");
+    cr_assert_str_eq(e2e_str(&res, "holdId"), mid);
+    cr_assert_eq(e2e_num(&res, "amount"), 4800);
+    cr_assert_null(cJSON_GetObjectItemCaseSensitive(res.json, "ticketToken"),
+                   "the tickets are the shows' bookings'");
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(res.json, "bookings");
+    cr_assert_eq(cJSON_GetArraySize(list), 2, "%.*s", (int)res.http.body_len, res.http.body);
+    char member[2][64];
+    for (int i = 0; i < 2; i++) {
+        const cJSON *m = cJSON_GetArrayItem(list, i);
+        cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(m, "showId")->valuestring, shows[i]);
+        cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(m, "status")->valuestring, "CONFIRMED");
+        cr_assert_eq(cJSON_GetObjectItemCaseSensitive(m, "amount")->valuedouble, 2400);
+        snprintf(member[i], sizeof(member[i]), "%s",
+                 cJSON_GetObjectItemCaseSensitive(m, "bookingId")->valuestring);
+    }
+    e2e_res_free(&res);
+    book_group(mid, "gina", "tok_ok", &res);
+    cr_assert_eq(res.http.status, 201, "a retry answers the same payment");
+    cr_assert_str_eq(e2e_str(&res, "bookingId"), pay);
+    e2e_res_free(&res);
+
+    /* each show's booking is its own ticket, paid with the one payment */
+    char path[192];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "/v1/bookings/%s", member[i]);
+        cr_assert_eq(e2e_call("GET", path, "gina", NULL, NULL, &res), 0);
+        cr_assert_eq(res.http.status, 200);
+        cr_assert_str_eq(e2e_str(&res, "status"), "CONFIRMED");
+        cr_assert_str_eq(e2e_str(&res, "paidWith"), pay);
+        cr_assert(e2e_str(&res, "ticketToken")[0], "a ticket");
+        e2e_res_free(&res);
+        long keys, hb, booked;
+        e2e_show_counts(shows[i], &keys, &hb, &booked);
+        cr_assert_eq(booked, 1, "A1 booked in show %s", shows[i]);
+        cr_assert_eq(hb, 0);
+    }
+    snprintf(path, sizeof(path), "/v1/bookings/%s", pay);
+    cr_assert_eq(e2e_call("GET", path, "gina", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res.json, "bookings")), 2);
+    e2e_res_free(&res);
+
+    /* cancellation follows each show's policy: one show's booking, refunded from the charge */
+    cr_assert_eq(e2e_call("DELETE", path, "gina", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 409, "the payment is not cancelled whole: %.*s",
+                 (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+    snprintf(path, sizeof(path), "/v1/bookings/%s", member[1]);
+    cr_assert_eq(e2e_call("DELETE", path, "gina", NULL, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 200, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert_str_eq(e2e_str(&res, "status"), "CANCELLED");
+    cr_assert_eq(e2e_num(&res, "refund"), 2400, "the show is years away: 100 %%");
+    cr_assert_str_eq(e2e_str(&res, "refundStatus"), "succeeded");
+    e2e_res_free(&res);
+    snprintf(path, sizeof(path), "/v1/bookings/%s", member[0]);
+    cr_assert_eq(e2e_call("GET", path, "gina", NULL, NULL, &res), 0);
+    cr_assert_str_eq(e2e_str(&res, "status"), "CONFIRMED", "the other show's stays");
+    e2e_res_free(&res);
+}

@@ -17,6 +17,7 @@
 #include "store/store.h"
 
 #define DESC_SEATS_MAX 80 /* seat ids quoted in a charge's description */
+#define SEATD_BOOKING_PRICED_MAX 21 /* shows priced for one begin: a group's, and one more */
 
 /* One booking on its way through the flow. */
 typedef struct flow_s {
@@ -30,13 +31,16 @@ typedef struct flow_s {
     char currency[8];
     char method[SEATD_PAY_SOURCE_MAX];
     char *seat_ids;                     /* owned; "" when unknown */
+    char *members;                      /* a group payment's bookings (store.h), owned; "" */
+    size_t member_at;                   /* the next member to file in the buyer's index */
     char charge_id[64];                 /* the charge being settled */
     char decline[64];                   /* the gateway's decline code */
     char refund_key[SEATD_ID_MAX + 8];  /* "refund-<bookingId>": one refund per booking */
     char cancel_key[SEATD_ID_MAX + 8];  /* "cancel-<bookingId>": a cancellation's refund */
     int64_t amount;                     /* charged (or to charge), minor units */
     int64_t window_ms, cap, cap_window; /* book_begin's payment window and decline cap */
-    int priced;                         /* the show's seat tiers were stored for this begin */
+    int priced;                         /* shows whose seat tiers were stored for this begin */
+    char pricing[SEATD_ID_MAX];         /* the show whose seat tiers are being stored */
     int keep_attempt;                   /* booking.h seatd_booking_end_t */
     int cancelling;                     /* a cancellation: its refund is "cancel-<id>" */
     int in_call;                        /* the public call that started the flow runs */
@@ -73,12 +77,14 @@ static flow_t *flow_new(const seatd_booking_ctx_t *ctx, const char *booking_id, 
     snprintf(f->refund_key, sizeof(f->refund_key), "refund-%s", booking_id);
     snprintf(f->cancel_key, sizeof(f->cancel_key), "cancel-%s", booking_id);
     f->seat_ids = seatd_strdup("");
+    f->members = seatd_strdup("");
     f->in_call = 1; /* until the public call returns (returned()) */
     return f;
 }
 
 static void flow_free(flow_t *f)
 {
+    free(f->members);
     free(f->seat_ids);
     free(f);
 }
@@ -270,19 +276,33 @@ static void record_lost_booking(flow_t *f)
         end_pending(f, "lost booking not recorded; not refunded yet", rc);
 }
 
+/* The seat maps that the confirm in 'res' changed are dropped from this worker's cache: the
+ * booking's show, or every show of a group payment. */
+static void invalidate_confirmed(const flow_t *f, const seatd_store_result_t *res)
+{
+    const seatd_booking_result_t *b = &res->booking;
+    if (b->members == NULL || b->members[0] == '\0') {
+        seatd_seatmap_invalidate(f->show_id, b->version);
+        return;
+    }
+    seatd_payment_member_t m;
+    for (size_t at = 0; seatd_store_payment_member(b->members, &at, &m);)
+        seatd_seatmap_invalidate(m.show_id, m.version);
+}
+
 static void on_confirm(const seatd_store_result_t *res, void *data)
 {
     flow_t *f = data;
     switch (res->err) {
     case 0:
-        seatd_seatmap_invalidate(f->show_id, res->booking.version);
+        invalidate_confirmed(f, res);
         finish(f, SEATD_BOOKING_CONFIRMED, 0, res);
         return;
     case SEATD_ENOTDURABLE:
         /* CONFIRMED on a primary that has not passed it to a replica: a failover may take it
          * back. The begin is durable, so the survivor has the booking PENDING_PAYMENT in its
          * {s}:pending: reconciliation settles it there. Until then: 202. */
-        seatd_seatmap_invalidate(f->show_id, res->booking.version);
+        invalidate_confirmed(f, res);
         seatd_metrics_inc(SEATD_METRIC_CONFIRM_NOT_DURABLE);
         end_pending(f, "confirm not on a replica in time; answered pending", res->err);
         return;
@@ -448,8 +468,11 @@ static void charge(flow_t *f)
         return;
     }
     char desc[160];
-    snprintf(desc, sizeof(desc), "seatd show %s seats %.*s", f->show_id, DESC_SEATS_MAX,
-             f->seat_ids);
+    if (f->members[0]) /* a group payment: its holds are named by the group hold */
+        snprintf(desc, sizeof(desc), "seatd group hold %s", f->hold_id);
+    else
+        snprintf(desc, sizeof(desc), "seatd show %s seats %.*s", f->show_id, DESC_SEATS_MAX,
+                 f->seat_ids);
     int seats_fit = strlen(f->seat_ids) <= SEATD_PAY_TEXT_MAX;
     const char *meta[] = {"owner",     f->owner, "holdId", f->hold_id, seats_fit ? "seatIds" : NULL,
                           f->seat_ids, NULL};
@@ -461,6 +484,8 @@ static void charge(flow_t *f)
     }
 }
 
+static void index_booking(flow_t *f);
+
 static void on_indexed(const seatd_store_result_t *res, void *data)
 {
     flow_t *f = data;
@@ -469,18 +494,30 @@ static void on_indexed(const seatd_store_result_t *res, void *data)
         log_step(f, SEATD_LOG_WARN, "booking not filed in the buyer's index (the outbox will)",
                  res->err);
     }
-    charge(f);
+    if (f->members[0] && f->members[f->member_at])
+        index_booking(f); /* the group payment's next booking */
+    else
+        charge(f);
 }
 
 /* Files the booking that just began in the buyer's index ({u:<sub>}:bookings, GET
- * /v1/me/bookings) before the charge, so that the buyer reads their own writes. The write never
+ * /v1/me/bookings) before the charge, so that the buyer reads their own writes: a group
+ * payment's bookings one by one (each show's ticket), not the payment. The write never
  * waits for an unreachable shard (the buyer's keys are usually on another primary than the
  * show's), and a failure does not stop the booking: seatd-notify files every confirmed booking
  * from the outbox. */
 static void index_booking(flow_t *f)
 {
-    int rc =
-        seatd_store_me_add(f->ctx.store, f->owner, "bookings", f->booking_id, 0, on_indexed, f);
+    const char *id = f->booking_id;
+    seatd_payment_member_t m;
+    if (f->members[0]) {
+        if (!seatd_store_payment_member(f->members, &f->member_at, &m)) {
+            charge(f); /* every member filed */
+            return;
+        }
+        id = m.booking_id;
+    }
+    int rc = seatd_store_me_add(f->ctx.store, f->owner, "bookings", id, 0, on_indexed, f);
     if (rc < 0) {
         seatd_metrics_inc(SEATD_METRIC_BOOKING_INDEX_ERROR);
         charge(f);
@@ -508,11 +545,11 @@ static void on_tiers_stored(const seatd_store_result_t *res, void *data)
     begin(f);
 }
 
-/* Stores the show's seat tiers from layout 'l' (a show created before seats were priced in
- * Redis), then begins again. */
+/* Stores the seat tiers of show 'f->pricing' from its layout 'l' (a show created before seats
+ * were priced in Redis), then begins again. */
 static void store_tiers(flow_t *f, const seatd_layout_t *l)
 {
-    int rc = seatd_store_show_tiers_put(f->ctx.store, f->show_id, l, on_tiers_stored, f);
+    int rc = seatd_store_show_tiers_put(f->ctx.store, f->pricing, l, on_tiers_stored, f);
     if (rc < 0)
         finish(f, SEATD_BOOKING_REFUSED, rc, NULL);
 }
@@ -528,17 +565,19 @@ static void on_layout_for_tiers(const seatd_store_result_t *res, const seatd_lay
     store_tiers(f, l);
 }
 
-/* book_begin found the show without seat tiers (SEATD_EUNPRICED): they are stored from its
- * layout once, and the booking begins again. Nothing began. */
-static void price_show(flow_t *f)
+/* book_begin found show 'show_id' (the booking's, or one of a group hold's) without seat tiers
+ * (SEATD_EUNPRICED): they are stored from its layout once, and the booking begins again.
+ * Nothing began. */
+static void price_show(flow_t *f, const char *show_id)
 {
-    f->priced = 1;
-    const seatd_layout_t *l = seatd_layout_cache_get(f->show_id);
+    f->priced++;
+    snprintf(f->pricing, sizeof(f->pricing), "%s", show_id);
+    const seatd_layout_t *l = seatd_layout_cache_get(f->pricing);
     if (l) {
         store_tiers(f, l);
         return;
     }
-    int rc = seatd_layout_fetch(f->ctx.store, f->show_id, on_layout_for_tiers, f);
+    int rc = seatd_layout_fetch(f->ctx.store, f->pricing, on_layout_for_tiers, f);
     if (rc < 0)
         finish(f, SEATD_BOOKING_REFUSED, rc, NULL);
 }
@@ -559,8 +598,9 @@ static void on_begin(const seatd_store_result_t *res, void *data)
             finish(f, SEATD_BOOKING_REFUSED, SEATD_ENOTDURABLE, NULL);
         return;
     }
-    if (res->err == SEATD_EUNPRICED && !f->priced) {
-        price_show(f);
+    if (res->err == SEATD_EUNPRICED && f->priced < SEATD_BOOKING_PRICED_MAX &&
+        seatd_keys_valid_show_id(res->detail)) {
+        price_show(f, res->detail);
         return;
     }
     if (res->err) {
@@ -577,6 +617,10 @@ static void on_begin(const seatd_store_result_t *res, void *data)
     if (res->booking.seat_ids[0]) {
         free(f->seat_ids);
         f->seat_ids = seatd_strdup(res->booking.seat_ids);
+    }
+    if (res->booking.members[0]) {
+        free(f->members);
+        f->members = seatd_strdup(res->booking.members);
     }
     index_booking(f);
 }

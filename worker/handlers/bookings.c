@@ -28,6 +28,11 @@
  * cap, before anything is recorded or the gateway is called. An attempt is given back when
  * the charge is approved or never made.
  *
+ * A group hold's id ("<first>-m…", POST /v1/groups/{id}/holds) books every show's hold with one
+ * payment (issue 30): the answer is the payment, a booking of the first show with "bookings"
+ * (one per show, each its own ticket) and the sum as "amount"; its outcomes are a single
+ * booking's (flows/booking.h).
+ *
  * A request outlives its client: once the booking began, the flow runs to completion whether
  * or not anybody reads the answer.
  */
@@ -253,7 +258,8 @@ int seatd_handle_bookings_create(seatd_req_t *r)
         seatd__op_free(&op->base);
         return 0;
     }
-    if (seatd_keys_parse_id(hold_id, 'h', op->show_id) < 0) {
+    if (seatd_keys_parse_id(hold_id, 'h', op->show_id) < 0 &&
+        seatd_keys_parse_id(hold_id, 'm', op->show_id) < 0) { /* a group hold: one payment */
         seatd__reply_no_hold(r, hold_id);
         seatd__op_free(&op->base);
         return 0;

@@ -23,6 +23,27 @@
 #include "base/mem.h"
 #include "domain/ticket.h"
 
+/* A group payment's bookings (store.h seatd_payment_member_t), one object per show. */
+static void add_members(cJSON *o, const char *members)
+{
+    cJSON *list = cJSON_AddArrayToObject(o, "bookings");
+    seatd_payment_member_t m;
+    for (size_t at = 0; seatd_store_payment_member(members, &at, &m);) {
+        cJSON *it = cJSON_CreateObject();
+        cJSON_AddStringToObject(it, "bookingId", m.booking_id);
+        cJSON_AddStringToObject(it, "showId", m.show_id);
+        cJSON_AddStringToObject(it, "status", m.status);
+        seatd__json_add_csv_array(it, "seatIds", m.seat_ids);
+        cJSON *areas = seatd_areas_places_json(m.areas);
+        if (areas)
+            cJSON_AddItemToObject(it, "areas", areas);
+        cJSON_AddNumberToObject(it, "amount", (double)m.amount);
+        if (m.version > 0)
+            cJSON_AddNumberToObject(it, "version", (double)m.version);
+        cJSON_AddItemToArray(list, it);
+    }
+}
+
 cJSON *bookings__booking_to_json(const seatd_config_t *cfg, const seatd_store_result_t *res)
 {
     const seatd_booking_result_t *b = &res->booking;
@@ -32,7 +53,8 @@ cJSON *bookings__booking_to_json(const seatd_config_t *cfg, const seatd_store_re
     } strings[] = {{"bookingId", b->booking_id}, {"status", b->status},
                    {"holdId", b->hold_id},       {"showId", b->show_id},
                    {"currency", b->currency},    {"paymentRef", b->payment_ref},
-                   {"reason", b->reason},        {"refundStatus", b->refund_status}};
+                   {"reason", b->reason},        {"refundStatus", b->refund_status},
+                   {"paidWith", b->paid_by}};
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
         if (strings[i].value[0])
             cJSON_AddStringToObject(o, strings[i].name, strings[i].value);
@@ -56,8 +78,11 @@ cJSON *bookings__booking_to_json(const seatd_config_t *cfg, const seatd_store_re
         cJSON_AddNumberToObject(o, "version", (double)b->version);
     if (b->has_refund)
         cJSON_AddNumberToObject(o, "refund", (double)b->refund);
+    int payment = b->members && b->members[0];
+    if (payment) /* a group hold's one payment: its tickets are its bookings' */
+        add_members(o, b->members);
     const char *bid = b->booking_id;
-    if (cfg && b->state == SEATD_BOOKING_ST_CONFIRMED && bid[0]) {
+    if (cfg && b->state == SEATD_BOOKING_ST_CONFIRMED && bid[0] && !payment) {
         /* The ticket: a token signed with the ticket key, and its QR code. */
         unsigned char key[SEATD_TICKET_KEY_LEN];
         seatd_ticket_key(cfg->jwt_secret, cfg->jwt_secret_len, key);

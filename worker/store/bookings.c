@@ -32,7 +32,8 @@ int seatd_store_book_begin(seatd_store_t *st, const seatd_book_args_t *a, seatd_
 {
     char key[SEATD_KEY_MAX], show_h[SEATD_ID_MAX], show_b[SEATD_ID_MAX], amount[24], win[24];
     char cap[24] = "", cap_win[24] = "";
-    if (seatd_keys_parse_id(a->hold_id, 'h', show_h) < 0 ||
+    if ((seatd_keys_parse_id(a->hold_id, 'h', show_h) < 0 &&
+         seatd_keys_parse_id(a->hold_id, 'm', show_h) < 0) || /* a group hold: one payment */
         seatd_keys_parse_id(a->booking_id, 'b', show_b) < 0 || strcmp(show_h, show_b) != 0 ||
         !seatd_keys_valid_sub(a->owner))
         return SEATD_EBADID;

@@ -130,6 +130,8 @@ static const field_t booking_fields[] = {
     INT("cancelledAt", booking.cancelled_at_ms),
     INT("startsAt", booking.starts_at_ms),
     FLAG("replayed", booking.replayed),
+    STR("members", booking.members),
+    STR("paidBy", booking.paid_by),
     {NULL, F_STR, 0, NOAUX, 0},
 };
 static const field_t pending_fields[] = {
@@ -452,4 +454,50 @@ void store__decode(decoded_t *d, const struct redisReply *r, int err, kind_t kin
     if (err == SEATD_ENOTDURABLE && d->res.err == 0)
         d->res.err = SEATD_ENOTDURABLE;
     store__decode_typed(d, kind); /* on failure too: no NULL string in the operation's member */
+}
+
+/* ------------------------------------------------------------ a group payment's members */
+
+/* Copies field 'len' bytes at 'src' into 'dst' ('size'), ';' turned back into ','. Returns 0,
+ * or -1 if it does not fit. */
+static int member_field(char *dst, size_t size, const char *src, size_t len, int commas)
+{
+    if (len >= size)
+        return -1;
+    for (size_t i = 0; i < len; i++)
+        dst[i] = commas && src[i] == ';' ? ',' : src[i];
+    dst[len] = '\0';
+    return 0;
+}
+
+int seatd_store_payment_member(const char *members, size_t *pos, seatd_payment_member_t *m)
+{
+    if (members == NULL || members[*pos] == '\0')
+        return 0;
+    const char *p = members + *pos;
+    size_t len = strcspn(p, ",");
+    const char *f[7];
+    size_t flen[7], n = 0;
+    for (const char *q = p; n < 7 && q <= p + len; n++) {
+        size_t l = strcspn(q, "|,");
+        if (q + l > p + len)
+            l = (size_t)(p + len - q);
+        f[n] = q;
+        flen[n] = l;
+        q += l + 1;
+    }
+    char num[2][24];
+    memset(m, 0, sizeof(*m));
+    if (n != 7 || member_field(m->show_id, sizeof(m->show_id), f[0], flen[0], 0) < 0 ||
+        member_field(m->booking_id, sizeof(m->booking_id), f[1], flen[1], 0) < 0 ||
+        member_field(m->status, sizeof(m->status), f[2], flen[2], 0) < 0 ||
+        member_field(num[0], sizeof(num[0]), f[3], flen[3], 0) < 0 ||
+        member_field(num[1], sizeof(num[1]), f[4], flen[4], 0) < 0 ||
+        member_field(m->seat_ids, sizeof(m->seat_ids), f[5], flen[5], 1) < 0 ||
+        member_field(m->areas, sizeof(m->areas), f[6], flen[6], 1) < 0)
+        return 0;
+    m->amount = strtoll(num[0], NULL, 10);
+    m->version = strtoll(num[1], NULL, 10);
+    *pos += len + (p[len] == ',' ? 1 : 0);
+    return 1;
 }

@@ -25,6 +25,9 @@
 #include <stdint.h>
 
 #include "base/errors.h"
+#include "domain/areas.h"
+#include "domain/keys.h"
+#include "domain/seats.h"
 #include "store/scripts.h"
 
 typedef struct seatd_store_s seatd_store_t;
@@ -140,7 +143,26 @@ typedef struct seatd_booking_result_s { /* book_*, booking_get, cancel*, refund_
     int has_version;
     int64_t created_at_ms, confirmed_at_ms, failed_at_ms, cancelled_at_ms, starts_at_ms;
     int replayed; /* book_begin: the booking already existed */
+    const char *members; /* a group hold's payment (issue 30): its bookings, one per show,
+                            "show|bookingId|status|amount|version|seats;…|places;…" comma-joined
+                            (seatd_store_payment_member()); "" for a booking of one show */
+    const char *paid_by; /* a booking paid as part of a group hold: the payment's id, else "" */
 } seatd_booking_result_t;
+
+/* One member of a group payment, parsed out of seatd_booking_result_t.members. */
+typedef struct seatd_payment_member_s {
+    char show_id[SEATD_ID_MAX];
+    char booking_id[SEATD_ID_MAX];
+    char status[24];
+    int64_t amount;
+    int64_t version;               /* the seat map version of its last change, 0 if none */
+    char seat_ids[SEATD_SEATS_MAX_PER_HOLD * 17]; /* comma-joined */
+    char areas[SEATD_AREAS_TEXT_MAX];             /* "FLOOR:2,…" */
+} seatd_payment_member_t;
+
+/* Parses the member at '*pos' of 'members' into 'm' and moves '*pos' past it. Returns 1, or 0
+ * at the end (or at an entry it cannot read, which ends the list). */
+int seatd_store_payment_member(const char *members, size_t *pos, seatd_payment_member_t *m);
 
 typedef struct seatd_pending_result_s { /* pending_due */
     int64_t remaining;                  /* all entries, due or not; -1 when missing */
