@@ -187,3 +187,240 @@ Test(lua_groups, group_holds_racing_single_holds_never_leave_a_partial_group)
                  "a group winner's two holds, or two single ones: no other hold record");
     redisFree(c);
 }
+
+/* ------------------------------------------------------- one payment for a group hold */
+
+/* book_begin of group hold 'mid' for 'owner' under a fresh payment id (into 'pay'), priced in
+ * the store (1200 a seat). */
+static int pay_begin(th_t *t, th_res_t *r, const char *mid, const char *owner, char *pay)
+{
+    th_res_clear(r);
+    if (seatd_keys_new_id(pay, "1", 'b') < 0)
+        return -1;
+    seatd_book_args_t a = {.hold_id = mid,
+                           .owner = owner,
+                           .booking_id = pay,
+                           .amount = SEATD_BOOK_PRICE_IN_STORE,
+                           .currency = "EUR",
+                           .payment_method = "tok_ok",
+                           .payment_window_ms = 60000};
+    return th_finish(t, r, seatd_store_book_begin(t->store, &a, th_on_result, r));
+}
+
+/* The booking of show 'show' in payment 'pay' (its record's 'members'), into 'out'. */
+static void member_of(redisContext *c, const char *pay, const char *show, char *out, size_t n)
+{
+    char members[512], want[32];
+    cr_assert_eq(th_str(c, members, sizeof(members), "HGET {s:1}:booking:%s members", pay), 1);
+    snprintf(want, sizeof(want), "%s:", show);
+    for (char *save = NULL, *m = strtok_r(members, ",", &save); m; m = strtok_r(NULL, ",", &save))
+        if (strncmp(m, want, strlen(want)) == 0) {
+            snprintf(out, n, "%s", m + strlen(want));
+            return;
+        }
+    cr_assert_fail("no booking of show %s in payment %s", show, pay);
+}
+
+/* A group hold of C1 in both shows for 'owner': its id into 'mid'. */
+static void held_group(th_t *t, const char *gid, const char *owner, char *mid)
+{
+    th_res_t r = {0};
+    const char *c1[] = {"C1"};
+    cr_assert_eq(group_hold(t, &r, gid, owner, c1, 1, mid), 0, "err %d %s", r.err, r.detail);
+    th_res_clear(&r);
+}
+
+Test(lua_groups, one_payment_begins_and_confirms_every_show_together)
+{
+    th_t t;
+    th_res_t r = {0};
+    char gid[SEATD_ID_MAX], mid[SEATD_ID_MAX], pay[SEATD_ID_MAX], again[SEATD_ID_MAX];
+    cr_assert_eq(th_open(&t), 0);
+    create(&t, gid);
+    held_group(&t, gid, "alice", mid);
+    cr_assert_eq(pay_begin(&t, &r, mid, "mallory", pay), SEATD_ENOTFOUND, "another's");
+    cr_assert_eq(pay_begin(&t, &r, mid, "alice", pay), 0, "err %d %s", r.err, r.detail);
+    cr_assert_eq(th_get_ll(&r, "amount"), 2400, "C1 at 1200 in each show");
+    cr_assert_str_eq(th_get(&r, "status"), "PENDING_PAYMENT");
+    redisContext *c = seatd_test_redis_connect();
+    char m1[SEATD_ID_MAX], m2[SEATD_ID_MAX], st[32];
+    member_of(c, pay, "1", m1, sizeof(m1));
+    member_of(c, pay, show_b, m2, sizeof(m2));
+    cr_assert_eq(th_str(c, st, sizeof(st), "HGET {s:%s}:booking:%s paidBy", show_b, m2), 1);
+    cr_assert_str_eq(st, pay);
+    cr_assert_eq(th_int(c, "ZSCORE {s:1}:pending %s", pay), -1000, "a string score, not int");
+    cr_assert_eq(th_str(c, st, sizeof(st), "ZSCORE {s:1}:pending %s", pay), 1, "pending");
+
+    /* reconciliation of the second show settles the member by its payment */
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r,
+                           seatd_store_pending_due(t.store, show_b, 0, -1, 10, th_on_result, &r)),
+                 0);
+    cr_assert_str_eq(th_get(&r, "booking"), pay, "the member's payment, not the member");
+
+    /* a retry with another id answers the same payment */
+    cr_assert_eq(pay_begin(&t, &r, mid, "alice", again), 0);
+    cr_assert_str_eq(th_get(&r, "bookingId"), pay);
+    cr_assert_str_eq(th_get(&r, "replayed"), "1");
+
+    cr_assert_eq(th_book_confirm(&t, &r, pay), 0, "err %d %s", r.err, r.detail);
+    cr_assert_str_eq(th_get(&r, "status"), "CONFIRMED");
+    cr_assert(strstr(th_get(&r, "members"), "|CONFIRMED|1200|"), "%s", th_get(&r, "members"));
+    for (int i = 0; i < 2; i++) {
+        const char *show = i ? show_b : "1", *m = i ? m2 : m1;
+        cr_assert_eq(th_str(c, st, sizeof(st), "HGET {s:%s}:booking:%s status", show, m), 1);
+        cr_assert_str_eq(st, "CONFIRMED", "show %s", show);
+        cr_assert_eq(th_int(c, "GETBIT {s:%s}:booked 0", show), 1, "C1 booked in show %s", show);
+        cr_assert_eq(th_int(c, "ZCARD {s:%s}:pending", show), 0, "nothing pending in %s", show);
+        cr_assert_eq(th_int(c, "XLEN {s:%s}:bookings", show), 1, "one event in show %s", show);
+    }
+    cr_assert_eq(th_book_confirm(&t, &r, pay), 0, "confirming again answers the same");
+    /* the payment is not cancelled whole: each show's booking is, by its own policy */
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r,
+                           seatd_store_cancel_by_policy(t.store, pay, "alice", th_on_result, &r)),
+                 SEATD_ESTATE);
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_groups, a_seat_lost_in_one_show_confirms_no_show_and_the_charge_goes_back)
+{
+    th_t t;
+    th_res_t r = {0};
+    char gid[SEATD_ID_MAX], mid[SEATD_ID_MAX], pay[SEATD_ID_MAX];
+    cr_assert_eq(th_open(&t), 0);
+    create(&t, gid);
+    held_group(&t, gid, "alice", mid);
+    cr_assert_eq(pay_begin(&t, &r, mid, "alice", pay), 0, "err %d %s", r.err, r.detail);
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_int(c, "DEL {s:%s}:seat:C1", show_b), 1); /* lost (a failover, say) */
+    char *before = th_snapshot(c);
+    cr_assert_eq(th_book_confirm(&t, &r, pay), SEATD_EEXPIRED);
+    char want[64];
+    snprintf(want, sizeof(want), "show=%s seat lost", show_b);
+    cr_assert_str_eq(r.detail, want);
+    char *after = th_snapshot(c);
+    cr_assert_str_eq(after, before, "nothing confirmed in the first show either");
+    free(before);
+    free(after);
+    /* the worker refunds the charge whole and fails the payment: every show's booking fails */
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r,
+                           seatd_store_book_fail_refunded(t.store, pay, "seats_lost_refunded", 2400,
+                                                          "re_1", th_on_result, &r)),
+                 0, "err %d %s", r.err, r.detail);
+    char m1[SEATD_ID_MAX], st[32];
+    member_of(c, pay, "1", m1, sizeof(m1));
+    cr_assert_eq(th_str(c, st, sizeof(st), "HGET {s:1}:booking:%s status", m1), 1);
+    cr_assert_str_eq(st, "FAILED");
+    cr_assert_eq(th_int(c, "ZCARD {s:1}:pending"), 0);
+    cr_assert_eq(th_int(c, "ZCARD {s:%s}:pending", show_b), 0);
+    cr_assert_eq(th_int(c, "GETBIT {s:1}:booked 0"), 0);
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_groups, a_declined_payment_leaves_every_show_held_and_may_be_paid_again)
+{
+    th_t t;
+    th_res_t r = {0};
+    char gid[SEATD_ID_MAX], mid[SEATD_ID_MAX], pay[SEATD_ID_MAX], pay2[SEATD_ID_MAX];
+    cr_assert_eq(th_open(&t), 0);
+    create(&t, gid);
+    held_group(&t, gid, "alice", mid);
+    cr_assert_eq(pay_begin(&t, &r, mid, "alice", pay), 0, "err %d %s", r.err, r.detail);
+    cr_assert_eq(th_book_fail(&t, &r, pay), 0, "err %d %s", r.err, r.detail);
+    redisContext *c = seatd_test_redis_connect();
+    char holds[256], st[32];
+    cr_assert_eq(th_str(c, holds, sizeof(holds), "HGET {s:1}:ghold:%s holds", mid), 1);
+    for (char *save = NULL, *h = strtok_r(holds, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(h, ':');
+        *colon = '\0';
+        cr_assert_eq(th_str(c, st, sizeof(st), "HGET {s:%s}:hold:%s status", h, colon + 1), 1);
+        cr_assert_str_eq(st, "HELD", "show %s's hold", h);
+        cr_assert_eq(th_int(c, "EXISTS {s:%s}:seat:C1", h), 1);
+    }
+    cr_assert_eq(th_int(c, "ZSCORE {s:1}:failed %s", pay), -1000, "watched for a late charge");
+    cr_assert_eq(th_int(c, "ZCARD {s:%s}:failed", show_b), 0, "the payment is watched, not members");
+    cr_assert_eq(pay_begin(&t, &r, mid, "alice", pay2), 0, "err %d %s", r.err, r.detail);
+    cr_assert_str_eq(th_get(&r, "replayed"), "0", "a new payment after the decline");
+    cr_assert_eq(th_book_confirm(&t, &r, pay2), 0, "err %d %s", r.err, r.detail);
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_groups, a_show_booked_on_its_own_refuses_the_group_payment_and_changes_nothing)
+{
+    th_t t;
+    th_res_t r = {0};
+    char gid[SEATD_ID_MAX], mid[SEATD_ID_MAX], pay[SEATD_ID_MAX], h1[SEATD_ID_MAX];
+    cr_assert_eq(th_open(&t), 0);
+    create(&t, gid);
+    held_group(&t, gid, "alice", mid);
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_str(c, h1, sizeof(h1), "GET {s:1}:seat:C1"), 1);
+    cr_assert_eq(th_book_begin(&t, &r, "1", h1, "alice", 60000), 0, "err %d %s", r.err, r.detail);
+    char *before = th_snapshot(c);
+    cr_assert_eq(pay_begin(&t, &r, mid, "alice", pay), SEATD_ESTATE);
+    cr_assert_str_eq(r.detail, "show=1 BOOKED");
+    char *after = th_snapshot(c);
+    cr_assert_str_eq(after, before, "a refused payment changed the keyspace");
+    free(before);
+    free(after);
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+/* ---- the race: many payments of one group hold at once */
+
+enum { PAYERS = 16 };
+static char pay_mid[SEATD_ID_MAX];
+
+/* Begins a payment of the group hold under its own id. Exit codes: 0 began, 1 replayed (the
+ * payment another began), 2+ other. */
+static int payer(int i, void *arg)
+{
+    (void)arg;
+    (void)i;
+    th_t t;
+    th_res_t r = {0};
+    char pay[SEATD_ID_MAX];
+    if (th_open(&t) != 0)
+        return 10;
+    seatd_test_racer_ready_and_wait();
+    int rc = pay_begin(&t, &r, pay_mid, "alice", pay);
+    const char *rep = th_get(&r, "replayed");
+    int code = rc != 0 || rep == NULL ? 2 : strcmp(rep, "0") == 0 ? 0 : 1;
+    th_res_clear(&r);
+    if (th_close(&t) != 0)
+        return 11;
+    return code;
+}
+
+Test(lua_groups, payments_of_one_group_hold_sent_at_once_begin_exactly_one)
+{
+    th_t t;
+    char gid[SEATD_ID_MAX];
+    cr_assert_eq(th_open(&t), 0);
+    create(&t, gid);
+    held_group(&t, gid, "alice", pay_mid);
+    cr_assert_eq(th_close(&t), 0);
+    int status[PAYERS];
+    cr_assert_eq(seatd_test_race(PAYERS, payer, NULL, status, NULL, 30000), 0);
+    int began = 0;
+    for (int i = 0; i < PAYERS; i++) {
+        cr_assert(status[i] == 0 || status[i] == 1, "payer %d exited %d", i, status[i]);
+        began += status[i] == 0;
+    }
+    cr_assert_eq(began, 1, "one payment begun, %d replayed", PAYERS - 1);
+    redisContext *c = seatd_test_redis_connect();
+    cr_assert_eq(th_int(c, "EVAL %s 0", "return #redis.call('KEYS', '{s:*}:booking:*')"), 3,
+                 "one payment and one booking per show: no other booking record");
+    cr_assert_eq(th_int(c, "ZCARD {s:1}:pending"), 2, "the payment and show 1's booking");
+    redisFree(c);
+}
