@@ -195,9 +195,9 @@ Test(api_groups, one_payment_books_every_show_of_a_group_hold_or_none)
     snprintf(mid, sizeof(mid), "%s", e2e_str(&res, "holdId"));
     const cJSON *holds = cJSON_GetObjectItemCaseSensitive(res.json, "holds");
     for (int i = 0; i < 2; i++)
-        snprintf(held[i], sizeof(held[i]), "%s",
-                 cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(holds, i), "holdId")
-                     ->valuestring);
+        snprintf(
+            held[i], sizeof(held[i]), "%s",
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(holds, i), "holdId")->valuestring);
     e2e_res_free(&res);
 
     /* a declined card: nothing booked anywhere, every show's hold HELD again */

@@ -10,6 +10,7 @@
 #ifndef SEATD_TEST_STORE_HARNESS_H
 #define SEATD_TEST_STORE_HARNESS_H
 
+#include <cjson/cJSON.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <uv.h>
 
 #include "domain/keys.h"
+#include "domain/layout.h"
 #include "base/log.h"
 #include "loop.h"
 #include "clients/rds.h"
@@ -175,6 +177,53 @@ static inline int th_create_show(th_t *t, const char *show, const char *const *s
                                  long long ttl_ms)
 {
     return th_create_show_with(t, show, seats, ttl_ms, "{\"standard\":1200}", NULL, NULL);
+}
+
+/* Creates group 'gid' (a fresh id of the first show's, into 'gid') of the 'n' shows 'ids'. */
+static inline int th_group_create(th_t *t, const char *const *ids, size_t n, char *gid)
+{
+    th_res_t r = {0};
+    if (seatd_keys_new_id(gid, ids[0], 'g') < 0)
+        return -1;
+    int rc = th_finish(t, &r,
+                       seatd_store_group_create(t->store, gid, "Season", ids, n, th_on_result, &r));
+    th_res_clear(&r);
+    return rc;
+}
+
+/* Holds 'seats' ('n') of layout 'seats_all' (NULL-terminated: the shows' seats) in shows
+ * 'shows[0..nshows)' of group 'gid' for 'owner' (one group hold; its id into 'mid'). */
+static inline int th_group_hold(th_t *t, th_res_t *r, const char *gid, const char *owner,
+                                const char *const *shows, size_t nshows,
+                                const char *const *seats_all, const char *const *seats, size_t n,
+                                char *mid)
+{
+    seatd_layout_t *l = NULL;
+    char arr[1024];
+    th_seats_json(arr, sizeof(arr), seats_all);
+    cJSON *doc = cJSON_Parse(arr);
+    seatd_group_leg_t legs[4];
+    if (nshows > 4 || seatd_layout_from_json(doc, NULL, &l, NULL, 0) < 0 ||
+        seatd_keys_new_id(mid, shows[0], 'm') < 0) {
+        cJSON_Delete(doc);
+        return -1;
+    }
+    for (size_t i = 0; i < nshows; i++)
+        legs[i] = (seatd_group_leg_t){shows[i], l};
+    seatd_group_hold_args_t a = {.group_id = gid,
+                                 .hold_id = mid,
+                                 .owner = owner,
+                                 .max_per_user = 0,
+                                 .request = "named",
+                                 .legs = legs,
+                                 .nlegs = nshows,
+                                 .seat_ids = seats,
+                                 .nseats = n};
+    th_res_clear(r);
+    int rc = th_finish(t, r, seatd_store_group_hold(t->store, &a, th_on_result, r));
+    seatd_layout_free(l);
+    cJSON_Delete(doc);
+    return rc;
 }
 
 /* Holds the NULL-terminated 'seats' with a fresh hold id; 'idem' may be NULL. */

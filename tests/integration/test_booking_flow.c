@@ -671,3 +671,129 @@ Test(booking_flow, a_show_created_before_seats_were_priced_gets_its_tiers_once_a
     seatd_payment_close(pay);
     cr_assert_eq(th_close(&t), 0);
 }
+
+/* ---------------------------------------------------------------------------------------
+ * One payment for a group hold (issue 30)
+ * --------------------------------------------------------------------------------------- */
+
+/* Shows "1" and another of its slot (seats A1-A2, 1200 each), a group of both, and a group
+ * hold of A1 in both for alice: its id into 'mid', the second show into 'show2'. */
+static void group_held(th_t *t, char *mid, char *show2)
+{
+    const char *seats[] = {"A1", "A2", NULL};
+    snprintf(show2, SEATD_ID_MAX, "%lld", seatd_keys_show_id_in_slot(2, seatd_keys_show_slot("1")));
+    cr_assert_eq(th_create_show(t, "1", seats, 60000), 0);
+    cr_assert_eq(th_create_show(t, show2, seats, 60000), 0);
+    const char *shows[] = {"1", show2};
+    char gid[SEATD_ID_MAX];
+    cr_assert_eq(th_group_create(t, shows, 2, gid), 0);
+    th_res_t r = {0};
+    const char *a1[] = {"A1"};
+    cr_assert_eq(th_group_hold(t, &r, gid, "alice", shows, 2, seats, a1, 1, mid), 0, "err %d %s",
+                 r.err, r.detail);
+    th_res_clear(&r);
+}
+
+/* The status of the booking of show 'show' in payment 'pay', and its id into 'id'. */
+static void member_status(redisContext *c, const char *pay, const char *show, char *id,
+                          char *status)
+{
+    char members[512], want[32];
+    cr_assert_eq(th_str(c, members, sizeof(members), "HGET {s:1}:booking:%s members", pay), 1);
+    snprintf(want, sizeof(want), "%s:", show);
+    char *at = strstr(members, want);
+    cr_assert_not_null(at, "show %s in %s", show, members);
+    snprintf(id, SEATD_ID_MAX, "%.*s", (int)strcspn(at + strlen(want), ","), at + strlen(want));
+    cr_assert_eq(th_str(c, status, 32, "HGET {s:%s}:booking:%s status", show, id), 1);
+}
+
+Test(booking_flow, a_group_payment_is_one_charge_confirmed_whole_and_refunded_show_by_show,
+     .init = lost_setup, .fini = lost_teardown)
+{
+    th_t t;
+    seatd_payment_t *pay;
+    seatd_booking_ctx_t ctx = open_with_gateway(&t, &pay);
+    char mid[SEATD_ID_MAX], show2[SEATD_ID_MAX], pid[SEATD_ID_MAX];
+    group_held(&t, mid, show2);
+    cr_assert_eq(seatd_keys_new_id(pid, "1", 'b'), 0);
+    seatd_booking_pay_args_t a = pay_args(mid, pid);
+    a.amount = SEATD_BOOK_PRICE_IN_STORE;
+    a.seat_ids = NULL;
+    end_t e = {0};
+    cr_assert_eq(seatd_booking_pay(&ctx, &a, on_end, &e), 0);
+    wait_end(&t, &e);
+    cr_assert_eq(e.outcome, SEATD_BOOKING_CONFIRMED, "%s", seatd_booking_outcome_name(e.outcome));
+    cr_assert_eq(e.amount, 2400, "A1 in two shows, 1200 each");
+    long long refunded = -1;
+    cr_assert_eq(gw_lookup(pid, &refunded), 200, "one charge, under the payment's id");
+    cr_assert_eq(refunded, 0);
+    redisContext *c = seatd_test_redis_connect();
+    char m1[SEATD_ID_MAX], m2[SEATD_ID_MAX], st[32];
+    member_status(c, pid, "1", m1, st);
+    cr_assert_str_eq(st, "CONFIRMED");
+    member_status(c, pid, show2, m2, st);
+    cr_assert_str_eq(st, "CONFIRMED");
+    cr_assert_eq(gw_lookup(m1, NULL), 404, "no charge of a show's booking of its own");
+
+    /* each show's booking is cancelled by its own policy, refunded out of the one charge */
+    const char *members[] = {m1, m2};
+    for (int i = 0; i < 2; i++) {
+        end_t x = {0};
+        cr_assert_eq(seatd_booking_cancel(&ctx, members[i], "alice", on_end, &x), 0);
+        wait_end(&t, &x);
+        cr_assert_eq(x.outcome, SEATD_BOOKING_CANCELLED, "%s",
+                     seatd_booking_outcome_name(x.outcome));
+        cr_assert_eq(gw_lookup(pid, &refunded), 200);
+        cr_assert_eq(refunded, 1200 * (i + 1), "after %d cancellation(s)", i + 1);
+    }
+    redisFree(c);
+    seatd_payment_close(pay);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(booking_flow, a_group_payment_charged_but_not_confirmed_is_confirmed_whole_by_the_ledger,
+     .init = lost_setup, .fini = lost_teardown)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    seatd_payment_t *pay = gateway_client(&t);
+    char mid[SEATD_ID_MAX], show2[SEATD_ID_MAX], pid[SEATD_ID_MAX];
+    group_held(&t, mid, show2);
+    /* the worker began the payment and charged it, then died before the confirm */
+    cr_assert_eq(seatd_keys_new_id(pid, "1", 'b'), 0);
+    seatd_book_args_t b = {.hold_id = mid,
+                           .owner = "alice",
+                           .booking_id = pid,
+                           .amount = SEATD_BOOK_PRICE_IN_STORE,
+                           .currency = "EUR",
+                           .payment_method = "tok_ok",
+                           .payment_window_ms = 60000};
+    cr_assert_eq(th_finish(&t, &r, seatd_store_book_begin(t.store, &b, th_on_result, &r)), 0);
+    th_res_clear(&r);
+    cr_assert_eq(gw_charge(pid, "tok_ok"), 201);
+    gw_sleep_ms(600);
+    seatd_reconcile_opts_t o = {.interval_ms = 3600000,
+                                .min_age_ms = 3600000,
+                                .rescan_every = 1000000,
+                                .horizon_ms = 600000,
+                                .ledger_interval_ms = 3600000,
+                                .ledger_grace_ms = 400};
+    seatd_reconcile_t *rec = seatd_reconcile_new(t.loop, t.rds, t.store, pay, &o);
+    cr_assert_not_null(rec);
+    walk_once(&t, rec);
+    redisContext *c = seatd_test_redis_connect();
+    char id[SEATD_ID_MAX], st[32];
+    cr_assert_eq(th_str(c, st, sizeof(st), "HGET {s:1}:booking:%s status", pid), 1);
+    cr_assert_str_eq(st, "CONFIRMED", "the payment");
+    member_status(c, pid, "1", id, st);
+    cr_assert_str_eq(st, "CONFIRMED", "show 1's booking");
+    member_status(c, pid, show2, id, st);
+    cr_assert_str_eq(st, "CONFIRMED", "the second show's booking");
+    cr_assert_eq(th_int(c, "GETBIT {s:%s}:booked 0", show2), 1);
+    cr_assert_eq(seatd_reconcile_ledger_refunds(rec), 0, "nothing refunded");
+    redisFree(c);
+    seatd_reconcile_close(rec);
+    seatd_payment_close(pay);
+    cr_assert_eq(th_close(&t), 0);
+}

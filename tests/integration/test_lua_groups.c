@@ -27,43 +27,17 @@ static void create(th_t *t, char *gid)
 {
     cr_assert_eq(th_create_show(t, "1", seats4, 60000), 0);
     cr_assert_eq(th_create_show(t, show_b, seats4, 60000), 0);
-    cr_assert_eq(seatd_keys_new_id(gid, "1", 'g'), 0);
     const char *ids[] = {"1", show_b};
-    th_res_t r = {0};
-    cr_assert_eq(
-        th_finish(t, &r,
-                  seatd_store_group_create(t->store, gid, "Season", ids, 2, th_on_result, &r)),
-        0, "err %d %s", r.err, r.detail);
-    th_res_clear(&r);
+    cr_assert_eq(th_group_create(t, ids, 2, gid), 0);
 }
 
-/* Holds 'seats' in both shows of 'gid' for 'owner'; the group hold id into 'mid'. */
+/* Holds 'seats' in both shows of 'gid' for 'owner' (with 'twice': show 1 named twice); the
+ * group hold id into 'mid'. */
 static int group_hold_legs(th_t *t, th_res_t *r, const char *gid, const char *owner,
                            const char *const *seats, size_t n, char *mid, int twice)
 {
-    seatd_layout_t *l = NULL;
-    char arr[1024];
-    th_seats_json(arr, sizeof(arr), seats4);
-    cJSON *doc = cJSON_Parse(arr);
-    if (seatd_layout_from_json(doc, NULL, &l, NULL, 0) < 0)
-        return -1;
-    seatd_group_leg_t legs[2] = {{"1", l}, {twice ? "1" : show_b, l}};
-    if (seatd_keys_new_id(mid, "1", 'm') < 0)
-        return -1;
-    seatd_group_hold_args_t a = {.group_id = gid,
-                                 .hold_id = mid,
-                                 .owner = owner,
-                                 .max_per_user = 0,
-                                 .request = "named",
-                                 .legs = legs,
-                                 .nlegs = 2,
-                                 .seat_ids = seats,
-                                 .nseats = n};
-    th_res_clear(r);
-    int rc = th_finish(t, r, seatd_store_group_hold(t->store, &a, th_on_result, r));
-    seatd_layout_free(l);
-    cJSON_Delete(doc);
-    return rc;
+    const char *shows[] = {"1", twice ? "1" : show_b};
+    return th_group_hold(t, r, gid, owner, shows, 2, seats4, seats, n, mid);
 }
 
 static int group_hold(th_t *t, th_res_t *r, const char *gid, const char *owner,
@@ -253,9 +227,9 @@ Test(lua_groups, one_payment_begins_and_confirms_every_show_together)
 
     /* reconciliation of the second show settles the member by its payment */
     th_res_clear(&r);
-    cr_assert_eq(th_finish(&t, &r,
-                           seatd_store_pending_due(t.store, show_b, 0, -1, 10, th_on_result, &r)),
-                 0);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_pending_due(t.store, show_b, 0, -1, 10, th_on_result, &r)),
+        0);
     cr_assert_str_eq(th_get(&r, "booking"), pay, "the member's payment, not the member");
 
     /* a retry with another id answers the same payment */
@@ -277,9 +251,9 @@ Test(lua_groups, one_payment_begins_and_confirms_every_show_together)
     cr_assert_eq(th_book_confirm(&t, &r, pay), 0, "confirming again answers the same");
     /* the payment is not cancelled whole: each show's booking is, by its own policy */
     th_res_clear(&r);
-    cr_assert_eq(th_finish(&t, &r,
-                           seatd_store_cancel_by_policy(t.store, pay, "alice", th_on_result, &r)),
-                 SEATD_ESTATE);
+    cr_assert_eq(
+        th_finish(&t, &r, seatd_store_cancel_by_policy(t.store, pay, "alice", th_on_result, &r)),
+        SEATD_ESTATE);
     redisFree(c);
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
@@ -344,7 +318,8 @@ Test(lua_groups, a_declined_payment_leaves_every_show_held_and_may_be_paid_again
         cr_assert_eq(th_int(c, "EXISTS {s:%s}:seat:C1", h), 1);
     }
     cr_assert_eq(th_int(c, "ZSCORE {s:1}:failed %s", pay), -1000, "watched for a late charge");
-    cr_assert_eq(th_int(c, "ZCARD {s:%s}:failed", show_b), 0, "the payment is watched, not members");
+    cr_assert_eq(th_int(c, "ZCARD {s:%s}:failed", show_b), 0,
+                 "the payment is watched, not members");
     cr_assert_eq(pay_begin(&t, &r, mid, "alice", pay2), 0, "err %d %s", r.err, r.detail);
     cr_assert_str_eq(th_get(&r, "replayed"), "0", "a new payment after the decline");
     cr_assert_eq(th_book_confirm(&t, &r, pay2), 0, "err %d %s", r.err, r.detail);

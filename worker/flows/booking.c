@@ -16,7 +16,7 @@
 #include "domain/seatmap.h"
 #include "store/store.h"
 
-#define DESC_SEATS_MAX 80 /* seat ids quoted in a charge's description */
+#define DESC_SEATS_MAX 80           /* seat ids quoted in a charge's description */
 #define SEATD_BOOKING_PRICED_MAX 21 /* shows priced for one begin: a group's, and one more */
 
 /* One booking on its way through the flow. */

@@ -34,8 +34,8 @@ int seatd_store_book_begin(seatd_store_t *st, const seatd_book_args_t *a, seatd_
     char cap[24] = "", cap_win[24] = "";
     if ((seatd_keys_parse_id(a->hold_id, 'h', show_h) < 0 &&
          seatd_keys_parse_id(a->hold_id, 'm', show_h) < 0) || /* a group hold: one payment */
-        seatd_keys_parse_id(a->booking_id, 'b', show_b) < 0 || strcmp(show_h, show_b) != 0 ||
-        !seatd_keys_valid_sub(a->owner))
+        seatd_keys_parse_id(a->booking_id, 'b', show_b) < 0 ||
+        strcmp(show_h, show_b) != 0 || !seatd_keys_valid_sub(a->owner))
         return SEATD_EBADID;
     if (a->amount < SEATD_BOOK_PRICE_IN_STORE || a->payment_window_ms <= 0 ||
         (a->decline_cap > 0 && a->decline_window_ms <= 0))

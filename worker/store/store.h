@@ -142,7 +142,7 @@ typedef struct seatd_booking_result_s { /* book_*, booking_get, cancel*, refund_
     int64_t version; /* valid when has_version: the seat map version of the change */
     int has_version;
     int64_t created_at_ms, confirmed_at_ms, failed_at_ms, cancelled_at_ms, starts_at_ms;
-    int replayed; /* book_begin: the booking already existed */
+    int replayed;        /* book_begin: the booking already existed */
     const char *members; /* a group hold's payment (issue 30): its bookings, one per show,
                             "show|bookingId|status|amount|version|seats;…|places;…" comma-joined
                             (seatd_store_payment_member()); "" for a booking of one show */
@@ -155,7 +155,7 @@ typedef struct seatd_payment_member_s {
     char booking_id[SEATD_ID_MAX];
     char status[24];
     int64_t amount;
-    int64_t version;               /* the seat map version of its last change, 0 if none */
+    int64_t version; /* the seat map version of its last change, 0 if none */
     char seat_ids[SEATD_SEATS_MAX_PER_HOLD * 17]; /* comma-joined */
     char areas[SEATD_AREAS_TEXT_MAX];             /* "FLOOR:2,…" */
 } seatd_payment_member_t;
