@@ -70,9 +70,9 @@ typedef struct conn_s {
     char idem[48];            /* the hold's idempotency key (--idem), "" without */
     char seats[40];           /* the hold's seat ids, comma-separated (--log) */
     int places;               /* places the hold in flight asks for (--areas), 0 without */
-    char legs[SEATD_BENCH_MAX_GROUP][40]; /* a won group hold's show holds (--group) */
+    char legs[SEATD_BENCH_MAX_GROUP][40]; /* a won group hold's show holds (--group), then
+                                             its payment's show bookings */
     int nlegs;                            /* their count, 0: the last hold was not a group's */
-    int leg;                              /* the one the booking in flight books */
     char body[CONN_BODY];                 /* the first CONN_BODY-1 bytes of the answer body */
     size_t body_len;                      /* their count */
     char wbuf[CONN_WBUF];                 /* the request */
@@ -206,7 +206,7 @@ static void log_outcome(conn_t *c, int status)
     clock_gettime(CLOCK_REALTIME, &ts);
     static const char *const names[] = {"hold", "book", "release", "seatmap", "ghold"};
     char legs[SEATD_BENCH_MAX_GROUP * 41] = "";
-    for (int k = 0, l = 0; c->op == SEATD_BENCH_OP_GHOLD && k < c->nlegs; k++)
+    for (int k = 0, l = 0; c->op != SEATD_BENCH_OP_RELEASE && k < c->nlegs; k++)
         l += snprintf(legs + l, sizeof legs - (size_t)l, "%s%s", k ? "," : " ", c->legs[k]);
     if (p->loglen > sizeof p->logbuf - 512)
         log_flush(p);
@@ -289,7 +289,6 @@ static void format_hold(conn_t *c)
     int group = cfg->group > 0 && seatd_bench_rng_unit(&p->rng) * 100.0 < cfg->group_pct;
     c->op = group ? SEATD_BENCH_OP_GHOLD : SEATD_BENCH_OP_HOLD;
     c->nlegs = 0;
-    c->leg = 0;
     c->nseats = n;
     c->places = places ? p->cfg->places : 0;
     c->seats[0] = '\0';
@@ -336,9 +335,9 @@ static void format_follow(conn_t *c, int op)
         const seatd_bench_cfg_t *cfg = p->cfg;
         const char *pay =
             cfg->npay ? cfg->pay[seatd_bench_rng_range(&p->rng, 0, cfg->npay - 1)] : "tok_ok";
-        /* a group hold: each show's hold is booked in turn (one booking each) */
+        /* a group hold: its id books every show's hold with one payment */
         int bl = snprintf(body, sizeof body, "{\"holdId\":\"%s\",\"paymentMethod\":\"%s\"}",
-                          c->nlegs ? c->legs[c->leg] : c->hold_id, pay);
+                          c->hold_id, pay);
         c->wlen = (size_t)snprintf(c->wbuf, sizeof c->wbuf,
                                    "POST /v1/bookings HTTP/1.1\r\nHost: bench\r\n"
                                    "Authorization: Bearer %s\r\n"
@@ -449,17 +448,28 @@ static int on_body(http_parser *hp, const char *at, size_t len)
     return 0;
 }
 
-/* A won group hold's answer: its show holds' ids (every "holdId" after the group hold's own,
- * which comes first) into c->legs. */
-static void parse_legs(conn_t *c)
+/* Every value of field 'name' after its first in the answer (a group hold's show holds, a
+ * group payment's show bookings: the group's own id comes first) into c->legs. */
+static void parse_after_first(conn_t *c, const char *name)
 {
-    const char *q = strstr(c->body, "\"holdId\"");
+    char quoted[24];
+    snprintf(quoted, sizeof quoted, "\"%s\"", name);
+    const char *q = strstr(c->body, quoted);
     c->nlegs = 0;
-    c->leg = 0;
-    while (q && (q = strstr(q + 8, "\"holdId\"")) && c->nlegs < SEATD_BENCH_MAX_GROUP) {
-        if (seatd_bench_json_str(q, "holdId", c->legs[c->nlegs], sizeof c->legs[0]) == 0)
+    while (q && (q = strstr(q + strlen(quoted), quoted)) && c->nlegs < SEATD_BENCH_MAX_GROUP) {
+        if (seatd_bench_json_str(q, name, c->legs[c->nlegs], sizeof c->legs[0]) == 0)
             c->nlegs++;
     }
+}
+
+static void parse_legs(conn_t *c)
+{
+    parse_after_first(c, "holdId");
+}
+
+static void parse_members(conn_t *c)
+{
+    parse_after_first(c, "bookingId");
 }
 
 static int on_message_complete(http_parser *hp)
@@ -514,10 +524,8 @@ static int on_message_complete(http_parser *hp)
             s->all_bookings++;
             s->bookings += (uint64_t)rec;
         }
-        if (c->nlegs && c->leg + 1 < c->nlegs) { /* the group hold's next show */
-            c->leg++;
-            c->follow = SEATD_BENCH_OP_BOOK;
-        }
+        if (c->nlegs)
+            parse_members(c); /* a group payment: its bookings, one per show (--log) */
         break;
     }
     case SEATD_BENCH_OP_RELEASE:

@@ -43,10 +43,11 @@
  * the group. --group-id G --group N uses an existing group of N shows (--show its first);
  * --group-pct P makes only P % of the holds group holds (100), the rest named holds on --show.
  * A group hold counts in the hold figures (a win, a 409) and apart in op=ghold,
- * group_attempts_per_s / group_wins_per_s and the totals' group_wins; a won one is booked show
- * by show (one booking per show's hold, --book-pct) or released whole (DELETE
+ * group_attempts_per_s / group_wins_per_s and the totals' group_wins; a won one is booked with
+ * one payment (POST /v1/bookings with the group hold's id, --book-pct) or released whole (DELETE
  * /v1/holds/{group hold id}, --release-pct). Its --log line has op "ghold", the group hold's id
- * and a 12th field: its show holds' ids, comma-separated.
+ * and a 12th field: its show holds' ids, comma-separated; its payment's line (op "book", the
+ * payment's id) has in its 12th field the payment's show bookings' ids.
  *
  * --warmup S runs S seconds first without measuring (connections, caches, nginx's upstream
  * keep-alive pool); the 'totals' line still counts every hold won, for the audit.

@@ -330,6 +330,35 @@ static const char booking_probe_lua[] =
     "for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end "
     "return out";
 
+/* Group payment 'id' (a booking record with 'members' "42:42-b…,43:43-b…", issue 30) in
+ * 'status': each of its show bookings is in the same state (CONFIRMED: or CANCELLED since),
+ * never one show paid and another not. The members share the payment's slot. */
+static void check_payment(audit_t *a, const char *id, const char *status, const char *members)
+{
+    char *copy = strdup(members), *save = NULL;
+    if (!copy)
+        abort();
+    a->rep->payments++;
+    for (char *m = strtok_r(copy, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(m, ':');
+        if (colon == NULL) {
+            violation(a, "payments", "group payment %s names a booking badly: %s", id, m);
+            continue;
+        }
+        *colon = '\0';
+        redisReply *st = cmd(a, "HGET {s:%s}:booking:%s status", m, colon + 1);
+        const char *have = st && st->type == REDIS_REPLY_STRING ? st->str : "(none)";
+        int same = status && (strcmp(have, status) == 0 ||
+                              (strcmp(status, "CONFIRMED") == 0 && strcmp(have, "CANCELLED") == 0));
+        if (st && !same)
+            violation(a, "payments", "group payment %s is %s but its booking %s of show %s is %s",
+                      id, status ? status : "(no status)", colon + 1, m, have);
+        if (st)
+            freeReplyObject(st);
+    }
+    free(copy);
+}
+
 static void on_booking(audit_t *a, const char *key)
 {
     const char *id = strrchr(key, ':') + 1;
@@ -362,6 +391,12 @@ static void on_booking(audit_t *a, const char *key)
     else if (in_failed[0] && hfield(h, 2, "refund"))
         violation(a, "failed", "booking %s has its refund recorded but is still in %s:failed", id,
                   a->prefix);
+    const char *members = hfield(h, 2, "members");
+    if (members && members[0]) { /* a group payment: no seats of its own */
+        check_payment(a, id, status, members);
+        freeReplyObject(h);
+        return;
+    }
     if (status && strcmp(status, "CONFIRMED") == 0) {
         a->rep->confirmed++;
         check_bits(a, key, seats, hfield(h, 2, "bits"), NULL);

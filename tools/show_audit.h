@@ -27,6 +27,8 @@
  *                    the show lacks (the counter and the live holds' places are read in one
  *                    atomic probe, as the reaper gives places back while the audit runs)
  *   pending          PENDING_PAYMENT booking <=> member of {s}:pending
+ *   payments         a group payment (a booking record with 'members', issue 30) has every
+ *                    show booking it names in its own state (CONFIRMED: or CANCELLED since)
  *   failed           a member of {s}:failed (watched for a late charge) is a FAILED booking
  *                    with no refund recorded
  *   outbox           booking.confirmed minus booking.cancelled events on {s}:bookings =
@@ -73,6 +75,7 @@ typedef struct seatd_audit_report_s {
     long live_holds;   /* HELD / PENDING_PAYMENT */
     long confirmed;    /* CONFIRMED bookings */
     long pending;      /* PENDING_PAYMENT bookings */
+    long payments;     /* group payments (booking records with 'members') */
     long seat_keys;    /* live seat keys */
     long held_seats;   /* held bits */
     long booked_seats; /* booked bits */

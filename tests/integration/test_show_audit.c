@@ -355,3 +355,49 @@ Test(show_audit, each_area_corruption_is_named_by_its_check)
                   area_cases[i].cmd, area_cases[i].check, s.checks);
     }
 }
+
+Test(show_audit, a_group_payment_audits_clean_and_one_show_paid_alone_is_named)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    char show2[SEATD_ID_MAX], gid[SEATD_ID_MAX], mid[SEATD_ID_MAX], pay[SEATD_ID_MAX];
+    snprintf(show2, sizeof show2, "%lld", seatd_keys_show_id_in_slot(2, seatd_keys_show_slot("1")));
+    cr_assert_eq(th_create_show(&t, "1", seats6, 60000), 0);
+    cr_assert_eq(th_create_show(&t, show2, seats6, 60000), 0);
+    const char *shows[] = {"1", show2}, *a1[] = {"A1"};
+    cr_assert_eq(th_group_create(&t, shows, 2, gid), 0);
+    cr_assert_eq(th_group_hold(&t, &r, gid, "dave", shows, 2, seats6, a1, 1, mid), 0);
+    cr_assert_eq(seatd_keys_new_id(pay, "1", 'b'), 0);
+    seatd_book_args_t b = {.hold_id = mid,
+                           .owner = "dave",
+                           .booking_id = pay,
+                           .amount = SEATD_BOOK_PRICE_IN_STORE,
+                           .currency = "EUR",
+                           .payment_method = "tok_ok",
+                           .payment_window_ms = 60000};
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_book_begin(t.store, &b, th_on_result, &r)), 0);
+    cr_assert_eq(th_book_confirm(&t, &r, pay), 0);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+
+    seen_t s;
+    seatd_audit_report_t rep;
+    cr_assert_eq(audit(&s, &rep), 0, "violations:%s", s.checks);
+    cr_assert_eq(rep.payments, 1);
+    cr_assert_eq(rep.confirmed, 1, "show 1's booking; the payment has no seats of its own");
+    cr_assert_eq(rep.booked_seats, 1);
+
+    /* the second show's booking of the payment, failed behind its back */
+    redisContext *c = seatd_test_redis_connect();
+    char members[256];
+    cr_assert_eq(th_str(c, members, sizeof members, "HGET {s:1}:booking:%s members", pay), 1);
+    redisFree(c);
+    char *second = strrchr(members, ':') + 1;
+    char key[128];
+    snprintf(key, sizeof key, "{s:%s}:booking:%s", show2, second);
+    corrupt("HSET %s status %s", key, "FAILED");
+    audit(&s, &rep);
+    cr_assert(has(&s, "payments"), "violations:%s", s.checks);
+}
