@@ -2406,8 +2406,9 @@
    * ?show=), and its Hold button holds the seats and places chosen in EVERY show of the group
    * with one POST /v1/groups/{id}/holds: all or nothing, decided in one step on the server. A
    * refusal names the show that refused, and nothing is held anywhere. The answer is one hold
-   * per show under one group hold id (released whole by DELETE /v1/holds/{id}); each show's
-   * hold is booked on its own ("Pay for all" books them in turn: one charge per show).
+   * per show under one group hold id (released whole by DELETE /v1/holds/{id}); every
+   * show's hold is booked with the others in ONE payment ("Pay for all": POST /v1/bookings with
+   * the group hold's id, one charge for the sum), each show's booking then its own ticket.
    */
 
   async function showGroup(gid, wanted) {
@@ -2538,7 +2539,7 @@
       setPhase('hold');
       startCountdown();
       say(`Held ${itemsText(ids, places)} for you in ${legs.length} show${legs.length === 1 ? '' : 's'}. ` +
-        'Pay for all before the timer runs out (it shows the earliest expiry).', 'success');
+        'Pay for all in one payment before the timer runs out (it shows the earliest expiry).', 'success');
       if (window.matchMedia && matchMedia('(max-width: 800px)').matches) {
         $('panel-hold').scrollIntoView({ block: 'nearest', behavior: 'smooth' });
       }
@@ -2605,57 +2606,122 @@
       ? sentence(why) + (where ? ` (${showLabel(where)})` : '') + ' Nothing was held in any show.' : why, 'error');
   }
 
-  /* "Pay for all": each show's hold is its own booking and its own charge, made in turn. A
-   * refusal stops there: the shows paid stay paid, the others stay held (try another card). */
+  /* "Pay for all": ONE payment for every show's hold, all or nothing (POST /v1/bookings with the
+   * group hold's id; the card is charged once, for the sum). The answer is the payment; its
+   * "bookings" are each show's own booking, its own ticket (GET /v1/bookings/{id} adds the
+   * ticket code and QR). A refusal books no show and charges nothing: every show stays held. */
   async function payAll() {
     const h = state.hold;
     if (!h || !h.group || state.busy) return;
     state.busy = true;
     state.paying = true;
     renderPanel();
-    const card = $('card-select').value;
-    for (const leg of h.legs) {
-      if (leg.booking) continue;
-      say(`Paying for ${showLabel(leg.showId)}…`, 'info', { persist: true });
-      const res = await authApi('POST', '/v1/bookings', { holdId: leg.holdId, paymentMethod: card });
-      let b = null;
-      if (res.status === 201 && res.body && res.body.status === 'CONFIRMED') b = res.body;
-      else if (res.status === 202 && res.body && res.body.bookingId) b = await waitBooking(res.body.bookingId);
-      if (!b) {
-        state.paying = false;
-        state.busy = false;
-        renderPanel();
-        const paid = h.legs.filter((l) => l.booking).map((l) => showLabel(l.showId));
-        const why = res.status === 402 ? 'The card was declined'
-          : res.status === 202 ? 'The payment is still pending' : sentence(problemText(res, 'the payment did not go through')).replace(/\.$/, '');
-        say(`${why} for ${showLabel(leg.showId)}.` + (paid.length ? ` Paid already (each charged on its own): ${listWords(paid)}.` : '') +
-          (res.status === 402 ? ' The shows not paid are still held: try another card.' : ''), 'error');
-        if (res.status === 401) openAccount({ why: 'Sign in again to pay for the seats you hold.', then: pay });
-        return;
-      }
-      const full = await authApi('GET', `/v1/bookings/${encodeURIComponent(b.bookingId)}`);
-      leg.booking = full.status === 200 && full.body ? Object.assign({}, b, full.body) : b;
-      renderPanel();
+    const n = h.legs.length;
+    say(`Paying for ${n} show${n === 1 ? '' : 's'} in one payment…`, 'info', { persist: true });
+    const res = await authApi('POST', '/v1/bookings', { holdId: h.holdId, paymentMethod: $('card-select').value });
+    let p = null;
+    let pending = null;   // a 202: the payment's id, and its last state seen
+    if (res.status === 201 && res.body && res.body.status === 'CONFIRMED') {
+      p = res.body;
+    } else if (res.status === 202 && res.body && res.body.bookingId) {
+      say('Payment pending: waiting for the card issuer…', 'info', { persist: true });
+      pending = { id: res.body.bookingId, last: await waitBooking(res.body.bookingId) };
+      if (pending.last && pending.last.status === 'CONFIRMED') p = pending.last;
+    }
+    if (p) {
+      await payAllConfirmed(h, p);
+      return;
     }
     state.paying = false;
     state.busy = false;
-    groupBooked(h);
+    renderPanel();
+    const still = ' Nothing was charged, and every show is still held: try another card.';
+    if (res.status === 402) {
+      say('The card was declined.' + still, 'error');
+      refreshLegs(h);
+      return;
+    }
+    if (pending) {
+      const st = pending.last && pending.last.status;
+      if (st) {
+        say(`The payment did not go through (${String(st).toLowerCase().replace(/_/g, ' ')}): no show was booked.` +
+          (st === 'FAILED' ? ' Your seats are still held in every show: try another card.' : ''), 'error');
+        refreshLegs(h);
+      } else {
+        say(`Payment still pending. Your payment reference is ${pending.id}; check My tickets in a minute.`, 'info', { persist: true });
+      }
+      return;
+    }
+    if (res.status === 401) {
+      say('Your session has ended. Sign in again to pay: your seats stay held in every show until the timer runs out.', 'error');
+      openAccount({ why: 'Sign in again to pay for the seats you hold.', then: pay });
+      return;
+    }
+    say(sentence(problemText(res, 'The payment did not go through')) + ' No show was booked.', 'error');
+    if (res.status === 404 || res.status === 409 || res.status === 410) refreshLegs(h);
+    else tick();
   }
 
-  /* A booking that answered 202: its outcome, CONFIRMED or not (null: not confirmed in time). */
+  /* The group's payment 'p' is CONFIRMED: each show's booking from its "bookings", with its
+   * ticket (GET /v1/bookings/{member id}), then the tickets. */
+  async function payAllConfirmed(h, p) {
+    let members = Array.isArray(p.bookings) ? p.bookings : [];
+    if (!members.length && p.bookingId) {
+      // An answer without its list (it should have one): the payment's own resource lists them.
+      const again = await authApi('GET', `/v1/bookings/${encodeURIComponent(p.bookingId)}`);
+      if (again.status === 200 && again.body && Array.isArray(again.body.bookings)) members = again.body.bookings;
+    }
+    await Promise.all(h.legs.map(async (leg) => {
+      const m = members.find((x) => x && x.showId != null && String(x.showId) === leg.showId && x.bookingId);
+      if (!m) {
+        leg.booking = { status: p.status, currency: p.currency };
+        return;
+      }
+      const full = await authApi('GET', `/v1/bookings/${encodeURIComponent(m.bookingId)}`);
+      leg.booking = Object.assign({ currency: p.currency }, m, full.status === 200 && full.body ? full.body : {});
+    }));
+    state.paying = false;
+    state.busy = false;
+    groupBooked(h, p);
+  }
+
+  /* Each show's hold after a refused payment (a decline puts every one back to HELD, maybe with a
+   * new deadline; a late answer may have let them lapse): the countdown follows the earliest. */
+  async function refreshLegs(h) {
+    const looks = await Promise.all(h.legs.map((leg) =>
+      authApi('GET', `/v1/holds/${encodeURIComponent(leg.holdId)}`)));
+    if (state.hold !== h) return;
+    let gone = false;
+    looks.forEach((res, i) => {
+      const st = res.status === 200 && res.body ? res.body.status : null;
+      if (st === 'HELD' || st === 'PENDING_PAYMENT') {
+        const exp = Date.parse(res.body.expiresAt);
+        if (!isNaN(exp)) h.legs[i].expiresAt = exp;
+      } else if (res.status === 200 || res.status === 404 || res.status === 410) {
+        gone = true;
+      }
+    });
+    if (gone) { expireHold(); return; }
+    const times = h.legs.map((l) => l.expiresAt).filter((t) => !isNaN(t));
+    if (times.length) h.expiresAt = Math.min(...times);
+    renderPanel();
+    tick();
+  }
+
+  /* A payment that answered 202: its answer once it has ended (CONFIRMED, or the state it ended
+   * in), or null when it was still pending at the deadline. */
   async function waitBooking(bookingId) {
     const deadline = Date.now() + 120000;
     while (Date.now() < deadline) {
       await sleep(1000);
       const res = await authApi('GET', `/v1/bookings/${encodeURIComponent(bookingId)}`);
       const st = res.status === 200 && res.body ? res.body.status : null;
-      if (st === 'CONFIRMED') return res.body;
-      if (st && st !== 'PENDING_PAYMENT' && st !== 'PENDING') return null;
+      if (st && st !== 'PENDING_PAYMENT' && st !== 'PENDING') return res.body;
     }
     return null;
   }
 
-  function groupBooked(h) {
+  function groupBooked(h, p) {
     clearInterval(state.countdownTimer);
     const here = h.legs.find((l) => l.showId === String(state.showId));
     for (const id of here ? here.seatIds : []) {
@@ -2678,7 +2744,9 @@
       box.append(t);
     }
     setPhase('ticket');
-    say(`Booked ${h.legs.length} show${h.legs.length === 1 ? '' : 's'}! Each show was charged separately. Enjoy the shows.`, 'success');
+    const n = h.legs.length;
+    const paid = p && typeof p.amount === 'number' ? ` for ${money(p.amount, p.currency || showCurrency(state.show))}` : '';
+    say(`Booked ${n} show${n === 1 ? '' : 's'} with one payment${paid}! Each show has its own ticket. Enjoy the shows.`, 'success');
   }
 
   /* ---------------------------------------------------------------- my tickets */
