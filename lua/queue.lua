@@ -19,11 +19,11 @@ create_show.lua writes them. Its waiting room lives in the show's slot:
 Admission (advance, run by every join, every status read and every worker's sweeper tick, so
 a quiet queue still moves): from opensAt until sales close, expired admissions are dropped,
 then with
-  available = seatCount - held seats - booked seats
+  available = seatCount - held seats - booked seats + the free places of its standing areas
   expected  = queueSeats x (admitted shoppers who have not held yet)
 the next waiters are admitted while available - expected > 0 (counting each newcomer) and the
 admitted shoppers stay under queueMax; at most ADMIT_BATCH per call. available = 0 and no seat
-held: SOLD_OUT (nobody is admitted; every waiter is told); seats that come back (a hold
+held (with areas: no live hold at all, as a held place has no bit): SOLD_OUT (nobody is admitted; every waiter is told); seats that come back (a hold
 released or expired, a booking cancelled) reopen it. Each change of (admitted, state) is
 published once on the show's channel {s}:ch as {"q":1,"a":admitted,"s":state,"w":waiting}.
 States: PENDING (before opensAt), OPEN, SOLD_OUT, CLOSED (sales closed).
@@ -83,6 +83,17 @@ local function advance(p, q, now)
     local state, k = 'OPEN', 0
     local held = redis.call('BITCOUNT', p .. ':held')
     local available = q.seat_count - held - redis.call('BITCOUNT', p .. ':booked')
+    -- places in standing areas are sold like seats: their free count is left to sell too
+    local m = redis.call('HMGET', p .. ':meta', 'areas', 'channels')
+    local defs = parse_areas(m[1] or '')
+    if defs then
+        local free = areas_free(p, defs, defs[0], m[2], nil)
+        for _, id in ipairs(defs[0]) do
+            available = available + free[id]
+        end
+        -- a held place is not a held bit: anything held at all is a live hold
+        held = held + redis.call('ZCARD', p .. ':expiry')
+    end
     if q.close and now >= q.close then
         state = 'CLOSED'
     elseif now < q.opens then

@@ -18,8 +18,18 @@ static void setup(void)
 TestSuite(lua_queue, .init = setup, .timeout = 60);
 
 /* Creates queued show 'show' over 'seats' opening at 'opens_ms' (epoch ms; Redis clock). */
+static int q_create_with(th_t *t, const char *show, const char *const *seats, long long opens_ms,
+                         int max_shoppers, int seats_per_shopper, const char *areas_json);
+
 static int q_create(th_t *t, const char *show, const char *const *seats, long long opens_ms,
                     int max_shoppers, int seats_per_shopper)
+{
+    return q_create_with(t, show, seats, opens_ms, max_shoppers, seats_per_shopper, NULL);
+}
+
+/* As q_create, with standing areas 'areas_json' (the "areas" array, or NULL for none). */
+static int q_create_with(th_t *t, const char *show, const char *const *seats, long long opens_ms,
+                         int max_shoppers, int seats_per_shopper, const char *areas_json)
 {
     char layout[4096], extra[256];
     size_t n = 0, off = 0;
@@ -33,8 +43,9 @@ static int q_create(th_t *t, const char *show, const char *const *seats, long lo
     snprintf(layout + off, sizeof(layout) - off, "]}");
     snprintf(extra, sizeof(extra),
              "{\"queue\":{\"opensAt\":%lld,\"maxShoppers\":%d,\"admissionSeconds\":60,"
-             "\"seatsPerShopper\":%d}}",
-             opens_ms, max_shoppers, seats_per_shopper);
+             "\"seatsPerShopper\":%d}%s%s}",
+             opens_ms, max_shoppers, seats_per_shopper, areas_json ? ",\"areas\":" : "",
+             areas_json ? areas_json : "");
     seatd_show_args_t a = {0};
     a.show_id = show;
     a.title = "On sale";
@@ -379,6 +390,62 @@ Test(lua_queue, admission_pauses_while_everything_is_held_and_resumes_when_seats
     cr_assert_eq(q_status(&t, &r, ticket, "u002"), 0);
     cr_assert_str_eq(th_get(&r, "state"), "ADMITTED");
     cr_assert_eq(q_hold(&t, &r, "1", "u002", a1, 1), 0, "%d %s", r.err, r.detail);
+    th_res_clear(&r);
+    redisFree(c);
+    cr_assert_eq(th_close(&t), 0);
+}
+
+Test(lua_queue, places_in_standing_areas_count_as_left_to_sell)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    redisContext *c = seatd_test_redis_connect();
+    long long past = th_redis_ms(c) - 1000;
+    /* 2 seats and 6 standing places, 2 expected per shopper: 4 admitted. */
+    cr_assert_eq(q_create_with(&t, "1", seats2, past, 100, 2,
+                               "[{\"id\":\"FLOOR\",\"capacity\":6,\"tier\":\"standard\"}]"),
+                 0);
+    join_many(&t, "1", 10);
+    cr_assert_eq(q_advance(&t, &r, "1"), 0);
+    cr_assert_eq(th_get_ll(&r, "available"), 8);
+    cr_assert_eq(th_get_ll(&r, "admittedThrough"), 4);
+    /* every seat and place held by the admitted: no more admitted, but not sold out either
+     * while a place may still come back */
+    redisReply *z = seatd_test_redis_command(c, "ZRANGE {s:1}:qadmit 0 -1");
+    cr_assert(z && z->elements == 4);
+    char u0[16], u1[16];
+    snprintf(u0, sizeof(u0), "%s", z->element[0]->str);
+    snprintf(u1, sizeof(u1), "%s", z->element[1]->str);
+    freeReplyObject(z);
+    char hold_id[SEATD_ID_MAX];
+    seatd_hold_args_t a;
+    cr_assert_eq(th_hold_args(&a, hold_id, "1", u0, seats2, 2, NULL, 0, 0), 0);
+    a.admitted = 1;
+    a.request = "named";
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_hold(t.store, &a, th_on_result, &r)), 0);
+    char places_id[SEATD_ID_MAX];
+    cr_assert_eq(th_hold_args(&a, places_id, "1", u1, NULL, 0, NULL, 0, 0), 0);
+    a.admitted = 1;
+    a.request = "named;FLOOR:6";
+    th_res_clear(&r);
+    cr_assert_eq(th_finish(&t, &r, seatd_store_hold(t.store, &a, th_on_result, &r)), 0, "%d %s",
+                 r.err, r.detail);
+    cr_assert_eq(q_advance(&t, &r, "1"), 0);
+    cr_assert_eq(th_get_ll(&r, "available"), 0);
+    cr_assert_eq(th_get_ll(&r, "admitted"), 0);
+    /* the seats booked for good, the places still held: not SOLD_OUT (they may come back) */
+    cr_assert_eq(th_book_begin(&t, &r, "1", hold_id, u0, 60000), 0, "%d %s", r.err, r.detail);
+    char bid[SEATD_ID_MAX];
+    snprintf(bid, sizeof(bid), "%s", th_get(&r, "bookingId"));
+    cr_assert_eq(th_book_confirm(&t, &r, bid), 0);
+    cr_assert_eq(q_advance(&t, &r, "1"), 0);
+    cr_assert_str_eq(th_get(&r, "queueState"), "OPEN", "six places are still only held");
+    /* the places come back: 6 left, 3 admitted pending: room for nobody (6 - 2 x 3 = 0) */
+    cr_assert_eq(th_release(&t, &r, places_id, u1), 0);
+    cr_assert_eq(q_advance(&t, &r, "1"), 0);
+    cr_assert_eq(th_get_ll(&r, "available"), 6);
     th_res_clear(&r);
     redisFree(c);
     cr_assert_eq(th_close(&t), 0);
