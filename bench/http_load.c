@@ -309,7 +309,8 @@ static void format_hold(conn_t *c)
     const char *close_list = alone ? "" : "]";
     c->idem[0] = '\0';
     c->hold_id[0] = '\0';
-    if (p->cfg->idem && !group) { /* (a group hold takes no idempotency key) */
+    if (p->cfg->idem &&
+        !group) { /* (group holds are sent without one: the log follows theirs by id) */
         snprintf(c->idem, sizeof c->idem, "f%llx-%d-%llu",
                  (unsigned long long)(p->cfg->seed & 0xffffffffu), c->index,
                  (unsigned long long)++p->idem_seq);

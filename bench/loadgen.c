@@ -39,7 +39,7 @@
  * shows, the first plain and the others "groupWith" it (so all share its hash slot), and a
  * group of them (POST /v1/groups, admin), and prints "group id=<id> shows=<a>,<b>,…"; the
  * holds are then group holds (POST /v1/groups/{id}/holds with the same seat choice and places
- * as a named hold; no idempotency key: the route takes none), each one hold in every show of
+ * as a named hold, sent without an idempotency key), each one hold in every show of
  * the group. --group-id G --group N uses an existing group of N shows (--show its first);
  * --group-pct P makes only P % of the holds group holds (100), the rest named holds on --show.
  * A group hold counts in the hold figures (a win, a 409) and apart in op=ghold,

@@ -20,7 +20,10 @@ seatd_group_hold
   KEYS[1]  the group key   KEYS[2…] {s:<id>}:meta of each show held (a subset of the group's)
   ARGV[1]  the group hold id ("<first>-m<20 hex>")   ARGV[2] owner   ARGV[3] ttl (ms; 0: each
            show's own)   ARGV[4] max per user (per show)   ARGV[5] the request, as
-           seatd_hold_sell's ARGV[7] ("named", with ";<places>;<channels>")
+           seatd_hold_sell's ARGV[7] ("named", with ";<places>;<channels>")   ARGV[6] the
+           buyer's idempotency key ("": none): {s:<first>}:gidem:<owner>:<key> keeps the
+           answer and the request's fingerprint (the shows, their seats, the places) for 24 h;
+           the same key again answers it with "replayed" 1, another request IDEM_MISMATCH
   then for each show in the order of KEYS[2…]: its hold id, layoutHash, P, and P seat/bit pairs
   Every show is decided exactly as seatd_hold_sell decides a named hold (lua/hold.lua), and
   only when every one passed are their holds made, one per show, each its own version and
@@ -84,6 +87,28 @@ local function group_get(keys, args)
         'createdAt', g.createdAt or ''}
 end
 
+-- A group hold request's idempotency fingerprint: the request text (places; not the token's
+-- channels: a retry with a refreshed token is the same request), then each show and its seats,
+-- from the per-show blocks of seatd_group_hold's arguments (ARGV[7…]). "" if malformed.
+local function group_fingerprint(args, request)
+    local parts = {string.match(request, '^[^;]*;?[^;]*') or request}
+    local at = 6
+    while at < #args do
+        local np = tonumber(args[at + 3] or '')
+        if not np or np < 0 then
+            return ''
+        end
+        local seats = {}
+        for k = 1, np do
+            seats[k] = args[at + 3 + 2 * k - 1] or ''
+        end
+        parts[#parts + 1] = string.match(args[at + 1] or '', '^(%d+)') .. ':' ..
+            table.concat(seats, ',')
+        at = at + 3 + 2 * np
+    end
+    return table.concat(parts, '|')
+end
+
 local function group_hold(keys, args)
     local first, gid = group_prefix(keys[1], 'group')
     local ids = first and redis.call('HGET', keys[1], 'showIds')
@@ -94,7 +119,7 @@ local function group_hold(keys, args)
     for id in string.gmatch(ids, '[^,]+') do
         member[id] = true
     end
-    local mid, owner, request = args[1] or '', args[2] or '', args[5] or ''
+    local mid, owner, request, idem = args[1] or '', args[2] or '', args[5] or '', args[6] or ''
     if not string.match(mid, '^' .. first .. '%-m%x+$') or owner == ''
         or not string.match(request, '^named') then
         return fail('INVAL', 'group hold')
@@ -102,8 +127,23 @@ local function group_hold(keys, args)
     if redis.call('EXISTS', '{s:' .. first .. '}:ghold:' .. mid) == 1 then
         return fail('INVAL', 'group hold id in use')
     end
+    local idem_key = idem ~= '' and '{s:' .. first .. '}:gidem:' .. owner .. ':' .. idem
+    local fp
+    if idem_key then
+        fp = group_fingerprint(args, request)
+        local rec = redis.call('GET', idem_key)
+        if rec then
+            local r = cjson.decode(rec)
+            if r.fp ~= fp then
+                return fail('IDEM_MISMATCH', idem)
+            end
+            r.out[#r.out + 1] = 'replayed'
+            r.out[#r.out + 1] = '1'
+            return r.out
+        end
+    end
     -- Each show decided in turn, nothing made until all passed.
-    local pending, at = {}, 5
+    local pending, at = {}, 6
     -- A refusal after some shows were decided: their reaping is published, then the error.
     local function give_up(err)
         for _, q in ipairs(pending) do
@@ -160,7 +200,10 @@ local function group_hold(keys, args)
     end
     redis.call('HSET', '{s:' .. first .. '}:ghold:' .. mid, 'owner', owner, 'groupId', gid,
         'holds', table.concat(members, ','))
-    redis.call('PEXPIRE', '{s:' .. first .. '}:ghold:' .. mid, 24 * 3600 * 1000)
+    redis.call('PEXPIRE', '{s:' .. first .. '}:ghold:' .. mid, IDEM_TTL_MS)
+    if idem_key then
+        redis.call('SET', idem_key, cjson.encode({fp = fp, out = out}), 'PX', IDEM_TTL_MS)
+    end
     return out
 end
 

@@ -277,3 +277,40 @@ Test(api_groups, one_payment_books_every_show_of_a_group_hold_or_none)
     cr_assert_str_eq(e2e_str(&res, "status"), "CONFIRMED", "the other show's stays");
     e2e_res_free(&res);
 }
+
+Test(api_groups, a_retried_group_hold_with_its_key_answers_the_first_one)
+{
+    char shows[2][32], gid[64], path[96], first[64];
+    create_group(2, shows, gid);
+    snprintf(path, sizeof(path), "/v1/groups/%s/holds", gid);
+    e2e_res_t res;
+    const char *key = "Idempotency-Key: gh-retry-1\r\n";
+    cr_assert_eq(e2e_call("POST", path, "hana", "{\"seatIds\":[\"A2\"]}", key, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    snprintf(first, sizeof(first), "%s", e2e_str(&res, "holdId"));
+    e2e_res_free(&res);
+    long long v = e2e_show_version(shows[1]);
+    cr_assert_eq(e2e_call("POST", path, "hana", "{\"seatIds\":[\"A2\"]}", key, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert_str_eq(e2e_str(&res, "holdId"), first, "the same group hold");
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res.json, "holds")), 2);
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_show_version(shows[1]), v, "nothing held again");
+    /* the key in the body works the same */
+    cr_assert_eq(e2e_call("POST", path, "hana",
+                          "{\"seatIds\":[\"A2\"],\"idempotencyKey\":\"gh-retry-1\"}", NULL, &res),
+                 0);
+    cr_assert_eq(res.http.status, 201);
+    cr_assert_str_eq(e2e_str(&res, "holdId"), first);
+    e2e_res_free(&res);
+    /* the same key, another request: 422, nothing held */
+    cr_assert_eq(e2e_call("POST", path, "hana", "{\"seatIds\":[\"A3\"]}", key, &res), 0);
+    cr_assert_eq(res.http.status, 422, "%.*s", (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+    cr_assert_eq(e2e_show_version(shows[1]), v, "nothing held");
+    /* another buyer's same key is theirs */
+    cr_assert_eq(e2e_call("POST", path, "ivan", "{\"seatIds\":[\"A3\"]}", key, &res), 0);
+    cr_assert_eq(res.http.status, 201);
+    cr_assert_str_neq(e2e_str(&res, "holdId"), first);
+    e2e_res_free(&res);
+}

@@ -130,6 +130,7 @@ typedef struct {
     size_t nshows, next_layout;
     char group_id[SEATD_ID_MAX];
     char areas[SEATD_AREAS_TEXT_MAX];
+    char idem[201]; /* the request's idempotency key (body or header), "" for none */
 } ghold_op_t;
 
 static void ghold_free(seatd__op_t *base)
@@ -231,6 +232,8 @@ static void on_group_hold(const seatd_store_result_t *res, void *data)
     char loc[96];
     snprintf(loc, sizeof(loc), "/v1/holds/%s", res->group.hold_id);
     seatd_req_add_header(r, "Location", loc);
+    if (res->group.replayed)
+        seatd_req_add_header(r, "Idempotent-Replayed", "true");
     seatd_req_finish_json(r, 201, o);
     ghold_free(&op->base);
 }
@@ -270,6 +273,7 @@ static void ghold_send(seatd_req_t *r, ghold_op_t *op)
             .nlegs = op->nshows,
             .seat_ids = sorted,
             .nseats = op->nids,
+            .idem_key = op->idem[0] ? op->idem : NULL,
         };
         op->base.r = r;
         rc =
@@ -354,6 +358,12 @@ int seatd_handle_groups_hold(seatd_req_t *r)
                                       &op->ids, &op->nids);
     if (op->nids == 0 && !op->areas[0] && !seatd_json_check_failed(&v, "seatIds"))
         seatd_json_check_fail(&v, SEATD_EEMPTY, "seatIds", "name at least one seat or place", NULL);
+    const char *body_idem = NULL, *idem = NULL;
+    seatd_json_check_string(&v, op->body, "idempotencyKey", 200, 0, &body_idem);
+    if (!seatd_json_check_failed(&v, "idempotencyKey"))
+        seatd__idempotency_key_check(&v, r, body_idem, &idem);
+    if (idem)
+        snprintf(op->idem, sizeof(op->idem), "%s", idem);
     const char **shows = NULL;
     size_t nshows = 0;
     const cJSON *subset = cJSON_GetObjectItemCaseSensitive(op->body, "showIds");

@@ -94,7 +94,7 @@ int seatd_store_group_hold(seatd_store_t *st, const seatd_group_hold_args_t *a, 
         return SEATD_EBADID;
     /* per show: its hold id, layoutHash, P, the pairs */
     size_t per = 3 + 2 * a->nseats, argc = 0;
-    const char **args = seatd_calloc(5 + a->nlegs * per, sizeof(*args));
+    const char **args = seatd_calloc(6 + a->nlegs * per, sizeof(*args));
     char(*hold_ids)[SEATD_ID_MAX] = seatd_calloc(a->nlegs, sizeof(*hold_ids));
     char(*bits)[24] = seatd_calloc(a->nlegs * a->nseats + 1, sizeof(*bits));
     char np[24];
@@ -105,6 +105,7 @@ int seatd_store_group_hold(seatd_store_t *st, const seatd_group_hold_args_t *a, 
     args[argc++] = "0";
     args[argc++] = max;
     args[argc++] = a->request;
+    args[argc++] = a->idem_key ? a->idem_key : "";
     int rc = 0;
     for (size_t i = 0; i < a->nlegs && rc == 0; i++) {
         rc = seatd_keys_new_id(hold_ids[i], a->legs[i].show_id, 'h');

@@ -252,6 +252,7 @@ typedef struct seatd_group_result_s { /* group_create, group_get, group_hold, gr
                                  <places text>" */
     int64_t created_at_ms;
     int64_t released; /* group_release: holds released */
+    int replayed;     /* group_hold: answered from the idempotency record */
 } seatd_group_result_t;
 
 typedef struct seatd_store_result_s {
@@ -392,9 +393,13 @@ typedef struct seatd_group_hold_args_s {
     size_t nlegs;
     const char *const *seat_ids; /* the same seats in every show (sorted, unique) */
     size_t nseats;
+    const char *idem_key; /* the buyer's idempotency key, or NULL: the same key with the same
+                             request answers the first group hold (replayed), with another
+                             IDEM_MISMATCH */
 } seatd_group_hold_args_t;
 /* Holds the same seats (and places) in every show of 'legs', all or nothing, in one call.
- * Result: res->group with hold_id and holds. Errors: NOTFOUND (no such group), INVAL, and a
+ * Result: res->group with hold_id, holds and replayed. Errors: NOTFOUND (no such group), INVAL,
+ * IDEM_MISMATCH, and a
  * show's refusal with the words "show=<id>" first, then its detail (CONFLICT, NOT_FOR_SALE,
  * AREA_SOLD_OUT, LIMIT, SALES_CLOSED, UNKNOWN_SEAT, …). */
 SEATD_MUSTCHECK int seatd_store_group_hold(seatd_store_t *st, const seatd_group_hold_args_t *a,
