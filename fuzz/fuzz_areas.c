@@ -47,6 +47,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s[size] = '\0';
     cJSON_Delete(seatd_areas_free_json(s));
     cJSON_Delete(seatd_areas_places_json(s));
+    seatd_area_free_t a[4];
+    size_t n = 99;
+    int prc = seatd_areas_parse_free(s, a, 4, &n);
+    CHECK(n <= 4 && (prc == 0 || prc == -1));
+    for (size_t i = 0; i < n; i++)
+        CHECK(a[i].free <= a[i].capacity && strlen(a[i].id) >= 1 && strlen(a[i].id) <= 16);
 
     cJSON *j = cJSON_ParseWithLength(s, size);
     char out[SEATD_AREAS_TEXT_MAX], why[256];

@@ -138,3 +138,24 @@ Test(channels, names_seats_and_places_are_checked_and_never_kept_twice)
     cJSON_Delete(areas);
     cJSON_Delete(seats);
 }
+
+Test(areas, a_free_text_parses_strictly_and_keeps_what_came_before_a_bad_entry)
+{
+    seatd_area_free_t a[3];
+    size_t n;
+    cr_assert_eq(seatd_areas_parse_free("FLOOR:5000:4862,BALC:200:300,FLOOR:1:1", a, 3, &n), 0);
+    cr_assert_eq(n, 2, "an id named again is skipped");
+    cr_assert_str_eq(a[0].id, "FLOOR");
+    cr_assert_eq(a[0].capacity, 5000);
+    cr_assert_eq(a[0].free, 4862);
+    cr_assert_eq(a[1].free, 200, "never above the capacity");
+    cr_assert_eq(seatd_areas_parse_free("", a, 3, &n), 0);
+    cr_assert_eq(n, 0);
+    cr_assert_eq(seatd_areas_parse_free(NULL, a, 3, &n), 0);
+    cr_assert_eq(seatd_areas_parse_free("FLOOR:5:4,BA LC:2:1", a, 3, &n), -1);
+    cr_assert_eq(n, 1, "the area before the bad one stays");
+    cr_assert_eq(seatd_areas_parse_free("FLOOR:5", a, 3, &n), -1);
+    cr_assert_eq(seatd_areas_parse_free("A:1:1,B:1:1,C:1:1,D:1:1", a, 3, &n), -1);
+    cr_assert_eq(n, 3, "no more than max");
+    cr_assert_eq(seatd_areas_parse_free("ABCDEFGHIJKLMNOPQ:1:1", a, 3, &n), -1, "17 characters");
+}

@@ -111,10 +111,9 @@ int seatd_areas_request(const cJSON *req, long long max_places, char *out, long 
     return 0;
 }
 
-/* Calls 'each' for every comma-separated entry of 'text' split at ':' into up to 3 fields
- * (copied into a bounded buffer; an entry too long or malformed is skipped). */
-typedef void (*entry_fn)(const char *id, long long a, long long b, int nfields, void *data);
-static void each_entry(const char *text, entry_fn each, void *data)
+/* Adds every "id:count" entry of places text 'text' to object 'o' (an entry too long or
+ * without ':' is skipped). */
+static void add_places(cJSON *o, const char *text)
 {
     while (text && *text) {
         const char *end = strchr(text, ',');
@@ -123,23 +122,14 @@ static void each_entry(const char *text, entry_fn each, void *data)
         if (len < sizeof(buf)) {
             memcpy(buf, text, len);
             buf[len] = '\0';
-            char *c1 = strchr(buf, ':');
-            if (c1) {
-                *c1 = '\0';
-                char *c2 = strchr(c1 + 1, ':');
-                long long a = strtoll(c1 + 1, NULL, 10), b = c2 ? strtoll(c2 + 1, NULL, 10) : 0;
-                each(buf, a, b, c2 ? 3 : 2, data);
+            char *colon = strchr(buf, ':');
+            if (colon) {
+                *colon = '\0';
+                cJSON_AddNumberToObject(o, buf, (double)strtoll(colon + 1, NULL, 10));
             }
         }
         text = end ? end + 1 : text + len;
     }
-}
-
-static void add_place(const char *id, long long a, long long b, int nfields, void *data)
-{
-    (void)b;
-    (void)nfields;
-    cJSON_AddNumberToObject(data, id, (double)a);
 }
 
 cJSON *seatd_areas_places_json(const char *text)
@@ -147,24 +137,75 @@ cJSON *seatd_areas_places_json(const char *text)
     if (!text || !*text)
         return NULL;
     cJSON *o = cJSON_CreateObject();
-    each_entry(text, add_place, o);
+    add_places(o, text);
     return o;
 }
 
-static void add_free(const char *id, long long cap, long long free_, int nfields, void *data)
+#define AREA_ID_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+
+/* A count of 1-9 digits at 'p' into '*out'; returns the position after it, or NULL. */
+static const char *parse_count(const char *p, uint32_t *out)
 {
-    if (nfields != 3)
-        return;
-    cJSON *a = cJSON_AddObjectToObject(data, id);
-    cJSON_AddNumberToObject(a, "capacity", (double)cap);
-    cJSON_AddNumberToObject(a, "available", (double)free_);
+    size_t n = strspn(p, "0123456789");
+    if (n == 0 || n > 9)
+        return NULL;
+    uint32_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (uint32_t)(p[i] - '0');
+    *out = v;
+    return p + n;
+}
+
+/* One "id:capacity:free" at 'p' into 'a'; returns the position after it (at ',' or the end),
+ * or NULL when it is not one. */
+static const char *parse_free_entry(const char *p, seatd_area_free_t *a)
+{
+    size_t n = strspn(p, AREA_ID_CHARS);
+    if (n == 0 || n >= sizeof(a->id) || p[n] != ':')
+        return NULL;
+    memcpy(a->id, p, n);
+    a->id[n] = '\0';
+    p = parse_count(p + n + 1, &a->capacity);
+    if (p == NULL || *p != ':')
+        return NULL;
+    p = parse_count(p + 1, &a->free);
+    if (p == NULL || (*p != ',' && *p != '\0'))
+        return NULL;
+    if (a->free > a->capacity)
+        a->free = a->capacity;
+    return p;
+}
+
+int seatd_areas_parse_free(const char *text, seatd_area_free_t *out, size_t max, size_t *n)
+{
+    *n = 0;
+    for (const char *p = text ? text : ""; *p;) {
+        seatd_area_free_t a;
+        const char *end = parse_free_entry(p, &a);
+        if (end == NULL || *n == max)
+            return -1;
+        int dup = 0;
+        for (size_t i = 0; i < *n && !dup; i++)
+            dup = strcmp(out[i].id, a.id) == 0;
+        if (!dup)
+            out[(*n)++] = a;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 0;
 }
 
 cJSON *seatd_areas_free_json(const char *text)
 {
     if (!text || !*text)
         return NULL;
+    seatd_area_free_t a[SEATD_AREAS_MAX];
+    size_t n;
+    (void)seatd_areas_parse_free(text, a, SEATD_AREAS_MAX, &n); /* a bad tail is left out */
     cJSON *o = cJSON_CreateObject();
-    each_entry(text, add_free, o);
+    for (size_t i = 0; i < n; i++) {
+        cJSON *it = cJSON_AddObjectToObject(o, a[i].id);
+        cJSON_AddNumberToObject(it, "capacity", (double)a[i].capacity);
+        cJSON_AddNumberToObject(it, "available", (double)a[i].free);
+    }
     return o;
 }

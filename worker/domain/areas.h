@@ -15,6 +15,7 @@
 #define SEATD_AREAS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct cJSON;
 
@@ -40,8 +41,22 @@ int seatd_areas_request(const struct cJSON *req, long long max_places, char *out
 /* A places text "FLOOR:2,…" as the API shows it, {"FLOOR":2,…}; NULL for "" or NULL. */
 struct cJSON *seatd_areas_places_json(const char *text);
 
+/* One standing area as a free text names it. */
+typedef struct seatd_area_free_s {
+    char id[17];       /* [A-Za-z0-9_-]{1,16} */
+    uint32_t capacity; /* places */
+    uint32_t free;     /* free places (never above capacity) */
+} seatd_area_free_t;
+
+/* The areas of free text 'text' ("FLOOR:5000:4862,…", "" or NULL for none) into 'out' (up to
+ * 'max'; an id named again is skipped, a free count above the capacity is the capacity), their
+ * count into '*n'. Returns 0, or -1 at the first entry that is not "id:capacity:free" or past
+ * 'max' ('out' and '*n' then hold the areas before it). */
+int seatd_areas_parse_free(const char *text, seatd_area_free_t *out, size_t max, size_t *n);
+
 /* A free text "FLOOR:5000:4862,…" as the availability document shows it,
- * {"FLOOR":{"capacity":5000,"available":4862},…}; NULL for "" or NULL. */
+ * {"FLOOR":{"capacity":5000,"available":4862},…}; NULL for "" or NULL (a malformed tail is
+ * left out). */
 struct cJSON *seatd_areas_free_json(const char *text);
 
 #endif

@@ -56,12 +56,9 @@ typedef struct {
     uint8_t *st;   /* owned: the seats' new statuses */
 } ring_entry_t;
 
-/* A standing area of a show (issue 30), as the last seat-map read named it. */
-typedef struct {
-    char id[17];       /* [A-Za-z0-9_-]{1,16}: written into frames as it is */
-    uint32_t capacity; /* places */
-    uint32_t free;     /* free places at the show's 'ver' */
-} area_t;
+/* A standing area of a show (issue 30), as the last seat-map read named it (its id is
+ * written into frames as it is; 'free' is at the show's 'ver'). */
+typedef seatd_area_free_t area_t;
 
 /* One frame as sent to many watchers: its text, and the same compressed once for those that
  * negotiated permessage-deflate (ws_codec.h). */

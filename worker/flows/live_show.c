@@ -183,41 +183,6 @@ void live__show_maybe_free(show_t *s)
  * Standing areas
  * --------------------------------------------------------------------------------------- */
 
-#define AREA_ID_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
-
-/* A count of 1-9 digits at 'p' into '*out'; returns the position after it, or NULL. */
-static const char *parse_count(const char *p, uint32_t *out)
-{
-    size_t n = strspn(p, "0123456789");
-    if (n == 0 || n > 9)
-        return NULL;
-    uint32_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v = v * 10 + (uint32_t)(p[i] - '0');
-    *out = v;
-    return p + n;
-}
-
-/* One "id:capacity:free" of a free text at 'p' into 'a'; returns the position after it
- * (at ',' or the end), or NULL when it is not one. */
-static const char *parse_area(const char *p, area_t *a)
-{
-    size_t n = strspn(p, AREA_ID_CHARS);
-    if (n == 0 || n >= sizeof(a->id) || p[n] != ':')
-        return NULL;
-    memcpy(a->id, p, n);
-    a->id[n] = '\0';
-    p = parse_count(p + n + 1, &a->capacity);
-    if (p == NULL || *p != ':')
-        return NULL;
-    p = parse_count(p + 1, &a->free);
-    if (p == NULL || (*p != ',' && *p != '\0'))
-        return NULL;
-    if (a->free > a->capacity)
-        a->free = a->capacity;
-    return p;
-}
-
 static long area_index(const show_t *s, const char *id)
 {
     for (size_t i = 0; i < s->nareas; i++)
@@ -235,23 +200,10 @@ static long area_index(const show_t *s, const char *id)
 void live__areas_set(show_t *s, const char *text)
 {
     area_t got[SEATD_AREAS_MAX];
-    size_t n = 0;
-    const char *p = text ? text : "";
-    while (*p) {
-        area_t a;
-        const char *end = parse_area(p, &a);
-        if (end == NULL || n == SEATD_AREAS_MAX) {
-            seatd_log(SEATD_LOG_WARN, NULL, "live: bad areas in the seat map", "\"show\":\"%s\"",
-                      s->id);
-            break; /* the areas before it stay */
-        }
-        int dup = 0;
-        for (size_t i = 0; i < n && !dup; i++)
-            dup = strcmp(got[i].id, a.id) == 0;
-        if (!dup)
-            got[n++] = a;
-        p = *end == ',' ? end + 1 : end;
-    }
+    size_t n;
+    if (seatd_areas_parse_free(text, got, SEATD_AREAS_MAX, &n) < 0) /* the areas before stay */
+        seatd_log(SEATD_LOG_WARN, NULL, "live: bad areas in the seat map", "\"show\":\"%s\"",
+                  s->id);
     if (n == 0) {
         free(s->areas);
         s->areas = NULL;
