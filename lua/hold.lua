@@ -275,6 +275,10 @@ local function refuse(p, changes, word, detail, asked, orphan_rule, shared)
     if has_changes(changes) then
         flush(p, changes)
     end
+    if shared and shared.group then
+        -- a show of a group hold: the plain refusal (alternatives are a single show's)
+        return fail(word, detail)
+    end
     if shared and shared.batch then
         -- seatd_hold_batch answers the maps once, as the batch leaves them, and a refusal as
         -- one text (see there)
@@ -555,7 +559,7 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
             end
         end
         if taken then
-            if req and not req.group then
+            if req then
                 return refuse(p, changes, 'CONFLICT', taken, table.concat(seats, ','),
                     orphan_rule, shared)
             end
@@ -585,9 +589,6 @@ local function hold_generic(keys, args, req, pair_at, np, shared, base)
                 end
             end
             if #orphans > 0 then
-                if req.group then
-                    return fail_flush(p, changes, 'ORPHAN_SEAT', table.concat(orphans, ' '))
-                end
                 return refuse(p, changes, 'ORPHAN_SEAT', table.concat(orphans, ' '),
                     table.concat(seats, ','), orphan_rule, shared)
             end
@@ -709,8 +710,7 @@ local function hold_sell(keys, args, shared, base, nargs)
     -- the idempotency fingerprint: the request without the token's channels (a retry with a
     -- refreshed token is the same request)
     local req = {fp = mode_text .. (areas ~= '' and ';' .. areas or ''), mode = 'named', count = false, cfrom = base + 9 + 2 * np,
-        cto = base + nargs, areas = areas, channels = channels,
-        group = shared and shared.group or false}
+        cto = base + nargs, areas = areas, channels = channels}
     if mode_text ~= 'named' then
         local count = string.match(mode_text, '^best:(%d+):[^:]+:[01]$')
         if not count or np ~= 0 then
