@@ -149,6 +149,9 @@ local function channel_apply(p, channels, name, release_at, seats, places, chang
         out[#out + 1] = name .. ':' .. string.format('%d', release_at)
     end
     redis.call('HSET', p .. ':meta', 'channels', table.concat(out, ','))
+    -- a new quota replaces the old whole: places taken from the old one go to the public
+    -- when they come back (lib.lua kept_give_back)
+    redis.call('HINCRBY', p .. ':kgen', name, 1)
     changes.bump = true
 end
 

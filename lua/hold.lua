@@ -129,7 +129,8 @@ local function area_short(p, list, defs, channels, allowed)
 end
 
 -- Takes the places of 'list' from the quotas of the buyer's channels ('allowed', in name
--- order) first; returns the 'kept' text of what it took ("FLOOR|boxoffice:2,…", "" for none).
+-- order) first; returns the 'kept' text of what it took ("FLOOR|boxoffice#<kgen>:2,…", "" for
+-- none; lib.lua kept_give_back).
 local function take_kept(p, list, allowed)
     local names = {}
     for ch in pairs(allowed) do
@@ -137,7 +138,7 @@ local function take_kept(p, list, allowed)
     end
     table.sort(names)
     local _, each = kept_places(p)
-    local out = {}
+    local out, gens = {}, {}
     for _, a in ipairs(list) do
         local left = a[2]
         for _, ch in ipairs(names) do
@@ -149,7 +150,8 @@ local function take_kept(p, list, allowed)
                 else
                     redis.call('HINCRBY', p .. ':akept', k, -n)
                 end
-                out[#out + 1] = k .. ':' .. n
+                gens[ch] = gens[ch] or redis.call('HGET', p .. ':kgen', ch) or '0'
+                out[#out + 1] = k .. '#' .. gens[ch] .. ':' .. n
                 left = left - n
             end
         end

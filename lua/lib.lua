@@ -288,9 +288,11 @@ end
 --   {s}:akept         hash: "<area>|<channel>" -> places of the area still kept for it; the
 --                     public's free count of an area is capacity - taken - every channel's
 --                     kept places, a channel holder's adds their channels' kept places
+--   {s}:kgen          hash: channel -> how many times an admin set it (seatd_channel_set)
 -- A hold by a channel holder takes places from its channels' quota first and keeps what it
--- took as 'kept' ("FLOOR|boxoffice:2,…"), given back to the quota when the hold or booking
--- ends while the channel is still unreleased.
+-- took as 'kept' ("FLOOR|boxoffice#<kgen>:2,…"), given back to the quota when the hold or
+-- booking ends while the channel is still unreleased and its quota was not set again since
+-- (an admin's new quota replaces the old one whole: the places return to the public).
 local parse_channels = memoized(function(s)
     local out = {[0] = {}} -- [0]: the ids in order (a number: never an id)
     for name, at in string.gmatch(s, '([^,:]+):(%d+)') do
@@ -359,9 +361,12 @@ local function kept_give_back(p, text, changes)
     end
     local chans = parse_channels(redis.call('HGET', p .. ':meta', 'channels') or '')
     for _, k in ipairs(area_counts(text)) do
-        local area, ch = string.match(k[1], '^([^|]+)|(.+)$')
-        if area and chans[ch] then
-            redis.call('HINCRBY', p .. ':akept', k[1], k[2])
+        -- "FLOOR|boxoffice#3": taken from the quota the admin set third ({s}:kgen); a quota
+        -- set again since replaced it, and the places go to the public (their area's count)
+        local area, ch, gen = string.match(k[1], '^([^|]+)|([^#]+)#?(%d*)$')
+        if area and chans[ch] and (tonumber(gen) or 0) ==
+            tonumber(redis.call('HGET', p .. ':kgen', ch) or '0') then
+            redis.call('HINCRBY', p .. ':akept', area .. '|' .. ch, k[2])
             area_touch(changes, area)
         end
     end

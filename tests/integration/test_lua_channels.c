@@ -192,3 +192,57 @@ Test(lua_channels, a_kept_seat_is_never_held_without_the_channel_under_a_race)
     cr_assert_str_eq(v, "user0");
     redisFree(c);
 }
+
+/* PUT of channel boxoffice on show "1": keeping C1, C2 and the places 'areas'. */
+static int channel_set(th_t *t, th_res_t *r, const char *areas)
+{
+    seatd_layout_t *l = NULL;
+    char arr[1024];
+    th_seats_json(arr, sizeof(arr), seats4);
+    cJSON *doc = cJSON_Parse(arr);
+    if (seatd_layout_from_json(doc, NULL, &l, NULL, 0) < 0)
+        return -1;
+    const char *kept[] = {"C1", "C2"};
+    seatd_channel_args_t a = {.show_id = "1",
+                              .name = "boxoffice",
+                              .layout = l,
+                              .seat_ids = kept,
+                              .nseats = 2,
+                              .areas = areas};
+    th_res_clear(r);
+    int rc = th_finish(t, r, seatd_store_channel_set(t->store, &a, th_on_result, r));
+    seatd_layout_free(l);
+    cJSON_Delete(doc);
+    return rc;
+}
+
+Test(lua_channels, places_return_to_the_quota_they_came_from_unless_an_admin_set_it_again)
+{
+    th_t t;
+    th_res_t r = {0};
+    cr_assert_eq(th_open(&t), 0);
+    cr_assert_eq(create_show(&t, 0), 0); /* FLOOR: 5 places, 2 kept for boxoffice */
+    redisContext *c = seatd_test_redis_connect();
+    char h1[SEATD_ID_MAX], h2[SEATD_ID_MAX];
+    cr_assert_eq(hold(&t, &r, "bob", NULL, "FLOOR:1", "boxoffice", 0), 0, "%d %s", r.err, r.detail);
+    snprintf(h1, sizeof(h1), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(th_release(&t, &r, h1, "bob"), 0);
+    cr_assert_eq(th_int(c, "HGET {s:1}:akept FLOOR|boxoffice"), -1000, "a string, not an int");
+    char v[16];
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:akept FLOOR|boxoffice"), 1);
+    cr_assert_str_eq(v, "2", "the place went back to the quota it came from");
+
+    /* taken from the quota, then the admin sets the quota again (to 1): the place held is not
+     * the new quota's, and goes to the public when it comes back */
+    cr_assert_eq(hold(&t, &r, "bob", NULL, "FLOOR:2", "boxoffice", 0), 0, "%d %s", r.err, r.detail);
+    snprintf(h2, sizeof(h2), "%s", th_get(&r, "holdId"));
+    cr_assert_eq(channel_set(&t, &r, "FLOOR:1"), 0, "%d %s", r.err, r.detail);
+    cr_assert_eq(th_release(&t, &r, h2, "bob"), 0);
+    cr_assert_eq(th_str(c, v, sizeof(v), "HGET {s:1}:akept FLOOR|boxoffice"), 1);
+    cr_assert_str_eq(v, "1", "the admin's quota, not 1 + 2");
+    cr_assert_eq(seatmap_areas(&t, &r), 0);
+    cr_assert_str_eq(th_get(&r, "areas"), "FLOOR:5:4", "5 places, 1 kept, none taken");
+    redisFree(c);
+    th_res_clear(&r);
+    cr_assert_eq(th_close(&t), 0);
+}
