@@ -5,9 +5,9 @@
  *
  * Writes go through the HTTP API with an admin token (minted from SEATD_JWT_SECRET, or given
  * with --token / SEATD_TOKEN), so every change is a seatd Function run by a worker, exactly as
- * for a buyer; public reads (show list, show get) send no token. Redis is read directly,
- * read-only, for inspection only (`seat who`, `audit`): plain reads and EVAL_RO probes, never
- * a write.
+ * for a buyer; public reads (show list, show get, group show) send no token. Redis is read
+ * directly, read-only, for inspection only (`seat who`, `audit`): plain reads and EVAL_RO probes,
+ * never a write.
  *
  * The stack is found as deploy/lib.sh finds it: SEATD_PORT (8080) gives the API
  * (http://127.0.0.1:PORT), Redis (127.0.0.1:SEATD_REDIS_PORT, PORT + 1000) and the runtime
@@ -66,6 +66,7 @@ static const struct {
     {"--admin", O_ADMIN, 0, NO_FIELD},
     {"--name", O_NAME, 1, offsetof(seatctl_opts_t, name)},
     {"--channels", O_CHANNELS, 1, offsetof(seatctl_opts_t, channels)},
+    {"--shows", O_SHOWS, 1, offsetof(seatctl_opts_t, shows)},
 };
 
 typedef int (*cmd_fn)(seatctl_opts_t *o);
@@ -137,6 +138,15 @@ static const struct command_s {
      "Releases sales channel NAME of show SHOW to everyone now\n"
      "  (DELETE /v1/admin/shows/{id}/channels/{name}): its seats and places go on sale to\n"
      "  every buyer in one step, with a new version of the seat map.\n"},
+    {"group", "create", seatctl_cmd_group_create, O_HTTP | O_SHOWS, 1,
+     "group create TITLE --shows SHOW,SHOW[,...]",
+     "Creates an event group of the shows listed (POST /v1/groups): shows sold together,\n"
+     "  held all or nothing (POST /v1/groups/{id}/holds) and paid with one payment. 2 to 20\n"
+     "  shows, each once; on a Redis Cluster they must share a hash slot (create each with\n"
+     "  \"groupWith\" naming the first). Prints the group's id and its shows.\n"},
+    {"group", "show", seatctl_cmd_group_show, O_HTTP, 1, "group show GROUPID",
+     "Prints event group GROUPID (GET /v1/groups/{id}): its title, shows and creation time.\n"
+     "  A public read: no token is sent, none is needed.\n"},
     {"token", NULL, seatctl_cmd_token, O_SUB | O_ROLE | O_TTL | O_CHANNELS, 0,
      "token --sub USER [--role admin] [--ttl SECONDS] [--channels NAME,...]",
      "Prints a bearer token for USER signed with SEATD_JWT_SECRET (at least 32 bytes),\n"
@@ -157,7 +167,7 @@ static void usage(FILE *out)
           "  --token JWT        an admin token, default $SEATD_TOKEN, else one is minted\n"
           "                     (sub \"seatctl\", 5 minutes) from $SEATD_JWT_SECRET, else from\n"
           "                     the runtime folder's jwt_secret; public reads (show list,\n"
-          "                     show get) send none\n"
+          "                     show get, group show) send none\n"
           "  --redis ADDR       host:port or a unix socket path (seat who, audit), default\n"
           "                     $SEATD_REDIS, else the stack's: 127.0.0.1:$SEATD_REDIS_PORT\n"
           "                     (SEATD_PORT + 1000; on a Redis Cluster: any node)\n"

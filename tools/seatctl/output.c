@@ -161,7 +161,10 @@ int seatctl_check_id(const char *id, char kind)
     if (seatd_keys_parse_id(id, kind, show) == 0)
         return 0;
     return seatctl_usage_error("'%s' is not a %s id (<show>-%c<20 hex>)", id,
-                               kind == 'h' ? "hold" : "booking", kind);
+                               kind == 'h'   ? "hold"
+                               : kind == 'g' ? "group"
+                                             : "booking",
+                               kind);
 }
 
 int seatctl_check_show_id(const char *id)

@@ -51,6 +51,7 @@ enum {
     O_ADMIN = 1 << 21,
     O_NAME = 1 << 22,
     O_CHANNELS = 1 << 23,
+    O_SHOWS = 1 << 24,
 };
 #define O_HTTP (O_URL | O_TOKEN)
 #define O_RDS (O_REDIS | O_REDIS_USER | O_REDIS_PASS)
@@ -61,6 +62,7 @@ typedef struct seatctl_opts_s {
     const char *url, *token, *redis, *redis_user, *redis_pass;
     const char *layout, *body, *title, *starts_at, *hold_ttl, *sales_close_at;
     const char *page, *size, *sub, *role, *ttl, *email, *name, *channels;
+    const char *shows; /* --shows: a comma-separated list of show ids */
     const char *prices[MAX_PRICES];
     int nprices;
     int json;
@@ -104,7 +106,8 @@ const char *seatctl_tstr(const cJSON *o, const char *name);
 /* Prints 'o''s members (borrowed) as "name: value" lines (arrays comma-joined). */
 void seatctl_print_record(const cJSON *o);
 
-/* 0 when 'id' is an id of 'kind' ('h' hold, 'b' booking), else a usage error (EXIT_USAGE). */
+/* 0 when 'id' is an id of 'kind' ('h' hold, 'b' booking, 'g' group), else a usage error
+ * (EXIT_USAGE). */
 int seatctl_check_id(const char *id, char kind);
 
 /* 0 when 'id' is a show id, else a usage error (EXIT_USAGE). */
@@ -172,6 +175,8 @@ int seatctl_cmd_booking_cancel(seatctl_opts_t *o);
 int seatctl_cmd_reap(seatctl_opts_t *o);
 int seatctl_cmd_channel_set(seatctl_opts_t *o); /* channels_groups.c */
 int seatctl_cmd_channel_release(seatctl_opts_t *o);
+int seatctl_cmd_group_create(seatctl_opts_t *o);
+int seatctl_cmd_group_show(seatctl_opts_t *o);
 int seatctl_cmd_seat_who(seatctl_opts_t *o); /* redis_reads.c */
 int seatctl_cmd_audit(seatctl_opts_t *o);
 int seatctl_cmd_token(seatctl_opts_t *o); /* accounts_tokens.c */
