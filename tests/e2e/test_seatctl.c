@@ -484,6 +484,98 @@ Test(seatctl, channel_set_keeps_seats_for_a_token_with_the_channel_and_release_o
     run_free(&r);
 }
 
+/* A show of seats A1-A3, "groupWith" 'with' unless NULL (test_api_groups.c create()); its id
+ * into 'id' (32 bytes). */
+static void create_groupable(const char *with, char *id)
+{
+    char body[768], member[64] = "";
+    if (with)
+        snprintf(member, sizeof(member), "\"groupWith\":\"%s\",", with);
+    snprintf(body, sizeof(body),
+             "{\"title\":\"season\",\"startsAt\":\"2030-01-01T20:00:00Z\",%s"
+             "\"priceTiers\":{\"standard\":1200},\"seats\":["
+             "{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"tier\":\"standard\",\"x\":1,\"y\":1},"
+             "{\"id\":\"A2\",\"row\":\"A\",\"number\":2,\"tier\":\"standard\",\"x\":2,\"y\":1},"
+             "{\"id\":\"A3\",\"row\":\"A\",\"number\":3,\"tier\":\"standard\",\"x\":3,\"y\":1}]}",
+             member);
+    e2e_res_t res;
+    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin", body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    snprintf(id, 32, "%s", e2e_str(&res, "id"));
+    e2e_res_free(&res);
+}
+
+Test(seatctl, group_create_groups_two_shows_and_group_show_prints_them)
+{
+    char a[32], b[32], list[80], gid[64];
+    create_groupable(NULL, a);
+    create_groupable(a, b);
+    snprintf(list, sizeof(list), "%s,%s", a, b);
+    run_t r;
+    seatctl(&r, "group", "create", "Season", "--shows", list, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strncmp(r.out, "created group ", 14) == 0, "%s", r.out);
+    snprintf(gid, sizeof(gid), "%.*s", (int)strcspn(r.out + 14, ":"), r.out + 14);
+    cr_assert(strstr(gid, "-g") != NULL, "a group id: '%s' in %s", gid, r.out);
+    char shows[96];
+    snprintf(shows, sizeof(shows), "shows %s\n", list);
+    cr_assert(strstr(r.out, shows), "%s", r.out);
+    run_free(&r);
+    /* the group as the API has it */
+    seatctl(&r, "group", "show", gid, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "Season"), "%s", r.out);
+    cr_assert(strstr(r.out, list), "both shows: %s", r.out);
+    run_free(&r);
+    seatctl(&r, "group", "show", gid, "--json", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(jstr(r.json, "id"), gid);
+    cr_assert_str_eq(jstr(r.json, "title"), "Season");
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(r.json, "showIds");
+    cr_assert_eq(cJSON_GetArraySize(ids), 2, "%s", r.out);
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetArrayItem(ids, 0)), a);
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetArrayItem(ids, 1)), b);
+    run_free(&r);
+    /* --json answers the API's group */
+    seatctl(&r, "--json", "group", "create", "Again", "--shows", list, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(jstr(r.json, "id"), "-g") != NULL, "%s", r.out);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r.json, "showIds")), 2);
+    run_free(&r);
+    /* one show only: refused before any call */
+    seatctl(&r, "group", "create", "Season", "--shows", a, NULL);
+    cr_assert_eq(r.status, 2, "exit %d", r.status);
+    cr_assert(strstr(r.err, "at least two shows"), "%s", r.err);
+    run_free(&r);
+    seatctl(&r, "group", "create", "Season", NULL);
+    cr_assert_eq(r.status, 2, "exit %d", r.status);
+    cr_assert(strstr(r.err, "needs --shows"), "%s", r.err);
+    run_free(&r);
+    /* a show that does not exist: the API refuses, the answer says why */
+    char unknown[80];
+    snprintf(unknown, sizeof(unknown), "%s,999999999", a);
+    seatctl(&r, "group", "create", "Season", "--shows", unknown, NULL);
+    cr_assert_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+    cr_assert(strstr(r.err, "POST /v1/groups: 4"), "the status and the problem: %s", r.err);
+    run_free(&r);
+    seatctl(&r, "--json", "group", "create", "Season", "--shows", unknown, NULL);
+    cr_assert_eq(r.status, 1);
+    cr_assert_not_null(r.json, "the problem on stdout: %s", r.out);
+    cr_assert(jstr(r.json, "title")[0], "%s", r.out);
+    run_free(&r);
+    /* a group that does not exist, and an id that is no group's */
+    char missing[64];
+    snprintf(missing, sizeof(missing), "%s-g00000000000000000000", a);
+    seatctl(&r, "group", "show", missing, NULL);
+    cr_assert_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+    cr_assert(strstr(r.err, "404"), "%s", r.err);
+    run_free(&r);
+    seatctl(&r, "group", "show", a, NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "is not a group id"), "%s", r.err);
+    run_free(&r);
+}
+
 Test(seatctl, usage_errors_exit_2_and_help_exits_0)
 {
     run_t r;
