@@ -2,7 +2,7 @@
  * show_audit.h - the seat invariant of one show, checked straight in Redis (keys.h's schema).
  *
  * Shared by bench/audit.c (seatd_audit, after a benchmark or a fault scenario) and
- * tools/seatctl.c (`seatctl audit SHOW`, on a live show). Reads only: every multi-key check
+ * tools/seatctl/ (`seatctl audit SHOW`, on a live show). Reads only: every multi-key check
  * runs as one EVAL_RO probe, so a hold that ends or a booking that settles while the audit
  * runs cannot look like a violation. Checks (the 'check' name each violation carries):
  *
