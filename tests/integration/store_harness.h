@@ -226,6 +226,46 @@ static inline int th_group_hold(th_t *t, th_res_t *r, const char *gid, const cha
     return rc;
 }
 
+/* book_begin of group hold 'mid' (of first show 'show') for 'owner': one payment for every
+ * show's hold, priced in the store, under a fresh id (into 'pay_id'). */
+static inline int th_pay_begin(th_t *t, th_res_t *r, const char *show, const char *mid,
+                               const char *owner, char *pay_id)
+{
+    th_res_clear(r);
+    if (seatd_keys_new_id(pay_id, show, 'b') < 0)
+        return -1;
+    seatd_book_args_t a = {.hold_id = mid,
+                           .owner = owner,
+                           .booking_id = pay_id,
+                           .amount = SEATD_BOOK_PRICE_IN_STORE,
+                           .currency = "EUR",
+                           .payment_method = "tok_ok",
+                           .payment_window_ms = 60000};
+    return th_finish(t, r, seatd_store_book_begin(t->store, &a, th_on_result, r));
+}
+
+/* The booking of show 'show' in group payment 'pay_id' of show "1" (its record's 'members'),
+ * into 'out' (SEATD_ID_MAX). Returns 0, or -1 when the payment names none. */
+static inline int th_payment_member(redisContext *c, const char *pay_id, const char *show,
+                                    char *out)
+{
+    char members[512], want[SEATD_ID_MAX + 2];
+    redisReply *rep = seatd_test_redis_command(c, "HGET {s:1}:booking:%s members", pay_id);
+    int ok = rep && rep->type == REDIS_REPLY_STRING && rep->len < sizeof(members);
+    if (ok)
+        memcpy(members, rep->str, rep->len + 1);
+    freeReplyObject(rep);
+    if (!ok)
+        return -1;
+    snprintf(want, sizeof(want), "%s:", show);
+    for (char *save = NULL, *m = strtok_r(members, ",", &save); m; m = strtok_r(NULL, ",", &save))
+        if (strncmp(m, want, strlen(want)) == 0) {
+            snprintf(out, SEATD_ID_MAX, "%s", m + strlen(want));
+            return 0;
+        }
+    return -1;
+}
+
 /* Holds the NULL-terminated 'seats' with a fresh hold id; 'idem' may be NULL. */
 /* Fills 'a' for a hold of the 'n' seats 'seats' (may be NULL when 'n' is 0) by 'owner' on
  * 'show', with idempotency key 'idem' (may be NULL), 'ttl_ms' and 'max' as th_hold's, under a

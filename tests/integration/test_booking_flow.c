@@ -698,12 +698,7 @@ static void group_held(th_t *t, char *mid, char *show2)
 static void member_status(redisContext *c, const char *pay, const char *show, char *id,
                           char *status)
 {
-    char members[512], want[32];
-    cr_assert_eq(th_str(c, members, sizeof(members), "HGET {s:1}:booking:%s members", pay), 1);
-    snprintf(want, sizeof(want), "%s:", show);
-    char *at = strstr(members, want);
-    cr_assert_not_null(at, "show %s in %s", show, members);
-    snprintf(id, SEATD_ID_MAX, "%.*s", (int)strcspn(at + strlen(want), ","), at + strlen(want));
+    cr_assert_eq(th_payment_member(c, pay, show, id), 0, "show %s in payment %s", show, pay);
     cr_assert_eq(th_str(c, status, 32, "HGET {s:%s}:booking:%s status", show, id), 1);
 }
 
@@ -761,15 +756,7 @@ Test(booking_flow, a_group_payment_charged_but_not_confirmed_is_confirmed_whole_
     char mid[SEATD_ID_MAX], show2[SEATD_ID_MAX], pid[SEATD_ID_MAX];
     group_held(&t, mid, show2);
     /* the worker began the payment and charged it, then died before the confirm */
-    cr_assert_eq(seatd_keys_new_id(pid, "1", 'b'), 0);
-    seatd_book_args_t b = {.hold_id = mid,
-                           .owner = "alice",
-                           .booking_id = pid,
-                           .amount = SEATD_BOOK_PRICE_IN_STORE,
-                           .currency = "EUR",
-                           .payment_method = "tok_ok",
-                           .payment_window_ms = 60000};
-    cr_assert_eq(th_finish(&t, &r, seatd_store_book_begin(t.store, &b, th_on_result, &r)), 0);
+    cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "alice", pid), 0);
     th_res_clear(&r);
     cr_assert_eq(gw_charge(pid, "tok_ok"), 201);
     gw_sleep_ms(600);

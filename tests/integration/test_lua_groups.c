@@ -164,37 +164,6 @@ Test(lua_groups, group_holds_racing_single_holds_never_leave_a_partial_group)
 
 /* ------------------------------------------------------- one payment for a group hold */
 
-/* book_begin of group hold 'mid' for 'owner' under a fresh payment id (into 'pay'), priced in
- * the store (1200 a seat). */
-static int pay_begin(th_t *t, th_res_t *r, const char *mid, const char *owner, char *pay)
-{
-    th_res_clear(r);
-    if (seatd_keys_new_id(pay, "1", 'b') < 0)
-        return -1;
-    seatd_book_args_t a = {.hold_id = mid,
-                           .owner = owner,
-                           .booking_id = pay,
-                           .amount = SEATD_BOOK_PRICE_IN_STORE,
-                           .currency = "EUR",
-                           .payment_method = "tok_ok",
-                           .payment_window_ms = 60000};
-    return th_finish(t, r, seatd_store_book_begin(t->store, &a, th_on_result, r));
-}
-
-/* The booking of show 'show' in payment 'pay' (its record's 'members'), into 'out'. */
-static void member_of(redisContext *c, const char *pay, const char *show, char *out, size_t n)
-{
-    char members[512], want[32];
-    cr_assert_eq(th_str(c, members, sizeof(members), "HGET {s:1}:booking:%s members", pay), 1);
-    snprintf(want, sizeof(want), "%s:", show);
-    for (char *save = NULL, *m = strtok_r(members, ",", &save); m; m = strtok_r(NULL, ",", &save))
-        if (strncmp(m, want, strlen(want)) == 0) {
-            snprintf(out, n, "%s", m + strlen(want));
-            return;
-        }
-    cr_assert_fail("no booking of show %s in payment %s", show, pay);
-}
-
 /* A group hold of C1 in both shows for 'owner': its id into 'mid'. */
 static void held_group(th_t *t, const char *gid, const char *owner, char *mid)
 {
@@ -212,14 +181,14 @@ Test(lua_groups, one_payment_begins_and_confirms_every_show_together)
     cr_assert_eq(th_open(&t), 0);
     create(&t, gid);
     held_group(&t, gid, "alice", mid);
-    cr_assert_eq(pay_begin(&t, &r, mid, "mallory", pay), SEATD_ENOTFOUND, "another's");
-    cr_assert_eq(pay_begin(&t, &r, mid, "alice", pay), 0, "err %d %s", r.err, r.detail);
+    cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "mallory", pay), SEATD_ENOTFOUND, "another's");
+    cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "alice", pay), 0, "err %d %s", r.err, r.detail);
     cr_assert_eq(th_get_ll(&r, "amount"), 2400, "C1 at 1200 in each show");
     cr_assert_str_eq(th_get(&r, "status"), "PENDING_PAYMENT");
     redisContext *c = seatd_test_redis_connect();
     char m1[SEATD_ID_MAX], m2[SEATD_ID_MAX], st[32];
-    member_of(c, pay, "1", m1, sizeof(m1));
-    member_of(c, pay, show_b, m2, sizeof(m2));
+    cr_assert_eq(th_payment_member(c, pay, "1", m1), 0);
+    cr_assert_eq(th_payment_member(c, pay, show_b, m2), 0);
     cr_assert_eq(th_str(c, st, sizeof(st), "HGET {s:%s}:booking:%s paidBy", show_b, m2), 1);
     cr_assert_str_eq(st, pay);
     cr_assert_eq(th_int(c, "ZSCORE {s:1}:pending %s", pay), -1000, "a string score, not int");
@@ -233,7 +202,7 @@ Test(lua_groups, one_payment_begins_and_confirms_every_show_together)
     cr_assert_str_eq(th_get(&r, "booking"), pay, "the member's payment, not the member");
 
     /* a retry with another id answers the same payment */
-    cr_assert_eq(pay_begin(&t, &r, mid, "alice", again), 0);
+    cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "alice", again), 0);
     cr_assert_str_eq(th_get(&r, "bookingId"), pay);
     cr_assert_str_eq(th_get(&r, "replayed"), "1");
 
@@ -267,7 +236,7 @@ Test(lua_groups, a_seat_lost_in_one_show_confirms_no_show_and_the_charge_goes_ba
     cr_assert_eq(th_open(&t), 0);
     create(&t, gid);
     held_group(&t, gid, "alice", mid);
-    cr_assert_eq(pay_begin(&t, &r, mid, "alice", pay), 0, "err %d %s", r.err, r.detail);
+    cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "alice", pay), 0, "err %d %s", r.err, r.detail);
     redisContext *c = seatd_test_redis_connect();
     cr_assert_eq(th_int(c, "DEL {s:%s}:seat:C1", show_b), 1); /* lost (a failover, say) */
     char *before = th_snapshot(c);
@@ -286,7 +255,7 @@ Test(lua_groups, a_seat_lost_in_one_show_confirms_no_show_and_the_charge_goes_ba
                                                           "re_1", th_on_result, &r)),
                  0, "err %d %s", r.err, r.detail);
     char m1[SEATD_ID_MAX], st[32];
-    member_of(c, pay, "1", m1, sizeof(m1));
+    cr_assert_eq(th_payment_member(c, pay, "1", m1), 0);
     cr_assert_eq(th_str(c, st, sizeof(st), "HGET {s:1}:booking:%s status", m1), 1);
     cr_assert_str_eq(st, "FAILED");
     cr_assert_eq(th_int(c, "ZCARD {s:1}:pending"), 0);
@@ -305,7 +274,7 @@ Test(lua_groups, a_declined_payment_leaves_every_show_held_and_may_be_paid_again
     cr_assert_eq(th_open(&t), 0);
     create(&t, gid);
     held_group(&t, gid, "alice", mid);
-    cr_assert_eq(pay_begin(&t, &r, mid, "alice", pay), 0, "err %d %s", r.err, r.detail);
+    cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "alice", pay), 0, "err %d %s", r.err, r.detail);
     cr_assert_eq(th_book_fail(&t, &r, pay), 0, "err %d %s", r.err, r.detail);
     redisContext *c = seatd_test_redis_connect();
     char holds[256], st[32];
@@ -320,7 +289,7 @@ Test(lua_groups, a_declined_payment_leaves_every_show_held_and_may_be_paid_again
     cr_assert_eq(th_int(c, "ZSCORE {s:1}:failed %s", pay), -1000, "watched for a late charge");
     cr_assert_eq(th_int(c, "ZCARD {s:%s}:failed", show_b), 0,
                  "the payment is watched, not members");
-    cr_assert_eq(pay_begin(&t, &r, mid, "alice", pay2), 0, "err %d %s", r.err, r.detail);
+    cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "alice", pay2), 0, "err %d %s", r.err, r.detail);
     cr_assert_str_eq(th_get(&r, "replayed"), "0", "a new payment after the decline");
     cr_assert_eq(th_book_confirm(&t, &r, pay2), 0, "err %d %s", r.err, r.detail);
     redisFree(c);
@@ -340,7 +309,7 @@ Test(lua_groups, a_show_booked_on_its_own_refuses_the_group_payment_and_changes_
     cr_assert_eq(th_str(c, h1, sizeof(h1), "GET {s:1}:seat:C1"), 1);
     cr_assert_eq(th_book_begin(&t, &r, "1", h1, "alice", 60000), 0, "err %d %s", r.err, r.detail);
     char *before = th_snapshot(c);
-    cr_assert_eq(pay_begin(&t, &r, mid, "alice", pay), SEATD_ESTATE);
+    cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "alice", pay), SEATD_ESTATE);
     cr_assert_str_eq(r.detail, "show=1 BOOKED");
     char *after = th_snapshot(c);
     cr_assert_str_eq(after, before, "a refused payment changed the keyspace");
@@ -368,7 +337,7 @@ static int payer(int i, void *arg)
     if (th_open(&t) != 0)
         return 10;
     seatd_test_racer_ready_and_wait();
-    int rc = pay_begin(&t, &r, pay_mid, "alice", pay);
+    int rc = th_pay_begin(&t, &r, "1", pay_mid, "alice", pay);
     const char *rep = th_get(&r, "replayed");
     int code = rc != 0 || rep == NULL ? 2 : strcmp(rep, "0") == 0 ? 0 : 1;
     th_res_clear(&r);

@@ -368,16 +368,7 @@ Test(show_audit, a_group_payment_audits_clean_and_one_show_paid_alone_is_named)
     const char *shows[] = {"1", show2}, *a1[] = {"A1"};
     cr_assert_eq(th_group_create(&t, shows, 2, gid), 0);
     cr_assert_eq(th_group_hold(&t, &r, gid, "dave", shows, 2, seats6, a1, 1, mid), 0);
-    cr_assert_eq(seatd_keys_new_id(pay, "1", 'b'), 0);
-    seatd_book_args_t b = {.hold_id = mid,
-                           .owner = "dave",
-                           .booking_id = pay,
-                           .amount = SEATD_BOOK_PRICE_IN_STORE,
-                           .currency = "EUR",
-                           .payment_method = "tok_ok",
-                           .payment_window_ms = 60000};
-    th_res_clear(&r);
-    cr_assert_eq(th_finish(&t, &r, seatd_store_book_begin(t.store, &b, th_on_result, &r)), 0);
+    cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "dave", pay), 0);
     cr_assert_eq(th_book_confirm(&t, &r, pay), 0);
     th_res_clear(&r);
     cr_assert_eq(th_close(&t), 0);
@@ -391,10 +382,9 @@ Test(show_audit, a_group_payment_audits_clean_and_one_show_paid_alone_is_named)
 
     /* the second show's booking of the payment, failed behind its back */
     redisContext *c = seatd_test_redis_connect();
-    char members[256];
-    cr_assert_eq(th_str(c, members, sizeof members, "HGET {s:1}:booking:%s members", pay), 1);
+    char second[SEATD_ID_MAX];
+    cr_assert_eq(th_payment_member(c, pay, show2, second), 0);
     redisFree(c);
-    char *second = strrchr(members, ':') + 1;
     char key[128];
     snprintf(key, sizeof key, "{s:%s}:booking:%s", show2, second);
     corrupt("HSET %s status %s", key, "FAILED");

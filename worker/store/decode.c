@@ -200,10 +200,14 @@ static const field_t statuses_fields[] = {
 };
 
 static const field_t group_fields[] = {
-    STR("groupId", group.group_id),          STR("title", group.title),
-    STR("showIds", group.show_ids),          STR("groupHoldId", group.hold_id),
-    LIST("hold", group.holds, group.nholds), INT("createdAt", group.created_at_ms),
-    INT("released", group.released),         FLAG("replayed", group.replayed),
+    STR("groupId", group.group_id),
+    STR("title", group.title),
+    STR("showIds", group.show_ids),
+    STR("groupHoldId", group.hold_id),
+    LIST("hold", group.holds, group.nholds),
+    INT("createdAt", group.created_at_ms),
+    INT("released", group.released),
+    FLAG("replayed", group.replayed),
     {NULL, F_STR, 0, NOAUX, 0},
 };
 
