@@ -116,6 +116,9 @@ local function book_confirm(keys, args)
     if b.status ~= 'PENDING_PAYMENT' then
         return fail('STATE', b.status)
     end
+    if (b.paidBy or '') ~= '' then -- settled only with its payment, all shows at once
+        return fail('INVAL', 'a group payment\'s booking: settle ' .. b.paidBy)
+    end
     local now = now_ms()
     if b.members then
         return confirm_payment(keys, p, booking_id, bk, b, args[2] or '', now)

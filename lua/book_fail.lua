@@ -90,6 +90,9 @@ local function book_fail(keys, args)
     if b.status ~= 'PENDING_PAYMENT' then
         return fail('STATE', b.status)
     end
+    if (b.paidBy or '') ~= '' then -- settled only with its payment, all shows at once
+        return fail('INVAL', 'a group payment\'s booking: settle ' .. b.paidBy)
+    end
     local refund = args[3]
     if refund and refund ~= '' and (not tonumber(refund) or tonumber(refund) < 0) then
         return fail('INVAL', 'refund')

@@ -88,25 +88,27 @@ local function group_get(keys, args)
 end
 
 -- A group hold request's idempotency fingerprint: the request text (places; not the token's
--- channels: a retry with a refreshed token is the same request), then each show and its seats,
--- from the per-show blocks of seatd_group_hold's arguments (ARGV[7…]). "" if malformed.
+-- channels: a retry with a refreshed token is the same request), then each show and its seats
+-- in show order (a retry may list showIds in another order), from the per-show blocks of
+-- seatd_group_hold's arguments (ARGV[7…]). "" if malformed (the hold then refuses the shape).
 local function group_fingerprint(args, request)
-    local parts = {string.match(request, '^[^;]*;?[^;]*') or request}
+    local shows = {}
     local at = 6
     while at < #args do
-        local np = tonumber(args[at + 3] or '')
-        if not np or np < 0 then
+        local np = num(args[at + 3] or '')
+        local show = string.match(args[at + 1] or '', '^(%d+)%-')
+        if not np or np < 0 or np ~= math.floor(np) or at + 3 + 2 * np > #args or not show then
             return ''
         end
         local seats = {}
         for k = 1, np do
-            seats[k] = args[at + 3 + 2 * k - 1] or ''
+            seats[k] = args[at + 3 + 2 * k - 1]
         end
-        parts[#parts + 1] = string.match(args[at + 1] or '', '^(%d+)') .. ':' ..
-            table.concat(seats, ',')
+        shows[#shows + 1] = show .. ':' .. table.concat(seats, ',')
         at = at + 3 + 2 * np
     end
-    return table.concat(parts, '|')
+    table.sort(shows)
+    return (string.match(request, '^[^;]*;?[^;]*') or request) .. '|' .. table.concat(shows, '|')
 end
 
 local function group_hold(keys, args)
@@ -131,6 +133,9 @@ local function group_hold(keys, args)
     local fp
     if idem_key then
         fp = group_fingerprint(args, request)
+        if fp == '' then
+            return fail('INVAL', 'group hold shape')
+        end
         local rec = redis.call('GET', idem_key)
         if rec then
             local r = cjson.decode(rec)

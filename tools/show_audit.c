@@ -134,18 +134,22 @@ __attribute__((format(printf, 2, 3))) static redisReply *cmd(audit_t *a, const c
     return r;
 }
 
+enum { PROBE_ARGS_MAX = 24 }; /* a group payment and its (up to 20) show bookings */
+
 /* Runs the read-only script 'lua' (EVAL_RO) with 'nkeys' keys then args, all strings. */
 static redisReply *probe(audit_t *a, const char *lua, int nkeys, int nargs, const char **args)
 {
     if (a->failed)
         return NULL;
-    const char *argv[12];
+    const char *argv[3 + PROBE_ARGS_MAX];
     char nk[8];
     snprintf(nk, sizeof nk, "%d", nkeys);
     argv[0] = "EVAL_RO";
     argv[1] = lua;
     argv[2] = nk;
-    for (int i = 0; i < nargs && i < 9; i++)
+    if (nargs > PROBE_ARGS_MAX)
+        nargs = PROBE_ARGS_MAX;
+    for (int i = 0; i < nargs; i++)
         argv[3 + i] = args[i];
     redisReply *r = a->rc ? redisCommandArgv(a->rc, 3 + nargs, argv, NULL)
                           : seatd_redis_commandv(a->rs, 3 + nargs, argv, NULL);
@@ -330,32 +334,55 @@ static const char booking_probe_lua[] =
     "for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end "
     "return out";
 
-/* Group payment 'id' (a booking record with 'members' "42:42-b…,43:43-b…", issue 30) in
- * 'status': each of its show bookings is in the same state (CONFIRMED: or CANCELLED since),
- * never one show paid and another not. The members share the payment's slot. */
-static void check_payment(audit_t *a, const char *id, const char *status, const char *members)
+/* A group payment's status and each of its show bookings' (KEYS[2…]), atomically: a payment
+ * confirmed or failed between two reads would otherwise look split. */
+static const char payment_probe_lua[] =
+    "local out = {redis.call('HGET', KEYS[1], 'status') or ''} "
+    "for i = 2, #KEYS do out[i] = redis.call('HGET', KEYS[i], 'status') or '(none)' end "
+    "return out";
+
+/* Group payment 'id' (record 'key', with 'members' "42:42-b…,43:43-b…", issue 30): each of its
+ * show bookings is in the payment's state (CONFIRMED: or CANCELLED since), never one show paid
+ * and another not. The members share the payment's slot, so one probe reads them all. */
+static void check_payment(audit_t *a, const char *key, const char *id, const char *members)
 {
     char *copy = strdup(members), *save = NULL;
+    char keys[PROBE_ARGS_MAX][160], *show[PROBE_ARGS_MAX], *booking[PROBE_ARGS_MAX];
+    const char *args[PROBE_ARGS_MAX];
+    int n = 1;
     if (!copy)
         abort();
     a->rep->payments++;
+    args[0] = key;
     for (char *m = strtok_r(copy, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
         char *colon = strchr(m, ':');
-        if (colon == NULL) {
+        if (colon == NULL || n == PROBE_ARGS_MAX) {
             violation(a, "payments", "group payment %s names a booking badly: %s", id, m);
             continue;
         }
         *colon = '\0';
-        redisReply *st = cmd(a, "HGET {s:%s}:booking:%s status", m, colon + 1);
-        const char *have = st && st->type == REDIS_REPLY_STRING ? st->str : "(none)";
-        int same = status && (strcmp(have, status) == 0 ||
-                              (strcmp(status, "CONFIRMED") == 0 && strcmp(have, "CANCELLED") == 0));
-        if (st && !same)
-            violation(a, "payments", "group payment %s is %s but its booking %s of show %s is %s",
-                      id, status ? status : "(no status)", colon + 1, m, have);
-        if (st)
-            freeReplyObject(st);
+        show[n] = m;
+        booking[n] = colon + 1;
+        snprintf(keys[n], sizeof keys[n], "{s:%s}:booking:%s", m, colon + 1);
+        args[n] = keys[n];
+        n++;
     }
+    redisReply *st = probe(a, payment_probe_lua, n, n, args);
+    if (st && st->type == REDIS_REPLY_ARRAY && st->elements == (size_t)n &&
+        st->element[0]->str[0]) { /* else gone meanwhile */
+        const char *status = st->element[0]->str;
+        for (int i = 1; i < n; i++) {
+            const char *have = st->element[i]->str;
+            int same = strcmp(have, status) == 0 ||
+                       (strcmp(status, "CONFIRMED") == 0 && strcmp(have, "CANCELLED") == 0);
+            if (!same)
+                violation(a, "payments",
+                          "group payment %s is %s but its booking %s of show %s is %s", id, status,
+                          booking[i], show[i], have);
+        }
+    }
+    if (st)
+        freeReplyObject(st);
     free(copy);
 }
 
@@ -393,7 +420,7 @@ static void on_booking(audit_t *a, const char *key)
                   a->prefix);
     const char *members = hfield(h, 2, "members");
     if (members && members[0]) { /* a group payment: no seats of its own */
-        check_payment(a, id, status, members);
+        check_payment(a, key, id, members);
         freeReplyObject(h);
         return;
     }

@@ -144,6 +144,32 @@ int e2e_create_show_at(const char *host, int rows, int per_row, int ttl_s, char 
     return id[0] ? 0 : -1;
 }
 
+int e2e_create_groupable_show(const char *with, char *id)
+{
+    char body[1024], member[64] = "";
+    if (with)
+        snprintf(member, sizeof(member), "\"groupWith\":\"%s\",", with);
+    snprintf(body, sizeof(body),
+             "{\"title\":\"season\",\"startsAt\":\"2030-01-01T20:00:00Z\",%s"
+             "\"priceTiers\":{\"standard\":1200},"
+             "\"areas\":[{\"id\":\"FLOOR\",\"capacity\":2,\"tier\":\"standard\"}],\"seats\":["
+             "{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"tier\":\"standard\",\"x\":1,\"y\":1},"
+             "{\"id\":\"A2\",\"row\":\"A\",\"number\":2,\"tier\":\"standard\",\"x\":2,\"y\":1},"
+             "{\"id\":\"A3\",\"row\":\"A\",\"number\":3,\"tier\":\"standard\",\"x\":3,\"y\":1}]}",
+             member);
+    e2e_res_t res;
+    int rc = e2e_call("POST", "/v1/shows", "admin", body, NULL, &res);
+    if (rc < 0 || res.http.status != 201) {
+        fprintf(stderr, "e2e: create show failed: %d %.*s\n", res.http.status,
+                (int)res.http.body_len, res.http.body ? res.http.body : "");
+        e2e_res_free(&res);
+        return -1;
+    }
+    snprintf(id, 32, "%s", e2e_str(&res, "id"));
+    e2e_res_free(&res);
+    return id[0] ? 0 : -1;
+}
+
 int e2e_redis_password(const char *file, char *out, size_t size)
 {
     char path[1024];

@@ -42,6 +42,9 @@ const char *e2e_str(const e2e_res_t *res, const char *name);
 int e2e_create_show(int rows, int per_row, int ttl_s, char *id);
 /* As e2e_create_show, through 'host' (see e2e_call_at). */
 int e2e_create_show_at(const char *host, int rows, int per_row, int ttl_s, char *id);
+/* Creates a show of seats A1-A3 and area FLOOR (capacity 2), in the group of show 'with'
+ * ("groupWith") unless NULL, as admin; its id into 'id' (32 bytes). Returns 0 or -1. */
+int e2e_create_groupable_show(const char *with, char *id);
 
 /* Holds 'seats_json' (a JSON array text, e.g. ["A1"]) of 'show' as 'sub', asserting the 201;
  * the hold id into 'hold_id' ('n' bytes). */

@@ -16,22 +16,7 @@ TestSuite(api_groups, .timeout = 120);
 /* A show of seats A1-A3 (and FLOOR, capacity 2), "groupWith" 'with' unless NULL. */
 static void create(const char *with, char *id)
 {
-    char body[1024], member[64] = "";
-    if (with)
-        snprintf(member, sizeof(member), "\"groupWith\":\"%s\",", with);
-    snprintf(body, sizeof(body),
-             "{\"title\":\"season\",\"startsAt\":\"2030-01-01T20:00:00Z\",%s"
-             "\"priceTiers\":{\"standard\":1200},"
-             "\"areas\":[{\"id\":\"FLOOR\",\"capacity\":2,\"tier\":\"standard\"}],\"seats\":["
-             "{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"tier\":\"standard\",\"x\":1,\"y\":1},"
-             "{\"id\":\"A2\",\"row\":\"A\",\"number\":2,\"tier\":\"standard\",\"x\":2,\"y\":1},"
-             "{\"id\":\"A3\",\"row\":\"A\",\"number\":3,\"tier\":\"standard\",\"x\":3,\"y\":1}]}",
-             member);
-    e2e_res_t res;
-    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin", body, NULL, &res), 0);
-    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
-    snprintf(id, 32, "%s", e2e_str(&res, "id"));
-    e2e_res_free(&res);
+    cr_assert_eq(e2e_create_groupable_show(with, id), 0);
 }
 
 /* A group of 'n' fresh shows (the ids into 'shows'); its id into 'gid' (64 bytes). */
@@ -113,6 +98,28 @@ Test(api_groups, the_same_seats_are_held_in_every_show_or_in_none)
     group_hold(gid, "erin", "{\"areas\":{\"FLOOR\":2}}", &res);
     cr_assert_eq(res.http.status, 409, "%.*s", (int)res.http.body_len, res.http.body);
     cr_assert(strstr(e2e_str(&res, "type"), "area-sold-out"));
+    e2e_res_free(&res);
+
+    /* a subset without the group's first show: held and paid in the group's slot */
+    snprintf(body, sizeof(body), "{\"areas\":{\"FLOOR\":1},\"showIds\":[\"%s\",\"%s\"]}", shows[1],
+             shows[2]);
+    group_hold(gid, "fay", body, &res);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    char fay_mid[64], prefix[40];
+    snprintf(fay_mid, sizeof(fay_mid), "%s", e2e_str(&res, "holdId"));
+    snprintf(prefix, sizeof(prefix), "%s-m", shows[0]);
+    cr_assert(strncmp(fay_mid, prefix, strlen(prefix)) == 0, "%s", fay_mid);
+    e2e_res_free(&res);
+    snprintf(body, sizeof(body), "{\"holdId\":\"%s\",\"paymentMethod\":\"tok_ok\"}", fay_mid);
+    cr_assert_eq(e2e_call("POST", "/v1/bookings", "fay", body, NULL, &res), 0);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert_eq(e2e_num(&res, "amount"), 2400);
+    const cJSON *paid = cJSON_GetObjectItemCaseSensitive(res.json, "bookings");
+    cr_assert_eq(cJSON_GetArraySize(paid), 2);
+    for (int i = 0; i < 2; i++)
+        cr_assert_str_eq(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(paid, i), "showId")->valuestring,
+            shows[i + 1]);
     e2e_res_free(&res);
 
     /* released whole */
@@ -312,5 +319,47 @@ Test(api_groups, a_retried_group_hold_with_its_key_answers_the_first_one)
     cr_assert_eq(e2e_call("POST", path, "ivan", "{\"seatIds\":[\"A3\"]}", key, &res), 0);
     cr_assert_eq(res.http.status, 201);
     cr_assert_str_neq(e2e_str(&res, "holdId"), first);
+    e2e_res_free(&res);
+}
+
+Test(api_groups, a_group_payment_refused_in_one_show_names_the_show_and_charges_nothing)
+{
+    char shows[2][32], gid[64], mid[64], alone[64];
+    create_group(2, shows, gid);
+    e2e_res_t res;
+    group_hold(gid, "hana", "{\"seatIds\":[\"A2\"]}", &res);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    snprintf(mid, sizeof(mid), "%s", e2e_str(&res, "holdId"));
+    snprintf(
+        alone, sizeof(alone), "%s",
+        cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(res.json, "holds"), 1), "holdId")
+            ->valuestring);
+    e2e_res_free(&res);
+
+    /* the second show's hold booked on its own first: the group payment names that show */
+    book_group(alone, "hana", "tok_ok", &res);
+    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
+    e2e_res_free(&res);
+    book_group(mid, "hana", "tok_ok", &res);
+    cr_assert_eq(res.http.status, 409, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert_str_eq(e2e_str(&res, "showId"), shows[1], "%.*s", (int)res.http.body_len,
+                     res.http.body);
+    cr_assert(strstr(e2e_str(&res, "detail"), "BOOKED"), "%.*s", (int)res.http.body_len,
+              res.http.body);
+    e2e_res_free(&res);
+    long keys, held, booked;
+    e2e_show_counts(shows[0], &keys, &held, &booked);
+    cr_assert_eq(booked, 0, "nothing booked in the first show");
+    cr_assert_eq(held, 1, "its seat still held");
+
+    /* a group hold id that names no hold of this buyer: 404 naming it as a group hold */
+    char none[64];
+    snprintf(none, sizeof(none), "%s-m%020d", shows[0], 7);
+    book_group(none, "hana", "tok_ok", &res);
+    cr_assert_eq(res.http.status, 404, "%.*s", (int)res.http.body_len, res.http.body);
+    cr_assert_str_eq(e2e_str(&res, "holdId"), none);
+    cr_assert(strstr(e2e_str(&res, "detail"), "group hold"), "%.*s", (int)res.http.body_len,
+              res.http.body);
     e2e_res_free(&res);
 }

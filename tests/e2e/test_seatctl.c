@@ -484,32 +484,11 @@ Test(seatctl, channel_set_keeps_seats_for_a_token_with_the_channel_and_release_o
     run_free(&r);
 }
 
-/* A show of seats A1-A3, "groupWith" 'with' unless NULL (test_api_groups.c create()); its id
- * into 'id' (32 bytes). */
-static void create_groupable(const char *with, char *id)
-{
-    char body[768], member[64] = "";
-    if (with)
-        snprintf(member, sizeof(member), "\"groupWith\":\"%s\",", with);
-    snprintf(body, sizeof(body),
-             "{\"title\":\"season\",\"startsAt\":\"2030-01-01T20:00:00Z\",%s"
-             "\"priceTiers\":{\"standard\":1200},\"seats\":["
-             "{\"id\":\"A1\",\"row\":\"A\",\"number\":1,\"tier\":\"standard\",\"x\":1,\"y\":1},"
-             "{\"id\":\"A2\",\"row\":\"A\",\"number\":2,\"tier\":\"standard\",\"x\":2,\"y\":1},"
-             "{\"id\":\"A3\",\"row\":\"A\",\"number\":3,\"tier\":\"standard\",\"x\":3,\"y\":1}]}",
-             member);
-    e2e_res_t res;
-    cr_assert_eq(e2e_call("POST", "/v1/shows", "admin", body, NULL, &res), 0);
-    cr_assert_eq(res.http.status, 201, "%.*s", (int)res.http.body_len, res.http.body);
-    snprintf(id, 32, "%s", e2e_str(&res, "id"));
-    e2e_res_free(&res);
-}
-
 Test(seatctl, group_create_groups_two_shows_and_group_show_prints_them)
 {
     char a[32], b[32], list[80], gid[64];
-    create_groupable(NULL, a);
-    create_groupable(a, b);
+    cr_assert_eq(e2e_create_groupable_show(NULL, a), 0);
+    cr_assert_eq(e2e_create_groupable_show(a, b), 0);
     snprintf(list, sizeof(list), "%s,%s", a, b);
     run_t r;
     seatctl(&r, "group", "create", "Season", "--shows", list, NULL);

@@ -201,6 +201,15 @@ Test(lua_groups, one_payment_begins_and_confirms_every_show_together)
         0);
     cr_assert_str_eq(th_get(&r, "booking"), pay, "the member's payment, not the member");
 
+    /* a show's booking is never settled alone: only with its payment, every show at once */
+    char *before = th_snapshot(c);
+    cr_assert_eq(th_book_confirm(&t, &r, m2), SEATD_EINVAL, "confirm alone");
+    cr_assert_eq(th_book_fail(&t, &r, m1), SEATD_EINVAL, "fail alone");
+    char *after = th_snapshot(c);
+    cr_assert_str_eq(after, before, "a refused settle changed the keyspace");
+    free(before);
+    free(after);
+
     /* a retry with another id answers the same payment */
     cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "alice", again), 0);
     cr_assert_str_eq(th_get(&r, "bookingId"), pay);

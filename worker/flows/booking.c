@@ -102,6 +102,7 @@ static void deliver(flow_t *f, seatd_booking_outcome_t outcome, int err,
         .version = outcome == SEATD_BOOKING_CONFIRMED && res ? res->booking.version : 0,
         .amount = f->amount > 0 ? f->amount : 0,
         .seat_ids = f->seat_ids,
+        .members = f->members,
         .keep_attempt = f->keep_attempt,
     };
     f->cb(&end, f->data);
@@ -598,8 +599,9 @@ static void on_begin(const seatd_store_result_t *res, void *data)
             finish(f, SEATD_BOOKING_REFUSED, SEATD_ENOTDURABLE, NULL);
         return;
     }
+    /* A show still unpriced right after its tiers were stored is refused, not priced again */
     if (res->err == SEATD_EUNPRICED && f->priced < SEATD_BOOKING_PRICED_MAX &&
-        seatd_keys_valid_show_id(res->detail)) {
+        seatd_keys_valid_show_id(res->detail) && strcmp(res->detail, f->pricing) != 0) {
         price_show(f, res->detail);
         return;
     }

@@ -80,6 +80,8 @@ typedef struct seatd_booking_end_s {
     int64_t version;                        /* CONFIRMED: the seat map version that shows it */
     int64_t amount;       /* what the booking is charged (minor units); REFUSED: unknown (0) */
     const char *seat_ids; /* its seats, comma-joined; REFUSED: "" */
+    const char *members;  /* a group payment's show bookings as book_begin answered them
+                             (store.h seatd_payment_member_t's text); "" for one show's */
     int keep_attempt;     /* 1: the card was declined or its answer is unknown (a decline cap keeps
                              the attempt); 0: approved or never charged (give it back) */
 } seatd_booking_end_t;

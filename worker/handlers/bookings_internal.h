@@ -58,5 +58,8 @@ void bookings__answer_capped(book_op_t *op, const char *which);
 /* ---------------------------------------------------------------- bookings_render.c */
 
 cJSON *bookings__booking_to_json(const seatd_config_t *cfg, const seatd_store_result_t *res);
+/* Adds "bookings": a group payment's show bookings, one object each ('members': store.h
+ * seatd_payment_member_t's text). */
+void bookings__add_members(cJSON *o, const char *members);
 
 #endif

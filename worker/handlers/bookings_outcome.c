@@ -153,6 +153,8 @@ static void answer_pending(book_op_t *op, const seatd_booking_end_t *end)
         seatd__json_add_csv_array(o, "seatIds", end->seat_ids);
         cJSON_AddNumberToObject(o, "amount", (double)end->amount);
         cJSON_AddStringToObject(o, "currency", CURRENCY);
+        if (end->members && end->members[0]) /* a group payment: each show's booking */
+            bookings__add_members(o, end->members);
         char loc[96];
         snprintf(loc, sizeof(loc), "/v1/bookings/%s", op->booking_id);
         seatd_req_add_header(op->base.r, "Location", loc);

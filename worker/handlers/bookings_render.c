@@ -24,7 +24,7 @@
 #include "domain/ticket.h"
 
 /* A group payment's bookings (store.h seatd_payment_member_t), one object per show. */
-static void add_members(cJSON *o, const char *members)
+void bookings__add_members(cJSON *o, const char *members)
 {
     cJSON *list = cJSON_AddArrayToObject(o, "bookings");
     seatd_payment_member_t m;
@@ -80,7 +80,7 @@ cJSON *bookings__booking_to_json(const seatd_config_t *cfg, const seatd_store_re
         cJSON_AddNumberToObject(o, "refund", (double)b->refund);
     int payment = b->members && b->members[0];
     if (payment) /* a group hold's one payment: its tickets are its bookings' */
-        add_members(o, b->members);
+        bookings__add_members(o, b->members);
     const char *bid = b->booking_id;
     if (cfg && b->state == SEATD_BOOKING_ST_CONFIRMED && bid[0] && !payment) {
         /* The ticket: a token signed with the ticket key, and its QR code. */

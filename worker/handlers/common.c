@@ -137,6 +137,16 @@ void seatd__reply_store_error_in(seatd_req_t *r, const seatd_store_result_t *res
     /* Every detail below is written here from validated words: a script's or Redis's text can
      * name keys ("{s:42}:meta") or internals, so it is only logged. */
     log_store_error(r, res);
+    seatd_store_result_t shifted;
+    if (show == NULL && res->nwords > 0 && strncmp(res->words[0], "show=", 5) == 0 &&
+        seatd_keys_valid_show_id(res->words[0] + 5)) {
+        /* "WORD show=<id> …": a group's refusal (a group hold, one payment) names its show */
+        shifted = *res;
+        show = shifted.words[0] + 5;
+        shifted.words++;
+        shifted.nwords--;
+        res = &shifted;
+    }
     cJSON *extra = NULL;
     const char *detail = NULL;
     char msg[160];
@@ -208,11 +218,14 @@ void seatd__reply_store_error_in(seatd_req_t *r, const seatd_store_result_t *res
 
 void seatd__reply_no_hold(seatd_req_t *r, const char *hold_id)
 {
-    char show[SEATD_ID_MAX], msg[160];
-    if (hold_id && seatd_keys_parse_id(hold_id, 'h', show) == 0) {
+    char show[SEATD_ID_MAX], msg[192];
+    int group = hold_id && seatd_keys_parse_id(hold_id, 'm', show) == 0;
+    if (group || (hold_id && seatd_keys_parse_id(hold_id, 'h', show) == 0)) {
         snprintf(msg, sizeof(msg),
-                 "no hold %s of yours: holdId must name a hold you made (POST "
-                 "/v1/shows/{id}/holds)",
+                 group ? "no group hold %s of yours: holdId must name a group hold you made "
+                         "(POST /v1/groups/{id}/holds) that has not ended"
+                       : "no hold %s of yours: holdId must name a hold you made (POST "
+                         "/v1/shows/{id}/holds)",
                  hold_id);
         cJSON *extra = cJSON_CreateObject();
         cJSON_AddStringToObject(extra, "holdId", hold_id);
@@ -221,7 +234,7 @@ void seatd__reply_no_hold(seatd_req_t *r, const char *hold_id)
     }
     seatd_req_finish_problem(r, SEATD_ENOTFOUND,
                              "no such hold: holdId is not a hold id (<show>-h<20 hex digits>, as "
-                             "POST /v1/shows/{id}/holds answered)",
+                             "POST /v1/shows/{id}/holds answered, or a group hold's <show>-m…)",
                              NULL);
 }
 

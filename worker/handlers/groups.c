@@ -175,10 +175,7 @@ static void reply_group_refusal(seatd_req_t *r, const seatd_store_result_t *res)
         seatd_req_finish_problem(r, SEATD_ECONFLICT, msg, extra);
         return;
     }
-    seatd_store_result_t shifted = *res; /* the show's own refusal, its words after show= */
-    shifted.words++;
-    shifted.nwords--;
-    seatd__reply_store_error_in(r, &shifted, show);
+    seatd__reply_store_error(r, res); /* the show's own refusal, named (common.c) */
 }
 
 static void on_group_hold(const seatd_store_result_t *res, void *data)
@@ -201,7 +198,8 @@ static void on_group_hold(const seatd_store_result_t *res, void *data)
     int64_t first_expiry = 0;
     for (size_t i = 0; i < res->group.nholds; i++) {
         /* "<showId>|<holdId>|<expiresAt>|<version>|<seats ;-joined>|<places>" */
-        char f[6][SEATD_ID_MAX * 2 + SEATD_AREAS_TEXT_MAX];
+        /* a field may be a whole hold's seats: up to 100 ids of 16 characters and their ';' */
+        char f[6][SEATD_SEATS_MAX_PER_HOLD * 17 + SEATD_AREAS_TEXT_MAX];
         const char *p = res->group.holds[i];
         for (int k = 0; k < 6; k++) {
             const char *bar = k < 5 ? strchr(p, '|') : NULL;
@@ -257,11 +255,14 @@ static void ghold_send(seatd_req_t *r, ghold_op_t *op)
     if (rc == 0 && op->nids > 0) /* normalised against the first show: the grammar and order */
         rc = seatd_seats_normalise(op->ids, op->nids, (size_t)app->cfg->max_seats_per_hold, NULL,
                                    sorted, &bad);
-    char hold_id[SEATD_ID_MAX], request_text[16 + SEATD__HOLD_REQUEST_EXTRA];
+    char hold_id[SEATD_ID_MAX], first[SEATD_ID_MAX], request_text[16 + SEATD__HOLD_REQUEST_EXTRA];
     const char *request =
         seatd__hold_request(r, "named", op->areas, request_text, sizeof(request_text));
+    /* The group hold lives in the group's slot, its first show's (a subset may leave it out) */
+    if (rc == 0 && seatd_keys_parse_id(op->group_id, 'g', first) < 0)
+        rc = SEATD_EINVAL;
     if (rc == 0)
-        rc = seatd_keys_new_id(hold_id, op->shows[0], 'm');
+        rc = seatd_keys_new_id(hold_id, first, 'm');
     if (rc == 0) {
         seatd_group_hold_args_t a = {
             .group_id = op->group_id,
