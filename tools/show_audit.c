@@ -1,5 +1,6 @@
 /* show_audit.c - the seat invariant of one show, read straight from Redis; see show_audit.h. */
 #include "show_audit.h"
+#include "show_audit_internal.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -12,41 +13,7 @@
 
 #include "redis_sync.h"
 
-#define MAX_SEATS 200000
-
-typedef struct owner_s {
-    char name[72]; /* the sub */
-    long seats;    /* seats in their CONFIRMED bookings */
-} owner_t;
-
-#define MAX_AREAS 32 /* create_show.lua's limit */
-
-typedef struct area_s {
-    char id[24];   /* the area's id, from the meta's 'areas' */
-    long capacity; /* its capacity */
-    long booked;   /* places of its CONFIRMED bookings, summed by the bookings' scan */
-} area_t;
-
-typedef struct audit_s {
-    redisContext *rc;  /* borrowed; one node, or NULL */
-    seatd_redis_t *rs; /* borrowed; one node or a cluster, when 'rc' is NULL */
-    const seatd_audit_opts_t *o;
-    seatd_audit_report_t *rep;
-    char prefix[64]; /* {s:<id>} */
-    int failed;      /* a Redis command failed: 'err' says which */
-    char *err;
-    size_t errlen;
-    int nseats;      /* seats in the layout */
-    char **seat_ids; /* index -> seat id, owned */
-    int *by_id;      /* seat indexes sorted by id, owned */
-    int *booked_by;  /* index -> CONFIRMED bookings listing it */
-    owner_t *owners; /* owners of CONFIRMED bookings, owned */
-    size_t nowners, capowners;
-    area_t areas[MAX_AREAS]; /* the show's standing areas (meta 'areas'), in the meta's order */
-    int nareas;
-} audit_t;
-
-__attribute__((format(printf, 3, 4))) static void violation(audit_t *a, const char *check,
+__attribute__((format(printf, 3, 4))) void audit__violation(audit_t *a, const char *check,
                                                             const char *fmt, ...)
 {
     char text[512];
@@ -99,7 +66,7 @@ static redisReply *redirected(audit_t *a, redisReply *moved, const char *fmt, va
 
 /* Runs one command; NULL (and 'failed' set, 'err' written) on a connection error or an error
  * reply. */
-__attribute__((format(printf, 2, 3))) static redisReply *cmd(audit_t *a, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) redisReply *audit__cmd(audit_t *a, const char *fmt, ...)
 {
     if (a->failed)
         return NULL;
@@ -134,10 +101,8 @@ __attribute__((format(printf, 2, 3))) static redisReply *cmd(audit_t *a, const c
     return r;
 }
 
-enum { PROBE_ARGS_MAX = 24 }; /* a group payment and its (up to 20) show bookings */
-
 /* Runs the read-only script 'lua' (EVAL_RO) with 'nkeys' keys then args, all strings. */
-static redisReply *probe(audit_t *a, const char *lua, int nkeys, int nargs, const char **args)
+redisReply *audit__probe(audit_t *a, const char *lua, int nkeys, int nargs, const char **args)
 {
     if (a->failed)
         return NULL;
@@ -175,7 +140,7 @@ static int cmp_by_id(const void *x, const void *y)
 }
 
 /* Seat id -> index in the layout (a binary search over the ids sorted once). */
-static int seat_index(const audit_t *a, const char *seat)
+int audit__seat_index(const audit_t *a, const char *seat)
 {
     size_t lo = 0, hi = (size_t)a->nseats;
     while (lo < hi) {
@@ -192,7 +157,7 @@ static int seat_index(const audit_t *a, const char *seat)
     return -1;
 }
 
-static int bit(const redisReply *bm, int i)
+int audit__bit(const redisReply *bm, int i)
 {
     if (!bm || bm->type != REDIS_REPLY_STRING || (size_t)(i / 8) >= bm->len)
         return 0;
@@ -204,7 +169,7 @@ static void scan(audit_t *a, const char *kind, void (*fn)(audit_t *, const char 
 {
     char cursor[32] = "0";
     do {
-        redisReply *r = cmd(a, "SCAN %s MATCH %s:%s:* COUNT 1000", cursor, a->prefix, kind);
+        redisReply *r = audit__cmd(a, "SCAN %s MATCH %s:%s:* COUNT 1000", cursor, a->prefix, kind);
         if (!r)
             return;
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
@@ -220,7 +185,7 @@ static void scan(audit_t *a, const char *kind, void (*fn)(audit_t *, const char 
     } while (strcmp(cursor, "0") != 0 && !a->failed);
 }
 
-static const char *hfield(const redisReply *h, size_t from, const char *name)
+const char *audit__hfield(const redisReply *h, size_t from, const char *name)
 {
     for (size_t i = from; h && h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2)
         if (h->element[i]->str && strcmp(h->element[i]->str, name) == 0)
@@ -228,13 +193,13 @@ static const char *hfield(const redisReply *h, size_t from, const char *name)
     return NULL;
 }
 
-static int live_status(const char *s)
+int audit__live_status(const char *s)
 {
     return s && (strcmp(s, "HELD") == 0 || strcmp(s, "PENDING_PAYMENT") == 0);
 }
 
 /* 1 if 'seat' is one of the comma-joined 'list'. */
-static int lists_seat(const char *list, const char *seat)
+int audit__lists_seat(const char *list, const char *seat)
 {
     size_t n = strlen(seat);
     for (const char *p = list; p && *p;) {
@@ -247,7 +212,7 @@ static int lists_seat(const char *list, const char *seat)
     return 0;
 }
 
-static long count_csv(const char *list)
+long audit__count_csv(const char *list)
 {
     if (!list || !*list)
         return 0;
@@ -260,7 +225,7 @@ static long count_csv(const char *list)
 /* The places in a record's 'areas' text ("FLOOR:2,BALC:1"), named 'what' by a violation of
  * 'areas' when in an area the show does not have; with 'book', each is also added to its
  * area's booked sum. */
-static long count_places(audit_t *a, const char *text, int book, const char *what)
+long audit__count_places(audit_t *a, const char *text, int book, const char *what)
 {
     long total = 0;
     for (const char *p = text; p && *p;) {
@@ -275,8 +240,8 @@ static long count_places(audit_t *a, const char *text, int book, const char *wha
                !(strlen(a->areas[i].id) == idlen && memcmp(a->areas[i].id, p, idlen) == 0))
             i++;
         if (i == a->nareas || n <= 0)
-            violation(a, "areas", "%s holds places \"%.*s\" the show has no area for", what,
-                      (int)len, p);
+            audit__violation(a, "areas", "%s holds places \"%.*s\" the show has no area for", what,
+                             (int)len, p);
         else if (book)
             a->areas[i].booked += n;
         p = q ? q + 1 : NULL;
@@ -286,7 +251,7 @@ static long count_places(audit_t *a, const char *text, int book, const char *wha
 
 /* Check 'bits': the record 'what' lists 'seats' with 'bits' (comma-joined, aligned); each bit
  * must be the seat's index in the layout. With 'only' non-NULL, only that seat is checked. */
-static void check_bits(audit_t *a, const char *what, const char *seats, const char *bits,
+void audit__check_bits(audit_t *a, const char *what, const char *seats, const char *bits,
                        const char *only)
 {
     char *s = strdup(seats ? seats : ""), *b = strdup(bits ? bits : "");
@@ -297,16 +262,17 @@ static void check_bits(audit_t *a, const char *what, const char *seats, const ch
     for (; seat; seat = strtok_r(NULL, ",", &ss), bt = bt ? strtok_r(NULL, ",", &bs) : NULL) {
         if (only && strcmp(only, seat) != 0)
             continue;
-        int i = seat_index(a, seat);
+        int i = audit__seat_index(a, seat);
         if (!bt || i < 0 || atoi(bt) != i || strspn(bt, "0123456789") != strlen(bt))
-            violation(a, "bits", "%s records bit %s for seat %s, whose index in the layout is %d",
-                      what, bt ? bt : "(none)", seat, i);
+            audit__violation(a, "bits",
+                             "%s records bit %s for seat %s, whose index in the layout is %d", what,
+                             bt ? bt : "(none)", seat, i);
     }
     free(s);
     free(b);
 }
 
-static void owner_add(audit_t *a, const char *name, long seats)
+void audit__owner_add(audit_t *a, const char *name, long seats)
 {
     for (size_t i = 0; i < a->nowners; i++)
         if (strcmp(a->owners[i].name, name) == 0) {
@@ -323,317 +289,11 @@ static void owner_add(audit_t *a, const char *name, long seats)
     a->owners[a->nowners++].seats = seats;
 }
 
-/* ---- per-key probes ---------------------------------------------------------------------- */
-
-/* A booking and its membership of {s}:pending and {s}:failed, atomically: {pending score or "",
- * failed score or "", field, value, …}. */
-static const char booking_probe_lua[] =
-    "local z = redis.call('ZSCORE', KEYS[2], ARGV[1]) "
-    "local f = redis.call('ZSCORE', KEYS[3], ARGV[1]) "
-    "local out = {z or '', f or ''} "
-    "for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end "
-    "return out";
-
-/* A group payment's status and each of its show bookings' (KEYS[2…]), atomically: a payment
- * confirmed or failed between two reads would otherwise look split. */
-static const char payment_probe_lua[] =
-    "local out = {redis.call('HGET', KEYS[1], 'status') or ''} "
-    "for i = 2, #KEYS do out[i] = redis.call('HGET', KEYS[i], 'status') or '(none)' end "
-    "return out";
-
-/* Group payment 'id' (record 'key', with 'members' "42:42-b…,43:43-b…", issue 30): each of its
- * show bookings is in the payment's state (CONFIRMED: or CANCELLED since), never one show paid
- * and another not. The members share the payment's slot, so one probe reads them all. */
-static void check_payment(audit_t *a, const char *key, const char *id, const char *members)
-{
-    char *copy = strdup(members), *save = NULL;
-    char keys[PROBE_ARGS_MAX][160], *show[PROBE_ARGS_MAX], *booking[PROBE_ARGS_MAX];
-    const char *args[PROBE_ARGS_MAX];
-    int n = 1;
-    if (!copy)
-        abort();
-    a->rep->payments++;
-    args[0] = key;
-    for (char *m = strtok_r(copy, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
-        char *colon = strchr(m, ':');
-        if (colon == NULL || n == PROBE_ARGS_MAX) {
-            violation(a, "payments", "group payment %s names a booking badly: %s", id, m);
-            continue;
-        }
-        *colon = '\0';
-        show[n] = m;
-        booking[n] = colon + 1;
-        snprintf(keys[n], sizeof keys[n], "{s:%s}:booking:%s", m, colon + 1);
-        args[n] = keys[n];
-        n++;
-    }
-    redisReply *st = probe(a, payment_probe_lua, n, n, args);
-    if (st && st->type == REDIS_REPLY_ARRAY && st->elements == (size_t)n &&
-        st->element[0]->str[0]) { /* else gone meanwhile */
-        const char *status = st->element[0]->str;
-        for (int i = 1; i < n; i++) {
-            const char *have = st->element[i]->str;
-            int same = strcmp(have, status) == 0 ||
-                       (strcmp(status, "CONFIRMED") == 0 && strcmp(have, "CANCELLED") == 0);
-            if (!same)
-                violation(a, "payments",
-                          "group payment %s is %s but its booking %s of show %s is %s", id, status,
-                          booking[i], show[i], have);
-        }
-    }
-    if (st)
-        freeReplyObject(st);
-    free(copy);
-}
-
-static void on_booking(audit_t *a, const char *key)
-{
-    const char *id = strrchr(key, ':') + 1;
-    char pending[96], failed[96];
-    snprintf(pending, sizeof pending, "%s:pending", a->prefix);
-    snprintf(failed, sizeof failed, "%s:failed", a->prefix);
-    const char *args[] = {key, pending, failed, id};
-    redisReply *h = probe(a, booking_probe_lua, 3, 4, args);
-    if (!h)
-        return;
-    if (h->type != REDIS_REPLY_ARRAY || h->elements < 4) { /* gone meanwhile */
-        freeReplyObject(h);
-        return;
-    }
-    const char *in_pending = h->element[0]->str, *in_failed = h->element[1]->str;
-    const char *status = hfield(h, 2, "status"), *seats = hfield(h, 2, "seatIds");
-    const char *owner = hfield(h, 2, "owner");
-    int is_pending = status && strcmp(status, "PENDING_PAYMENT") == 0;
-    if (is_pending)
-        a->rep->pending++;
-    if (is_pending && !in_pending[0])
-        violation(a, "pending", "booking %s is PENDING_PAYMENT but not in %s:pending", id,
-                  a->prefix);
-    if (!is_pending && in_pending[0])
-        violation(a, "pending", "booking %s is %s but still in %s:pending", id,
-                  status ? status : "(no status)", a->prefix);
-    if (in_failed[0] && (!status || strcmp(status, "FAILED") != 0))
-        violation(a, "failed", "booking %s is %s but watched in %s:failed", id,
-                  status ? status : "(no status)", a->prefix);
-    else if (in_failed[0] && hfield(h, 2, "refund"))
-        violation(a, "failed", "booking %s has its refund recorded but is still in %s:failed", id,
-                  a->prefix);
-    const char *members = hfield(h, 2, "members");
-    if (members && members[0]) { /* a group payment: no seats of its own */
-        check_payment(a, key, id, members);
-        freeReplyObject(h);
-        return;
-    }
-    if (status && strcmp(status, "CONFIRMED") == 0) {
-        a->rep->confirmed++;
-        check_bits(a, key, seats, hfield(h, 2, "bits"), NULL);
-        long n = 0;
-        char *copy = strdup(seats ? seats : ""), *save = NULL;
-        if (!copy)
-            abort();
-        for (char *s = strtok_r(copy, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
-            int i = seat_index(a, s);
-            n++;
-            if (i < 0)
-                violation(a, "booked_bits", "booking %s lists unknown seat %s", id, s);
-            else if (++a->booked_by[i] == 2)
-                violation(a, "double_booking", "seat %s is in two CONFIRMED bookings (second: %s)",
-                          s, id);
-        }
-        free(copy);
-        n += count_places(a, hfield(h, 2, "areas"), 1, key);
-        if (owner)
-            owner_add(a, owner, n);
-    }
-    freeReplyObject(h);
-}
-
-/* A hold record, its score in {s}:expiry and its field in its owner's hash, atomically:
- * {status, owner, seats, expiresAt, score or "", user field or "", areas or ""}. */
-static const char hold_probe_lua[] =
-    "local h = redis.call('HMGET', KEYS[1], 'status', 'owner', 'seats', 'expiresAt', 'areas') "
-    "local z = redis.call('ZSCORE', KEYS[2], ARGV[1]) "
-    "local u = false "
-    "if h[2] then u = redis.call('HGET', ARGV[2] .. h[2], ARGV[1]) end "
-    "return {h[1] or '', h[2] or '', h[3] or '', h[4] or '', z or '', u or '', h[5] or ''}";
-
-static void on_hold(audit_t *a, const char *key)
-{
-    const char *id = strrchr(key, ':') + 1;
-    char expiry[96], user_prefix[96];
-    snprintf(expiry, sizeof expiry, "%s:expiry", a->prefix);
-    snprintf(user_prefix, sizeof user_prefix, "%s:user:", a->prefix);
-    const char *args[] = {key, expiry, id, user_prefix};
-    redisReply *r = probe(a, hold_probe_lua, 2, 4, args);
-    if (!r)
-        return;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7 || !r->element[0]->str[0]) {
-        freeReplyObject(r); /* gone meanwhile (records end an hour after their hold) */
-        return;
-    }
-    const char *status = r->element[0]->str, *owner = r->element[1]->str;
-    const char *seats = r->element[2]->str, *expires = r->element[3]->str;
-    const char *score = r->element[4]->str, *user = r->element[5]->str;
-    const char *places = r->element[6]->str;
-    a->rep->holds++;
-    if (live_status(status)) {
-        /* Live by its status until reaped, due or not: as its held bits (check_held_bit), its
-         * places stay counted in {s}:areas until the reaper gives them back. */
-        long n = count_csv(seats) + count_places(a, places, 0, key);
-        a->rep->live_holds++;
-        if (!score[0])
-            violation(a, "expiry", "hold %s is %s but not in %s:expiry", id, status, a->prefix);
-        else if (strtoll(score, NULL, 10) != strtoll(expires, NULL, 10))
-            violation(a, "expiry", "hold %s expires at %s but %s:expiry says %s", id, expires,
-                      a->prefix, score);
-        if (!user[0])
-            violation(a, "user_holds", "hold %s is %s but not in %s:user:%s", id, status, a->prefix,
-                      owner);
-        else if (atol(user) != n)
-            violation(a, "user_holds", "hold %s has %ld seats and places but %s:user:%s counts %s",
-                      id, n, a->prefix, owner, user);
-    } else {
-        if (score[0])
-            violation(a, "expiry", "hold %s is %s but still in %s:expiry", id, status, a->prefix);
-        if (user[0])
-            violation(a, "user_holds", "hold %s is %s but still in %s:user:%s", id, status,
-                      a->prefix, owner);
-    }
-    freeReplyObject(r);
-}
-
-/* A member of a zset whose record is missing: 1 when fine (gone from the zset, or the record
- * exists), 0 when the zset names a record that does not exist. */
-static const char member_probe_lua[] = "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then "
-                                       "return 1 end "
-                                       "return redis.call('EXISTS', KEYS[2])";
-
-static void check_members(audit_t *a, const char *zset, const char *record, const char *check)
-{
-    redisReply *m = cmd(a, "ZRANGE %s:%s 0 -1", a->prefix, zset);
-    if (!m)
-        return;
-    char zkey[96];
-    snprintf(zkey, sizeof zkey, "%s:%s", a->prefix, zset);
-    for (size_t i = 0; m->type == REDIS_REPLY_ARRAY && i < m->elements && !a->failed; i++) {
-        char rkey[192];
-        snprintf(rkey, sizeof rkey, "%s:%s:%s", a->prefix, record, m->element[i]->str);
-        const char *args[] = {zkey, rkey, m->element[i]->str};
-        redisReply *r = probe(a, member_probe_lua, 2, 3, args);
-        if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 0)
-            violation(a, check, "%s names %s, which has no record", zkey, m->element[i]->str);
-        if (r)
-            freeReplyObject(r);
-    }
-    freeReplyObject(m);
-}
-
-/* The live-hold fields of a user hash whose hold is not live, atomically. */
-static const char user_probe_lua[] =
-    "local bad = {} "
-    "for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do "
-    "  if f ~= 'booked' then "
-    "    local s = redis.call('HGET', ARGV[1] .. f, 'status') "
-    "    if s ~= 'HELD' and s ~= 'PENDING_PAYMENT' then bad[#bad + 1] = f end "
-    "  end "
-    "end "
-    "return bad";
-
-static void on_user(audit_t *a, const char *key)
-{
-    char hold_prefix[96];
-    snprintf(hold_prefix, sizeof hold_prefix, "%s:hold:", a->prefix);
-    const char *args[] = {key, hold_prefix};
-    redisReply *r = probe(a, user_probe_lua, 1, 2, args);
-    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
-        violation(a, "user_holds", "%s counts hold %s, which is not live", key, r->element[i]->str);
-    if (r)
-        freeReplyObject(r);
-}
-
-/* Reads a seat key, the hold it names and the seat's held bit in one atomic step, so a hold
- * that expires or is reaped while the audit runs cannot look like a violation. */
-static const char seat_probe_lua[] =
-    "local v = redis.call('GET', KEYS[1]) "
-    "if not v then return {} end "
-    "local h = redis.call('HMGET', ARGV[1] .. v, 'status', 'seats', 'bits') "
-    "return {v, h[1] or '', h[2] or '', redis.call('GETBIT', KEYS[2], tonumber(ARGV[2])), "
-    "h[3] or ''}";
-
-static void on_seat_key(audit_t *a, const char *key)
-{
-    const char *seat = strrchr(key, ':') + 1;
-    int i = seat_index(a, seat);
-    if (i < 0) {
-        violation(a, "seat_keys", "seat key %s names a seat not in the layout", key);
-        return;
-    }
-    char held_key[96], hold_prefix[96], idx[16];
-    snprintf(held_key, sizeof held_key, "%s:held", a->prefix);
-    snprintf(hold_prefix, sizeof hold_prefix, "%s:hold:", a->prefix);
-    snprintf(idx, sizeof idx, "%d", i);
-    const char *args[] = {key, held_key, hold_prefix, idx};
-    redisReply *r = probe(a, seat_probe_lua, 2, 4, args);
-    if (!r)
-        return;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) { /* expired meanwhile: fine */
-        freeReplyObject(r);
-        return;
-    }
-    a->rep->seat_keys++;
-    const char *hold = r->element[0]->str, *status = r->element[1]->str;
-    const char *seats = r->element[2]->str;
-    if (a->o->settled)
-        violation(a, "settled", "seat key %s is still live after every deadline passed", key);
-    if (r->element[3]->integer != 1)
-        violation(a, "seat_keys", "seat %s has a live seat key but no held bit", seat);
-    if (!status[0])
-        violation(a, "seat_keys", "seat key %s names hold %s which has no record", key, hold);
-    else if (!live_status(status))
-        violation(a, "seat_keys", "seat key %s names a hold that is %s", key, status);
-    else if (!lists_seat(seats, seat))
-        violation(a, "seat_keys", "seat key %s names a hold that does not list the seat (%s)", key,
-                  seats);
-    else
-        check_bits(a, hold, seats, r->element[4]->str, seat);
-    freeReplyObject(r);
-}
-
-/* A held bit without a seat key: fine while a due hold not yet reaped lists the seat. Returns
- * 1 when fine (or changed meanwhile), 0 otherwise. */
-static const char held_probe_lua[] =
-    "if redis.call('GETBIT', KEYS[2], tonumber(ARGV[1])) == 0 then return 1 end "
-    "if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end "
-    "local t = redis.call('TIME') "
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
-    "for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do "
-    "  local s = redis.call('HGET', ARGV[2] .. id, 'seats') "
-    "  if s and string.find(',' .. s .. ',', ',' .. ARGV[3] .. ',', 1, true) then return 1 end "
-    "end "
-    "return 0";
-
-static void check_held_bit(audit_t *a, int i)
-{
-    const char *seat = a->seat_ids[i] ? a->seat_ids[i] : "?";
-    char seat_key[128], held_key[96], expiry[96], hold_prefix[96], idx[16];
-    snprintf(seat_key, sizeof seat_key, "%s:seat:%s", a->prefix, seat);
-    snprintf(held_key, sizeof held_key, "%s:held", a->prefix);
-    snprintf(expiry, sizeof expiry, "%s:expiry", a->prefix);
-    snprintf(hold_prefix, sizeof hold_prefix, "%s:hold:", a->prefix);
-    snprintf(idx, sizeof idx, "%d", i);
-    const char *args[] = {seat_key, held_key, expiry, idx, hold_prefix, seat};
-    redisReply *r = probe(a, held_probe_lua, 3, 6, args);
-    if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 0)
-        violation(a, "held_bits", "seat %s has a held bit but no seat key and no due hold", seat);
-    if (r)
-        freeReplyObject(r);
-}
-
 /* ---- the layout -------------------------------------------------------------------------- */
 
 static int load_layout(audit_t *a, const char *show_id)
 {
-    redisReply *lh = cmd(a, "HGET %s:meta layoutHash", a->prefix);
+    redisReply *lh = audit__cmd(a, "HGET %s:meta layoutHash", a->prefix);
     if (!lh)
         return SEATD_AUDIT_EREDIS;
     if (lh->type != REDIS_REPLY_STRING) {
@@ -641,7 +301,7 @@ static int load_layout(audit_t *a, const char *show_id)
         freeReplyObject(lh);
         return SEATD_AUDIT_ENOSHOW;
     }
-    redisReply *lay = cmd(a, "GET seatd:layout:%s", lh->str);
+    redisReply *lay = audit__cmd(a, "GET seatd:layout:%s", lh->str);
     if (!lay) {
         freeReplyObject(lh);
         return SEATD_AUDIT_EREDIS;
@@ -705,7 +365,8 @@ static void load_areas(audit_t *a, const char *text)
             ar->capacity = strtol(colon + 1, NULL, 10);
             ar->booked = 0;
         } else {
-            violation(a, "areas", "the show's meta has a malformed area \"%.*s\"", (int)len, p);
+            audit__violation(a, "areas", "the show's meta has a malformed area \"%.*s\"", (int)len,
+                             p);
         }
         p = q ? q + 1 : NULL;
     }
@@ -741,7 +402,7 @@ static void check_areas(audit_t *a)
     snprintf(areas, sizeof areas, "%s:areas", a->prefix);
     snprintf(hold_prefix, sizeof hold_prefix, "%s:hold:", a->prefix);
     const char *args[] = {expiry, areas, hold_prefix};
-    redisReply *r = probe(a, areas_probe_lua, 2, 3, args);
+    redisReply *r = audit__probe(a, areas_probe_lua, 2, 3, args);
     if (!r)
         return;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
@@ -753,33 +414,35 @@ static void check_areas(audit_t *a)
     const redisReply *h = r->element[0], *live = r->element[1];
     for (int i = 0; i < a->nareas; i++) {
         const area_t *ar = &a->areas[i];
-        const char *v = hfield(h, 0, ar->id), *l = hfield(live, 0, ar->id);
+        const char *v = audit__hfield(h, 0, ar->id), *l = audit__hfield(live, 0, ar->id);
         long taken = v ? strtol(v, NULL, 10) : 0, held = l ? strtol(l, NULL, 10) : 0;
         a->rep->areas++;
         a->rep->area_places += taken;
         if (taken != held + ar->booked)
-            violation(a, "areas",
-                      "area %s: %s:areas counts %ld places taken, its live holds hold %ld and "
-                      "its CONFIRMED bookings %ld",
-                      ar->id, a->prefix, taken, held, ar->booked);
+            audit__violation(
+                a, "areas",
+                "area %s: %s:areas counts %ld places taken, its live holds hold %ld and "
+                "its CONFIRMED bookings %ld",
+                ar->id, a->prefix, taken, held, ar->booked);
         if (taken < 0 || taken > ar->capacity)
-            violation(a, "areas", "area %s: %ld places taken, outside [0, %ld]", ar->id, taken,
-                      ar->capacity);
+            audit__violation(a, "areas", "area %s: %ld places taken, outside [0, %ld]", ar->id,
+                             taken, ar->capacity);
     }
     for (size_t k = 0; h->type == REDIS_REPLY_ARRAY && k + 1 < h->elements; k += 2) {
         int i = 0;
         while (i < a->nareas && strcmp(a->areas[i].id, h->element[k]->str) != 0)
             i++;
         if (i == a->nareas && strtol(h->element[k + 1]->str, NULL, 10) != 0)
-            violation(a, "areas", "%s:areas counts %s places in area %s, which the show lacks",
-                      a->prefix, h->element[k + 1]->str, h->element[k]->str);
+            audit__violation(a, "areas",
+                             "%s:areas counts %s places in area %s, which the show lacks",
+                             a->prefix, h->element[k + 1]->str, h->element[k]->str);
     }
     freeReplyObject(r);
 }
 
 static long long show_version(audit_t *a)
 {
-    redisReply *v = cmd(a, "GET %s:ver", a->prefix);
+    redisReply *v = audit__cmd(a, "GET %s:ver", a->prefix);
     long long n = v && v->type == REDIS_REPLY_STRING ? strtoll(v->str, NULL, 10) : 0;
     if (v)
         freeReplyObject(v);
@@ -792,71 +455,72 @@ static void run_checks(audit_t *a)
 {
     const seatd_audit_opts_t *o = a->o;
     seatd_audit_report_t *rep = a->rep;
-    redisReply *sc = cmd(a, "HMGET %s:meta seatCount areas", a->prefix);
+    redisReply *sc = audit__cmd(a, "HMGET %s:meta seatCount areas", a->prefix);
     if (!sc)
         return;
     if (sc->type != REDIS_REPLY_ARRAY || sc->elements != 2 ||
         sc->element[0]->type != REDIS_REPLY_STRING || atoi(sc->element[0]->str) != a->nseats)
-        violation(a, "counts", "the show's seatCount disagrees with its layout's %d seats",
-                  a->nseats);
+        audit__violation(a, "counts", "the show's seatCount disagrees with its layout's %d seats",
+                         a->nseats);
     if (sc->type == REDIS_REPLY_ARRAY && sc->elements == 2)
         load_areas(a, sc->element[1]->str);
     freeReplyObject(sc);
 
     /* Bookings first (double_booking, booked_bits, owner_counts, pending), then the bitmaps. */
-    scan(a, "booking", on_booking);
-    check_members(a, "pending", "booking", "pending");
-    redisReply *held = cmd(a, "GET %s:held", a->prefix);
-    redisReply *booked = cmd(a, "GET %s:booked", a->prefix);
+    scan(a, "booking", audit__on_booking);
+    audit__check_members(a, "pending", "booking", "pending");
+    redisReply *held = audit__cmd(a, "GET %s:held", a->prefix);
+    redisReply *booked = audit__cmd(a, "GET %s:booked", a->prefix);
     if (!held || !booked)
         goto out;
     for (int i = 0; i < a->nseats; i++) {
         const char *id = a->seat_ids[i] ? a->seat_ids[i] : "?";
-        rep->booked_seats += bit(booked, i);
-        rep->held_seats += bit(held, i);
-        if (bit(booked, i) && a->booked_by[i] == 0)
-            violation(a, "booked_bits", "seat %s has a booked bit but no CONFIRMED booking", id);
-        if (!bit(booked, i) && a->booked_by[i] > 0)
-            violation(a, "booked_bits", "seat %s is in a CONFIRMED booking but has no booked bit",
-                      id);
-        if (bit(booked, i) && bit(held, i))
-            violation(a, "held_and_booked", "seat %s is both held and booked", id);
+        rep->booked_seats += audit__bit(booked, i);
+        rep->held_seats += audit__bit(held, i);
+        if (audit__bit(booked, i) && a->booked_by[i] == 0)
+            audit__violation(a, "booked_bits", "seat %s has a booked bit but no CONFIRMED booking",
+                             id);
+        if (!audit__bit(booked, i) && a->booked_by[i] > 0)
+            audit__violation(a, "booked_bits",
+                             "seat %s is in a CONFIRMED booking but has no booked bit", id);
+        if (audit__bit(booked, i) && audit__bit(held, i))
+            audit__violation(a, "held_and_booked", "seat %s is both held and booked", id);
     }
-    scan(a, "seat", on_seat_key);
+    scan(a, "seat", audit__on_seat_key);
     for (int i = 0; i < a->nseats && !a->failed; i++) {
-        if (!bit(held, i))
+        if (!audit__bit(held, i))
             continue;
         if (o->settled)
-            violation(a, "settled", "seat %s still has a held bit after every hold ended",
-                      a->seat_ids[i] ? a->seat_ids[i] : "?");
+            audit__violation(a, "settled", "seat %s still has a held bit after every hold ended",
+                             a->seat_ids[i] ? a->seat_ids[i] : "?");
         else
-            check_held_bit(a, i);
+            audit__check_held_bit(a, i);
     }
-    scan(a, "hold", on_hold);
+    scan(a, "hold", audit__on_hold);
     check_areas(a);
-    check_members(a, "expiry", "hold", "expiry");
-    scan(a, "user", on_user);
+    audit__check_members(a, "expiry", "hold", "expiry");
+    scan(a, "user", audit__on_user);
     if (o->settled && rep->live_holds > 0)
-        violation(a, "settled", "%ld holds are still live after every deadline passed",
-                  rep->live_holds);
+        audit__violation(a, "settled", "%ld holds are still live after every deadline passed",
+                         rep->live_holds);
     if (o->wins >= 0 && o->wins != rep->holds)
-        violation(a, "counts", "clients won %ld holds but the show has %ld hold records", o->wins,
-                  rep->holds);
+        audit__violation(a, "counts", "clients won %ld holds but the show has %ld hold records",
+                         o->wins, rep->holds);
     if (o->bookings >= 0 && o->bookings != rep->confirmed)
-        violation(a, "counts", "clients saw %ld bookings CONFIRMED but the show has %ld",
-                  o->bookings, rep->confirmed);
+        audit__violation(a, "counts", "clients saw %ld bookings CONFIRMED but the show has %ld",
+                         o->bookings, rep->confirmed);
 
     /* The outbox: each CONFIRMED booking has one booking.confirmed event, and a cancelled
      * one a booking.cancelled event after it (the stream is never trimmed). */
     long confirmed_events = 0, cancelled_events = 0;
     char from[64] = "-";
     for (;;) {
-        redisReply *ev = cmd(a, "XRANGE %s:bookings %s + COUNT 1000", a->prefix, from);
+        redisReply *ev = audit__cmd(a, "XRANGE %s:bookings %s + COUNT 1000", a->prefix, from);
         if (!ev)
             break;
         size_t n = ev->type == REDIS_REPLY_ARRAY ? ev->elements : 0;
         for (size_t i = 0; i < n; i++) {
-            const char *type = hfield(ev->element[i]->element[1], 0, "type");
+            const char *type = audit__hfield(ev->element[i]->element[1], 0, "type");
             confirmed_events += type && strcmp(type, "booking.confirmed") == 0;
             cancelled_events += type && strcmp(type, "booking.cancelled") == 0;
         }
@@ -867,19 +531,20 @@ static void run_checks(audit_t *a)
             break;
     }
     if (!a->failed && confirmed_events - cancelled_events != rep->confirmed)
-        violation(a, "outbox",
-                  "the outbox has %ld booking.confirmed and %ld booking.cancelled events for %ld "
-                  "CONFIRMED bookings",
-                  confirmed_events, cancelled_events, rep->confirmed);
+        audit__violation(
+            a, "outbox",
+            "the outbox has %ld booking.confirmed and %ld booking.cancelled events for %ld "
+            "CONFIRMED bookings",
+            confirmed_events, cancelled_events, rep->confirmed);
     /* Owners' booked counts. */
     for (size_t i = 0; i < a->nowners && !a->failed; i++) {
-        redisReply *b = cmd(a, "HGET %s:user:%s booked", a->prefix, a->owners[i].name);
+        redisReply *b = audit__cmd(a, "HGET %s:user:%s booked", a->prefix, a->owners[i].name);
         long have = b && b->type == REDIS_REPLY_STRING ? atol(b->str) : 0;
         if (b && have != a->owners[i].seats)
-            violation(a, "owner_counts",
-                      "owner %s's booked count is %ld, their bookings hold %ld "
-                      "seats and places",
-                      a->owners[i].name, have, a->owners[i].seats);
+            audit__violation(a, "owner_counts",
+                             "owner %s's booked count is %ld, their bookings hold %ld "
+                             "seats and places",
+                             a->owners[i].name, have, a->owners[i].seats);
         if (b)
             freeReplyObject(b);
     }
