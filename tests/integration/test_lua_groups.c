@@ -182,6 +182,7 @@ Test(lua_groups, one_payment_begins_and_confirms_every_show_together)
     create(&t, gid);
     held_group(&t, gid, "alice", mid);
     cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "mallory", pay), SEATD_ENOTFOUND, "another's");
+    seatd_store_set_hints(t.store, t.rds); /* as the worker's store: hints filed per show */
     cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "alice", pay), 0, "err %d %s", r.err, r.detail);
     cr_assert_eq(th_get_ll(&r, "amount"), 2400, "C1 at 1200 in each show");
     cr_assert_str_eq(th_get(&r, "status"), "PENDING_PAYMENT");
@@ -214,6 +215,13 @@ Test(lua_groups, one_payment_begins_and_confirms_every_show_together)
     cr_assert_eq(th_pay_begin(&t, &r, "1", mid, "alice", again), 0);
     cr_assert_str_eq(th_get(&r, "bookingId"), pay);
     cr_assert_str_eq(th_get(&r, "replayed"), "1");
+    /* (the replay's answer came after the begin's hints on the same connection) */
+    char hint[SEATD_KEY_MAX];
+    cr_assert_eq(seatd_keys_show_hint(hint, SEATD_KEY_PENDING_SHOWS, show_b), 0);
+    cr_assert_eq(th_str(c, st, sizeof(st), "ZSCORE %s %s", hint, show_b), 1,
+                 "the second show's reconciler told");
+    cr_assert_eq(seatd_keys_show_hint(hint, SEATD_KEY_DUE, show_b), 0);
+    cr_assert_eq(th_str(c, st, sizeof(st), "ZSCORE %s %s", hint, show_b), 1, "and its sweeper");
 
     cr_assert_eq(th_book_confirm(&t, &r, pay), 0, "err %d %s", r.err, r.detail);
     cr_assert_str_eq(th_get(&r, "status"), "CONFIRMED");

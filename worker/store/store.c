@@ -108,6 +108,16 @@ static void file_hints(const store_op_t *op, const seatd_store_result_t *res)
     if ((op->hints & HINT_REFUND) && strcmp(b->refund_status, "pending") == 0 && b->refund > 0 &&
         b->payment_ref[0])
         seatd_hints_pending(rds, op->show_id);
+    /* A group payment moved every show's hold (begin extends them, a failure gives them back
+     * or ends them) and filed every show's booking: each show's sweeper and reconciler are
+     * told, not only the first show's. */
+    seatd_payment_member_t m;
+    for (size_t at = 0; b->members && seatd_store_payment_member(b->members, &at, &m);) {
+        if (op->hints & HINT_DUE)
+            seatd_hints_due(rds, m.show_id);
+        if ((op->hints & HINT_PENDING) && !b->replayed)
+            seatd_hints_pending(rds, m.show_id);
+    }
 }
 
 /* Marks 'op' to file 'hints' for the show named by 'id' (a hold or booking id of 'kind').
