@@ -132,14 +132,12 @@ local function group_book_begin(p, first, keys, args, cap)
     if not g or g.owner ~= owner then
         return fail('NOTFOUND', hold_id)
     end
-    if (g.bookingId or '') ~= '' then
-        local b = hgetall(p .. ':booking:' .. g.bookingId)
-        if b and (b.status == 'PENDING_PAYMENT' or b.status == 'CONFIRMED') then
-            b.replayed = '1'
-            b.expiresAt = b.expiresAt or ''
-            b.members = members_reply(b)
-            return reply_fields(b, BOOK_FIELDS)
-        end
+    local began = live_booking(p, g) -- the group hold's payment already began: answer it
+    if began then
+        began.replayed = '1'
+        began.expiresAt = began.expiresAt or ''
+        began.members = members_reply(began)
+        return reply_fields(began, BOOK_FIELDS)
     end
     if args[4] ~= '' then
         return fail('INVAL', 'a group payment is priced here')
@@ -152,11 +150,7 @@ local function group_book_begin(p, first, keys, args, cap)
     -- A refusal after some shows were looked at: their reaping is published, then the error.
     -- RATELIMIT and UNPRICED keep their detail as a single hold's (the worker reads it).
     local function give_up(show, word, detail)
-        for _, s in ipairs(shows) do
-            if has_changes(s.changes) then
-                flush(s.p, s.changes)
-            end
-        end
+        flush_each(shows)
         if word == 'RATELIMIT' or word == 'UNPRICED' then
             return fail(word, detail)
         end

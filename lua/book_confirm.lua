@@ -86,11 +86,7 @@ local function confirm_payment(keys, p, booking_id, bk, b, ref, now)
             detail = 'show=' .. m.show .. ' ' .. (detail or '')
         end
         if word then
-            for _, o in ipairs(ms) do
-                if o.changes and has_changes(o.changes) then
-                    flush(o.p, o.changes)
-                end
-            end
+            flush_each(ms)
             return fail(word == 'STATE' and 'EXPIRED' or word, detail)
         end
     end

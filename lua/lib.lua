@@ -560,6 +560,16 @@ local function flush(p, changes)
     return v
 end
 
+-- Publishes what each of 'shows' ({p = prefix, changes = …}) reaped before a call that spans
+-- several shows was refused: the refusal changes nothing else, but a reaped hold stays reaped.
+local function flush_each(shows)
+    for _, s in ipairs(shows) do
+        if s.changes and has_changes(s.changes) then
+            flush(s.p, s.changes)
+        end
+    end
+end
+
 -- Flushes pending changes, if any (an error reply carries no version: nothing to read when
 -- there are none), then returns an error reply.
 local function fail_flush(p, changes, word, detail)
