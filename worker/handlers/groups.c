@@ -197,34 +197,22 @@ static void on_group_hold(const seatd_store_result_t *res, void *data)
     cJSON *holds = cJSON_AddArrayToObject(o, "holds");
     int64_t first_expiry = 0;
     for (size_t i = 0; i < res->group.nholds; i++) {
-        /* "<showId>|<holdId>|<expiresAt>|<version>|<seats ;-joined>|<places>" */
-        /* a field may be a whole hold's seats: up to 100 ids of 16 characters and their ';' */
-        char f[6][SEATD_SEATS_MAX_PER_HOLD * 17 + SEATD_AREAS_TEXT_MAX];
-        const char *p = res->group.holds[i];
-        for (int k = 0; k < 6; k++) {
-            const char *bar = k < 5 ? strchr(p, '|') : NULL;
-            size_t len = bar ? (size_t)(bar - p) : strlen(p);
-            snprintf(f[k], sizeof(f[k]), "%.*s", (int)len, p);
-            p = bar ? bar + 1 : p + len;
-        }
-        for (char *c = f[4]; *c; c++)
-            if (*c == ';')
-                *c = ',';
-        int64_t exp = strtoll(f[2], NULL, 10);
-        long long ver = strtoll(f[3], NULL, 10);
+        seatd_group_show_hold_t held;
+        if (seatd_store_group_show_hold(res->group.holds[i], &held) < 0)
+            continue; /* (the script's own format: not seen) */
         cJSON *h = cJSON_CreateObject();
-        cJSON_AddStringToObject(h, "showId", f[0]);
-        cJSON_AddStringToObject(h, "holdId", f[1]);
-        seatd__json_add_csv_array(h, "seatIds", f[4]);
-        cJSON *areas = seatd_areas_places_json(f[5]);
+        cJSON_AddStringToObject(h, "showId", held.show_id);
+        cJSON_AddStringToObject(h, "holdId", held.hold_id);
+        seatd__json_add_csv_array(h, "seatIds", held.seat_ids);
+        cJSON *areas = seatd_areas_places_json(held.areas);
         if (areas)
             cJSON_AddItemToObject(h, "areas", areas);
-        seatd__json_add_time(h, "expiresAt", exp);
-        cJSON_AddNumberToObject(h, "version", (double)ver);
+        seatd__json_add_time(h, "expiresAt", held.expires_at_ms);
+        cJSON_AddNumberToObject(h, "version", (double)held.version);
         cJSON_AddItemToArray(holds, h);
-        seatd_seatmap_invalidate(f[0], ver);
-        if (first_expiry == 0 || exp < first_expiry)
-            first_expiry = exp;
+        seatd_seatmap_invalidate(held.show_id, held.version);
+        if (first_expiry == 0 || held.expires_at_ms < first_expiry)
+            first_expiry = held.expires_at_ms;
     }
     seatd__json_add_time(o, "expiresAt", first_expiry);
     char loc[96];

@@ -461,7 +461,7 @@ void store__decode(decoded_t *d, const struct redisReply *r, int err, kind_t kin
     store__decode_typed(d, kind); /* on failure too: no NULL string in the operation's member */
 }
 
-/* ------------------------------------------------------------ a group payment's members */
+/* ------------------------------------- a group payment's members, a group hold's show holds */
 
 /* Copies field 'len' bytes at 'src' into 'dst' ('size'), ';' turned back into ','. Returns 0,
  * or -1 if it does not fit. */
@@ -475,6 +475,23 @@ static int member_field(char *dst, size_t size, const char *src, size_t len, int
     return 0;
 }
 
+/* Splits the 'len' bytes at 'p' on '|' into at most 'max' fields ('f', 'flen'). Returns how
+ * many there are (max + 1 when there are more). */
+static size_t split_bars(const char *p, size_t len, const char **f, size_t *flen, size_t max)
+{
+    size_t n = 0;
+    for (const char *q = p;; q++) {
+        const char *bar = memchr(q, '|', (size_t)(p + len - q));
+        if (n == max)
+            return max + 1;
+        f[n] = q;
+        flen[n++] = bar ? (size_t)(bar - q) : (size_t)(p + len - q);
+        if (bar == NULL)
+            return n;
+        q = bar;
+    }
+}
+
 int seatd_store_payment_member(const char *members, size_t *pos, seatd_payment_member_t *m)
 {
     if (members == NULL || members[*pos] == '\0')
@@ -482,18 +499,11 @@ int seatd_store_payment_member(const char *members, size_t *pos, seatd_payment_m
     const char *p = members + *pos;
     size_t len = strcspn(p, ",");
     const char *f[7];
-    size_t flen[7], n = 0;
-    for (const char *q = p; n < 7 && q <= p + len; n++) {
-        size_t l = strcspn(q, "|,");
-        if (q + l > p + len)
-            l = (size_t)(p + len - q);
-        f[n] = q;
-        flen[n] = l;
-        q += l + 1;
-    }
+    size_t flen[7];
     char num[2][24];
     memset(m, 0, sizeof(*m));
-    if (n != 7 || member_field(m->show_id, sizeof(m->show_id), f[0], flen[0], 0) < 0 ||
+    if (split_bars(p, len, f, flen, 7) != 7 ||
+        member_field(m->show_id, sizeof(m->show_id), f[0], flen[0], 0) < 0 ||
         member_field(m->booking_id, sizeof(m->booking_id), f[1], flen[1], 0) < 0 ||
         member_field(m->status, sizeof(m->status), f[2], flen[2], 0) < 0 ||
         member_field(num[0], sizeof(num[0]), f[3], flen[3], 0) < 0 ||
@@ -505,4 +515,23 @@ int seatd_store_payment_member(const char *members, size_t *pos, seatd_payment_m
     m->version = strtoll(num[1], NULL, 10);
     *pos += len + (p[len] == ',' ? 1 : 0);
     return 1;
+}
+
+int seatd_store_group_show_hold(const char *text, seatd_group_show_hold_t *h)
+{
+    const char *f[6];
+    size_t flen[6];
+    char num[2][24];
+    memset(h, 0, sizeof(*h));
+    if (text == NULL || split_bars(text, strlen(text), f, flen, 6) != 6 ||
+        member_field(h->show_id, sizeof(h->show_id), f[0], flen[0], 0) < 0 ||
+        member_field(h->hold_id, sizeof(h->hold_id), f[1], flen[1], 0) < 0 ||
+        member_field(num[0], sizeof(num[0]), f[2], flen[2], 0) < 0 ||
+        member_field(num[1], sizeof(num[1]), f[3], flen[3], 0) < 0 ||
+        member_field(h->seat_ids, sizeof(h->seat_ids), f[4], flen[4], 1) < 0 ||
+        member_field(h->areas, sizeof(h->areas), f[5], flen[5], 0) < 0)
+        return -1;
+    h->expires_at_ms = strtoll(num[0], NULL, 10);
+    h->version = strtoll(num[1], NULL, 10);
+    return 0;
 }

@@ -164,6 +164,20 @@ typedef struct seatd_payment_member_s {
  * at the end (or at an entry it cannot read, which ends the list). */
 int seatd_store_payment_member(const char *members, size_t *pos, seatd_payment_member_t *m);
 
+/* One show's hold of a group hold, parsed out of seatd_group_result's holds[i]. */
+typedef struct seatd_group_show_hold_s {
+    char show_id[SEATD_ID_MAX];
+    char hold_id[SEATD_ID_MAX];
+    int64_t expires_at_ms;
+    int64_t version;                              /* the show's seat map version with the hold */
+    char seat_ids[SEATD_SEATS_MAX_PER_HOLD * 17]; /* comma-joined */
+    char areas[SEATD_AREAS_TEXT_MAX];             /* "FLOOR:2,…" */
+} seatd_group_show_hold_t;
+
+/* Parses 'text' ("<showId>|<holdId>|<expiresAt ms>|<version>|<seats ;-joined>|<places>") into
+ * 'h'. Returns 0, or -1 when it cannot be read. */
+int seatd_store_group_show_hold(const char *text, seatd_group_show_hold_t *h);
+
 typedef struct seatd_pending_result_s { /* pending_due */
     int64_t remaining;                  /* all entries, due or not; -1 when missing */
     size_t nbookings;
