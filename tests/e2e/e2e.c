@@ -114,6 +114,23 @@ int e2e_create_show(int rows, int per_row, int ttl_s, char *id)
     return e2e_create_show_at("127.0.0.1", rows, per_row, ttl_s, id);
 }
 
+/* POST /v1/shows 'body' as admin through 'host' (see e2e_call_at); the new show's id into
+ * 'id' (32 bytes). Returns 0, or -1 (logged) unless 201. */
+static int post_show(const char *host, const char *body, char *id)
+{
+    e2e_res_t res;
+    int rc = e2e_call_at(host, "POST", "/v1/shows", "admin", body, NULL, &res);
+    if (rc < 0 || res.http.status != 201) {
+        fprintf(stderr, "e2e: create show failed: %d %.*s\n", res.http.status,
+                (int)res.http.body_len, res.http.body ? res.http.body : "");
+        e2e_res_free(&res);
+        return -1;
+    }
+    snprintf(id, 32, "%s", e2e_str(&res, "id"));
+    e2e_res_free(&res);
+    return id[0] ? 0 : -1;
+}
+
 int e2e_create_show_at(const char *host, int rows, int per_row, int ttl_s, char *id)
 {
     seatd_buf_t b = SEATD_BUF_INIT;
@@ -130,18 +147,9 @@ int e2e_create_show_at(const char *host, int rows, int per_row, int ttl_s, char 
                              (r || s > 1) ? "," : "", 'A' + r, s, 'A' + r, s,
                              r < rows / 2 ? "standard" : "premium", s, r);
     seatd_buf_puts(&b, "]}");
-    e2e_res_t res;
-    int rc = e2e_call_at(host, "POST", "/v1/shows", "admin", b.data, NULL, &res);
+    int rc = post_show(host, b.data, id);
     seatd_buf_free(&b);
-    if (rc < 0 || res.http.status != 201) {
-        fprintf(stderr, "e2e: create show failed: %d %.*s\n", res.http.status,
-                (int)res.http.body_len, res.http.body ? res.http.body : "");
-        e2e_res_free(&res);
-        return -1;
-    }
-    snprintf(id, 32, "%s", e2e_str(&res, "id"));
-    e2e_res_free(&res);
-    return id[0] ? 0 : -1;
+    return rc;
 }
 
 int e2e_create_groupable_show(const char *with, char *id)
@@ -157,17 +165,7 @@ int e2e_create_groupable_show(const char *with, char *id)
              "{\"id\":\"A2\",\"row\":\"A\",\"number\":2,\"tier\":\"standard\",\"x\":2,\"y\":1},"
              "{\"id\":\"A3\",\"row\":\"A\",\"number\":3,\"tier\":\"standard\",\"x\":3,\"y\":1}]}",
              member);
-    e2e_res_t res;
-    int rc = e2e_call("POST", "/v1/shows", "admin", body, NULL, &res);
-    if (rc < 0 || res.http.status != 201) {
-        fprintf(stderr, "e2e: create show failed: %d %.*s\n", res.http.status,
-                (int)res.http.body_len, res.http.body ? res.http.body : "");
-        e2e_res_free(&res);
-        return -1;
-    }
-    snprintf(id, 32, "%s", e2e_str(&res, "id"));
-    e2e_res_free(&res);
-    return id[0] ? 0 : -1;
+    return post_show("127.0.0.1", body, id);
 }
 
 int e2e_redis_password(const char *file, char *out, size_t size)
