@@ -1,31 +1,19 @@
 /*
  * test_payment.c - worker/clients/payment.c against the real fake gateway
- * (deploy/gateway/gateway.js).
+ * (deploy/gateway/gateway.js, run by payment_harness.h).
  *
  * Each test starts its own gateway (node, a free loopback port, a ledger in a fresh temp dir,
  * GATEWAY_SLOW_MS=1500) in .init and stops it in .fini, so tests share nothing. The client
  * runs on a fresh uv loop; every async test counts its callbacks, is bounded by a watchdog,
  * and ends with seatd_payment_close() and uv_loop_close() == 0. Gateway-side facts (how many
  * charges a key made, the Idempotent-Replayed header) are read with a blocking curl request.
- * Redis is not used.
+ * Redis is not used. The reconciler against the same gateway is test_payment_reconcile.c.
  */
 #include <criterion/criterion.h>
 
-#include <arpa/inet.h>
-#include <cjson/cJSON.h>
-#include <curl/curl.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
@@ -34,113 +22,7 @@
 #include "base/errors.h"
 #include "base/metrics.h"
 #include "clients/payment.h"
-
-#ifndef SEATD_SOURCE_DIR
-#error "SEATD_SOURCE_DIR must name the source tree (tests/CMakeLists.txt)"
-#endif
-
-#define GATEWAY_JS SEATD_SOURCE_DIR "/deploy/gateway/gateway.js"
-#define NODE_BIN "/usr/bin/node"
-#define SLOW_MS "1500" /* GATEWAY_SLOW_MS for the test gateway */
-
-/* ---------------------------------------------------------------------------------------- */
-/* The gateway process                                                                      */
-/* ---------------------------------------------------------------------------------------- */
-
-static char gw_dir[64];
-static char gw_ledger[128];
-static char gw_log[128];
-static char gw_url[64];
-static int gw_port;
-static pid_t gw_pid = -1;
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert(fd >= 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    socklen_t len = sizeof(a);
-    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-static int can_connect(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return 0;
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons((uint16_t)port);
-    int ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-    close(fd);
-    return ok;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static void gw_start(void)
-{
-    pid_t pid = fork();
-    cr_assert(pid >= 0, "fork: %s", strerror(errno));
-    if (pid == 0) {
-        /* The child only execs node; it must never return into the test. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        int fd = open(gw_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        if (fd >= 0) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-        }
-        for (int i = 3; i < 1024; i++)
-            close(i);
-        char port[16];
-        snprintf(port, sizeof(port), "%d", gw_port);
-        setenv("GATEWAY_SLOW_MS", SLOW_MS, 1);
-        execl(NODE_BIN, "node", GATEWAY_JS, "--port", port, "--ledger", gw_ledger, (char *)NULL);
-        _exit(127);
-    }
-    gw_pid = pid;
-    for (int i = 0; i < 500; i++) { /* up to 10 s */
-        if (can_connect(gw_port))
-            return;
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            gw_pid = -1;
-            cr_assert_fail("the gateway exited at start (status %d); see %s", status, gw_log);
-        }
-        sleep_ms(20);
-    }
-    cr_assert_fail("the gateway did not listen on port %d; see %s", gw_port, gw_log);
-}
-
-static void gw_stop(void)
-{
-    if (gw_pid <= 0)
-        return;
-    kill(gw_pid, SIGTERM);
-    for (int i = 0; i < 250; i++) { /* up to 5 s, then SIGKILL */
-        if (waitpid(gw_pid, NULL, WNOHANG) == gw_pid) {
-            gw_pid = -1;
-            return;
-        }
-        sleep_ms(20);
-    }
-    kill(gw_pid, SIGKILL);
-    waitpid(gw_pid, NULL, 0);
-    gw_pid = -1;
-}
-
+#include "payment_harness.h"
 /* ---------------------------------------------------------------------------------------- */
 /* The loop, callback counting, the client                                                  */
 /* ---------------------------------------------------------------------------------------- */
@@ -233,14 +115,6 @@ static void suite_init(void)
     cr_assert_not_null(pay);
 }
 
-static void suite_fini(void)
-{
-    gw_stop();
-    unlink(gw_ledger);
-    unlink(gw_log);
-    rmdir(gw_dir);
-}
-
 TestSuite(payment, .init = suite_init, .fini = suite_fini, .timeout = 30);
 
 /* A second client on the same loop with a short timeout. */
@@ -278,80 +152,6 @@ static void refund_and_wait(const char *key, const char *charge_id, long long am
     int before = g->calls;
     cr_assert_eq(seatd_payment_refund(pay, key, charge_id, amount, "seat moved", on_result, g), 0);
     wait_count(&g->calls, before + 1, 10000);
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Raw requests to the gateway (blocking; for facts the client API does not expose)         */
-/* ---------------------------------------------------------------------------------------- */
-
-typedef struct raw_s {
-    long status;      /* HTTP status, 0 if none */
-    int replayed;     /* saw "Idempotent-Replayed: true" */
-    seatd_buf_t body; /* the answer's body */
-} raw_t;
-
-static size_t raw_on_body(char *ptr, size_t size, size_t n, void *data)
-{
-    seatd_buf_append(&((raw_t *)data)->body, ptr, size * n);
-    return size * n;
-}
-
-static size_t raw_on_header(char *ptr, size_t size, size_t n, void *data)
-{
-    const char *want = "idempotent-replayed: true";
-    if (size * n >= strlen(want) && strncasecmp(ptr, want, strlen(want)) == 0)
-        ((raw_t *)data)->replayed = 1;
-    return size * n;
-}
-
-/* GET 'path', or POST 'json' to it with 'key'. The caller frees r->body. */
-static void raw(const char *path, const char *key, const char *json, raw_t *r)
-{
-    memset(r, 0, sizeof(*r));
-    char url[256];
-    snprintf(url, sizeof(url), "%s%s", gw_url, path);
-    CURL *e = curl_easy_init();
-    cr_assert_not_null(e);
-    struct curl_slist *h = NULL;
-    char hk[200];
-    if (key) {
-        snprintf(hk, sizeof(hk), "Idempotency-Key: %s", key);
-        h = curl_slist_append(h, hk);
-        h = curl_slist_append(h, "Content-Type: application/json");
-    }
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, raw_on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, (void *)r);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, raw_on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, (void *)r);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
-    if (json)
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, json);
-    CURLcode cc = curl_easy_perform(e);
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(e);
-    cr_assert_eq(cc, CURLE_OK, "raw request to %s: %s", path, curl_easy_strerror(cc));
-}
-
-/* Reads one integer from /v1/stats: 'name' at the top, or byKey[key][name] if 'key'. */
-static long long stat_of(const char *key, const char *name)
-{
-    raw_t r;
-    raw("/v1/stats", NULL, NULL, &r);
-    cr_assert_eq(r.status, 200);
-    cJSON *root = cJSON_Parse(r.body.data);
-    seatd_buf_free(&r.body);
-    cr_assert_not_null(root);
-    const cJSON *obj = root;
-    if (key)
-        obj =
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "byKey"), key);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    long long n = cJSON_IsNumber(v) ? (long long)v->valuedouble : -1;
-    cJSON_Delete(root);
-    return n;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -811,217 +611,4 @@ Test(payment, gateway_refuses_malformed_charges_with_400_and_records_nothing)
     seatd_buf_free(&r.body);
     cr_assert_eq(stat_of(NULL, "charges"), 1);
     close_client_and_loop();
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* The reconciler against the gateway (issue 9): the charge horizon and late charges        */
-/* ---------------------------------------------------------------------------------------- */
-
-#include "flows/reconcile.h"
-#include "store_harness.h"
-
-static void reconcile_init(void)
-{
-    seatd_test_redis_flushall();
-    snprintf(gw_dir, sizeof(gw_dir), "/tmp/seatd-rec-XXXXXX");
-    cr_assert_not_null(mkdtemp(gw_dir));
-    snprintf(gw_ledger, sizeof(gw_ledger), "%s/ledger.jsonl", gw_dir);
-    snprintf(gw_log, sizeof(gw_log), "%s/gateway.log", gw_dir);
-    gw_port = free_port();
-    snprintf(gw_url, sizeof(gw_url), "http://127.0.0.1:%d", gw_port);
-    gw_start();
-}
-
-TestSuite(payment_reconcile, .init = reconcile_init, .fini = suite_fini, .timeout = 30);
-
-typedef struct {
-    th_t t;
-    seatd_payment_t *pay;
-    seatd_reconcile_t *rc;
-} rec_t;
-
-/* A show "1", alice's hold on A1 and a booking begun on it (2400, never charged yet). */
-static void rec_open(rec_t *x, int64_t horizon_ms, char *bid)
-{
-    static const char *const seats[] = {"A1", "A2", NULL};
-    th_res_t r = {0};
-    cr_assert_eq(th_open(&x->t), 0);
-    cr_assert_eq(th_create_show(&x->t, "1", seats, 600000), 0);
-    const char *mine[] = {"A1", NULL};
-    cr_assert_eq(th_hold(&x->t, &r, "1", "alice", mine, 0, 0, NULL), 0);
-    char hold_id[SEATD_ID_MAX];
-    snprintf(hold_id, sizeof(hold_id), "%s", th_get(&r, "holdId"));
-    cr_assert_eq(th_book_begin(&x->t, &r, "1", hold_id, "alice", 600000), 0);
-    snprintf(bid, SEATD_ID_MAX, "%s", th_get(&r, "bookingId"));
-    th_res_clear(&r);
-    x->pay = seatd_payment_new(x->t.loop, gw_url, 3000);
-    cr_assert_not_null(x->pay);
-    seatd_reconcile_opts_t o = {
-        .interval_ms = 20, .min_age_ms = 0, .rescan_every = 1, .horizon_ms = horizon_ms};
-    x->rc = seatd_reconcile_new(x->t.loop, x->t.rds, x->t.store, x->pay, &o);
-    cr_assert_not_null(x->rc);
-}
-
-static void rec_close(rec_t *x)
-{
-    seatd_reconcile_close(x->rc);
-    seatd_payment_close(x->pay);
-    cr_assert_eq(th_close(&x->t), 0, "nothing leaked on the loop");
-}
-
-/* Runs the loop until the reconciler's 'counter' (settled or deferred) reaches 'want'. */
-typedef struct {
-    rec_t *x;
-    unsigned long (*counter)(const seatd_reconcile_t *);
-    unsigned long want;
-} rec_wait_t;
-
-static int rec_reached(void *data)
-{
-    rec_wait_t *w = data;
-    return w->counter(w->x->rc) >= w->want;
-}
-
-static void rec_run_until(rec_t *x, unsigned long (*counter)(const seatd_reconcile_t *),
-                          unsigned long want, int timeout_ms)
-{
-    rec_wait_t w = {.x = x, .counter = counter, .want = want};
-    int rc = seatd_test_loop_poll_until(x->t.loop, rec_reached, &w, 5, timeout_ms);
-    cr_assert_eq(rc, 0, "the reconciler did not get there (%lu of %lu)", counter(x->rc), want);
-}
-
-/* rec_run_until() conditions on the pending-payments gauge (metrics.h). */
-static unsigned long pending_gauge(const seatd_reconcile_t *rc)
-{
-    return (unsigned long)seatd_metrics_gauge_get(SEATD_GAUGE_PAYMENTS_PENDING);
-}
-
-static unsigned long settled_and_none_pending(const seatd_reconcile_t *rc)
-{
-    return seatd_reconcile_settled(rc) >= 1 &&
-           seatd_metrics_gauge_get(SEATD_GAUGE_PAYMENTS_PENDING) == 0;
-}
-
-static void rec_booking(rec_t *x, th_res_t *r, const char *bid)
-{
-    th_res_clear(r);
-    cr_assert_eq(
-        th_finish(&x->t, r, seatd_store_booking_get(x->t.store, bid, NULL, th_on_result, r)), 0);
-}
-
-typedef struct {
-    int calls;
-    seatd_payment_result_t res;
-} rec_got_t;
-
-static void on_rec_pay(const seatd_payment_result_t *res, void *data)
-{
-    rec_got_t *g = data;
-    g->calls++;
-    g->res = *res;
-}
-
-Test(
-    payment_reconcile,
-    a_booking_the_gateway_does_not_know_stays_pending_until_the_horizon_and_a_late_charge_confirms_it)
-{
-    rec_t x;
-    char bid[SEATD_ID_MAX];
-    th_res_t r = {0};
-    rec_open(&x, 600000, bid);
-    seatd_reconcile_hint(x.t.rds, "1");
-
-    /* Looked up twice, "not found" both times: before issue 9 the first answer failed it. */
-    rec_run_until(&x, seatd_reconcile_deferred, 2, 10000);
-    rec_booking(&x, &r, bid);
-    cr_assert_str_eq(th_get(&r, "status"), "PENDING_PAYMENT",
-                     "a charge can still land: the booking is not failed yet");
-    /* A finished pass counts the one booking pending on the hinted show. */
-    rec_run_until(&x, pending_gauge, 1, 10000);
-    cr_assert_eq(seatd_metrics_gauge_get(SEATD_GAUGE_PAYMENTS_PENDING), 1);
-    cr_assert_eq(seatd_metrics_get(SEATD_METRIC_RECONCILE_DEFERRED),
-                 seatd_reconcile_deferred(x.rc));
-    cr_assert_geq(seatd_metrics_get(SEATD_METRIC_RECONCILE_RUN), 1);
-    /* Each deferral followed a lookup that found nothing (one may be on its way to one). */
-    cr_assert_geq(seatd_metrics_get(SEATD_METRIC_PAY_LOOKUP_NOT_FOUND),
-                  seatd_reconcile_deferred(x.rc));
-
-    /* The worker's charge lands late (it was still on its way): the next look confirms. */
-    rec_got_t g = {0};
-    cr_assert_eq(seatd_payment_charge(x.pay, bid, 2400, "EUR", "tok_ok", "late", on_rec_pay, &g),
-                 0);
-    cr_assert_eq(seatd_test_loop_run_until(x.t.loop, &g.calls, 10000), 0);
-    cr_assert_eq(g.res.outcome, SEATD_PAY_APPROVED);
-    rec_run_until(&x, seatd_reconcile_settled, 1, 10000);
-    rec_booking(&x, &r, bid);
-    cr_assert_str_eq(th_get(&r, "status"), "CONFIRMED");
-    cr_assert_eq(stat_of(bid, "charges"), 1);
-    cr_assert_eq(seatd_metrics_get(SEATD_METRIC_RECONCILE_CONFIRMED),
-                 seatd_reconcile_settled(x.rc));
-    /* Settled: a later pass finds nothing pending. */
-    rec_run_until(&x, settled_and_none_pending, 1, 10000);
-    th_res_clear(&r);
-    rec_close(&x);
-}
-
-Test(payment_reconcile, past_the_horizon_a_booking_never_charged_fails)
-{
-    rec_t x;
-    char bid[SEATD_ID_MAX];
-    th_res_t r = {0};
-    rec_open(&x, 300, bid);
-    seatd_reconcile_hint(x.t.rds, "1");
-    rec_run_until(&x, seatd_reconcile_settled, 1, 10000);
-    rec_booking(&x, &r, bid);
-    cr_assert_str_eq(th_get(&r, "status"), "FAILED");
-    cr_assert_str_eq(th_get(&r, "reason"), "payment_not_completed");
-    cr_assert_geq(th_get_ll(&r, "failedAt") - th_get_ll(&r, "createdAt"), 300,
-                  "failed only once the horizon had passed (Redis clock)");
-    th_res_clear(&r);
-    rec_close(&x);
-}
-
-Test(payment_reconcile, a_charge_recorded_late_on_a_failed_booking_is_refunded_once)
-{
-    rec_t x;
-    char bid[SEATD_ID_MAX];
-    th_res_t r = {0};
-    rec_open(&x, 600000, bid);
-    /* The booking failed while its charge was on the way; the charge then landed and its
-     * worker wrote the refund down (seatd_late_charge) but died before asking for it. */
-    rec_got_t g = {0};
-    cr_assert_eq(seatd_payment_charge(x.pay, bid, 2400, "EUR", "tok_ok", "late", on_rec_pay, &g),
-                 0);
-    cr_assert_eq(seatd_test_loop_run_until(x.t.loop, &g.calls, 10000), 0);
-    cr_assert_eq(g.res.outcome, SEATD_PAY_APPROVED);
-    cr_assert_eq(th_book_fail(&x.t, &r, bid), 0);
-    th_res_clear(&r);
-    cr_assert_eq(
-        th_finish(&x.t, &r,
-                  seatd_store_late_charge(x.t.store, bid, g.res.charge_id, th_on_result, &r)),
-        0);
-    cr_assert_str_eq(th_get(&r, "refundStatus"), "pending");
-    th_res_clear(&r);
-    cr_assert_eq(
-        th_finish(&x.t, &r,
-                  seatd_store_late_charge(x.t.store, bid, g.res.charge_id, th_on_result, &r)),
-        0, "idempotent");
-
-    seatd_reconcile_hint(x.t.rds, "1");
-    rec_run_until(&x, seatd_reconcile_settled, 1, 10000);
-    rec_booking(&x, &r, bid);
-    cr_assert_str_eq(th_get(&r, "status"), "FAILED");
-    cr_assert_str_eq(th_get(&r, "refundStatus"), "succeeded");
-    cr_assert_eq(th_get_ll(&r, "refund"), 2400);
-    th_res_clear(&r);
-    cr_assert_eq(stat_of(bid, "refunds"), 1, "the charge was refunded once");
-    cr_assert_eq(stat_of(bid, "refundedAmount"), 2400, "in full");
-    /* Nothing is left to settle: the booking left {s}:refunds. */
-    th_res_clear(&r);
-    cr_assert_eq(
-        th_finish(&x.t, &r, seatd_store_pending_due(x.t.store, "1", 0, -1, 20, th_on_result, &r)),
-        0);
-    cr_assert_eq(th_get_ll(&r, "remaining"), 0);
-    th_res_clear(&r);
-    rec_close(&x);
 }
