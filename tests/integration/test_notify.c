@@ -1,5 +1,5 @@
 /*
- * Integration tests for tools/seatd-notify.c (issue 9): stream discovery pages through the
+ * Integration tests for tools/seatd-notify/ (issue 9): stream discovery pages through the
  * catalogue with no cap on the number of streams (it stopped silently at 4,096 before), and
  * forgets the streams of shows that left the catalogue once they are drained. With
  * --wait-replicas, an event is announced only once a replica of its show's node acknowledged
