@@ -155,10 +155,11 @@ export async function openPicker(ctx, token, { valve = false, show = showId } = 
 export const seatClass = (page, id) => page.getAttribute(`#map [data-seat="${id}"]`, 'class');
 
 export async function expectSeat(page, id, status, timeoutMs, why) {
+  // Already so: passes at once, however slow the machine (a short timeout means "still so").
+  const is = ([sid, st]) => document.querySelector(`#map [data-seat="${sid}"]`)?.classList.contains(st) === true;
+  if (await page.evaluate(is, [id, status])) return;
   try {
-    await page.waitForFunction(
-      ([sid, st]) => document.querySelector(`#map [data-seat="${sid}"]`)?.classList.contains(st),
-      [id, status], { timeout: Math.max(1, timeoutMs), polling: 25 });
+    await page.waitForFunction(is, [id, status], { timeout: Math.max(1, timeoutMs), polling: 25 });
   } catch {
     assert.fail(`${why}: seat ${id} should be "${status}" within ${timeoutMs} ms; it is "${await seatClass(page, id)}"`);
   }
