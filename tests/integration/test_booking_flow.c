@@ -411,6 +411,21 @@ static int walk_over(void *data)
     return !seatd_reconcile_walking(data);
 }
 
+/* A reconciler that only walks the ledger when told (walk_once), with a 400 ms grace for a
+ * charge's booking to confirm. */
+static seatd_reconcile_t *ledger_walker(th_t *t, seatd_payment_t *pay)
+{
+    seatd_reconcile_opts_t o = {.interval_ms = 3600000,
+                                .min_age_ms = 3600000,
+                                .rescan_every = 1000000,
+                                .horizon_ms = 600000,
+                                .ledger_interval_ms = 3600000,
+                                .ledger_grace_ms = 400};
+    seatd_reconcile_t *rec = seatd_reconcile_new(t->loop, t->rds, t->store, pay, &o);
+    cr_assert_not_null(rec);
+    return rec;
+}
+
 static void walk_once(th_t *t, seatd_reconcile_t *rec)
 {
     seatd_reconcile_walk_ledger(rec);
@@ -456,14 +471,7 @@ Test(booking_flow, the_ledger_walk_refunds_charges_without_a_confirmed_booking_a
     snprintf(young, sizeof(young), "%s", th_get(&r, "bookingId"));
     cr_assert_eq(gw_charge(young, "tok_ok"), 201);
 
-    seatd_reconcile_opts_t o = {.interval_ms = 3600000,
-                                .min_age_ms = 3600000,
-                                .rescan_every = 1000000,
-                                .horizon_ms = 600000,
-                                .ledger_interval_ms = 3600000,
-                                .ledger_grace_ms = 400};
-    seatd_reconcile_t *rec = seatd_reconcile_new(t.loop, t.rds, t.store, pay, &o);
-    cr_assert_not_null(rec);
+    seatd_reconcile_t *rec = ledger_walker(&t, pay);
     walk_once(&t, rec);
     cr_assert_eq(seatd_reconcile_ledger_refunds(rec), 1, "the lost booking's charge, only");
     assert_lost_and_refunded(c, lost);
@@ -760,14 +768,7 @@ Test(booking_flow, a_group_payment_charged_but_not_confirmed_is_confirmed_whole_
     th_res_clear(&r);
     cr_assert_eq(gw_charge(pid, "tok_ok"), 201);
     gw_sleep_ms(600);
-    seatd_reconcile_opts_t o = {.interval_ms = 3600000,
-                                .min_age_ms = 3600000,
-                                .rescan_every = 1000000,
-                                .horizon_ms = 600000,
-                                .ledger_interval_ms = 3600000,
-                                .ledger_grace_ms = 400};
-    seatd_reconcile_t *rec = seatd_reconcile_new(t.loop, t.rds, t.store, pay, &o);
-    cr_assert_not_null(rec);
+    seatd_reconcile_t *rec = ledger_walker(&t, pay);
     walk_once(&t, rec);
     redisContext *c = seatd_test_redis_connect();
     char id[SEATD_ID_MAX], st[32];
