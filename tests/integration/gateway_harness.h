@@ -3,9 +3,10 @@
  *
  * gw_start() runs node on a free loopback port with a ledger in a fresh temp dir
  * (GATEWAY_SLOW_MS = GW_SLOW_MS: tok_slow stays "processing" for the whole test) and returns
- * once it answers /healthz; gw_stop() kills it and removes the dir. gw_call() and friends are
- * blocking requests that assert (parent process only); gw_try_charge() does not assert and
- * may be used by forked racers. Header-only (static), like store_harness.h.
+ * once it answers /healthz; gw_stop() kills it and removes the dir. Its steps, gw_prepare(),
+ * gw_spawn() and gw_halt(), serve a suite that restarts it on the same ledger. gw_call() and
+ * friends are blocking requests that assert (parent process only); gw_try_charge() does not assert
+ * and may be used by forked racers. Header-only (static), like store_harness.h.
  */
 #ifndef SEATD_TEST_GATEWAY_HARNESS_H
 #define SEATD_TEST_GATEWAY_HARNESS_H
@@ -61,13 +62,20 @@ static inline int free_port(void)
     return ntohs(a.sin_port);
 }
 
-static inline void gw_start(void)
+/* A fresh temp dir ('tmpl': mkdtemp's template) for the ledger and the log, and a free port. */
+static inline void gw_prepare(const char *tmpl)
 {
-    snprintf(gw_dir, sizeof(gw_dir), "/tmp/seatd-rec-XXXXXX");
+    snprintf(gw_dir, sizeof(gw_dir), "%s", tmpl);
     cr_assert_not_null(mkdtemp(gw_dir));
     snprintf(gw_ledger, sizeof(gw_ledger), "%s/ledger.jsonl", gw_dir);
     snprintf(gw_log, sizeof(gw_log), "%s/gateway.log", gw_dir);
     gw_port = free_port();
+}
+
+/* Runs the gateway on gw_port with gw_ledger (GATEWAY_SLOW_MS = 'slow_ms'); returns once it
+ * answers /healthz. Again after gw_halt(): the same port, the same ledger. */
+static inline void gw_spawn(const char *slow_ms)
+{
     pid_t pid = fork();
     cr_assert(pid >= 0, "fork: %s", strerror(errno));
     if (pid == 0) {
@@ -81,7 +89,7 @@ static inline void gw_start(void)
             close(i);
         char port[16];
         snprintf(port, sizeof(port), "%d", gw_port);
-        setenv("GATEWAY_SLOW_MS", GW_SLOW_MS, 1);
+        setenv("GATEWAY_SLOW_MS", slow_ms, 1);
         execl(NODE_BIN, "node", GATEWAY_JS, "--port", port, "--ledger", gw_ledger, (char *)NULL);
         _exit(127);
     }
@@ -103,6 +111,31 @@ static inline void gw_start(void)
         gw_sleep_ms(20);
     }
     cr_assert_fail("the gateway did not answer on port %d; see %s", gw_port, gw_log);
+}
+
+static inline void gw_start(void)
+{
+    gw_prepare("/tmp/seatd-rec-XXXXXX");
+    gw_spawn(GW_SLOW_MS);
+}
+
+/* Stops the gateway gently (SIGTERM, SIGKILL after 5 s), keeping its dir: gw_spawn() may run
+ * it again on the same ledger. */
+static inline void gw_halt(void)
+{
+    if (gw_pid <= 0)
+        return;
+    kill(gw_pid, SIGTERM);
+    for (int i = 0; i < 250; i++) {
+        if (waitpid(gw_pid, NULL, WNOHANG) == gw_pid) {
+            gw_pid = -1;
+            return;
+        }
+        gw_sleep_ms(20);
+    }
+    kill(gw_pid, SIGKILL);
+    waitpid(gw_pid, NULL, 0);
+    gw_pid = -1;
 }
 
 static inline void gw_stop(void)

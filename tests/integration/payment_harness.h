@@ -30,55 +30,19 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "gateway_harness.h"
 
 #ifndef SEATD_SOURCE_DIR
 #error "SEATD_SOURCE_DIR must name the source tree (tests/CMakeLists.txt)"
 #endif
 
-#define GATEWAY_JS SEATD_SOURCE_DIR "/deploy/gateway/gateway.js"
-#define NODE_BIN "/usr/bin/node"
 #define SLOW_MS "1500" /* GATEWAY_SLOW_MS for the test gateway */
 
 /* ---------------------------------------------------------------------------------------- */
-/* The gateway process                                                                      */
+/* The gateway process (gateway_harness.h: gw_prepare, gw_spawn, gw_halt, gw_stop)          */
 /* ---------------------------------------------------------------------------------------- */
 
-static char gw_dir[64];
-static char gw_ledger[128];
-static char gw_log[128];
 static char gw_url[64];
-static int gw_port;
-static pid_t gw_pid = -1;
-
-static inline int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert(fd >= 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    socklen_t len = sizeof(a);
-    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-static inline int can_connect(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return 0;
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons((uint16_t)port);
-    int ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-    close(fd);
-    return ok;
-}
 
 static inline void sleep_ms(int ms)
 {
@@ -86,63 +50,10 @@ static inline void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-static inline void gw_start(void)
-{
-    pid_t pid = fork();
-    cr_assert(pid >= 0, "fork: %s", strerror(errno));
-    if (pid == 0) {
-        /* The child only execs node; it must never return into the test. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        int fd = open(gw_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        if (fd >= 0) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-        }
-        for (int i = 3; i < 1024; i++)
-            close(i);
-        char port[16];
-        snprintf(port, sizeof(port), "%d", gw_port);
-        setenv("GATEWAY_SLOW_MS", SLOW_MS, 1);
-        execl(NODE_BIN, "node", GATEWAY_JS, "--port", port, "--ledger", gw_ledger, (char *)NULL);
-        _exit(127);
-    }
-    gw_pid = pid;
-    for (int i = 0; i < 500; i++) { /* up to 10 s */
-        if (can_connect(gw_port))
-            return;
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            gw_pid = -1;
-            cr_assert_fail("the gateway exited at start (status %d); see %s", status, gw_log);
-        }
-        sleep_ms(20);
-    }
-    cr_assert_fail("the gateway did not listen on port %d; see %s", gw_port, gw_log);
-}
-
-static inline void gw_stop(void)
-{
-    if (gw_pid <= 0)
-        return;
-    kill(gw_pid, SIGTERM);
-    for (int i = 0; i < 250; i++) { /* up to 5 s, then SIGKILL */
-        if (waitpid(gw_pid, NULL, WNOHANG) == gw_pid) {
-            gw_pid = -1;
-            return;
-        }
-        sleep_ms(20);
-    }
-    kill(gw_pid, SIGKILL);
-    waitpid(gw_pid, NULL, 0);
-    gw_pid = -1;
-}
-
 static inline void suite_fini(void)
 {
-    gw_stop();
-    unlink(gw_ledger);
-    unlink(gw_log);
-    rmdir(gw_dir);
+    gw_halt();
+    gw_stop(); /* (and its dir) */
 }
 /* ---------------------------------------------------------------------------------------- */
 /* Raw requests to the gateway (blocking; for facts the client API does not expose)         */

@@ -103,13 +103,9 @@ static void close_client_and_loop(void)
 
 static void suite_init(void)
 {
-    snprintf(gw_dir, sizeof(gw_dir), "/tmp/seatd-pay-XXXXXX");
-    cr_assert_not_null(mkdtemp(gw_dir));
-    snprintf(gw_ledger, sizeof(gw_ledger), "%s/ledger.jsonl", gw_dir);
-    snprintf(gw_log, sizeof(gw_log), "%s/gateway.log", gw_dir);
-    gw_port = free_port();
+    gw_prepare("/tmp/seatd-pay-XXXXXX");
     snprintf(gw_url, sizeof(gw_url), "http://127.0.0.1:%d", gw_port);
-    gw_start();
+    gw_spawn(SLOW_MS);
     cr_assert_eq(uv_loop_init(&loop), 0);
     pay = seatd_payment_new(&loop, gw_url, 3000);
     cr_assert_not_null(pay);
@@ -387,7 +383,7 @@ Test(payment, replay_while_the_first_is_in_flight_is_unknown_409)
 
 Test(payment, gateway_down_is_unknown_without_an_answer)
 {
-    gw_stop();
+    gw_halt();
     got_t g = {0};
     charge_and_wait(pay, "42-b0012", 2400, "tok_ok", &g);
     cr_assert_eq(g.res.outcome, SEATD_PAY_UNKNOWN);
@@ -485,8 +481,8 @@ Test(payment, gateway_restart_keeps_the_ledger_and_replays_answer_the_first_resu
     refund_and_wait("42-b0016:r1", a.res.charge_id, 400, &r);
     cr_assert_eq(r.res.outcome, SEATD_PAY_APPROVED);
 
-    gw_stop();
-    gw_start(); /* same port, same ledger */
+    gw_halt();
+    gw_spawn(SLOW_MS); /* same port, same ledger */
 
     got_t b = {0};
     charge_and_wait(pay, "42-b0016", 2400, "tok_ok", &b);

@@ -20,13 +20,9 @@
 static void reconcile_init(void)
 {
     seatd_test_redis_flushall();
-    snprintf(gw_dir, sizeof(gw_dir), "/tmp/seatd-rec-XXXXXX");
-    cr_assert_not_null(mkdtemp(gw_dir));
-    snprintf(gw_ledger, sizeof(gw_ledger), "%s/ledger.jsonl", gw_dir);
-    snprintf(gw_log, sizeof(gw_log), "%s/gateway.log", gw_dir);
-    gw_port = free_port();
+    gw_prepare("/tmp/seatd-rec-XXXXXX");
     snprintf(gw_url, sizeof(gw_url), "http://127.0.0.1:%d", gw_port);
-    gw_start();
+    gw_spawn(SLOW_MS);
 }
 
 TestSuite(payment_reconcile, .init = reconcile_init, .fini = suite_fini, .timeout = 30);
